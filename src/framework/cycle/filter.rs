@@ -1,0 +1,401 @@
+//! The Filter phase: find feasible nodes as `findNodesThatFitPod` does.
+//!
+//! Nodes are examined from a round-robin start, and the search stops once the
+//! (N+1)-th feasible node turns up, N being `numFeasibleNodesToFind`; this is upstream's
+//! behaviour with its parallelism taken as sequential, so results are deterministic.
+//! The fast path runs every plugin on a node before moving on; when stepping plugin by
+//! plugin or building the full verdict matrix, plugins run column by column instead and
+//! the same sequential rule is applied to the results afterwards.
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};
+use crate::framework::cycle_state::CycleState;
+use crate::framework::node_info::NodeInfo;
+use crate::framework::profile::ExtensionPoint;
+use crate::framework::runtime::filter_status;
+use crate::framework::status::{Code, Status};
+
+const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+
+/// How many feasible nodes are enough (`numFeasibleNodesToFind`).
+pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let n = num_all_nodes as i64;
+    let mut p = i64::from(percentage);
+    if p == 0 {
+        p = (50 - n / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    let num = (n * p / 100) as usize;
+    num.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// One Filter plugin's verdict on one node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "verdict")]
+pub enum FilterCell {
+    /// PreFilter said to skip this plugin for the pod.
+    Skipped,
+    Pass,
+    Reject { code: Code, reasons: Vec<String> },
+    Error { message: String },
+}
+
+impl FilterCell {
+    fn from_status(s: &Status) -> FilterCell {
+        if s.is_success() {
+            FilterCell::Pass
+        } else if s.is_rejected() {
+            FilterCell::Reject { code: s.code(), reasons: s.reasons().iter().map(|r| r.to_string()).collect() }
+        } else {
+            FilterCell::Error { message: s.message() }
+        }
+    }
+
+    pub fn symbol(&self) -> &'static str {
+        match self {
+            FilterCell::Skipped => "–",
+            FilterCell::Pass => "✓",
+            FilterCell::Reject { .. } => "✗",
+            FilterCell::Error { .. } => "!",
+        }
+    }
+}
+
+/// Every Filter plugin on every candidate node (kubestep's addition to upstream).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FilterMatrix {
+    pub plugins: Vec<&'static str>,
+    /// Candidate nodes (snapshot indices), in the order they were examined.
+    pub nodes: Vec<usize>,
+    /// Row-major: `cells[node * plugins.len() + plugin]`.
+    pub cells: Vec<FilterCell>,
+}
+
+impl FilterMatrix {
+    pub fn cell(&self, node_row: usize, plugin: usize) -> &FilterCell {
+        &self.cells[node_row * self.plugins.len() + plugin]
+    }
+}
+
+pub(super) struct FilterProgress {
+    /// Candidate snapshot indices in round-robin order.
+    candidates: Vec<usize>,
+    num_to_find: usize,
+    column_mode: bool,
+    next_plugin: usize,
+    /// Pass-1 result per candidate (first failure so far; None = passing so far).
+    first_failure: Vec<Option<Status>>,
+    /// Pass-1 state and node with nominated pods added, for candidates that have some.
+    nominated: Vec<Option<Box<(CycleState, NodeInfo)>>>,
+    all_nodes: usize,
+}
+
+impl SchedulingCycle {
+    pub(super) fn advance_filter(&mut self, env: &CycleEnv, one_plugin: bool) {
+        if self.filter.is_none() {
+            if self.check_nominated_node(env) {
+                return;
+            }
+            self.init_filter(env, one_plugin);
+        }
+        let Some(progress) = self.filter.as_ref() else { return };
+        if progress.column_mode {
+            let num_plugins = env.framework.plugins(ExtensionPoint::Filter).len();
+            if progress.next_plugin < num_plugins {
+                self.run_filter_column(env);
+                if one_plugin {
+                    return;
+                }
+            }
+            let done = self.filter.as_ref().is_none_or(|p| p.next_plugin >= num_plugins);
+            if done {
+                self.finalize_columns(env);
+            }
+        } else {
+            self.run_filter_fast(env);
+        }
+    }
+
+    /// Upstream first tries the node the pod is nominated to, alone.
+    fn check_nominated_node(&mut self, env: &CycleEnv) -> bool {
+        let nnn = self.pod.nominated_node_name().to_string();
+        if nnn.is_empty() || self.cursor > 0 {
+            return false;
+        }
+        self.cursor = 1;
+        let Some(idx) = env.snapshot.position(&nnn) else { return false };
+        let started = Instant::now();
+        let h = env.handle();
+        let node = &env.snapshot.list()[idx];
+        let s = env.framework.run_filter_plugins_with_nominated_pods(&h, &self.state, &self.pod, node);
+        self.record("(nominated node)", &s, started);
+        if s.is_success() {
+            self.feasible = vec![idx];
+            self.after_filter(env);
+            return true;
+        }
+        if s.code() == Code::Error {
+            self.finish(CycleOutcome::Error(s));
+            return true;
+        }
+        self.diagnosis.add_plugin_status(&s);
+        self.diagnosis.node_to_status.set(nnn, s);
+        false
+    }
+
+    fn init_filter(&mut self, env: &CycleEnv, one_plugin: bool) {
+        let all = env.snapshot.list();
+        let mut nodes: Vec<usize> = (0..all.len()).collect();
+        if let Some(names) = self.pre_filter.result.as_ref().and_then(|r| r.node_names.as_ref()) {
+            nodes.retain(|&i| names.contains(all[i].name()));
+            let plugins = format!("[{}]", self.pre_filter.plugins_with_nodes.join(" "));
+            self.diagnosis
+                .node_to_status
+                .set_absent(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {plugins}")));
+            self.diagnosis.unschedulable_plugins.extend(self.pre_filter.plugins_with_nodes.iter().cloned());
+        }
+        let n = nodes.len();
+        let candidates: Vec<usize> =
+            if n == 0 { Vec::new() } else { (0..n).map(|i| nodes[(self.start_node_index + i) % n]).collect() };
+        let percentage = env.framework.percentage_of_nodes_to_score.unwrap_or(env.percentage_of_nodes_to_score);
+        let mut num_to_find = num_feasible_nodes_to_find(percentage, n);
+        if !env.framework.has_score_plugins() {
+            num_to_find = 1;
+        }
+        let column_mode = (one_plugin || self.detail == Detail::Full) && env.framework.has_filter_plugins();
+        let len = candidates.len();
+        self.filter = Some(FilterProgress {
+            candidates,
+            num_to_find,
+            column_mode,
+            next_plugin: 0,
+            first_failure: vec![None; len],
+            nominated: Vec::new(),
+            all_nodes: all.len(),
+        });
+        if column_mode {
+            self.prepare_nominated(env);
+            if self.detail == Detail::Full {
+                let plugins = env.framework.plugins(ExtensionPoint::Filter).iter().map(|e| e.name).collect();
+                let nodes = self.filter.as_ref().map(|p| p.candidates.clone()).unwrap_or_default();
+                self.matrix = Some(FilterMatrix { plugins, nodes, cells: Vec::new() });
+            }
+        }
+    }
+
+    /// Builds the pass-1 context (nominated pods added) for candidates that need one.
+    fn prepare_nominated(&mut self, env: &CycleEnv) {
+        let h = env.handle();
+        let Some(p) = self.filter.as_mut() else { return };
+        if env.nominator.is_empty() {
+            p.nominated = vec![None; 0];
+            return;
+        }
+        let mut out = Vec::with_capacity(p.candidates.len());
+        for (ci, &idx) in p.candidates.iter().enumerate() {
+            let node = &env.snapshot.list()[idx];
+            match env.framework.add_nominated_pods(&h, &self.pod, &self.state, node) {
+                Ok(ctx) => out.push(ctx.map(Box::new)),
+                Err(s) => {
+                    p.first_failure[ci] = Some(Status::error(s.message()));
+                    out.push(None);
+                }
+            }
+        }
+        p.nominated = out;
+    }
+
+    fn run_filter_column(&mut self, env: &CycleEnv) {
+        let started = Instant::now();
+        let h = env.handle();
+        let full = self.detail == Detail::Full;
+        let Some(p) = self.filter.as_mut() else { return };
+        let k = p.next_plugin;
+        p.next_plugin += 1;
+        let entries = env.framework.plugins(ExtensionPoint::Filter);
+        let e = &entries[k];
+        let skipped = self.state.skip_filter_plugins().contains(&e.name);
+        let state = &self.state;
+        let pod = &self.pod;
+        let eval = |ci: usize| -> Option<Status> {
+            if skipped || (!full && p.first_failure[ci].is_some()) {
+                return None;
+            }
+            let (st, node) = match p.nominated.get(ci).and_then(|o| o.as_deref()) {
+                Some((st, node)) => (st, node),
+                None => (state, &env.snapshot.list()[p.candidates[ci]]),
+            };
+            let f = e.plugin.as_filter()?;
+            Some(filter_status(e.name, f.filter(&h, st, pod, node)))
+        };
+        let results: Vec<Option<Status>> = par_map(env, p.candidates.len(), eval);
+        let mut rejected = 0;
+        for (ci, r) in results.iter().enumerate() {
+            if let Some(s) = r {
+                if !s.is_success() {
+                    rejected += 1;
+                    if p.first_failure[ci].is_none() {
+                        p.first_failure[ci] = Some(s.clone());
+                    }
+                }
+            }
+        }
+        if let Some(m) = self.matrix.as_mut() {
+            // Cells are appended column by column, then transposed in finalize.
+            m.cells.extend(results.iter().map(|r| match r {
+                None => FilterCell::Skipped,
+                Some(s) => FilterCell::from_status(s),
+            }));
+        }
+        let summary = if skipped {
+            Status::skip()
+        } else if rejected > 0 {
+            Status::unschedulable(format!("rejected {rejected} node(s)"))
+        } else {
+            Status::success()
+        };
+        self.record(e.name, &summary, started);
+    }
+
+    fn finalize_columns(&mut self, env: &CycleEnv) {
+        let h = env.handle();
+        let Some(mut p) = self.filter.take() else { return };
+        // Pass 2: a node that passed with its nominated pods must also pass without them.
+        for ci in 0..p.candidates.len() {
+            if p.first_failure[ci].is_none() && p.nominated.get(ci).is_some_and(|o| o.is_some()) {
+                let node = &env.snapshot.list()[p.candidates[ci]];
+                let s = env.framework.run_filter_plugins(&h, &self.state, &self.pod, node);
+                if !s.is_success() {
+                    p.first_failure[ci] = Some(s);
+                }
+            }
+        }
+        if let Some(m) = self.matrix.as_mut() {
+            let (np, nn) = (m.plugins.len(), m.nodes.len());
+            let mut cells = Vec::with_capacity(np * nn);
+            for row in 0..nn {
+                for col in 0..np {
+                    cells.push(m.cells.get(col * nn + row).cloned().unwrap_or(FilterCell::Skipped));
+                }
+            }
+            m.cells = cells;
+        }
+        let results: Vec<Status> = p.first_failure.iter().map(|f| f.clone().unwrap_or_default()).collect();
+        let mut search = Search::new(p.num_to_find);
+        for (ci, s) in results.into_iter().enumerate() {
+            if search.consume(self, env, p.candidates[ci], s) {
+                break;
+            }
+        }
+        self.end_search(env, &p, search);
+    }
+
+    fn run_filter_fast(&mut self, env: &CycleEnv) {
+        let started = Instant::now();
+        let h = env.handle();
+        let Some(p) = self.filter.take() else { return };
+        let mut search = Search::new(p.num_to_find);
+        if !env.framework.has_filter_plugins() {
+            // Without Filter plugins the first N nodes from the start are feasible.
+            self.feasible = p.candidates.iter().take(p.num_to_find).copied().collect();
+            search.stopped = true;
+        }
+        let mut next = 0;
+        while !search.stopped && next < p.candidates.len() {
+            let need = p.num_to_find.saturating_sub(self.feasible.len()) + 1;
+            let wave = (need + need / 4).max(64).min(p.candidates.len() - next);
+            let state = &self.state;
+            let pod = &self.pod;
+            let results: Vec<Status> = par_map(env, wave, |i| {
+                let node = &env.snapshot.list()[p.candidates[next + i]];
+                env.framework.run_filter_plugins_with_nominated_pods(&h, state, pod, node)
+            });
+            for (i, s) in results.into_iter().enumerate() {
+                if search.consume(self, env, p.candidates[next + i], s) {
+                    break;
+                }
+            }
+            next += wave;
+        }
+        let status = if search.error.is_some() { Status::error("") } else { Status::success() };
+        self.record("(all filters)", &status, started);
+        self.end_search(env, &p, search);
+    }
+
+    /// Common end of the node search: round-robin bookkeeping, then the next phase.
+    fn end_search(&mut self, env: &CycleEnv, p: &FilterProgress, search: Search) {
+        let processed = self.feasible.len() + self.diagnosis.node_to_status.len();
+        if p.all_nodes > 0 {
+            self.next_start_node_index = Some((self.start_node_index + processed) % p.all_nodes);
+        }
+        if let Some(err) = search.error {
+            return self.finish(CycleOutcome::Error(err));
+        }
+        self.after_filter(env);
+    }
+
+    fn after_filter(&mut self, env: &CycleEnv) {
+        match self.feasible.len() {
+            0 => self.enter_post_filter_or_fail(env),
+            1 => {
+                let node = env.snapshot.list()[self.feasible[0]].name().to_string();
+                let evaluated = 1 + self.diagnosis.node_to_status.len();
+                self.finish(CycleOutcome::Selected { node, evaluated_nodes: evaluated, feasible_nodes: 1 });
+            }
+            _ => self.enter(Phase::PreScore),
+        }
+    }
+}
+
+/// Upstream's sequential search rule over per-node results.
+struct Search {
+    num_to_find: usize,
+    stopped: bool,
+    error: Option<Status>,
+}
+
+impl Search {
+    fn new(num_to_find: usize) -> Search {
+        Search { num_to_find, stopped: false, error: None }
+    }
+
+    /// Takes one node's result; true when the search is over.
+    fn consume(&mut self, cycle: &mut SchedulingCycle, env: &CycleEnv, idx: usize, s: Status) -> bool {
+        if self.stopped {
+            return true;
+        }
+        if s.is_success() {
+            if cycle.feasible.len() >= self.num_to_find {
+                // This node made one too many: upstream cancels and does not count it.
+                self.stopped = true;
+                return true;
+            }
+            cycle.feasible.push(idx);
+            return false;
+        }
+        if s.code() == Code::Error {
+            self.error = Some(s);
+            self.stopped = true;
+            return true;
+        }
+        let name = env.snapshot.list()[idx].name().to_string();
+        cycle.diagnosis.add_plugin_status(&s);
+        cycle.diagnosis.node_to_status.set(name, s);
+        false
+    }
+}
+
+/// Maps `0..n` in parallel on the configured pool, keeping order.
+fn par_map<T: Send>(env: &CycleEnv, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
+    match env.pool {
+        Some(pool) if n > 32 => pool.install(|| (0..n).into_par_iter().with_min_len(16).map(&f).collect()),
+        _ => (0..n).map(f).collect(),
+    }
+}

@@ -1,0 +1,188 @@
+//! PreScore, Score, NormalizeScore and host selection (`prioritizeNodes`).
+
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{CycleEnv, CycleOutcome, Phase, SchedulingCycle};
+use crate::framework::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
+use crate::framework::profile::ExtensionPoint;
+use crate::framework::select::{Scored, select_host};
+use crate::framework::status::Status;
+
+/// One score plugin's scores over the feasible nodes.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginScores {
+    pub name: &'static str,
+    pub weight: i64,
+    /// What Score returned.
+    pub raw: Vec<i64>,
+    /// After NormalizeScore (equal to `raw` for plugins without it).
+    pub normalized: Vec<i64>,
+    pub has_normalize: bool,
+}
+
+impl PluginScores {
+    pub fn weighted(&self, node: usize) -> i64 {
+        self.normalized[node] * self.weight
+    }
+}
+
+/// Scores of every feasible node.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ScoreTable {
+    /// Feasible nodes (snapshot indices), in feasible order.
+    pub nodes: Vec<usize>,
+    /// Score plugins that were not skipped at PreScore, in profile order.
+    pub plugins: Vec<PluginScores>,
+    /// Sum of weighted scores per node (filled at host selection).
+    pub totals: Vec<i64>,
+    /// The node upstream's heap picks (index into `nodes`).
+    pub chosen: Option<usize>,
+}
+
+impl SchedulingCycle {
+    pub(super) fn advance_pre_score(&mut self, env: &CycleEnv) {
+        let plugins = env.framework.plugins(ExtensionPoint::PreScore);
+        if let Some(e) = plugins.get(self.cursor) {
+            self.cursor += 1;
+            let started = Instant::now();
+            let h = env.handle();
+            let nodes: Vec<_> = self.feasible.iter().map(|&i| &env.snapshot.list()[i]).collect();
+            let s = match e.plugin.as_pre_score() {
+                Some(p) => p.pre_score(&h, &mut self.state, &self.pod, &nodes),
+                None => Status::success(),
+            };
+            self.record(e.name, &s, started);
+            if s.is_skip() {
+                let mut skip = self.state.skip_score_plugins().to_vec();
+                skip.push(e.name);
+                self.state.set_skip_score_plugins(skip);
+            } else if !s.is_success() {
+                let err = Status::error(format!("running PreScore plugin {:?}: {}", e.name, s.message()));
+                return self.finish(CycleOutcome::Error(err));
+            }
+            if self.cursor < plugins.len() {
+                return;
+            }
+        }
+        // Set up the score table for the plugins that will run.
+        let skip = self.state.skip_score_plugins();
+        let n = self.feasible.len();
+        let plugins = env
+            .framework
+            .plugins(ExtensionPoint::Score)
+            .iter()
+            .filter(|e| !skip.contains(&e.name))
+            .map(|e| PluginScores {
+                name: e.name,
+                weight: env.framework.score_weight(e.name),
+                raw: Vec::new(),
+                normalized: Vec::new(),
+                has_normalize: e.plugin.as_score().is_some_and(|s| s.has_normalize()),
+            })
+            .collect();
+        self.scores = Some(ScoreTable { nodes: self.feasible.clone(), plugins, totals: vec![0; n], chosen: None });
+        self.enter(Phase::Score);
+    }
+
+    pub(super) fn advance_score(&mut self, env: &CycleEnv) {
+        let Some(table) = self.scores.as_mut() else { return self.enter(Phase::SelectHost) };
+        let Some(ps) = table.plugins.get_mut(self.cursor) else { return self.enter(Phase::NormalizeScore) };
+        self.cursor += 1;
+        let started = Instant::now();
+        let h = env.handle();
+        let Some(entry) = env.framework.plugins(ExtensionPoint::Score).iter().find(|e| e.name == ps.name) else { return };
+        let Some(plugin) = entry.plugin.as_score() else { return };
+        let state = &self.state;
+        let pod = &self.pod;
+        let nodes = &table.nodes;
+        let score_one = |i: usize| plugin.score(&h, state, pod, &env.snapshot.list()[nodes[i]]);
+        let results: Vec<(i64, Status)> = match env.pool {
+            Some(pool) if nodes.len() > 32 => {
+                pool.install(|| (0..nodes.len()).into_par_iter().with_min_len(16).map(score_one).collect())
+            }
+            _ => (0..nodes.len()).map(score_one).collect(),
+        };
+        let failed = results.iter().find(|(_, s)| !s.is_success()).map(|(_, s)| s.clone());
+        ps.raw = results.into_iter().map(|(v, _)| v).collect();
+        ps.normalized = ps.raw.clone();
+        let name = ps.name;
+        let status = failed.clone().unwrap_or_default();
+        self.record(name, &status, started);
+        if let Some(s) = failed {
+            let err = Status::error(format!("running Score plugins: plugin {name:?} failed with: {}", s.message()));
+            return self.finish(CycleOutcome::Error(err));
+        }
+        if self.cursor >= self.scores.as_ref().map_or(0, |t| t.plugins.len()) {
+            self.enter(Phase::NormalizeScore);
+        }
+    }
+
+    pub(super) fn advance_normalize(&mut self, env: &CycleEnv) {
+        let Some(table) = self.scores.as_mut() else { return self.enter(Phase::SelectHost) };
+        // Only plugins with NormalizeScore are steps here.
+        while table.plugins.get(self.cursor).is_some_and(|p| !p.has_normalize) {
+            self.cursor += 1;
+        }
+        let Some(ps) = table.plugins.get_mut(self.cursor) else { return self.enter(Phase::SelectHost) };
+        self.cursor += 1;
+        let started = Instant::now();
+        let h = env.handle();
+        let Some(plugin) =
+            env.framework.plugins(ExtensionPoint::Score).iter().find(|e| e.name == ps.name).and_then(|e| e.plugin.as_score())
+        else {
+            return;
+        };
+        let mut list: Vec<NodeScore> = table
+            .nodes
+            .iter()
+            .zip(&ps.raw)
+            .map(|(&i, &score)| NodeScore { name: env.snapshot.list()[i].name(), score })
+            .collect();
+        let s = plugin.normalize_score(&h, &self.state, &self.pod, &mut list);
+        ps.normalized = list.iter().map(|n| n.score).collect();
+        let name = ps.name;
+        self.record(name, &s, started);
+        if !s.is_success() {
+            let err = Status::error(format!("running Normalize on Score plugins: plugin {name:?} failed with: {}", s.message()));
+            return self.finish(CycleOutcome::Error(err));
+        }
+    }
+
+    pub(super) fn select_host(&mut self, env: &CycleEnv) {
+        let started = Instant::now();
+        let Some(table) = self.scores.as_mut() else { return };
+        let n = table.nodes.len();
+        let mut totals = vec![0i64; n];
+        if table.plugins.is_empty() && !env.framework.has_score_plugins() {
+            // Without score plugins every node scores 1.
+            totals.iter_mut().for_each(|t| *t = 1);
+        }
+        for ps in &table.plugins {
+            for (i, t) in totals.iter_mut().enumerate() {
+                let score = ps.normalized[i];
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
+                    let err = Status::error(format!(
+                        "applying score defaultWeights on Score plugins: plugin {:?} returns an invalid score {score}, it should in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing",
+                        ps.name
+                    ));
+                    return self.finish(CycleOutcome::Error(err));
+                }
+                *t += score * ps.weight;
+            }
+        }
+        let scored: Vec<Scored> =
+            totals.iter().enumerate().map(|(index, &total)| Scored { index, total, randomizer: 0 }).collect();
+        let chosen = select_host(&scored);
+        table.totals = totals;
+        table.chosen = chosen;
+        let Some(c) = chosen else { return self.finish(CycleOutcome::Error(Status::error("no node to select"))) };
+        let node = env.snapshot.list()[table.nodes[c]].name().to_string();
+        let feasible = n;
+        let evaluated = n + self.diagnosis.node_to_status.len();
+        self.record("(select host)", &Status::success(), started);
+        self.finish(CycleOutcome::Selected { node, evaluated_nodes: evaluated, feasible_nodes: feasible });
+    }
+}

@@ -1,0 +1,261 @@
+//! NodeInfo: a node with the pods on it and their aggregated resource accounting, kept
+//! incrementally as upstream's scheduler cache does.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Taint};
+
+use super::types::{PodInfo, Resource};
+use crate::api::labels::Labels;
+use crate::api::node_affinity::node_labels;
+use crate::api::pod_resources::{DEFAULT_BIND_ALL_HOST_IP, to_resource_list};
+
+/// Host ports in use on a node: IP → {(protocol, port)} (upstream `HostPortInfo`, a set).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostPortInfo {
+    by_ip: BTreeMap<String, BTreeSet<(String, i32)>>,
+}
+
+impl HostPortInfo {
+    pub fn add(&mut self, ip: &str, protocol: &str, port: i32) {
+        if port <= 0 {
+            return;
+        }
+        self.by_ip.entry(sanitize_ip(ip).to_string()).or_default().insert((sanitize_proto(protocol).to_string(), port));
+    }
+
+    pub fn remove(&mut self, ip: &str, protocol: &str, port: i32) {
+        if port <= 0 {
+            return;
+        }
+        let ip = sanitize_ip(ip);
+        if let Some(set) = self.by_ip.get_mut(ip) {
+            set.remove(&(sanitize_proto(protocol).to_string(), port));
+            if set.is_empty() {
+                self.by_ip.remove(ip);
+            }
+        }
+    }
+
+    /// 0.0.0.0 conflicts with the same (protocol, port) on any IP; another IP conflicts with
+    /// itself and with 0.0.0.0.
+    pub fn check_conflict(&self, ip: &str, protocol: &str, port: i32) -> bool {
+        if port <= 0 {
+            return false;
+        }
+        let ip = sanitize_ip(ip);
+        let pp = (sanitize_proto(protocol).to_string(), port);
+        if ip == DEFAULT_BIND_ALL_HOST_IP {
+            return self.by_ip.values().any(|s| s.contains(&pp));
+        }
+        [DEFAULT_BIND_ALL_HOST_IP, ip].iter().any(|k| self.by_ip.get(*k).is_some_and(|s| s.contains(&pp)))
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_ip.values().map(|s| s.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_ip.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str, i32)> {
+        self.by_ip.iter().flat_map(|(ip, s)| s.iter().map(move |(p, port)| (ip.as_str(), p.as_str(), *port)))
+    }
+}
+
+fn sanitize_ip(ip: &str) -> &str {
+    if ip.is_empty() { DEFAULT_BIND_ALL_HOST_IP } else { ip }
+}
+
+fn sanitize_proto(p: &str) -> &str {
+    if p.is_empty() { "TCP" } else { p }
+}
+
+/// A node and what is placed on it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    name: String,
+    pub pods: Vec<Arc<PodInfo>>,
+    pub pods_with_affinity: Vec<Arc<PodInfo>>,
+    pub pods_with_required_anti_affinity: Vec<Arc<PodInfo>>,
+    pub used_ports: HostPortInfo,
+    pub requested: Resource,
+    pub non_zero_requested: Resource,
+    pub allocatable: Resource,
+    /// Image name (every name listed in status.images) → size in bytes.
+    pub images: HashMap<String, i64>,
+    /// `namespace/claim` → number of pods on this node using it.
+    pub pvc_ref_counts: HashMap<String, i32>,
+    pub generation: u64,
+}
+
+impl NodeInfo {
+    pub fn new(node: Arc<Node>) -> NodeInfo {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let status = node.status.as_ref();
+        let allocatable = Resource::from_list(&to_resource_list(status.and_then(|s| s.allocatable.as_ref())));
+        let mut images = HashMap::new();
+        for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
+            let size = img.size_bytes.unwrap_or(0);
+            for n in img.names.iter().flatten() {
+                images.insert(n.clone(), size);
+            }
+        }
+        NodeInfo {
+            node,
+            name,
+            pods: Vec::new(),
+            pods_with_affinity: Vec::new(),
+            pods_with_required_anti_affinity: Vec::new(),
+            used_ports: HostPortInfo::default(),
+            requested: Resource::default(),
+            non_zero_requested: Resource::default(),
+            allocatable,
+            images,
+            pvc_ref_counts: HashMap::new(),
+            generation: 0,
+        }
+    }
+
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    pub fn node_arc(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn labels(&self) -> &Labels {
+        node_labels(&self.node)
+    }
+
+    pub fn taints(&self) -> &[Taint] {
+        self.node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[])
+    }
+
+    pub fn unschedulable(&self) -> bool {
+        self.node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+    }
+
+    /// Replaces the node object, keeping the pods (a node update).
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        let pods = std::mem::take(&mut self.pods);
+        *self = NodeInfo::new(node);
+        for p in pods {
+            self.add_pod(p);
+        }
+    }
+
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        if pod.has_affinity() {
+            self.pods_with_affinity.push(pod.clone());
+        }
+        if pod.has_required_anti_affinity() {
+            self.pods_with_required_anti_affinity.push(pod.clone());
+        }
+        self.update(&pod, 1);
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with this key. Like upstream, the last pod takes the removed one's
+    /// place in the list (this order is visible to preemption).
+    pub fn remove_pod(&mut self, key: &str) -> Option<Arc<PodInfo>> {
+        fn take(list: &mut Vec<Arc<PodInfo>>, key: &str) -> Option<Arc<PodInfo>> {
+            let i = list.iter().position(|p| p.key == key)?;
+            Some(list.swap_remove(i))
+        }
+        take(&mut self.pods_with_affinity, key);
+        take(&mut self.pods_with_required_anti_affinity, key);
+        let removed = take(&mut self.pods, key)?;
+        self.update(&removed, -1);
+        Some(removed)
+    }
+
+    fn update(&mut self, pod: &PodInfo, sign: i64) {
+        let res = &pod.resource;
+        self.requested.add_signed(&res.resource, sign);
+        self.non_zero_requested.milli_cpu += sign * res.non0_cpu;
+        self.non_zero_requested.memory += sign * res.non0_mem;
+        for hp in &pod.host_ports {
+            if sign > 0 {
+                self.used_ports.add(&hp.ip, &hp.protocol, hp.port);
+            } else {
+                self.used_ports.remove(&hp.ip, &hp.protocol, hp.port);
+            }
+        }
+        for key in pod.pvc_keys() {
+            if sign > 0 {
+                *self.pvc_ref_counts.entry(key).or_default() += 1;
+            } else if let Some(c) = self.pvc_ref_counts.get_mut(&key) {
+                *c -= 1;
+                if *c <= 0 {
+                    self.pvc_ref_counts.remove(&key);
+                }
+            }
+        }
+        self.generation += 1;
+    }
+
+    pub fn has_pod(&self, key: &str) -> bool {
+        self.pods.iter().any(|p| p.key == key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node() -> Arc<Node> {
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": "n1"}, "status": {
+                "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "images": [{"names": ["nginx:1", "nginx@sha"], "sizeBytes": 100}]}}))
+            .unwrap(),
+        )
+    }
+    fn pod(name: &str, cpu: &str, host_port: i32) -> Arc<PodInfo> {
+        let v = json!({"metadata": {"name": name, "namespace": "d"}, "spec": {"containers": [
+            {"name": "c", "resources": {"requests": {"cpu": cpu}}, "ports": [{"containerPort": 1, "hostPort": host_port}]}],
+            "volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}]}});
+        Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap())))
+    }
+
+    #[test]
+    fn accounting_add_remove() {
+        let mut ni = NodeInfo::new(node());
+        assert_eq!(ni.allocatable.milli_cpu, 4000);
+        assert_eq!(ni.allocatable.allowed_pod_number, 110);
+        assert_eq!(ni.images.get("nginx@sha"), Some(&100));
+        ni.add_pod(pod("a", "1", 80));
+        ni.add_pod(pod("b", "500m", 0));
+        assert_eq!(ni.requested.milli_cpu, 1500);
+        assert_eq!(ni.non_zero_requested.memory, 2 * 200 * 1024 * 1024);
+        assert!(ni.used_ports.check_conflict("", "TCP", 80));
+        assert_eq!(ni.pvc_ref_counts.get("d/data"), Some(&2));
+        ni.remove_pod("d/a").unwrap();
+        assert_eq!(ni.requested.milli_cpu, 500);
+        assert!(!ni.used_ports.check_conflict("0.0.0.0", "TCP", 80));
+        assert_eq!(ni.pvc_ref_counts.get("d/data"), Some(&1));
+        assert!(ni.remove_pod("d/zzz").is_none());
+    }
+
+    #[test]
+    fn host_port_conflicts() {
+        let mut h = HostPortInfo::default();
+        h.add("10.0.0.1", "TCP", 80);
+        assert!(h.check_conflict("0.0.0.0", "TCP", 80));
+        assert!(h.check_conflict("10.0.0.1", "", 80));
+        assert!(!h.check_conflict("10.0.0.2", "TCP", 80));
+        assert!(!h.check_conflict("10.0.0.1", "UDP", 80));
+        h.add("", "UDP", 53);
+        assert!(h.check_conflict("10.0.0.2", "UDP", 53));
+    }
+}

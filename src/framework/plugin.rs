@@ -1,0 +1,209 @@
+//! The plugin interfaces, one trait per extension point, as kube-scheduler's framework.
+//!
+//! A plugin implements `Plugin` and returns itself from the `as_*` methods of the points it
+//! extends; the framework builds each point's list from those answers (that is how
+//! multiPoint expansion decides where a plugin goes).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cycle_state::CycleState;
+use super::diagnosis::NodeToStatus;
+use super::listers::Listers;
+use super::node_info::NodeInfo;
+use super::nominator::Nominator;
+use super::profile::Framework;
+use super::queued::QueuedPodInfo;
+use super::snapshot::Snapshot;
+use super::status::Status;
+use super::types::PodInfo;
+
+/// Scores are in [MIN_NODE_SCORE, MAX_NODE_SCORE] after NormalizeScore.
+pub const MAX_NODE_SCORE: i64 = 100;
+pub const MIN_NODE_SCORE: i64 = 0;
+/// Permit waits are capped at 15 minutes.
+pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// What plugins can see of the scheduler: the framework they run in, the snapshot taken
+/// for this cycle, object listers and nominated pods.
+#[derive(Clone, Copy)]
+pub struct Handle<'a> {
+    pub framework: &'a Framework,
+    pub snapshot: &'a Snapshot,
+    pub listers: &'a Listers,
+    pub nominator: &'a Nominator,
+}
+
+/// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+impl PreFilterResult {
+    pub fn all_nodes(&self) -> bool {
+        self.node_names.is_none()
+    }
+
+    /// Upstream `Merge`: all ∪ all = all; all with X = X; X with Y = X ∩ Y.
+    pub fn merge(&self, other: Option<&PreFilterResult>) -> PreFilterResult {
+        let Some(other) = other else { return self.clone() };
+        match (&self.node_names, &other.node_names) {
+            (None, None) => PreFilterResult::default(),
+            (None, Some(x)) | (Some(x), None) => PreFilterResult { node_names: Some(x.clone()) },
+            (Some(a), Some(b)) => PreFilterResult { node_names: Some(a.intersection(b).cloned().collect()) },
+        }
+    }
+}
+
+/// Where preemption nominated the pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PostFilterResult {
+    pub nominated_node_name: String,
+    /// True when the result sets (or clears) the nomination (upstream ModeOverride).
+    pub override_nomination: bool,
+    /// Pods the plugin evicted, as `namespace/name` (preemption victims).
+    pub victims: Vec<String>,
+}
+
+/// A node's score from one plugin, as passed to NormalizeScore.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeScore<'a> {
+    pub name: &'a str,
+    pub score: i64,
+}
+
+pub trait Plugin: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        None
+    }
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        None
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        None
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        None
+    }
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        None
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        None
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        None
+    }
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        None
+    }
+    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        None
+    }
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        None
+    }
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        None
+    }
+    fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
+        None
+    }
+}
+
+pub trait PreEnqueuePlugin: Plugin {
+    fn pre_enqueue(&self, h: &Handle, pod: &PodInfo) -> Status;
+}
+
+pub trait QueueSortPlugin: Plugin {
+    fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+}
+
+pub trait PreFilterPlugin: Plugin {
+    fn pre_filter(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo) -> (Option<PreFilterResult>, Status);
+    /// AddPod / RemovePod, used to evaluate nominated pods and preemption victims.
+    fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        None
+    }
+}
+
+pub trait PreFilterExtensions {
+    fn add_pod(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, added: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+    fn remove_pod(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, removed: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+}
+
+pub trait FilterPlugin: Plugin {
+    fn filter(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+pub trait PostFilterPlugin: Plugin {
+    fn post_filter(
+        &self,
+        h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+pub trait PreScorePlugin: Plugin {
+    fn pre_score(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Status;
+}
+
+pub trait ScorePlugin: Plugin {
+    fn score(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status);
+    /// Whether the plugin has ScoreExtensions (NormalizeScore).
+    fn has_normalize(&self) -> bool {
+        false
+    }
+    fn normalize_score(&self, _h: &Handle, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) -> Status {
+        Status::success()
+    }
+}
+
+pub trait ReservePlugin: Plugin {
+    fn reserve(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+    fn unreserve(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+pub trait PermitPlugin: Plugin {
+    /// Success, a rejection, or Wait with how long to wait.
+    fn permit(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
+}
+
+pub trait PreBindPlugin: Plugin {
+    /// Success, Skip (nothing to do for this pod) or Error.
+    fn pre_bind_pre_flight(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &str) -> Status;
+    fn pre_bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+}
+
+pub trait BindPlugin: Plugin {
+    fn bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+}
+
+pub trait PostBindPlugin: Plugin {
+    fn post_bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(names: &[&str]) -> Option<BTreeSet<String>> {
+        Some(names.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn merge_rules() {
+        let all = PreFilterResult::default();
+        let ab = PreFilterResult { node_names: set(&["a", "b"]) };
+        let bc = PreFilterResult { node_names: set(&["b", "c"]) };
+        assert!(all.merge(Some(&all)).all_nodes());
+        assert_eq!(all.merge(Some(&ab)), ab);
+        assert_eq!(ab.merge(Some(&bc)).node_names, set(&["b"]));
+        assert_eq!(ab.merge(None), ab);
+    }
+}

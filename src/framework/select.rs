@@ -1,0 +1,105 @@
+//! Host selection as v1.35 does it: the scored nodes go into a max-heap (Go's
+//! `container/heap` algorithm) and the root is taken. Ties are decided by the heap's
+//! layout over the feasible-node order, and by a random number only for nodes that
+//! extenders scored.
+
+/// A node's total and tie-breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scored {
+    pub index: usize,
+    pub total: i64,
+    pub randomizer: u64,
+}
+
+fn less(a: &Scored, b: &Scored) -> bool {
+    a.total > b.total || (a.total == b.total && a.randomizer > b.randomizer)
+}
+
+fn down(h: &mut [Scored], i0: usize, n: usize) {
+    let mut i = i0;
+    loop {
+        let j1 = 2 * i + 1;
+        if j1 >= n {
+            break;
+        }
+        let mut j = j1;
+        let j2 = j1 + 1;
+        if j2 < n && less(&h[j2], &h[j1]) {
+            j = j2;
+        }
+        if !less(&h[j], &h[i]) {
+            break;
+        }
+        h.swap(i, j);
+        i = j;
+    }
+}
+
+/// Go's `heap.Init`.
+pub fn heap_init(h: &mut [Scored]) {
+    let n = h.len();
+    if n < 2 {
+        return;
+    }
+    for i in (0..n / 2).rev() {
+        down(h, i, n);
+    }
+}
+
+/// Go's `heap.Pop` on an initialised heap.
+pub fn heap_pop(h: &mut Vec<Scored>) -> Option<Scored> {
+    let n = h.len();
+    if n == 0 {
+        return None;
+    }
+    h.swap(0, n - 1);
+    down(h, 0, n - 1);
+    h.pop()
+}
+
+/// The node kube-scheduler v1.35 picks, as an index into `scored`'s order.
+pub fn select_host(scored: &[Scored]) -> Option<usize> {
+    let mut h = scored.to_vec();
+    heap_init(&mut h);
+    heap_pop(&mut h).map(|s| s.index)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(totals: &[i64]) -> Vec<Scored> {
+        totals.iter().enumerate().map(|(index, &total)| Scored { index, total, randomizer: 0 }).collect()
+    }
+
+    #[test]
+    fn picks_the_maximum() {
+        assert_eq!(select_host(&s(&[1, 5, 3])), Some(1));
+        assert_eq!(select_host(&s(&[])), None);
+    }
+
+    #[test]
+    fn equal_totals_pick_the_first() {
+        assert_eq!(select_host(&s(&[7, 7, 7, 7])), Some(0));
+    }
+
+    #[test]
+    fn ties_follow_heap_layout_not_order() {
+        // Init sifts index 1 (total 9) above index 0; the tie with index 3 stays below.
+        assert_eq!(select_host(&s(&[1, 9, 2, 9])), Some(1));
+        // Index 0 sinks: its children are 2 (9) and 3 (9): Less(j2, j1) is false on a tie,
+        // so the left child 1 wins the swap.
+        assert_eq!(select_host(&s(&[0, 9, 9])), Some(1));
+    }
+
+    #[test]
+    fn pop_order_is_descending() {
+        let mut h = s(&[3, 1, 4, 1, 5, 9, 2, 6]);
+        heap_init(&mut h);
+        let mut out = Vec::new();
+        while let Some(x) = heap_pop(&mut h) {
+            out.push(x.total);
+        }
+        assert_eq!(out, [9, 6, 5, 4, 3, 2, 1, 1]);
+    }
+}

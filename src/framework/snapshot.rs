@@ -1,0 +1,302 @@
+//! Snapshot: every NodeInfo in upstream's node-tree order, with the indexes plugins use.
+//!
+//! kubestep schedules one pod at a time, so the snapshot doubles as the scheduler cache:
+//! pods are added and removed in place, and only node changes rebuild the order.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Node;
+
+use super::node_info::NodeInfo;
+use super::types::PodInfo;
+
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    nodes: Vec<NodeInfo>,
+    index: HashMap<String, usize>,
+    /// Indices (in list order) of nodes with pods that have (anti-)affinity.
+    with_affinity: Vec<usize>,
+    with_required_anti_affinity: Vec<usize>,
+    /// `namespace/claim` → number of scheduled pods using it.
+    used_pvcs: HashMap<String, i32>,
+    /// Image name → number of nodes that have it.
+    image_nodes: HashMap<String, usize>,
+    /// Pods whose node is not (yet) in the snapshot, kept until it appears.
+    orphans: HashMap<String, Vec<Arc<PodInfo>>>,
+    /// Upstream's node tree: zones in order of first appearance, names in insertion order.
+    tree: Vec<(String, Vec<String>)>,
+}
+
+/// Upstream's zone key for the node tree: region and zone (beta labels first).
+pub fn zone_key(node: &Node) -> String {
+    let Some(labels) = node.metadata.labels.as_ref() else { return String::new() };
+    let get = |beta: &str, ga: &str| labels.get(beta).or_else(|| labels.get(ga)).cloned().unwrap_or_default();
+    let zone = get("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone");
+    let region = get("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region");
+    if zone.is_empty() && region.is_empty() {
+        return String::new();
+    }
+    format!("{region}:\x00:{zone}")
+}
+
+/// Interleaves the tree's zones: the first node of each zone, then the second of each...
+fn tree_order(tree: &[(String, Vec<String>)]) -> Vec<&str> {
+    let max = tree.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+    let mut out = Vec::new();
+    for depth in 0..max {
+        for (_, v) in tree {
+            if let Some(n) = v.get(depth) {
+                out.push(n.as_str());
+            }
+        }
+    }
+    out
+}
+
+impl Snapshot {
+    /// Builds a snapshot from nodes in insertion order and the pods bound to them.
+    pub fn new(nodes: Vec<Arc<Node>>, pods: impl IntoIterator<Item = Arc<PodInfo>>) -> Snapshot {
+        let mut s = Snapshot::default();
+        for n in &nodes {
+            s.tree_add(n);
+        }
+        s.nodes = nodes.into_iter().map(NodeInfo::new).collect();
+        s.reindex();
+        for p in pods {
+            s.add_pod(p);
+        }
+        s
+    }
+
+    fn tree_add(&mut self, node: &Node) {
+        let zone = zone_key(node);
+        let name = node.metadata.name.clone().unwrap_or_default();
+        match self.tree.iter_mut().find(|(z, _)| *z == zone) {
+            Some((_, names)) => names.push(name),
+            None => self.tree.push((zone, vec![name])),
+        }
+    }
+
+    fn tree_remove(&mut self, node: &Node) {
+        let zone = zone_key(node);
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        if let Some(zi) = self.tree.iter().position(|(z, _)| *z == zone) {
+            self.tree[zi].1.retain(|n| n != name);
+            if self.tree[zi].1.is_empty() {
+                self.tree.remove(zi);
+            }
+        }
+    }
+
+    /// Puts `nodes` in tree order and rebuilds the indexes.
+    fn reindex(&mut self) {
+        let mut by_name: HashMap<String, NodeInfo> =
+            std::mem::take(&mut self.nodes).into_iter().map(|n| (n.name().to_string(), n)).collect();
+        let order: Vec<String> = tree_order(&self.tree).into_iter().map(str::to_string).collect();
+        self.nodes = order.iter().filter_map(|n| by_name.remove(n)).collect();
+        self.rebuild_indexes();
+    }
+
+    fn rebuild_indexes(&mut self) {
+        self.index = self.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
+        self.with_affinity = (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_affinity.is_empty()).collect();
+        self.with_required_anti_affinity =
+            (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_required_anti_affinity.is_empty()).collect();
+        self.image_nodes.clear();
+        for n in &self.nodes {
+            for name in n.images.keys() {
+                *self.image_nodes.entry(name.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    pub fn list(&self) -> &[NodeInfo] {
+        &self.nodes
+    }
+
+    pub fn get(&self, name: &str) -> Option<&NodeInfo> {
+        self.index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
+    }
+
+    pub fn have_pods_with_affinity(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.with_affinity.iter().map(|&i| &self.nodes[i])
+    }
+
+    pub fn have_pods_with_required_anti_affinity(&self) -> impl Iterator<Item = &NodeInfo> {
+        self.with_required_anti_affinity.iter().map(|&i| &self.nodes[i])
+    }
+
+    /// `StorageInfos().IsPVCUsedByPods`.
+    pub fn is_pvc_used_by_pods(&self, key: &str) -> bool {
+        self.used_pvcs.get(key).is_some_and(|&c| c > 0)
+    }
+
+    /// How many nodes list this image name.
+    pub fn image_num_nodes(&self, image: &str) -> usize {
+        self.image_nodes.get(image).copied().unwrap_or(0)
+    }
+
+    /// Adds a pod to the node named in its spec (assume or bind).
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        let node = pod.node_name().to_string();
+        let Some(&i) = self.index.get(&node) else {
+            self.orphans.entry(node).or_default().push(pod);
+            return;
+        };
+        for k in pod.pvc_keys() {
+            *self.used_pvcs.entry(k).or_default() += 1;
+        }
+        self.nodes[i].add_pod(pod);
+        self.refresh_lists(i);
+    }
+
+    /// Removes a pod from a node; returns it if it was there.
+    pub fn remove_pod(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
+        let Some(&i) = self.index.get(node) else {
+            let list = self.orphans.get_mut(node)?;
+            let pos = list.iter().position(|p| p.key == key)?;
+            return Some(list.swap_remove(pos));
+        };
+        let removed = self.nodes[i].remove_pod(key)?;
+        for k in removed.pvc_keys() {
+            if let Some(c) = self.used_pvcs.get_mut(&k) {
+                *c -= 1;
+                if *c <= 0 {
+                    self.used_pvcs.remove(&k);
+                }
+            }
+        }
+        self.refresh_lists(i);
+        Some(removed)
+    }
+
+    fn refresh_lists(&mut self, i: usize) {
+        let n = &self.nodes[i];
+        set_membership(&mut self.with_affinity, i, !n.pods_with_affinity.is_empty());
+        set_membership(&mut self.with_required_anti_affinity, i, !n.pods_with_required_anti_affinity.is_empty());
+    }
+
+    /// Adds or replaces a node (keeping its pods), then restores tree order.
+    pub fn upsert_node(&mut self, node: Arc<Node>) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        match self.index.get(&name) {
+            Some(&i) => {
+                if zone_key(self.nodes[i].node()) != zone_key(&node) {
+                    let old = self.nodes[i].node_arc().clone();
+                    self.tree_remove(&old);
+                    self.tree_add(&node);
+                }
+                self.nodes[i].set_node(node)
+            }
+            None => {
+                self.tree_add(&node);
+                let mut ni = NodeInfo::new(node);
+                for p in self.orphans.remove(&name).unwrap_or_default() {
+                    for k in p.pvc_keys() {
+                        *self.used_pvcs.entry(k).or_default() += 1;
+                    }
+                    ni.add_pod(p);
+                }
+                self.nodes.push(ni);
+            }
+        }
+        self.reindex();
+    }
+
+    /// Removes a node; its pods are kept aside in case it comes back.
+    pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
+        let i = self.index.get(name).copied()?;
+        let ni = self.nodes.remove(i);
+        let node = ni.node_arc().clone();
+        self.tree_remove(&node);
+        for p in &ni.pods {
+            for k in p.pvc_keys() {
+                if let Some(c) = self.used_pvcs.get_mut(&k) {
+                    *c -= 1;
+                }
+            }
+            self.orphans.entry(name.to_string()).or_default().push(p.clone());
+        }
+        self.reindex();
+        Some(ni)
+    }
+
+    /// Mutable access for in-place what-if edits (callers keep accounting consistent).
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut NodeInfo> {
+        self.index.get(name).map(|&i| &mut self.nodes[i])
+    }
+}
+
+fn set_membership(list: &mut Vec<usize>, i: usize, member: bool) {
+    match (list.binary_search(&i), member) {
+        (Ok(pos), false) => {
+            list.remove(pos);
+        }
+        (Err(pos), true) => list.insert(pos, i),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn node(name: &str, zone: Option<&str>) -> Arc<Node> {
+        let labels = match zone {
+            Some(z) => json!({"topology.kubernetes.io/zone": z}),
+            None => json!({}),
+        };
+        Arc::new(serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap())
+    }
+
+    #[test]
+    fn zones_are_interleaved() {
+        let s = Snapshot::new(
+            vec![node("a1", Some("a")), node("a2", Some("a")), node("b1", Some("b")), node("a3", Some("a")), node("c1", Some("c"))],
+            [],
+        );
+        let names: Vec<&str> = s.list().iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["a1", "b1", "c1", "a2", "a3"]);
+        assert_eq!(s.get("a3").unwrap().name(), "a3");
+        let mut s = s;
+        s.remove_node("a1");
+        let names: Vec<&str> = s.list().iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["a2", "b1", "c1", "a3"]);
+        s.upsert_node(node("b2", Some("b")));
+        let names: Vec<&str> = s.list().iter().map(|n| n.name()).collect();
+        assert_eq!(names, ["a2", "b1", "c1", "a3", "b2"]);
+    }
+
+    #[test]
+    fn affinity_lists_follow_pods() {
+        let mut s = Snapshot::new(vec![node("n1", None), node("n2", None)], []);
+        let v = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n2", "containers": [],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {}, "topologyKey": "k"}]}}}});
+        let p = Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap())));
+        s.add_pod(p);
+        assert_eq!(s.have_pods_with_required_anti_affinity().map(|n| n.name()).collect::<Vec<_>>(), ["n2"]);
+        s.remove_pod("n2", "d/p").unwrap();
+        assert_eq!(s.have_pods_with_affinity().count(), 0);
+    }
+
+    #[test]
+    fn pods_on_unknown_nodes_wait_for_them() {
+        let mut s = Snapshot::new(vec![node("n1", None)], []);
+        let v = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n9", "containers": []}});
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap()))));
+        assert_eq!(s.num_nodes(), 1);
+        s.upsert_node(node("n9", None));
+        assert_eq!(s.get("n9").unwrap().pods.len(), 1);
+    }
+}
