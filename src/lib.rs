@@ -5,3 +5,4 @@
 pub mod api;
 pub mod config;
 pub mod framework;
+pub mod plugins;

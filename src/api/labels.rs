@@ -71,13 +71,23 @@ impl Requirement {
         for v in &values {
             validate_label_value(v)?;
         }
-        Ok(Requirement { key: key.to_string(), op, values, int_value })
+        Ok(Requirement {
+            key: key.to_string(),
+            op,
+            values,
+            int_value,
+        })
     }
 
     /// An equality requirement from a `matchLabels` or `nodeSelector` entry (not validated,
     /// as `SelectorFromSet` does not validate either).
     pub fn equals(key: &str, value: &str) -> Requirement {
-        Requirement { key: key.to_string(), op: Operator::In, values: vec![value.to_string()], int_value: None }
+        Requirement {
+            key: key.to_string(),
+            op: Operator::In,
+            values: vec![value.to_string()],
+            int_value: None,
+        }
     }
 
     pub fn matches(&self, labels: &Labels) -> bool {
@@ -88,7 +98,9 @@ impl Requirement {
             Operator::Exists => v.is_some(),
             Operator::DoesNotExist => v.is_none(),
             Operator::Gt | Operator::Lt => {
-                let (Some(v), Some(want)) = (v, self.int_value) else { return false };
+                let (Some(v), Some(want)) = (v, self.int_value) else {
+                    return false;
+                };
                 match v.parse::<i64>() {
                     Ok(have) if self.op == Operator::Gt => have > want,
                     Ok(have) => have < want,
@@ -111,11 +123,15 @@ impl Selector {
     }
 
     pub fn everything() -> Selector {
-        Selector { requirements: Some(Vec::new()) }
+        Selector {
+            requirements: Some(Vec::new()),
+        }
     }
 
     pub fn from_requirements(reqs: Vec<Requirement>) -> Selector {
-        Selector { requirements: Some(reqs) }
+        Selector {
+            requirements: Some(reqs),
+        }
     }
 
     /// `labels.SelectorFromSet`: every key must equal its value.
@@ -125,7 +141,9 @@ impl Selector {
 
     /// `metav1.LabelSelectorAsSelector`: nil selects nothing, an empty selector selects all.
     pub fn from_label_selector(ls: Option<&LabelSelector>) -> Result<Selector, String> {
-        let Some(ls) = ls else { return Ok(Selector::nothing()) };
+        let Some(ls) = ls else {
+            return Ok(Selector::nothing());
+        };
         let labels = ls.match_labels.as_ref();
         let exprs = ls.match_expressions.as_deref().unwrap_or(&[]);
         if labels.is_none_or(|l| l.is_empty()) && exprs.is_empty() {
@@ -144,7 +162,11 @@ impl Selector {
                 "DoesNotExist" => Operator::DoesNotExist,
                 other => return Err(format!("{other:?} is not a valid label selector operator")),
             };
-            reqs.push(Requirement::new(&e.key, op, e.values.clone().unwrap_or_default())?);
+            reqs.push(Requirement::new(
+                &e.key,
+                op,
+                e.values.clone().unwrap_or_default(),
+            )?);
         }
         Ok(Selector::from_requirements(reqs))
     }
@@ -179,7 +201,9 @@ impl Selector {
 
 impl std::fmt::Display for Selector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Some(reqs) = &self.requirements else { return write!(f, "<none>") };
+        let Some(reqs) = &self.requirements else {
+            return write!(f, "<none>");
+        };
         if reqs.is_empty() {
             return write!(f, "<everything>");
         }
@@ -207,7 +231,9 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
     };
     if let Some(p) = prefix {
         if p.is_empty() || p.len() > 253 || !is_dns_subdomain(p) {
-            return Err(format!("key: Invalid value: {key:?}: prefix part must be a DNS subdomain"));
+            return Err(format!(
+                "key: Invalid value: {key:?}: prefix part must be a DNS subdomain"
+            ));
         }
     }
     if name.is_empty() || name.len() > 63 || !is_qualified_name_part(name) {
@@ -236,7 +262,8 @@ fn is_qualified_name_part(s: &str) -> bool {
     !b.is_empty()
         && alnum(b[0])
         && alnum(b[b.len() - 1])
-        && b.iter().all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
+        && b.iter()
+            .all(|&c| alnum(c) || c == b'-' || c == b'_' || c == b'.')
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
@@ -246,7 +273,8 @@ fn is_dns_subdomain(s: &str) -> bool {
             && b.len() <= 63
             && b[0].is_ascii_alphanumeric()
             && b[b.len() - 1].is_ascii_alphanumeric()
-            && b.iter().all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+            && b.iter()
+                .all(|&c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
     })
 }
 
@@ -256,7 +284,10 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -264,8 +295,16 @@ mod tests {
         let l = labels(&[("app", "web")]);
         assert!(!Selector::from_label_selector(None).unwrap().matches(&l));
         let empty = LabelSelector::default();
-        assert!(Selector::from_label_selector(Some(&empty)).unwrap().matches(&l));
-        assert!(Selector::from_label_selector(Some(&empty)).unwrap().matches(&Labels::new()));
+        assert!(
+            Selector::from_label_selector(Some(&empty))
+                .unwrap()
+                .matches(&l)
+        );
+        assert!(
+            Selector::from_label_selector(Some(&empty))
+                .unwrap()
+                .matches(&Labels::new())
+        );
     }
 
     #[test]
@@ -278,7 +317,11 @@ mod tests {
                     operator: "NotIn".into(),
                     values: Some(vec!["db".into()]),
                 },
-                LabelSelectorRequirement { key: "env".into(), operator: "Exists".into(), values: None },
+                LabelSelectorRequirement {
+                    key: "env".into(),
+                    operator: "Exists".into(),
+                    values: None,
+                },
             ]),
         };
         let s = Selector::from_label_selector(Some(&ls)).unwrap();

@@ -3,7 +3,9 @@
 //! Terms are parsed once; a term that fails to parse never matches (upstream's "lazy error"
 //! selector), and empty terms are ignored.
 
-use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm};
+use k8s_openapi::api::core::v1::{
+    Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm,
+};
 
 use super::labels::{Labels, Operator, Requirement, Selector, empty_labels};
 
@@ -17,7 +19,11 @@ pub struct FieldRequirement {
 
 impl FieldRequirement {
     fn matches(&self, node_name: &str) -> bool {
-        let have = if self.key == "metadata.name" { node_name } else { "" };
+        let have = if self.key == "metadata.name" {
+            node_name
+        } else {
+            ""
+        };
         (have == self.value) == self.equal
     }
 }
@@ -36,7 +42,11 @@ impl NodeSelectorTermMatcher {
         let fields = term.match_fields.as_deref().unwrap_or(&[]);
         let labels = (!exprs.is_empty()).then(|| label_selector(exprs, &mut errs));
         let fields = (!fields.is_empty()).then(|| field_selector(fields, &mut errs));
-        NodeSelectorTermMatcher { labels, fields, parse_errors: errs }
+        NodeSelectorTermMatcher {
+            labels,
+            fields,
+            parse_errors: errs,
+        }
     }
 
     pub fn matches(&self, node_name: &str, labels: &Labels) -> bool {
@@ -63,7 +73,8 @@ impl NodeSelectorTermMatcher {
 }
 
 pub fn is_empty_term(term: &NodeSelectorTerm) -> bool {
-    term.match_expressions.as_deref().unwrap_or(&[]).is_empty() && term.match_fields.as_deref().unwrap_or(&[]).is_empty()
+    term.match_expressions.as_deref().unwrap_or(&[]).is_empty()
+        && term.match_fields.as_deref().unwrap_or(&[]).is_empty()
 }
 
 fn label_selector(exprs: &[NodeSelectorRequirement], errs: &mut Vec<String>) -> Selector {
@@ -91,7 +102,10 @@ fn label_selector(exprs: &[NodeSelectorRequirement], errs: &mut Vec<String>) -> 
     Selector::from_requirements(reqs)
 }
 
-fn field_selector(exprs: &[NodeSelectorRequirement], errs: &mut Vec<String>) -> Vec<FieldRequirement> {
+fn field_selector(
+    exprs: &[NodeSelectorRequirement],
+    errs: &mut Vec<String>,
+) -> Vec<FieldRequirement> {
     let mut out = Vec::new();
     for e in exprs {
         let values = e.values.as_deref().unwrap_or(&[]);
@@ -99,15 +113,23 @@ fn field_selector(exprs: &[NodeSelectorRequirement], errs: &mut Vec<String>) -> 
             "In" => true,
             "NotIn" => false,
             other => {
-                errs.push(format!("operator: Unsupported value: {other:?}: supported values: \"In\", \"NotIn\""));
+                errs.push(format!(
+                    "operator: Unsupported value: {other:?}: supported values: \"In\", \"NotIn\""
+                ));
                 continue;
             }
         };
         if values.len() != 1 {
-            errs.push(format!("values: Invalid value: {values:?}: must have one element"));
+            errs.push(format!(
+                "values: Invalid value: {values:?}: must have one element"
+            ));
             continue;
         }
-        out.push(FieldRequirement { key: e.key.clone(), value: values[0].clone(), equal });
+        out.push(FieldRequirement {
+            key: e.key.clone(),
+            value: values[0].clone(),
+            equal,
+        });
     }
     out
 }
@@ -120,7 +142,12 @@ pub struct NodeSelectorMatcher {
 
 impl NodeSelectorMatcher {
     pub fn new(ns: &NodeSelector) -> NodeSelectorMatcher {
-        let terms = ns.node_selector_terms.iter().filter(|t| !is_empty_term(t)).map(NodeSelectorTermMatcher::new).collect();
+        let terms = ns
+            .node_selector_terms
+            .iter()
+            .filter(|t| !is_empty_term(t))
+            .map(NodeSelectorTermMatcher::new)
+            .collect();
         NodeSelectorMatcher { terms }
     }
 
@@ -133,7 +160,10 @@ impl NodeSelectorMatcher {
     }
 
     pub fn parse_errors(&self) -> Vec<String> {
-        self.terms.iter().flat_map(|t| t.parse_errors.iter().cloned()).collect()
+        self.terms
+            .iter()
+            .flat_map(|t| t.parse_errors.iter().cloned())
+            .collect()
     }
 }
 
@@ -165,7 +195,11 @@ impl PreferredSchedulingTerms {
     }
 
     pub fn score(&self, node_name: &str, labels: &Labels) -> i64 {
-        self.terms.iter().filter(|(m, _)| m.matches(node_name, labels)).map(|(_, w)| w).sum()
+        self.terms
+            .iter()
+            .filter(|(m, _)| m.matches(node_name, labels))
+            .map(|(_, w)| w)
+            .sum()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -183,14 +217,22 @@ pub struct RequiredNodeAffinity {
 impl RequiredNodeAffinity {
     pub fn from_pod(pod: &Pod) -> RequiredNodeAffinity {
         let spec = pod.spec.as_ref();
-        let label_selector =
-            spec.and_then(|s| s.node_selector.as_ref()).filter(|m| !m.is_empty()).map(Selector::from_set);
+        let label_selector = spec
+            .and_then(|s| s.node_selector.as_ref())
+            .filter(|m| !m.is_empty())
+            .map(Selector::from_set);
         let node_selector = spec
             .and_then(|s| s.affinity.as_ref())
             .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|na| na.required_during_scheduling_ignored_during_execution.as_ref())
+            .and_then(|na| {
+                na.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
             .map(NodeSelectorMatcher::new);
-        RequiredNodeAffinity { label_selector, node_selector }
+        RequiredNodeAffinity {
+            label_selector,
+            node_selector,
+        }
     }
 
     pub fn matches(&self, node_name: &str, labels: &Labels) -> bool {
@@ -230,7 +272,10 @@ mod tests {
         }
     }
     fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -238,10 +283,16 @@ mod tests {
         let ns = NodeSelector {
             node_selector_terms: vec![
                 NodeSelectorTerm {
-                    match_expressions: Some(vec![req("zone", "In", &["a"]), req("gpu", "Exists", &[])]),
+                    match_expressions: Some(vec![
+                        req("zone", "In", &["a"]),
+                        req("gpu", "Exists", &[]),
+                    ]),
                     match_fields: None,
                 },
-                NodeSelectorTerm { match_expressions: None, match_fields: Some(vec![req("metadata.name", "In", &["n9"])]) },
+                NodeSelectorTerm {
+                    match_expressions: None,
+                    match_fields: Some(vec![req("metadata.name", "In", &["n9"])]),
+                },
             ],
         };
         let m = NodeSelectorMatcher::new(&ns);
@@ -252,7 +303,9 @@ mod tests {
 
     #[test]
     fn empty_terms_match_nothing_and_bad_terms_never_match() {
-        let empty = NodeSelector { node_selector_terms: vec![NodeSelectorTerm::default()] };
+        let empty = NodeSelector {
+            node_selector_terms: vec![NodeSelectorTerm::default()],
+        };
         assert!(!NodeSelectorMatcher::new(&empty).matches("n", &labels(&[])));
         let bad = NodeSelector {
             node_selector_terms: vec![NodeSelectorTerm {
@@ -267,10 +320,16 @@ mod tests {
 
     #[test]
     fn field_selector_needs_exactly_one_value() {
-        let t = NodeSelectorTerm { match_expressions: None, match_fields: Some(vec![req("metadata.name", "In", &["a", "b"])]) };
+        let t = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![req("metadata.name", "In", &["a", "b"])]),
+        };
         let m = NodeSelectorTermMatcher::new(&t);
         assert!(!m.matches("a", &labels(&[])));
-        let t = NodeSelectorTerm { match_expressions: None, match_fields: Some(vec![req("metadata.name", "NotIn", &["a"])]) };
+        let t = NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![req("metadata.name", "NotIn", &["a"])]),
+        };
         let m = NodeSelectorTermMatcher::new(&t);
         assert!(!m.matches("a", &labels(&[])));
         assert!(m.matches("b", &labels(&[])));

@@ -29,8 +29,12 @@ pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 /// Converts a k8s-openapi resource list; invalid quantities count as zero here (they are
 /// reported with their object and field when the cluster is loaded).
 pub fn to_resource_list(rl: Option<&BTreeMap<String, K8sQuantity>>) -> ResourceList {
-    rl.map(|m| m.iter().map(|(k, v)| (k.clone(), Quantity::parse(&v.0).unwrap_or_default())).collect())
-        .unwrap_or_default()
+    rl.map(|m| {
+        m.iter()
+            .map(|(k, v)| (k.clone(), Quantity::parse(&v.0).unwrap_or_default()))
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 fn add_into(dst: &mut ResourceList, src: &ResourceList) {
@@ -65,14 +69,27 @@ fn is_restartable(c: &Container) -> bool {
 }
 
 fn is_resize_infeasible(pod: &Pod) -> bool {
-    let conds = pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
-    conds.iter().find(|c| c.type_ == "PodResizePending").is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
+    let conds = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_deref())
+        .unwrap_or(&[]);
+    conds
+        .iter()
+        .find(|c| c.type_ == "PodResizePending")
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"))
 }
 
 /// What a container effectively requests given its status (in-place resize).
-fn effective_requests(pod: &Pod, spec: ResourceList, status: Option<&ContainerStatus>) -> ResourceList {
+fn effective_requests(
+    pod: &Pod,
+    spec: ResourceList,
+    status: Option<&ContainerStatus>,
+) -> ResourceList {
     let Some(cs) = status else { return spec };
-    let Some(res) = cs.resources.as_ref() else { return spec };
+    let Some(res) = cs.resources.as_ref() else {
+        return spec;
+    };
     let actuated = to_resource_list(res.requests.as_ref());
     let allocated = to_resource_list(cs.allocated_resources.as_ref());
     if is_resize_infeasible(pod) {
@@ -102,16 +119,32 @@ pub fn is_pod_level_requests_set(pod: &Pod) -> bool {
         .is_some_and(|r| r.keys().any(|k| is_supported_pod_level(k)))
 }
 
-/// `PodRequests` with the scheduler's options. `non_missing` supplies defaults for
-/// containers that do not name a resource (used for the non-zero requests).
+/// `PodRequests` with the scheduler's usual options (status resources considered).
+/// `non_missing` supplies defaults for containers that do not name a resource (used for
+/// the non-zero requests).
 pub fn pod_requests(pod: &Pod, non_missing: Option<&ResourceList>) -> ResourceList {
-    let Some(spec) = pod.spec.as_ref() else { return ResourceList::new() };
+    pod_requests_with(pod, true, non_missing)
+}
+
+/// `PodRequests`; `use_status` takes in-place resize status into account (the scheduler
+/// does so everywhere except NodeResourcesFit's PreFilter).
+pub fn pod_requests_with(
+    pod: &Pod,
+    use_status: bool,
+    non_missing: Option<&ResourceList>,
+) -> ResourceList {
+    let Some(spec) = pod.spec.as_ref() else {
+        return ResourceList::new();
+    };
     let statuses: BTreeMap<&str, &ContainerStatus> = pod
         .status
         .as_ref()
         .into_iter()
         .flat_map(|s| {
-            s.container_statuses.iter().flatten().chain(s.init_container_statuses.iter().flatten())
+            s.container_statuses
+                .iter()
+                .flatten()
+                .chain(s.init_container_statuses.iter().flatten())
         })
         .map(|cs| (cs.name.as_str(), cs))
         .collect();
@@ -130,12 +163,12 @@ pub fn pod_requests(pod: &Pod, non_missing: Option<&ResourceList>) -> ResourceLi
 
     let mut reqs = ResourceList::new();
     for c in &spec.containers {
-        add_into(&mut reqs, &container_reqs(c, true));
+        add_into(&mut reqs, &container_reqs(c, use_status));
     }
     let mut restartable = ResourceList::new();
     let mut init_max = ResourceList::new();
     for c in spec.init_containers.iter().flatten() {
-        let r = container_reqs(c, is_restartable(c));
+        let r = container_reqs(c, use_status && is_restartable(c));
         let usage = if is_restartable(c) {
             add_into(&mut reqs, &r);
             add_into(&mut restartable, &r);
@@ -165,13 +198,22 @@ pub fn pod_requests(pod: &Pod, non_missing: Option<&ResourceList>) -> ResourceLi
 
 /// Defaults applied to containers that name no cpu / memory request
 /// (`getNonMissingContainerRequests`).
-pub fn non_missing_container_requests(requests: &ResourceList, pod_level_set: bool) -> ResourceList {
+pub fn non_missing_container_requests(
+    requests: &ResourceList,
+    pod_level_set: bool,
+) -> ResourceList {
     let mut out = ResourceList::new();
     if !pod_level_set || !requests.contains_key(CPU) {
-        out.insert(CPU.to_string(), Quantity::from_nanos(i128::from(DEFAULT_MILLI_CPU_REQUEST) * 1_000_000));
+        out.insert(
+            CPU.to_string(),
+            Quantity::from_nanos(i128::from(DEFAULT_MILLI_CPU_REQUEST) * 1_000_000),
+        );
     }
     if !pod_level_set || !requests.contains_key(MEMORY) {
-        out.insert(MEMORY.to_string(), Quantity::from_nanos(i128::from(DEFAULT_MEMORY_REQUEST) * 1_000_000_000));
+        out.insert(
+            MEMORY.to_string(),
+            Quantity::from_nanos(i128::from(DEFAULT_MEMORY_REQUEST) * 1_000_000_000),
+        );
     }
     out
 }
@@ -189,15 +231,35 @@ pub const DEFAULT_BIND_ALL_HOST_IP: &str = "0.0.0.0";
 
 /// Host ports of restartable init containers, then of regular containers.
 pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
-    let Some(spec) = pod.spec.as_ref() else { return Vec::new() };
-    let sidecars = spec.init_containers.iter().flatten().filter(|c| is_restartable(c));
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| is_restartable(c));
     let mut out = Vec::new();
     for c in sidecars.chain(spec.containers.iter()) {
         for p in c.ports.iter().flatten() {
-            let Some(hp) = p.host_port.filter(|&hp| hp > 0) else { continue };
-            let ip = p.host_ip.as_deref().filter(|s| !s.is_empty()).unwrap_or(DEFAULT_BIND_ALL_HOST_IP);
-            let protocol = p.protocol.as_deref().filter(|s| !s.is_empty()).unwrap_or("TCP");
-            out.push(HostPort { ip: ip.to_string(), protocol: protocol.to_string(), port: hp });
+            let Some(hp) = p.host_port.filter(|&hp| hp > 0) else {
+                continue;
+            };
+            let ip = p
+                .host_ip
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .unwrap_or(DEFAULT_BIND_ALL_HOST_IP);
+            let protocol = p
+                .protocol
+                .as_deref()
+                .filter(|s| !s.is_empty())
+                .unwrap_or("TCP");
+            out.push(HostPort {
+                ip: ip.to_string(),
+                protocol: protocol.to_string(),
+                port: hp,
+            });
         }
     }
     out
@@ -247,11 +309,11 @@ mod tests {
         // containers 500m; sidecar 250m runs alongside; a later init container 1 needs
         // 1 + 250m while it runs.
         let p = pod(json!({"spec": {
-            "containers": [{"name": "m", "resources": {"requests": {"cpu": "500m"}}}],
-            "initContainers": [
-                {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}},
-                {"name": "i", "resources": {"requests": {"cpu": "1"}}}
-            ]}}));
+        "containers": [{"name": "m", "resources": {"requests": {"cpu": "500m"}}}],
+        "initContainers": [
+            {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}},
+            {"name": "i", "resources": {"requests": {"cpu": "1"}}}
+        ]}}));
         let r = pod_requests(&p, None);
         assert_eq!(milli(&r, CPU), 1250);
         let p = pod(json!({"spec": {
@@ -271,7 +333,10 @@ mod tests {
         let non0 = pod_requests(&p, Some(&nm));
         // a gets the 100m default; b's explicit 0 stays 0; plus overhead.
         assert_eq!(milli(&non0, CPU), 200);
-        assert_eq!(non0[MEMORY].value(), 2 * 200 * 1024 * 1024 + 64 * 1024 * 1024);
+        assert_eq!(
+            non0[MEMORY].value(),
+            2 * 200 * 1024 * 1024 + 64 * 1024 * 1024
+        );
     }
 
     #[test]
@@ -299,8 +364,22 @@ mod tests {
             "initContainers": [{"name": "s", "restartPolicy": "Always", "ports": [{"containerPort": 9, "hostPort": 9100, "protocol": "UDP", "hostIP": "10.0.0.1"}]}]}}));
         let hp = host_ports(&p);
         assert_eq!(hp.len(), 2);
-        assert_eq!(hp[0], HostPort { ip: "10.0.0.1".into(), protocol: "UDP".into(), port: 9100 });
-        assert_eq!(hp[1], HostPort { ip: "0.0.0.0".into(), protocol: "TCP".into(), port: 8080 });
+        assert_eq!(
+            hp[0],
+            HostPort {
+                ip: "10.0.0.1".into(),
+                protocol: "UDP".into(),
+                port: 9100
+            }
+        );
+        assert_eq!(
+            hp[1],
+            HostPort {
+                ip: "0.0.0.0".into(),
+                protocol: "TCP".into(),
+                port: 8080
+            }
+        );
     }
 
     #[test]

@@ -11,7 +11,9 @@ use std::fmt;
 /// Why a quantity string was refused. The texts follow apimachinery's errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
-    #[error("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")]
+    #[error(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    )]
     Format,
     #[error("unable to parse quantity's suffix")]
     Suffix,
@@ -280,7 +282,10 @@ impl BigUint {
     fn to_i128_saturating(&self) -> i128 {
         let mut v: i128 = 0;
         for &limb in self.limbs.iter().rev() {
-            v = match v.checked_mul(LIMB as i128).and_then(|x| x.checked_add(limb as i128)) {
+            v = match v
+                .checked_mul(LIMB as i128)
+                .and_then(|x| x.checked_add(limb as i128))
+            {
                 Some(x) => x,
                 None => return i128::MAX,
             };
@@ -358,7 +363,9 @@ mod tests {
 
     #[test]
     fn invalid_forms() {
-        for s in ["", ".", "abc", "1.5.5", "1Gb", "1 Gi", "--1", "1e", "1Ki3", "1x", "Gi", "e3"] {
+        for s in [
+            "", ".", "abc", "1.5.5", "1Gb", "1 Gi", "--1", "1e", "1Ki3", "1x", "Gi", "e3",
+        ] {
             assert!(Quantity::parse(s).is_err(), "{s:?} should be invalid");
         }
         assert_eq!(Quantity::parse("1Q"), Err(QuantityError::Format));

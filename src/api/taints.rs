@@ -34,7 +34,10 @@ pub fn find_untolerated<'a>(
     tolerations: &[Toleration],
     include: impl Fn(&Taint) -> bool,
 ) -> Option<&'a Taint> {
-    taints.iter().filter(|t| include(t)).find(|t| !tolerations_tolerate(tolerations, t))
+    taints
+        .iter()
+        .filter(|t| include(t))
+        .find(|t| !tolerations_tolerate(tolerations, t))
 }
 
 pub fn is_no_schedule_or_no_execute(t: &Taint) -> bool {
@@ -46,17 +49,37 @@ mod tests {
     use super::*;
 
     fn taint(k: &str, v: &str, e: &str) -> Taint {
-        Taint { key: k.into(), value: Some(v.into()), effect: e.into(), ..Default::default() }
+        Taint {
+            key: k.into(),
+            value: Some(v.into()),
+            effect: e.into(),
+            ..Default::default()
+        }
     }
     fn tol(k: &str, op: &str, v: &str, e: &str) -> Toleration {
-        let s = |x: &str| if x.is_empty() { None } else { Some(x.to_string()) };
-        Toleration { key: s(k), operator: s(op), value: s(v), effect: s(e), ..Default::default() }
+        let s = |x: &str| {
+            if x.is_empty() {
+                None
+            } else {
+                Some(x.to_string())
+            }
+        };
+        Toleration {
+            key: s(k),
+            operator: s(op),
+            value: s(v),
+            effect: s(e),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn matching_rules() {
         let t = taint("dedicated", "gpu", "NoSchedule");
-        assert!(tolerates(&tol("dedicated", "Equal", "gpu", "NoSchedule"), &t));
+        assert!(tolerates(
+            &tol("dedicated", "Equal", "gpu", "NoSchedule"),
+            &t
+        ));
         assert!(tolerates(&tol("dedicated", "", "gpu", ""), &t));
         assert!(tolerates(&tol("dedicated", "Exists", "", ""), &t));
         assert!(tolerates(&tol("", "Exists", "", ""), &t));
@@ -68,9 +91,19 @@ mod tests {
 
     #[test]
     fn first_untolerated() {
-        let taints = vec![taint("a", "1", "PreferNoSchedule"), taint("b", "", "NoSchedule")];
+        let taints = vec![
+            taint("a", "1", "PreferNoSchedule"),
+            taint("b", "", "NoSchedule"),
+        ];
         let found = find_untolerated(&taints, &[], is_no_schedule_or_no_execute);
         assert_eq!(found.map(|t| t.key.as_str()), Some("b"));
-        assert!(find_untolerated(&taints, &[tol("b", "Exists", "", "")], is_no_schedule_or_no_execute).is_none());
+        assert!(
+            find_untolerated(
+                &taints,
+                &[tol("b", "Exists", "", "")],
+                is_no_schedule_or_no_execute
+            )
+            .is_none()
+        );
     }
 }

@@ -18,11 +18,17 @@ pub struct StateTree {
 
 impl StateTree {
     pub fn leaf(label: impl Into<String>) -> StateTree {
-        StateTree { label: label.into(), children: Vec::new() }
+        StateTree {
+            label: label.into(),
+            children: Vec::new(),
+        }
     }
 
     pub fn node(label: impl Into<String>, children: Vec<StateTree>) -> StateTree {
-        StateTree { label: label.into(), children }
+        StateTree {
+            label: label.into(),
+            children,
+        }
     }
 
     /// `key: value` leaf.
@@ -102,7 +108,11 @@ pub struct CycleState {
 impl Clone for CycleState {
     fn clone(&self) -> Self {
         CycleState {
-            entries: self.entries.iter().map(|(k, v)| (*k, v.clone_data())).collect(),
+            entries: self
+                .entries
+                .iter()
+                .map(|(k, v)| (*k, v.clone_data()))
+                .collect(),
             skip_filter_plugins: self.skip_filter_plugins.clone(),
             skip_score_plugins: self.skip_score_plugins.clone(),
             skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
@@ -112,7 +122,9 @@ impl Clone for CycleState {
 
 impl fmt::Debug for CycleState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.entries.iter().map(|(k, _)| k)).finish()
+        f.debug_list()
+            .entries(self.entries.iter().map(|(k, _)| k))
+            .finish()
     }
 }
 
@@ -192,13 +204,22 @@ impl CycleState {
             })
             .collect();
         if !self.skip_filter_plugins.is_empty() {
-            out.push(StateTree::list("SkipFilterPlugins", self.skip_filter_plugins.iter().copied()));
+            out.push(StateTree::list(
+                "SkipFilterPlugins",
+                self.skip_filter_plugins.iter().copied(),
+            ));
         }
         if !self.skip_score_plugins.is_empty() {
-            out.push(StateTree::list("SkipScorePlugins", self.skip_score_plugins.iter().copied()));
+            out.push(StateTree::list(
+                "SkipScorePlugins",
+                self.skip_score_plugins.iter().copied(),
+            ));
         }
         if !self.skip_pre_bind_plugins.is_empty() {
-            out.push(StateTree::list("SkipPreBindPlugins", self.skip_pre_bind_plugins.iter().copied()));
+            out.push(StateTree::list(
+                "SkipPreBindPlugins",
+                self.skip_pre_bind_plugins.iter().copied(),
+            ));
         }
         out
     }

@@ -16,13 +16,19 @@ impl Default for NodeToStatus {
     /// Upstream `NewDefaultNodeToStatus`: absent nodes are UnschedulableAndUnresolvable
     /// with no reasons.
     fn default() -> Self {
-        NodeToStatus { map: BTreeMap::new(), absent: Status::code_only(Code::UnschedulableAndUnresolvable) }
+        NodeToStatus {
+            map: BTreeMap::new(),
+            absent: Status::code_only(Code::UnschedulableAndUnresolvable),
+        }
     }
 }
 
 impl NodeToStatus {
     pub fn new(absent: Status) -> NodeToStatus {
-        NodeToStatus { map: BTreeMap::new(), absent }
+        NodeToStatus {
+            map: BTreeMap::new(),
+            absent,
+        }
     }
 
     pub fn get(&self, node: &str) -> &Status {
@@ -59,7 +65,11 @@ impl NodeToStatus {
     }
 
     /// Nodes (from `all`, in that order) whose status has this code.
-    pub fn nodes_with_code<'a>(&self, all: impl Iterator<Item = &'a str>, code: Code) -> Vec<&'a str> {
+    pub fn nodes_with_code<'a>(
+        &self,
+        all: impl Iterator<Item = &'a str>,
+        code: Code,
+    ) -> Vec<&'a str> {
         all.filter(|n| self.get(n).code() == code).collect()
     }
 }
@@ -132,7 +142,10 @@ pub fn reason_histogram(statuses: &NodeToStatus, num_all_nodes: usize) -> Vec<St
             *counts.entry(r).or_default() += num_all_nodes - statuses.len();
         }
     }
-    let mut out: Vec<String> = counts.into_iter().map(|(r, c)| format!("{c} {r}")).collect();
+    let mut out: Vec<String> = counts
+        .into_iter()
+        .map(|(r, c)| format!("{c} {r}"))
+        .collect();
     out.sort();
     out
 }
@@ -145,12 +158,22 @@ mod tests {
     fn message_sorts_like_go() {
         let mut d = Diagnosis::default();
         for i in 0..10 {
-            d.node_to_status.set(format!("a{i}"), Status::unschedulable("Insufficient cpu"));
+            d.node_to_status
+                .set(format!("a{i}"), Status::unschedulable("Insufficient cpu"));
         }
-        d.node_to_status.set("b", Status::unresolvable("node(s) had untolerated taint(s)"));
-        d.node_to_status.set("c", Status::unresolvable("node(s) had untolerated taint(s)"));
+        d.node_to_status.set(
+            "b",
+            Status::unresolvable("node(s) had untolerated taint(s)"),
+        );
+        d.node_to_status.set(
+            "c",
+            Status::unresolvable("node(s) had untolerated taint(s)"),
+        );
         d.post_filter_msg = "no new claims to deallocate, preemption: x.".into();
-        let e = FitError { num_all_nodes: 12, diagnosis: d };
+        let e = FitError {
+            num_all_nodes: 12,
+            diagnosis: d,
+        };
         assert_eq!(
             e.message(),
             "0/12 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s). no new claims to deallocate, preemption: x."
@@ -159,10 +182,18 @@ mod tests {
 
     #[test]
     fn absent_nodes_count_with_absent_reasons() {
-        let mut nts = NodeToStatus::new(Status::unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]"));
+        let mut nts = NodeToStatus::new(Status::unresolvable(
+            "node(s) didn't satisfy plugin(s) [NodeAffinity]",
+        ));
         nts.set("n1", Status::unschedulable("Insufficient cpu"));
-        let d = Diagnosis { node_to_status: nts, ..Default::default() };
-        let e = FitError { num_all_nodes: 25, diagnosis: d };
+        let d = Diagnosis {
+            node_to_status: nts,
+            ..Default::default()
+        };
+        let e = FitError {
+            num_all_nodes: 25,
+            diagnosis: d,
+        };
         assert_eq!(
             e.message(),
             "0/25 nodes are available: 1 Insufficient cpu, 24 node(s) didn't satisfy plugin(s) [NodeAffinity]."
@@ -176,7 +207,13 @@ mod tests {
             post_filter_msg: "not found".into(),
             ..Default::default()
         };
-        let e = FitError { num_all_nodes: 4, diagnosis: d };
-        assert_eq!(e.message(), "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found");
+        let e = FitError {
+            num_all_nodes: 4,
+            diagnosis: d,
+        };
+        assert_eq!(
+            e.message(),
+            "0/4 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"
+        );
     }
 }

@@ -38,7 +38,10 @@ pub fn ns_key(namespace: &str, name: &str) -> String {
 impl Listers {
     /// Labels of a namespace; a namespace that is not known has none.
     pub fn namespace_labels(&self, ns: &str) -> &Labels {
-        self.namespaces.get(ns).and_then(|n| n.metadata.labels.as_ref()).unwrap_or(empty_labels())
+        self.namespaces
+            .get(ns)
+            .and_then(|n| n.metadata.labels.as_ref())
+            .unwrap_or(empty_labels())
     }
 
     pub fn pvc(&self, namespace: &str, name: &str) -> Option<&Arc<PersistentVolumeClaim>> {
@@ -47,11 +50,19 @@ impl Listers {
 
     pub fn pdbs_in(&self, namespace: &str) -> impl Iterator<Item = &Arc<PodDisruptionBudget>> {
         let prefix = format!("{namespace}/");
-        self.pdbs.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix)).map(|(_, v)| v)
+        self.pdbs
+            .range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| v)
     }
 
-    pub fn in_namespace<'a, T>(map: &'a BTreeMap<String, Arc<T>>, namespace: &str) -> impl Iterator<Item = &'a Arc<T>> {
+    pub fn in_namespace<'a, T>(
+        map: &'a BTreeMap<String, Arc<T>>,
+        namespace: &str,
+    ) -> impl Iterator<Item = &'a Arc<T>> {
         let prefix = format!("{namespace}/");
-        map.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix)).map(|(_, v)| v)
+        map.range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
+            .map(|(_, v)| v)
     }
 }

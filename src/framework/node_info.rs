@@ -22,7 +22,10 @@ impl HostPortInfo {
         if port <= 0 {
             return;
         }
-        self.by_ip.entry(sanitize_ip(ip).to_string()).or_default().insert((sanitize_proto(protocol).to_string(), port));
+        self.by_ip
+            .entry(sanitize_ip(ip).to_string())
+            .or_default()
+            .insert((sanitize_proto(protocol).to_string(), port));
     }
 
     pub fn remove(&mut self, ip: &str, protocol: &str, port: i32) {
@@ -49,7 +52,9 @@ impl HostPortInfo {
         if ip == DEFAULT_BIND_ALL_HOST_IP {
             return self.by_ip.values().any(|s| s.contains(&pp));
         }
-        [DEFAULT_BIND_ALL_HOST_IP, ip].iter().any(|k| self.by_ip.get(*k).is_some_and(|s| s.contains(&pp)))
+        [DEFAULT_BIND_ALL_HOST_IP, ip]
+            .iter()
+            .any(|k| self.by_ip.get(*k).is_some_and(|s| s.contains(&pp)))
     }
 
     pub fn len(&self) -> usize {
@@ -61,12 +66,19 @@ impl HostPortInfo {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str, i32)> {
-        self.by_ip.iter().flat_map(|(ip, s)| s.iter().map(move |(p, port)| (ip.as_str(), p.as_str(), *port)))
+        self.by_ip.iter().flat_map(|(ip, s)| {
+            s.iter()
+                .map(move |(p, port)| (ip.as_str(), p.as_str(), *port))
+        })
     }
 }
 
 fn sanitize_ip(ip: &str) -> &str {
-    if ip.is_empty() { DEFAULT_BIND_ALL_HOST_IP } else { ip }
+    if ip.is_empty() {
+        DEFAULT_BIND_ALL_HOST_IP
+    } else {
+        ip
+    }
 }
 
 fn sanitize_proto(p: &str) -> &str {
@@ -96,7 +108,9 @@ impl NodeInfo {
     pub fn new(node: Arc<Node>) -> NodeInfo {
         let name = node.metadata.name.clone().unwrap_or_default();
         let status = node.status.as_ref();
-        let allocatable = Resource::from_list(&to_resource_list(status.and_then(|s| s.allocatable.as_ref())));
+        let allocatable = Resource::from_list(&to_resource_list(
+            status.and_then(|s| s.allocatable.as_ref()),
+        ));
         let mut images = HashMap::new();
         for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
             let size = img.size_bytes.unwrap_or(0);
@@ -137,11 +151,19 @@ impl NodeInfo {
     }
 
     pub fn taints(&self) -> &[Taint] {
-        self.node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[])
+        self.node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[])
     }
 
     pub fn unschedulable(&self) -> bool {
-        self.node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+        self.node
+            .spec
+            .as_ref()
+            .and_then(|s| s.unschedulable)
+            .unwrap_or(false)
     }
 
     /// Replaces the node object, keeping the pods (a node update).

@@ -48,11 +48,17 @@ impl PreFilterResult {
 
     /// Upstream `Merge`: all ∪ all = all; all with X = X; X with Y = X ∩ Y.
     pub fn merge(&self, other: Option<&PreFilterResult>) -> PreFilterResult {
-        let Some(other) = other else { return self.clone() };
+        let Some(other) = other else {
+            return self.clone();
+        };
         match (&self.node_names, &other.node_names) {
             (None, None) => PreFilterResult::default(),
-            (None, Some(x)) | (Some(x), None) => PreFilterResult { node_names: Some(x.clone()) },
-            (Some(a), Some(b)) => PreFilterResult { node_names: Some(a.intersection(b).cloned().collect()) },
+            (None, Some(x)) | (Some(x), None) => PreFilterResult {
+                node_names: Some(x.clone()),
+            },
+            (Some(a), Some(b)) => PreFilterResult {
+                node_names: Some(a.intersection(b).cloned().collect()),
+            },
         }
     }
 }
@@ -123,7 +129,12 @@ pub trait QueueSortPlugin: Plugin {
 }
 
 pub trait PreFilterPlugin: Plugin {
-    fn pre_filter(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo) -> (Option<PreFilterResult>, Status);
+    fn pre_filter(
+        &self,
+        h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> (Option<PreFilterResult>, Status);
     /// AddPod / RemovePod, used to evaluate nominated pods and preemption victims.
     fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
         None
@@ -131,8 +142,22 @@ pub trait PreFilterPlugin: Plugin {
 }
 
 pub trait PreFilterExtensions {
-    fn add_pod(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, added: &Arc<PodInfo>, node: &NodeInfo) -> Status;
-    fn remove_pod(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, removed: &Arc<PodInfo>, node: &NodeInfo) -> Status;
+    fn add_pod(
+        &self,
+        h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        added: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status;
+    fn remove_pod(
+        &self,
+        h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        removed: &Arc<PodInfo>,
+        node: &NodeInfo,
+    ) -> Status;
 }
 
 pub trait FilterPlugin: Plugin {
@@ -150,16 +175,34 @@ pub trait PostFilterPlugin: Plugin {
 }
 
 pub trait PreScorePlugin: Plugin {
-    fn pre_score(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, nodes: &[&NodeInfo]) -> Status;
+    fn pre_score(
+        &self,
+        h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+    ) -> Status;
 }
 
 pub trait ScorePlugin: Plugin {
-    fn score(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status);
+    fn score(
+        &self,
+        h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> (i64, Status);
     /// Whether the plugin has ScoreExtensions (NormalizeScore).
     fn has_normalize(&self) -> bool {
         false
     }
-    fn normalize_score(&self, _h: &Handle, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) -> Status {
+    fn normalize_score(
+        &self,
+        _h: &Handle,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [NodeScore],
+    ) -> Status {
         Status::success()
     }
 }
@@ -171,12 +214,24 @@ pub trait ReservePlugin: Plugin {
 
 pub trait PermitPlugin: Plugin {
     /// Success, a rejection, or Wait with how long to wait.
-    fn permit(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> (Status, Duration);
+    fn permit(
+        &self,
+        h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> (Status, Duration);
 }
 
 pub trait PreBindPlugin: Plugin {
     /// Success, Skip (nothing to do for this pod) or Error.
-    fn pre_bind_pre_flight(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &str) -> Status;
+    fn pre_bind_pre_flight(
+        &self,
+        h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Status;
     fn pre_bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
 }
 
@@ -199,8 +254,12 @@ mod tests {
     #[test]
     fn merge_rules() {
         let all = PreFilterResult::default();
-        let ab = PreFilterResult { node_names: set(&["a", "b"]) };
-        let bc = PreFilterResult { node_names: set(&["b", "c"]) };
+        let ab = PreFilterResult {
+            node_names: set(&["a", "b"]),
+        };
+        let bc = PreFilterResult {
+            node_names: set(&["b", "c"]),
+        };
         assert!(all.merge(Some(&all)).all_nodes());
         assert_eq!(all.merge(Some(&ab)), ab);
         assert_eq!(ab.merge(Some(&bc)).node_names, set(&["b"]));

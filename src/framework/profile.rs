@@ -146,7 +146,10 @@ pub struct Framework {
 
 impl std::fmt::Debug for Framework {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Framework").field("profile", &self.profile_name).field("points", &self.points).finish()
+        f.debug_struct("Framework")
+            .field("profile", &self.profile_name)
+            .field("points", &self.points)
+            .finish()
     }
 }
 
@@ -158,7 +161,12 @@ impl Framework {
         let plugins = &profile.plugins;
         let mut needed = BTreeSet::new();
         for ep in ExtensionPoint::ALL {
-            needed.extend(ep.config_set(plugins).enabled.iter().map(|p| p.name.as_str()));
+            needed.extend(
+                ep.config_set(plugins)
+                    .enabled
+                    .iter()
+                    .map(|p| p.name.as_str()),
+            );
         }
         needed.extend(plugins.multi_point.enabled.iter().map(|p| p.name.as_str()));
 
@@ -174,8 +182,13 @@ impl Framework {
             if !needed.contains(name) {
                 continue;
             }
-            let factory = registry.get(name).ok_or_else(|| format!("plugin {name:?} not registered"))?;
-            let ctx = FactoryContext { args: args.get(name), profile_name: &profile.scheduler_name };
+            let factory = registry
+                .get(name)
+                .ok_or_else(|| format!("plugin {name:?} not registered"))?;
+            let ctx = FactoryContext {
+                args: args.get(name),
+                profile_name: &profile.scheduler_name,
+            };
             let p = factory(&ctx).map_err(|e| format!("initializing plugin {name:?}: {e}"))?;
             instances.insert(name, (name, p));
         }
@@ -185,15 +198,30 @@ impl Framework {
             let mut list: Vec<PluginEntry> = Vec::new();
             for p in &ep.config_set(plugins).enabled {
                 let Some((name, inst)) = instances.get(p.name.as_str()) else {
-                    return Err(format!("{} {:?} does not exist", ep.interface_name(), p.name));
+                    return Err(format!(
+                        "{} {:?} does not exist",
+                        ep.interface_name(),
+                        p.name
+                    ));
                 };
                 if !ep.implemented_by(inst.as_ref()) {
-                    return Err(format!("plugin {:?} does not extend {} plugin", p.name, ep.interface_name()));
+                    return Err(format!(
+                        "plugin {:?} does not extend {} plugin",
+                        p.name,
+                        ep.interface_name()
+                    ));
                 }
                 if list.iter().any(|e| e.name == *name) {
-                    return Err(format!("plugin {:?} already registered as {:?}", p.name, ep.interface_name()));
+                    return Err(format!(
+                        "plugin {:?} already registered as {:?}",
+                        p.name,
+                        ep.interface_name()
+                    ));
                 }
-                list.push(PluginEntry { name, plugin: inst.clone() });
+                list.push(PluginEntry {
+                    name,
+                    plugin: inst.clone(),
+                });
             }
             points.insert(ep, list);
         }
@@ -204,13 +232,18 @@ impl Framework {
                 if set.disabled.iter().any(|p| p.name == "*") {
                     continue;
                 }
-                let disabled: BTreeSet<&str> = set.disabled.iter().map(|p| p.name.as_str()).collect();
+                let disabled: BTreeSet<&str> =
+                    set.disabled.iter().map(|p| p.name.as_str()).collect();
                 let enabled: Vec<&str> = set.enabled.iter().map(|p| p.name.as_str()).collect();
                 let mut overrides: Vec<&str> = Vec::new();
                 let mut multi: Vec<&str> = Vec::new();
                 for mp in &plugins.multi_point.enabled {
                     let Some((_, inst)) = instances.get(mp.name.as_str()) else {
-                        return Err(format!("{} {:?} does not exist", ep.interface_name(), mp.name));
+                        return Err(format!(
+                            "{} {:?} does not exist",
+                            ep.interface_name(),
+                            mp.name
+                        ));
                     };
                     if !ep.implemented_by(inst.as_ref()) || disabled.contains(mp.name.as_str()) {
                         continue;
@@ -222,7 +255,11 @@ impl Framework {
                         continue;
                     }
                     if multi.contains(&mp.name.as_str()) {
-                        return Err(format!("plugin {:?} already registered as {:?}", mp.name, ep.interface_name()));
+                        return Err(format!(
+                            "plugin {:?} already registered as {:?}",
+                            mp.name,
+                            ep.interface_name()
+                        ));
                     }
                     multi.push(&mp.name);
                 }
@@ -236,7 +273,10 @@ impl Framework {
                 let mut list = Vec::new();
                 for n in ordered {
                     if let Some((name, inst)) = instances.get(n) {
-                        list.push(PluginEntry { name, plugin: inst.clone() });
+                        list.push(PluginEntry {
+                            name,
+                            plugin: inst.clone(),
+                        });
                     }
                 }
                 points.insert(ep, list);
@@ -260,12 +300,23 @@ impl Framework {
         // The first mention wins: explicit score weights, then multiPoint's.
         let mut score_weights: BTreeMap<&'static str, i64> = BTreeMap::new();
         let mut total: i64 = 0;
-        for p in plugins.score.enabled.iter().chain(plugins.multi_point.enabled.iter()) {
-            let Some((name, inst)) = instances.get(p.name.as_str()) else { continue };
+        for p in plugins
+            .score
+            .enabled
+            .iter()
+            .chain(plugins.multi_point.enabled.iter())
+        {
+            let Some((name, inst)) = instances.get(p.name.as_str()) else {
+                continue;
+            };
             if inst.as_score().is_none() || score_weights.contains_key(name) {
                 continue;
             }
-            let w = if p.weight == 0 { 1 } else { i64::from(p.weight) };
+            let w = if p.weight == 0 {
+                1
+            } else {
+                i64::from(p.weight)
+            };
             score_weights.insert(name, w);
             if w.saturating_mul(MAX_NODE_SCORE) > MAX_TOTAL_SCORE - total {
                 return Err("total score of Score plugins could overflow".to_string());
@@ -274,7 +325,10 @@ impl Framework {
         }
         for e in points.get(&ExtensionPoint::Score).into_iter().flatten() {
             if score_weights.get(e.name).copied().unwrap_or(0) == 0 {
-                return Err(format!("score plugin {:?} is not configured with weight", e.name));
+                return Err(format!(
+                    "score plugin {:?} is not configured with weight",
+                    e.name
+                ));
             }
         }
 
@@ -309,6 +363,9 @@ impl Framework {
 
     /// Every extension point with its plugin names, for display.
     pub fn list_plugins(&self) -> Vec<(ExtensionPoint, Vec<&'static str>)> {
-        self.points.iter().map(|(ep, v)| (*ep, v.iter().map(|e| e.name).collect())).collect()
+        self.points
+            .iter()
+            .map(|(ep, v)| (*ep, v.iter().map(|e| e.name).collect()))
+            .collect()
     }
 }

@@ -37,7 +37,11 @@ impl PreFilterAccumulator {
                 Code::Unschedulable => self.unschedulable = Some(s),
                 _ => {
                     self.terminal = Some(
-                        Status::error(format!("running PreFilter plugin {name:?}: {}", s.message())).with_plugin(name),
+                        Status::error(format!(
+                            "running PreFilter plugin {name:?}: {}",
+                            s.message()
+                        ))
+                        .with_plugin(name),
                     )
                 }
             }
@@ -54,9 +58,15 @@ impl PreFilterAccumulator {
         };
         if merged.node_names.as_ref().is_some_and(|n| n.is_empty()) {
             let msg = if self.plugins_with_nodes.len() == 1 {
-                format!("node(s) didn't satisfy plugin {}", self.plugins_with_nodes[0])
+                format!(
+                    "node(s) didn't satisfy plugin {}",
+                    self.plugins_with_nodes[0]
+                )
             } else {
-                format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", self.plugins_with_nodes.join(" "))
+                format!(
+                    "node(s) didn't satisfy plugin(s) [{}] simultaneously",
+                    self.plugins_with_nodes.join(" ")
+                )
             };
             self.terminal = Some(Status::unresolvable(msg));
         }
@@ -65,13 +75,22 @@ impl PreFilterAccumulator {
 
     /// The status PreFilter ends with.
     pub fn status(&self) -> Status {
-        self.terminal.clone().or_else(|| self.unschedulable.clone()).unwrap_or_default()
+        self.terminal
+            .clone()
+            .or_else(|| self.unschedulable.clone())
+            .unwrap_or_default()
     }
 }
 
 impl Framework {
     /// Filter plugins in order, stopping at the first that does not succeed.
-    pub fn run_filter_plugins(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    pub fn run_filter_plugins(
+        &self,
+        h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
         for e in self.plugins(ExtensionPoint::Filter) {
             let s = self.run_one_filter(e, h, state, pod, node);
             if !s.is_success() {
@@ -82,11 +101,20 @@ impl Framework {
     }
 
     /// One Filter plugin; Success when PreFilter asked to skip it.
-    pub fn run_one_filter(&self, e: &PluginEntry, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+    pub fn run_one_filter(
+        &self,
+        e: &PluginEntry,
+        h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
         if state.skip_filter_plugins().contains(&e.name) {
             return Status::success();
         }
-        let Some(f) = e.plugin.as_filter() else { return Status::success() };
+        let Some(f) = e.plugin.as_filter() else {
+            return Status::success();
+        };
         filter_status(e.name, f.filter(h, state, pod, node))
     }
 
@@ -109,7 +137,8 @@ impl Framework {
         for pi in nominated {
             if pi.priority >= pod.priority && pi.uid != pod.uid {
                 node_out.add_pod(pi.clone());
-                let s = self.run_pre_filter_extension_add_pod(h, &mut state_out, pod, pi, &node_out);
+                let s =
+                    self.run_pre_filter_extension_add_pod(h, &mut state_out, pod, pi, &node_out);
                 if !s.is_success() {
                     return Err(s);
                 }
@@ -153,10 +182,16 @@ impl Framework {
             if state.skip_filter_plugins().contains(&e.name) {
                 continue;
             }
-            let Some(ext) = e.plugin.as_pre_filter().and_then(|p| p.extensions()) else { continue };
+            let Some(ext) = e.plugin.as_pre_filter().and_then(|p| p.extensions()) else {
+                continue;
+            };
             let s = ext.add_pod(h, state, pod, added, node);
             if !s.is_success() {
-                return Status::error(format!("running AddPod on PreFilter plugin {:?}: {}", e.name, s.message()));
+                return Status::error(format!(
+                    "running AddPod on PreFilter plugin {:?}: {}",
+                    e.name,
+                    s.message()
+                ));
             }
         }
         Status::success()
@@ -174,10 +209,16 @@ impl Framework {
             if state.skip_filter_plugins().contains(&e.name) {
                 continue;
             }
-            let Some(ext) = e.plugin.as_pre_filter().and_then(|p| p.extensions()) else { continue };
+            let Some(ext) = e.plugin.as_pre_filter().and_then(|p| p.extensions()) else {
+                continue;
+            };
             let s = ext.remove_pod(h, state, pod, removed, node);
             if !s.is_success() {
-                return Status::error(format!("running RemovePod on PreFilter plugin {:?}: {}", e.name, s.message()));
+                return Status::error(format!(
+                    "running RemovePod on PreFilter plugin {:?}: {}",
+                    e.name,
+                    s.message()
+                ));
             }
         }
         Status::success()
@@ -201,7 +242,9 @@ mod tests {
     use std::collections::BTreeSet;
 
     fn res(names: &[&str]) -> Option<PreFilterResult> {
-        Some(PreFilterResult { node_names: Some(names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()) })
+        Some(PreFilterResult {
+            node_names: Some(names.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>()),
+        })
     }
 
     #[test]
@@ -215,10 +258,16 @@ mod tests {
         assert_eq!(acc.status().code(), Code::Unschedulable);
         assert_eq!(acc.status().plugin(), "C");
         acc.apply("E", res(&["n3"]), Status::success());
-        assert_eq!(acc.status().message(), "node(s) didn't satisfy plugin(s) [B E] simultaneously");
+        assert_eq!(
+            acc.status().message(),
+            "node(s) didn't satisfy plugin(s) [B E] simultaneously"
+        );
         let mut one = PreFilterAccumulator::default();
         one.apply("NodeAffinity", res(&[]), Status::success());
-        assert_eq!(one.status().message(), "node(s) didn't satisfy plugin NodeAffinity");
+        assert_eq!(
+            one.status().message(),
+            "node(s) didn't satisfy plugin NodeAffinity"
+        );
         let mut err = PreFilterAccumulator::default();
         err.apply("X", None, Status::code_only(Code::Wait));
         assert_eq!(err.status().code(), Code::Error);

@@ -69,7 +69,15 @@ mod tests {
     use super::*;
 
     fn s(totals: &[i64]) -> Vec<Scored> {
-        totals.iter().enumerate().map(|(index, &total)| Scored { index, total, randomizer: 0 }).collect()
+        totals
+            .iter()
+            .enumerate()
+            .map(|(index, &total)| Scored {
+                index,
+                total,
+                randomizer: 0,
+            })
+            .collect()
     }
 
     #[test]

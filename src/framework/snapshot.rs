@@ -30,10 +30,24 @@ pub struct Snapshot {
 
 /// Upstream's zone key for the node tree: region and zone (beta labels first).
 pub fn zone_key(node: &Node) -> String {
-    let Some(labels) = node.metadata.labels.as_ref() else { return String::new() };
-    let get = |beta: &str, ga: &str| labels.get(beta).or_else(|| labels.get(ga)).cloned().unwrap_or_default();
-    let zone = get("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone");
-    let region = get("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region");
+    let Some(labels) = node.metadata.labels.as_ref() else {
+        return String::new();
+    };
+    let get = |beta: &str, ga: &str| {
+        labels
+            .get(beta)
+            .or_else(|| labels.get(ga))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let zone = get(
+        "failure-domain.beta.kubernetes.io/zone",
+        "topology.kubernetes.io/zone",
+    );
+    let region = get(
+        "failure-domain.beta.kubernetes.io/region",
+        "topology.kubernetes.io/region",
+    );
     if zone.is_empty() && region.is_empty() {
         return String::new();
     }
@@ -91,18 +105,31 @@ impl Snapshot {
 
     /// Puts `nodes` in tree order and rebuilds the indexes.
     fn reindex(&mut self) {
-        let mut by_name: HashMap<String, NodeInfo> =
-            std::mem::take(&mut self.nodes).into_iter().map(|n| (n.name().to_string(), n)).collect();
-        let order: Vec<String> = tree_order(&self.tree).into_iter().map(str::to_string).collect();
+        let mut by_name: HashMap<String, NodeInfo> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(|n| (n.name().to_string(), n))
+            .collect();
+        let order: Vec<String> = tree_order(&self.tree)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         self.nodes = order.iter().filter_map(|n| by_name.remove(n)).collect();
         self.rebuild_indexes();
     }
 
     fn rebuild_indexes(&mut self) {
-        self.index = self.nodes.iter().enumerate().map(|(i, n)| (n.name().to_string(), i)).collect();
-        self.with_affinity = (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_affinity.is_empty()).collect();
-        self.with_required_anti_affinity =
-            (0..self.nodes.len()).filter(|&i| !self.nodes[i].pods_with_required_anti_affinity.is_empty()).collect();
+        self.index = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name().to_string(), i))
+            .collect();
+        self.with_affinity = (0..self.nodes.len())
+            .filter(|&i| !self.nodes[i].pods_with_affinity.is_empty())
+            .collect();
+        self.with_required_anti_affinity = (0..self.nodes.len())
+            .filter(|&i| !self.nodes[i].pods_with_required_anti_affinity.is_empty())
+            .collect();
         self.image_nodes.clear();
         for n in &self.nodes {
             for name in n.images.keys() {
@@ -132,7 +159,9 @@ impl Snapshot {
     }
 
     pub fn have_pods_with_required_anti_affinity(&self) -> impl Iterator<Item = &NodeInfo> {
-        self.with_required_anti_affinity.iter().map(|&i| &self.nodes[i])
+        self.with_required_anti_affinity
+            .iter()
+            .map(|&i| &self.nodes[i])
     }
 
     /// `StorageInfos().IsPVCUsedByPods`.
@@ -182,7 +211,11 @@ impl Snapshot {
     fn refresh_lists(&mut self, i: usize) {
         let n = &self.nodes[i];
         set_membership(&mut self.with_affinity, i, !n.pods_with_affinity.is_empty());
-        set_membership(&mut self.with_required_anti_affinity, i, !n.pods_with_required_anti_affinity.is_empty());
+        set_membership(
+            &mut self.with_required_anti_affinity,
+            i,
+            !n.pods_with_required_anti_affinity.is_empty(),
+        );
     }
 
     /// Adds or replaces a node (keeping its pods), then restores tree order.
@@ -224,7 +257,10 @@ impl Snapshot {
                     *c -= 1;
                 }
             }
-            self.orphans.entry(name.to_string()).or_default().push(p.clone());
+            self.orphans
+                .entry(name.to_string())
+                .or_default()
+                .push(p.clone());
         }
         self.reindex();
         Some(ni)
@@ -256,13 +292,21 @@ mod tests {
             Some(z) => json!({"topology.kubernetes.io/zone": z}),
             None => json!({}),
         };
-        Arc::new(serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap())
+        Arc::new(
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap(),
+        )
     }
 
     #[test]
     fn zones_are_interleaved() {
         let s = Snapshot::new(
-            vec![node("a1", Some("a")), node("a2", Some("a")), node("b1", Some("b")), node("a3", Some("a")), node("c1", Some("c"))],
+            vec![
+                node("a1", Some("a")),
+                node("a2", Some("a")),
+                node("b1", Some("b")),
+                node("a3", Some("a")),
+                node("c1", Some("c")),
+            ],
             [],
         );
         let names: Vec<&str> = s.list().iter().map(|n| n.name()).collect();
@@ -285,7 +329,12 @@ mod tests {
                 {"labelSelector": {}, "topologyKey": "k"}]}}}});
         let p = Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap())));
         s.add_pod(p);
-        assert_eq!(s.have_pods_with_required_anti_affinity().map(|n| n.name()).collect::<Vec<_>>(), ["n2"]);
+        assert_eq!(
+            s.have_pods_with_required_anti_affinity()
+                .map(|n| n.name())
+                .collect::<Vec<_>>(),
+            ["n2"]
+        );
         s.remove_pod("n2", "d/p").unwrap();
         assert_eq!(s.have_pods_with_affinity().count(), 0);
     }
@@ -294,7 +343,9 @@ mod tests {
     fn pods_on_unknown_nodes_wait_for_them() {
         let mut s = Snapshot::new(vec![node("n1", None)], []);
         let v = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n9", "containers": []}});
-        s.add_pod(Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap()))));
+        s.add_pod(Arc::new(PodInfo::new(Arc::new(
+            serde_json::from_value(v).unwrap(),
+        ))));
         assert_eq!(s.num_nodes(), 1);
         s.upsert_node(node("n9", None));
         assert_eq!(s.get("n9").unwrap().pods.len(), 1);

@@ -32,7 +32,10 @@ impl Code {
 
     /// Unschedulable, UnschedulableAndUnresolvable and Pending reject a pod.
     pub fn is_rejected(self) -> bool {
-        matches!(self, Code::Unschedulable | Code::UnschedulableAndUnresolvable | Code::Pending)
+        matches!(
+            self,
+            Code::Unschedulable | Code::UnschedulableAndUnresolvable | Code::Pending
+        )
     }
 }
 
@@ -70,15 +73,27 @@ impl Status {
     pub fn new(code: Code, reason: impl Into<Reason>) -> Status {
         let r: Reason = reason.into();
         let reasons = if r.is_empty() { Vec::new() } else { vec![r] };
-        Status { code: CodeOrSuccess(code), reasons, plugin: None }
+        Status {
+            code: CodeOrSuccess(code),
+            reasons,
+            plugin: None,
+        }
     }
 
     pub fn with_reasons(code: Code, reasons: Vec<Reason>) -> Status {
-        Status { code: CodeOrSuccess(code), reasons, plugin: None }
+        Status {
+            code: CodeOrSuccess(code),
+            reasons,
+            plugin: None,
+        }
     }
 
     pub fn code_only(code: Code) -> Status {
-        Status { code: CodeOrSuccess(code), reasons: Vec::new(), plugin: None }
+        Status {
+            code: CodeOrSuccess(code),
+            reasons: Vec::new(),
+            plugin: None,
+        }
     }
 
     pub fn unschedulable(reason: impl Into<Reason>) -> Status {
@@ -161,7 +176,10 @@ mod tests {
     #[test]
     fn default_is_success_and_message_joins() {
         assert!(Status::default().is_success());
-        let s = Status::with_reasons(Code::Unschedulable, vec!["Insufficient cpu".into(), "Insufficient memory".into()]);
+        let s = Status::with_reasons(
+            Code::Unschedulable,
+            vec!["Insufficient cpu".into(), "Insufficient memory".into()],
+        );
         assert_eq!(s.message(), "Insufficient cpu, Insufficient memory");
         assert!(s.is_rejected());
         assert!(!Status::error("x").is_rejected());

@@ -26,7 +26,9 @@ impl Resource {
             match name.as_str() {
                 pod_resources::CPU => r.milli_cpu = r.milli_cpu.saturating_add(q.milli_value()),
                 pod_resources::MEMORY => r.memory = r.memory.saturating_add(q.value()),
-                pod_resources::PODS => r.allowed_pod_number = r.allowed_pod_number.saturating_add(q.value()),
+                pod_resources::PODS => {
+                    r.allowed_pod_number = r.allowed_pod_number.saturating_add(q.value())
+                }
                 pod_resources::EPHEMERAL_STORAGE => {
                     r.ephemeral_storage = r.ephemeral_storage.saturating_add(q.value())
                 }
@@ -72,8 +74,14 @@ impl PodResource {
         let non0 = pod_resources::pod_requests(pod, Some(&nm));
         PodResource {
             resource: Resource::from_list(&requests),
-            non0_cpu: non0.get(pod_resources::CPU).map(|q| q.milli_value()).unwrap_or(0),
-            non0_mem: non0.get(pod_resources::MEMORY).map(|q| q.value()).unwrap_or(0),
+            non0_cpu: non0
+                .get(pod_resources::CPU)
+                .map(|q| q.milli_value())
+                .unwrap_or(0),
+            non0_mem: non0
+                .get(pod_resources::MEMORY)
+                .map(|q| q.value())
+                .unwrap_or(0),
         }
     }
 }
@@ -97,7 +105,12 @@ impl AffinityTerm {
         } else {
             listed.iter().cloned().collect()
         };
-        Ok(AffinityTerm { namespaces, selector, topology_key: term.topology_key.clone(), namespace_selector })
+        Ok(AffinityTerm {
+            namespaces,
+            selector,
+            topology_key: term.topology_key.clone(),
+            namespace_selector,
+        })
     }
 
     /// Whether `pod` (with its namespace's labels) is selected by this term.
@@ -143,45 +156,66 @@ impl PodInfo {
         let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
         let paa = affinity.and_then(|a| a.pod_anti_affinity.as_ref());
         let mut errs = Vec::new();
-        let required = |terms: Option<&Vec<PodAffinityTerm>>, what: &str, errs: &mut Vec<String>| {
-            terms
-                .into_iter()
-                .flatten()
-                .map(|t| AffinityTerm::new(&namespace, t))
-                .collect::<Result<Vec<_>, _>>()
-                .unwrap_or_else(|e| {
-                    errs.push(format!("{what}: {e}"));
-                    Vec::new()
-                })
-        };
-        let weighted = |terms: Option<&Vec<WeightedPodAffinityTerm>>, what: &str, errs: &mut Vec<String>| {
-            terms
-                .into_iter()
-                .flatten()
-                .map(|t| {
-                    AffinityTerm::new(&namespace, &t.pod_affinity_term)
-                        .map(|term| WeightedAffinityTerm { term, weight: t.weight })
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .unwrap_or_else(|e| {
-                    errs.push(format!("{what}: {e}"));
-                    Vec::new()
-                })
-        };
-        let required_affinity_terms =
-            required(pa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()), "requiredAffinityTerms", &mut errs);
+        let required =
+            |terms: Option<&Vec<PodAffinityTerm>>, what: &str, errs: &mut Vec<String>| {
+                terms
+                    .into_iter()
+                    .flatten()
+                    .map(|t| AffinityTerm::new(&namespace, t))
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap_or_else(|e| {
+                        errs.push(format!("{what}: {e}"));
+                        Vec::new()
+                    })
+            };
+        let weighted =
+            |terms: Option<&Vec<WeightedPodAffinityTerm>>, what: &str, errs: &mut Vec<String>| {
+                terms
+                    .into_iter()
+                    .flatten()
+                    .map(|t| {
+                        AffinityTerm::new(&namespace, &t.pod_affinity_term).map(|term| {
+                            WeightedAffinityTerm {
+                                term,
+                                weight: t.weight,
+                            }
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .unwrap_or_else(|e| {
+                        errs.push(format!("{what}: {e}"));
+                        Vec::new()
+                    })
+            };
+        let required_affinity_terms = required(
+            pa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
+            "requiredAffinityTerms",
+            &mut errs,
+        );
         let required_anti_affinity_terms = required(
-            paa.and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
+            paa.and_then(|a| {
+                a.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
             "requiredAntiAffinityTerms",
             &mut errs,
         );
         let preferred_affinity_terms = weighted(
-            pa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+            pa.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
             "preferredAffinityTerms",
             &mut errs,
         );
         let preferred_anti_affinity_terms = weighted(
-            paa.and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref()),
+            paa.and_then(|a| {
+                a.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            }),
             "preferredAntiAffinityTerms",
             &mut errs,
         );
@@ -209,15 +243,28 @@ impl PodInfo {
     }
 
     pub fn node_name(&self) -> &str {
-        self.pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("")
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or("")
     }
 
     pub fn nominated_node_name(&self) -> &str {
-        self.pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).unwrap_or("")
+        self.pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .unwrap_or("")
     }
 
     pub fn scheduler_name(&self) -> &str {
-        self.pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).filter(|s| !s.is_empty()).unwrap_or("default-scheduler")
+        self.pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduler_name.as_deref())
+            .filter(|s| !s.is_empty())
+            .unwrap_or("default-scheduler")
     }
 
     pub fn is_terminating(&self) -> bool {
@@ -232,8 +279,17 @@ impl PodInfo {
 
     /// Upstream `podWithRequiredAntiAffinity`.
     pub fn has_required_anti_affinity(&self) -> bool {
-        let a = self.pod.spec.as_ref().and_then(|s| s.affinity.as_ref()).and_then(|a| a.pod_anti_affinity.as_ref());
-        a.is_some_and(|a| a.required_during_scheduling_ignored_during_execution.as_ref().is_some_and(|t| !t.is_empty()))
+        let a = self
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.affinity.as_ref())
+            .and_then(|a| a.pod_anti_affinity.as_ref());
+        a.is_some_and(|a| {
+            a.required_during_scheduling_ignored_during_execution
+                .as_ref()
+                .is_some_and(|t| !t.is_empty())
+        })
     }
 
     /// PVC names this pod mounts, as `namespace/claim`.
@@ -260,9 +316,11 @@ mod tests {
 
     #[test]
     fn resources_and_keys() {
-        let pi = pod_info(json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [
+        let pi = pod_info(
+            json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [
             {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "1Gi", "example.com/gpu": "2"}}},
-            {"name": "b"}]}}));
+            {"name": "b"}]}}),
+        );
         assert_eq!(pi.key, "ns/p");
         assert_eq!(pi.resource.resource.milli_cpu, 250);
         assert_eq!(pi.resource.resource.scalar("example.com/gpu"), 2);
@@ -272,10 +330,12 @@ mod tests {
 
     #[test]
     fn affinity_term_namespaces() {
-        let pi = pod_info(json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web"}}, "spec": {"containers": [],
+        let pi = pod_info(
+            json!({"metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web"}}, "spec": {"containers": [],
             "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"},
-                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone", "namespaceSelector": {}}]}}}}));
+                {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone", "namespaceSelector": {}}]}}}}),
+        );
         assert!(pi.has_required_anti_affinity());
         let t = &pi.required_anti_affinity_terms;
         assert_eq!(t[0].namespaces, BTreeSet::from(["ns".to_string()]));
@@ -289,6 +349,11 @@ mod tests {
         let pi = pod_info(json!({"metadata": {"name": "p"}, "spec": {"containers": [],
             "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bad"}]}, "topologyKey": "zone"}]}}}}));
-        assert!(pi.parse_error.as_deref().unwrap().starts_with("requiredAffinityTerms"));
+        assert!(
+            pi.parse_error
+                .as_deref()
+                .unwrap()
+                .starts_with("requiredAffinityTerms")
+        );
     }
 }

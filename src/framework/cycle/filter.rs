@@ -43,8 +43,13 @@ pub enum FilterCell {
     /// PreFilter said to skip this plugin for the pod.
     Skipped,
     Pass,
-    Reject { code: Code, reasons: Vec<String> },
-    Error { message: String },
+    Reject {
+        code: Code,
+        reasons: Vec<String>,
+    },
+    Error {
+        message: String,
+    },
 }
 
 impl FilterCell {
@@ -52,9 +57,14 @@ impl FilterCell {
         if s.is_success() {
             FilterCell::Pass
         } else if s.is_rejected() {
-            FilterCell::Reject { code: s.code(), reasons: s.reasons().iter().map(|r| r.to_string()).collect() }
+            FilterCell::Reject {
+                code: s.code(),
+                reasons: s.reasons().iter().map(|r| r.to_string()).collect(),
+            }
         } else {
-            FilterCell::Error { message: s.message() }
+            FilterCell::Error {
+                message: s.message(),
+            }
         }
     }
 
@@ -105,7 +115,9 @@ impl SchedulingCycle {
             }
             self.init_filter(env, one_plugin);
         }
-        let Some(progress) = self.filter.as_ref() else { return };
+        let Some(progress) = self.filter.as_ref() else {
+            return;
+        };
         if progress.column_mode {
             let num_plugins = env.framework.plugins(ExtensionPoint::Filter).len();
             if progress.next_plugin < num_plugins {
@@ -114,7 +126,10 @@ impl SchedulingCycle {
                     return;
                 }
             }
-            let done = self.filter.as_ref().is_none_or(|p| p.next_plugin >= num_plugins);
+            let done = self
+                .filter
+                .as_ref()
+                .is_none_or(|p| p.next_plugin >= num_plugins);
             if done {
                 self.finalize_columns(env);
             }
@@ -130,11 +145,15 @@ impl SchedulingCycle {
             return false;
         }
         self.cursor = 1;
-        let Some(idx) = env.snapshot.position(&nnn) else { return false };
+        let Some(idx) = env.snapshot.position(&nnn) else {
+            return false;
+        };
         let started = Instant::now();
         let h = env.handle();
         let node = &env.snapshot.list()[idx];
-        let s = env.framework.run_filter_plugins_with_nominated_pods(&h, &self.state, &self.pod, node);
+        let s =
+            env.framework
+                .run_filter_plugins_with_nominated_pods(&h, &self.state, &self.pod, node);
         self.record("(nominated node)", &s, started);
         if s.is_success() {
             self.feasible = vec![idx];
@@ -153,23 +172,41 @@ impl SchedulingCycle {
     fn init_filter(&mut self, env: &CycleEnv, one_plugin: bool) {
         let all = env.snapshot.list();
         let mut nodes: Vec<usize> = (0..all.len()).collect();
-        if let Some(names) = self.pre_filter.result.as_ref().and_then(|r| r.node_names.as_ref()) {
+        if let Some(names) = self
+            .pre_filter
+            .result
+            .as_ref()
+            .and_then(|r| r.node_names.as_ref())
+        {
             nodes.retain(|&i| names.contains(all[i].name()));
             let plugins = format!("[{}]", self.pre_filter.plugins_with_nodes.join(" "));
             self.diagnosis
                 .node_to_status
-                .set_absent(Status::unresolvable(format!("node(s) didn't satisfy plugin(s) {plugins}")));
-            self.diagnosis.unschedulable_plugins.extend(self.pre_filter.plugins_with_nodes.iter().cloned());
+                .set_absent(Status::unresolvable(format!(
+                    "node(s) didn't satisfy plugin(s) {plugins}"
+                )));
+            self.diagnosis
+                .unschedulable_plugins
+                .extend(self.pre_filter.plugins_with_nodes.iter().cloned());
         }
         let n = nodes.len();
-        let candidates: Vec<usize> =
-            if n == 0 { Vec::new() } else { (0..n).map(|i| nodes[(self.start_node_index + i) % n]).collect() };
-        let percentage = env.framework.percentage_of_nodes_to_score.unwrap_or(env.percentage_of_nodes_to_score);
+        let candidates: Vec<usize> = if n == 0 {
+            Vec::new()
+        } else {
+            (0..n)
+                .map(|i| nodes[(self.start_node_index + i) % n])
+                .collect()
+        };
+        let percentage = env
+            .framework
+            .percentage_of_nodes_to_score
+            .unwrap_or(env.percentage_of_nodes_to_score);
         let mut num_to_find = num_feasible_nodes_to_find(percentage, n);
         if !env.framework.has_score_plugins() {
             num_to_find = 1;
         }
-        let column_mode = (one_plugin || self.detail == Detail::Full) && env.framework.has_filter_plugins();
+        let column_mode =
+            (one_plugin || self.detail == Detail::Full) && env.framework.has_filter_plugins();
         let len = candidates.len();
         self.filter = Some(FilterProgress {
             candidates,
@@ -183,9 +220,22 @@ impl SchedulingCycle {
         if column_mode {
             self.prepare_nominated(env);
             if self.detail == Detail::Full {
-                let plugins = env.framework.plugins(ExtensionPoint::Filter).iter().map(|e| e.name).collect();
-                let nodes = self.filter.as_ref().map(|p| p.candidates.clone()).unwrap_or_default();
-                self.matrix = Some(FilterMatrix { plugins, nodes, cells: Vec::new() });
+                let plugins = env
+                    .framework
+                    .plugins(ExtensionPoint::Filter)
+                    .iter()
+                    .map(|e| e.name)
+                    .collect();
+                let nodes = self
+                    .filter
+                    .as_ref()
+                    .map(|p| p.candidates.clone())
+                    .unwrap_or_default();
+                self.matrix = Some(FilterMatrix {
+                    plugins,
+                    nodes,
+                    cells: Vec::new(),
+                });
             }
         }
     }
@@ -193,7 +243,9 @@ impl SchedulingCycle {
     /// Builds the pass-1 context (nominated pods added) for candidates that need one.
     fn prepare_nominated(&mut self, env: &CycleEnv) {
         let h = env.handle();
-        let Some(p) = self.filter.as_mut() else { return };
+        let Some(p) = self.filter.as_mut() else {
+            return;
+        };
         if env.nominator.is_empty() {
             p.nominated = vec![None; 0];
             return;
@@ -201,7 +253,10 @@ impl SchedulingCycle {
         let mut out = Vec::with_capacity(p.candidates.len());
         for (ci, &idx) in p.candidates.iter().enumerate() {
             let node = &env.snapshot.list()[idx];
-            match env.framework.add_nominated_pods(&h, &self.pod, &self.state, node) {
+            match env
+                .framework
+                .add_nominated_pods(&h, &self.pod, &self.state, node)
+            {
                 Ok(ctx) => out.push(ctx.map(Box::new)),
                 Err(s) => {
                     p.first_failure[ci] = Some(Status::error(s.message()));
@@ -216,7 +271,9 @@ impl SchedulingCycle {
         let started = Instant::now();
         let h = env.handle();
         let full = self.detail == Detail::Full;
-        let Some(p) = self.filter.as_mut() else { return };
+        let Some(p) = self.filter.as_mut() else {
+            return;
+        };
         let k = p.next_plugin;
         p.next_plugin += 1;
         let entries = env.framework.plugins(ExtensionPoint::Filter);
@@ -266,12 +323,16 @@ impl SchedulingCycle {
 
     fn finalize_columns(&mut self, env: &CycleEnv) {
         let h = env.handle();
-        let Some(mut p) = self.filter.take() else { return };
+        let Some(mut p) = self.filter.take() else {
+            return;
+        };
         // Pass 2: a node that passed with its nominated pods must also pass without them.
         for ci in 0..p.candidates.len() {
             if p.first_failure[ci].is_none() && p.nominated.get(ci).is_some_and(|o| o.is_some()) {
                 let node = &env.snapshot.list()[p.candidates[ci]];
-                let s = env.framework.run_filter_plugins(&h, &self.state, &self.pod, node);
+                let s = env
+                    .framework
+                    .run_filter_plugins(&h, &self.state, &self.pod, node);
                 if !s.is_success() {
                     p.first_failure[ci] = Some(s);
                 }
@@ -282,12 +343,21 @@ impl SchedulingCycle {
             let mut cells = Vec::with_capacity(np * nn);
             for row in 0..nn {
                 for col in 0..np {
-                    cells.push(m.cells.get(col * nn + row).cloned().unwrap_or(FilterCell::Skipped));
+                    cells.push(
+                        m.cells
+                            .get(col * nn + row)
+                            .cloned()
+                            .unwrap_or(FilterCell::Skipped),
+                    );
                 }
             }
             m.cells = cells;
         }
-        let results: Vec<Status> = p.first_failure.iter().map(|f| f.clone().unwrap_or_default()).collect();
+        let results: Vec<Status> = p
+            .first_failure
+            .iter()
+            .map(|f| f.clone().unwrap_or_default())
+            .collect();
         let mut search = Search::new(p.num_to_find);
         for (ci, s) in results.into_iter().enumerate() {
             if search.consume(self, env, p.candidates[ci], s) {
@@ -315,7 +385,8 @@ impl SchedulingCycle {
             let pod = &self.pod;
             let results: Vec<Status> = par_map(env, wave, |i| {
                 let node = &env.snapshot.list()[p.candidates[next + i]];
-                env.framework.run_filter_plugins_with_nominated_pods(&h, state, pod, node)
+                env.framework
+                    .run_filter_plugins_with_nominated_pods(&h, state, pod, node)
             });
             for (i, s) in results.into_iter().enumerate() {
                 if search.consume(self, env, p.candidates[next + i], s) {
@@ -324,7 +395,11 @@ impl SchedulingCycle {
             }
             next += wave;
         }
-        let status = if search.error.is_some() { Status::error("") } else { Status::success() };
+        let status = if search.error.is_some() {
+            Status::error("")
+        } else {
+            Status::success()
+        };
         self.record("(all filters)", &status, started);
         self.end_search(env, &p, search);
     }
@@ -347,7 +422,11 @@ impl SchedulingCycle {
             1 => {
                 let node = env.snapshot.list()[self.feasible[0]].name().to_string();
                 let evaluated = 1 + self.diagnosis.node_to_status.len();
-                self.finish(CycleOutcome::Selected { node, evaluated_nodes: evaluated, feasible_nodes: 1 });
+                self.finish(CycleOutcome::Selected {
+                    node,
+                    evaluated_nodes: evaluated,
+                    feasible_nodes: 1,
+                });
             }
             _ => self.enter(Phase::PreScore),
         }
@@ -363,11 +442,21 @@ struct Search {
 
 impl Search {
     fn new(num_to_find: usize) -> Search {
-        Search { num_to_find, stopped: false, error: None }
+        Search {
+            num_to_find,
+            stopped: false,
+            error: None,
+        }
     }
 
     /// Takes one node's result; true when the search is over.
-    fn consume(&mut self, cycle: &mut SchedulingCycle, env: &CycleEnv, idx: usize, s: Status) -> bool {
+    fn consume(
+        &mut self,
+        cycle: &mut SchedulingCycle,
+        env: &CycleEnv,
+        idx: usize,
+        s: Status,
+    ) -> bool {
         if self.stopped {
             return true;
         }
@@ -395,7 +484,9 @@ impl Search {
 /// Maps `0..n` in parallel on the configured pool, keeping order.
 fn par_map<T: Send>(env: &CycleEnv, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
     match env.pool {
-        Some(pool) if n > 32 => pool.install(|| (0..n).into_par_iter().with_min_len(16).map(&f).collect()),
+        Some(pool) if n > 32 => {
+            pool.install(|| (0..n).into_par_iter().with_min_len(16).map(&f).collect())
+        }
         _ => (0..n).map(f).collect(),
     }
 }

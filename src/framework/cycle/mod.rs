@@ -77,7 +77,12 @@ pub struct CycleEnv<'a> {
 
 impl<'a> CycleEnv<'a> {
     pub fn handle(&self) -> Handle<'a> {
-        Handle { framework: self.framework, snapshot: self.snapshot, listers: self.listers, nominator: self.nominator }
+        Handle {
+            framework: self.framework,
+            snapshot: self.snapshot,
+            listers: self.listers,
+            nominator: self.nominator,
+        }
     }
 }
 
@@ -100,9 +105,17 @@ fn ser_micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Erro
 #[derive(Debug, Clone)]
 pub enum CycleOutcome {
     /// A host was chosen.
-    Selected { node: String, evaluated_nodes: usize, feasible_nodes: usize },
+    Selected {
+        node: String,
+        evaluated_nodes: usize,
+        feasible_nodes: usize,
+    },
     /// No node fits; PostFilter (preemption) may have nominated one.
-    Unschedulable { fit_error: FitError, post_filter: Option<PostFilterResult>, status: Status },
+    Unschedulable {
+        fit_error: FitError,
+        post_filter: Option<PostFilterResult>,
+        status: Status,
+    },
     /// Something failed that is not about fit (a plugin error, or no nodes at all).
     Error(Status),
 }
@@ -183,9 +196,11 @@ impl SchedulingCycle {
             Phase::Filter => names(ExtensionPoint::Filter),
             Phase::PostFilter => names(ExtensionPoint::PostFilter),
             Phase::PreScore => names(ExtensionPoint::PreScore),
-            Phase::Score | Phase::NormalizeScore => {
-                self.scores.as_ref().map(|t| t.plugins.iter().map(|p| p.name).collect()).unwrap_or_default()
-            }
+            Phase::Score | Phase::NormalizeScore => self
+                .scores
+                .as_ref()
+                .map(|t| t.plugins.iter().map(|p| p.name).collect())
+                .unwrap_or_default(),
             Phase::SelectHost | Phase::Done => Vec::new(),
         }
     }
@@ -214,7 +229,9 @@ impl SchedulingCycle {
         while !self.is_done() {
             self.advance(env, false);
         }
-        self.outcome.get_or_insert_with(|| CycleOutcome::Error(Status::error("cycle ended without outcome")))
+        self.outcome.get_or_insert_with(|| {
+            CycleOutcome::Error(Status::error("cycle ended without outcome"))
+        })
     }
 
     fn advance(&mut self, env: &CycleEnv, one_plugin: bool) {
@@ -252,7 +269,9 @@ impl SchedulingCycle {
 
     fn advance_pre_filter(&mut self, env: &CycleEnv) {
         if self.cursor == 0 && env.snapshot.num_nodes() == 0 {
-            return self.finish(CycleOutcome::Error(Status::unresolvable(NO_NODES_AVAILABLE)));
+            return self.finish(CycleOutcome::Error(Status::unresolvable(
+                NO_NODES_AVAILABLE,
+            )));
         }
         let plugins = env.framework.plugins(ExtensionPoint::PreFilter);
         if let Some(e) = plugins.get(self.cursor) {
@@ -270,7 +289,8 @@ impl SchedulingCycle {
             }
         }
         // PreFilter is over: all plugins ran, or one ended it.
-        self.state.set_skip_filter_plugins(self.pre_filter.skipped.clone());
+        self.state
+            .set_skip_filter_plugins(self.pre_filter.skipped.clone());
         let status = self.pre_filter.status();
         if status.is_success() {
             return self.enter(Phase::Filter);
@@ -281,7 +301,9 @@ impl SchedulingCycle {
         // Every node gets the PreFilter status.
         if self.pre_filter.terminal.is_some() && status.plugin().is_empty() {
             // Empty node intersection: the contributing plugins are the rejectors.
-            self.diagnosis.unschedulable_plugins.extend(self.pre_filter.plugins_with_nodes.iter().cloned());
+            self.diagnosis
+                .unschedulable_plugins
+                .extend(self.pre_filter.plugins_with_nodes.iter().cloned());
         }
         self.diagnosis.node_to_status.set_absent(status.clone());
         self.diagnosis.pre_filter_msg = status.message();
@@ -296,12 +318,19 @@ impl SchedulingCycle {
             self.enter(Phase::PostFilter);
         } else {
             let fit_error = self.fit_error(env);
-            self.finish(CycleOutcome::Unschedulable { fit_error, post_filter: None, status: Status::unschedulable("") });
+            self.finish(CycleOutcome::Unschedulable {
+                fit_error,
+                post_filter: None,
+                status: Status::unschedulable(""),
+            });
         }
     }
 
     fn fit_error(&self, env: &CycleEnv) -> FitError {
-        FitError { num_all_nodes: env.snapshot.num_nodes(), diagnosis: self.diagnosis.clone() }
+        FitError {
+            num_all_nodes: env.snapshot.num_nodes(),
+            diagnosis: self.diagnosis.clone(),
+        }
     }
 
     fn advance_post_filter(&mut self, env: &CycleEnv) {
@@ -313,11 +342,18 @@ impl SchedulingCycle {
         let started = Instant::now();
         let h = env.handle();
         let (r, s) = match e.plugin.as_post_filter() {
-            Some(p) => p.post_filter(&h, &mut self.state, &self.pod, &self.diagnosis.node_to_status),
+            Some(p) => p.post_filter(
+                &h,
+                &mut self.state,
+                &self.pod,
+                &self.diagnosis.node_to_status,
+            ),
             None => (None, Status::unschedulable("")),
         };
         self.record(e.name, &s, started);
-        let (acc_result, acc_status) = self.post_filter.get_or_insert_with(|| (None, Status::success()));
+        let (acc_result, acc_status) = self
+            .post_filter
+            .get_or_insert_with(|| (None, Status::success()));
         // Accumulate as RunPostFilterPlugins: success or UU end it; other non-rejections are
         // errors; Unschedulable reasons pile up under the first rejector.
         if s.is_success() {
@@ -341,20 +377,32 @@ impl SchedulingCycle {
         if r.as_ref().is_some_and(|r| r.override_nomination) {
             *acc_result = r;
         }
-        let first_rejector = if acc_status.is_success() { e.name.to_string() } else { acc_status.plugin().to_string() };
+        let first_rejector = if acc_status.is_success() {
+            e.name.to_string()
+        } else {
+            acc_status.plugin().to_string()
+        };
         let mut reasons = acc_status.reasons().to_vec();
         reasons.extend(s.reasons().iter().cloned());
-        *acc_status = Status::with_reasons(Code::Unschedulable, reasons).with_plugin(first_rejector);
+        *acc_status =
+            Status::with_reasons(Code::Unschedulable, reasons).with_plugin(first_rejector);
         if self.cursor >= plugins.len() {
             self.end_post_filter(env);
         }
     }
 
     fn end_post_filter(&mut self, env: &CycleEnv) {
-        let (result, status) = self.post_filter.clone().unwrap_or((None, Status::success()));
+        let (result, status) = self
+            .post_filter
+            .clone()
+            .unwrap_or((None, Status::success()));
         self.diagnosis.post_filter_msg = status.message();
         let fit_error = self.fit_error(env);
-        self.finish(CycleOutcome::Unschedulable { fit_error, post_filter: result, status });
+        self.finish(CycleOutcome::Unschedulable {
+            fit_error,
+            post_filter: result,
+            status,
+        });
     }
 
     /// All nodes with the highest total (every one of them is a correct choice upstream
@@ -370,8 +418,11 @@ impl SchedulingCycle {
                     .map(|(&i, _)| snapshot.list()[i].name())
                     .collect()
             }
-            None => self.feasible.iter().map(|&i| snapshot.list()[i].name()).collect(),
+            None => self
+                .feasible
+                .iter()
+                .map(|&i| snapshot.list()[i].name())
+                .collect(),
         }
     }
 }
-

@@ -49,7 +49,11 @@ impl SchedulingCycle {
             self.cursor += 1;
             let started = Instant::now();
             let h = env.handle();
-            let nodes: Vec<_> = self.feasible.iter().map(|&i| &env.snapshot.list()[i]).collect();
+            let nodes: Vec<_> = self
+                .feasible
+                .iter()
+                .map(|&i| &env.snapshot.list()[i])
+                .collect();
             let s = match e.plugin.as_pre_score() {
                 Some(p) => p.pre_score(&h, &mut self.state, &self.pod, &nodes),
                 None => Status::success(),
@@ -60,7 +64,11 @@ impl SchedulingCycle {
                 skip.push(e.name);
                 self.state.set_skip_score_plugins(skip);
             } else if !s.is_success() {
-                let err = Status::error(format!("running PreScore plugin {:?}: {}", e.name, s.message()));
+                let err = Status::error(format!(
+                    "running PreScore plugin {:?}: {}",
+                    e.name,
+                    s.message()
+                ));
                 return self.finish(CycleOutcome::Error(err));
             }
             if self.cursor < plugins.len() {
@@ -83,36 +91,64 @@ impl SchedulingCycle {
                 has_normalize: e.plugin.as_score().is_some_and(|s| s.has_normalize()),
             })
             .collect();
-        self.scores = Some(ScoreTable { nodes: self.feasible.clone(), plugins, totals: vec![0; n], chosen: None });
+        self.scores = Some(ScoreTable {
+            nodes: self.feasible.clone(),
+            plugins,
+            totals: vec![0; n],
+            chosen: None,
+        });
         self.enter(Phase::Score);
     }
 
     pub(super) fn advance_score(&mut self, env: &CycleEnv) {
-        let Some(table) = self.scores.as_mut() else { return self.enter(Phase::SelectHost) };
-        let Some(ps) = table.plugins.get_mut(self.cursor) else { return self.enter(Phase::NormalizeScore) };
+        let Some(table) = self.scores.as_mut() else {
+            return self.enter(Phase::SelectHost);
+        };
+        let Some(ps) = table.plugins.get_mut(self.cursor) else {
+            return self.enter(Phase::NormalizeScore);
+        };
         self.cursor += 1;
         let started = Instant::now();
         let h = env.handle();
-        let Some(entry) = env.framework.plugins(ExtensionPoint::Score).iter().find(|e| e.name == ps.name) else { return };
-        let Some(plugin) = entry.plugin.as_score() else { return };
+        let Some(entry) = env
+            .framework
+            .plugins(ExtensionPoint::Score)
+            .iter()
+            .find(|e| e.name == ps.name)
+        else {
+            return;
+        };
+        let Some(plugin) = entry.plugin.as_score() else {
+            return;
+        };
         let state = &self.state;
         let pod = &self.pod;
         let nodes = &table.nodes;
         let score_one = |i: usize| plugin.score(&h, state, pod, &env.snapshot.list()[nodes[i]]);
         let results: Vec<(i64, Status)> = match env.pool {
-            Some(pool) if nodes.len() > 32 => {
-                pool.install(|| (0..nodes.len()).into_par_iter().with_min_len(16).map(score_one).collect())
-            }
+            Some(pool) if nodes.len() > 32 => pool.install(|| {
+                (0..nodes.len())
+                    .into_par_iter()
+                    .with_min_len(16)
+                    .map(score_one)
+                    .collect()
+            }),
             _ => (0..nodes.len()).map(score_one).collect(),
         };
-        let failed = results.iter().find(|(_, s)| !s.is_success()).map(|(_, s)| s.clone());
+        let failed = results
+            .iter()
+            .find(|(_, s)| !s.is_success())
+            .map(|(_, s)| s.clone());
         ps.raw = results.into_iter().map(|(v, _)| v).collect();
         ps.normalized = ps.raw.clone();
         let name = ps.name;
         let status = failed.clone().unwrap_or_default();
         self.record(name, &status, started);
         if let Some(s) = failed {
-            let err = Status::error(format!("running Score plugins: plugin {name:?} failed with: {}", s.message()));
+            let err = Status::error(format!(
+                "running Score plugins: plugin {name:?} failed with: {}",
+                s.message()
+            ));
             return self.finish(CycleOutcome::Error(err));
         }
         if self.cursor >= self.scores.as_ref().map_or(0, |t| t.plugins.len()) {
@@ -121,17 +157,29 @@ impl SchedulingCycle {
     }
 
     pub(super) fn advance_normalize(&mut self, env: &CycleEnv) {
-        let Some(table) = self.scores.as_mut() else { return self.enter(Phase::SelectHost) };
+        let Some(table) = self.scores.as_mut() else {
+            return self.enter(Phase::SelectHost);
+        };
         // Only plugins with NormalizeScore are steps here.
-        while table.plugins.get(self.cursor).is_some_and(|p| !p.has_normalize) {
+        while table
+            .plugins
+            .get(self.cursor)
+            .is_some_and(|p| !p.has_normalize)
+        {
             self.cursor += 1;
         }
-        let Some(ps) = table.plugins.get_mut(self.cursor) else { return self.enter(Phase::SelectHost) };
+        let Some(ps) = table.plugins.get_mut(self.cursor) else {
+            return self.enter(Phase::SelectHost);
+        };
         self.cursor += 1;
         let started = Instant::now();
         let h = env.handle();
-        let Some(plugin) =
-            env.framework.plugins(ExtensionPoint::Score).iter().find(|e| e.name == ps.name).and_then(|e| e.plugin.as_score())
+        let Some(plugin) = env
+            .framework
+            .plugins(ExtensionPoint::Score)
+            .iter()
+            .find(|e| e.name == ps.name)
+            .and_then(|e| e.plugin.as_score())
         else {
             return;
         };
@@ -139,21 +187,29 @@ impl SchedulingCycle {
             .nodes
             .iter()
             .zip(&ps.raw)
-            .map(|(&i, &score)| NodeScore { name: env.snapshot.list()[i].name(), score })
+            .map(|(&i, &score)| NodeScore {
+                name: env.snapshot.list()[i].name(),
+                score,
+            })
             .collect();
         let s = plugin.normalize_score(&h, &self.state, &self.pod, &mut list);
         ps.normalized = list.iter().map(|n| n.score).collect();
         let name = ps.name;
         self.record(name, &s, started);
         if !s.is_success() {
-            let err = Status::error(format!("running Normalize on Score plugins: plugin {name:?} failed with: {}", s.message()));
+            let err = Status::error(format!(
+                "running Normalize on Score plugins: plugin {name:?} failed with: {}",
+                s.message()
+            ));
             return self.finish(CycleOutcome::Error(err));
         }
     }
 
     pub(super) fn select_host(&mut self, env: &CycleEnv) {
         let started = Instant::now();
-        let Some(table) = self.scores.as_mut() else { return };
+        let Some(table) = self.scores.as_mut() else {
+            return;
+        };
         let n = table.nodes.len();
         let mut totals = vec![0i64; n];
         if table.plugins.is_empty() && !env.framework.has_score_plugins() {
@@ -173,16 +229,29 @@ impl SchedulingCycle {
                 *t += score * ps.weight;
             }
         }
-        let scored: Vec<Scored> =
-            totals.iter().enumerate().map(|(index, &total)| Scored { index, total, randomizer: 0 }).collect();
+        let scored: Vec<Scored> = totals
+            .iter()
+            .enumerate()
+            .map(|(index, &total)| Scored {
+                index,
+                total,
+                randomizer: 0,
+            })
+            .collect();
         let chosen = select_host(&scored);
         table.totals = totals;
         table.chosen = chosen;
-        let Some(c) = chosen else { return self.finish(CycleOutcome::Error(Status::error("no node to select"))) };
+        let Some(c) = chosen else {
+            return self.finish(CycleOutcome::Error(Status::error("no node to select")));
+        };
         let node = env.snapshot.list()[table.nodes[c]].name().to_string();
         let feasible = n;
         let evaluated = n + self.diagnosis.node_to_status.len();
         self.record("(select host)", &Status::success(), started);
-        self.finish(CycleOutcome::Selected { node, evaluated_nodes: evaluated, feasible_nodes: feasible });
+        self.finish(CycleOutcome::Selected {
+            node,
+            evaluated_nodes: evaluated,
+            feasible_nodes: feasible,
+        });
     }
 }

@@ -1,0 +1,130 @@
+//! ImageLocality: prefers nodes that already have the pod's images, weighted by image size
+//! and by how widely the image is spread (to avoid piling pods on one node).
+
+use crate::framework::plugin::{Handle, MAX_NODE_SCORE, Plugin, ScorePlugin};
+use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
+
+pub const NAME: &str = "ImageLocality";
+const MB: i64 = 1024 * 1024;
+const MIN_THRESHOLD: i64 = 23 * MB;
+const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
+
+#[derive(Debug, Default)]
+pub struct ImageLocality;
+
+/// Appends ":latest" to an image without a tag, as upstream does.
+pub fn normalized_image_name(name: &str) -> String {
+    let colon = name.rfind(':').map(|i| i as i64).unwrap_or(-1);
+    let slash = name.rfind('/').map(|i| i as i64).unwrap_or(-1);
+    if colon <= slash {
+        format!("{name}:latest")
+    } else {
+        name.to_string()
+    }
+}
+
+fn calculate_priority(sum: i64, num_containers: usize) -> i64 {
+    let max_threshold = MAX_CONTAINER_THRESHOLD * num_containers as i64;
+    let sum = if sum < MIN_THRESHOLD {
+        MIN_THRESHOLD
+    } else {
+        sum.min(max_threshold)
+    };
+    if max_threshold == MIN_THRESHOLD {
+        return 0;
+    }
+    MAX_NODE_SCORE * (sum - MIN_THRESHOLD) / (max_threshold - MIN_THRESHOLD)
+}
+
+impl Plugin for ImageLocality {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for ImageLocality {
+    fn score(
+        &self,
+        h: &Handle,
+        _state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> (i64, Status) {
+        let Some(spec) = pod.pod.spec.as_ref() else {
+            return (0, Status::success());
+        };
+        let total = h.snapshot.num_nodes();
+        let containers = spec
+            .init_containers
+            .iter()
+            .flatten()
+            .chain(spec.containers.iter());
+        let mut sum = 0i64;
+        let mut count = 0usize;
+        for c in containers {
+            count += 1;
+            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
+            if let Some(&size) = node.images.get(&name) {
+                if total > 0 {
+                    let spread = h.snapshot.image_num_nodes(&name) as f64 / total as f64;
+                    sum += (size as f64 * spread) as i64;
+                }
+            }
+        }
+        (calculate_priority(sum, count), Status::success())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Snapshot, listers::Listers};
+    use crate::plugins::testing::{Env, node_obj, pod};
+    use serde_json::json;
+
+    #[test]
+    fn normalization() {
+        assert_eq!(normalized_image_name("nginx"), "nginx:latest");
+        assert_eq!(normalized_image_name("nginx:1.25"), "nginx:1.25");
+        assert_eq!(
+            normalized_image_name("localhost:5000/app"),
+            "localhost:5000/app:latest"
+        );
+        assert_eq!(
+            normalized_image_name("reg.io/app@sha256:abc"),
+            "reg.io/app@sha256:abc"
+        );
+    }
+
+    #[test]
+    fn scores_spread_weighted_sizes() {
+        let with = |name: &str, imgs: serde_json::Value| {
+            node_obj(json!({"metadata": {"name": name}, "status": {"images": imgs}}))
+        };
+        let big = json!([{"names": ["app:1"], "sizeBytes": 500 * MB}]);
+        let snap = Snapshot::new(
+            vec![with("a", big.clone()), with("b", big), with("c", json!([]))],
+            [],
+        );
+        let env = Env::new(snap, Listers::default());
+        let p = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "app:1"}]}}),
+        );
+        let score = |n: &str| {
+            ImageLocality
+                .score(
+                    &env.handle(),
+                    &CycleState::new(),
+                    &p,
+                    env.snapshot.get(n).unwrap(),
+                )
+                .0
+        };
+        // 500MiB * 2/3 = 333.3MiB; (333.3-23)/(1000-23)*100 = 31
+        assert_eq!(score("a"), 31);
+        assert_eq!(score("c"), 0);
+    }
+}

@@ -1,0 +1,19 @@
+//! The in-tree plugins of kube-scheduler v1.35, one module per plugin named as upstream,
+//! and the registry that maps plugin names to them.
+
+pub mod default_binder;
+pub mod dynamic_resources;
+pub mod helper;
+pub mod image_locality;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_unschedulable;
+pub mod noderesources;
+pub mod queue_sort;
+pub mod registry;
+pub mod scheduling_gates;
+pub mod taint_toleration;
+
+#[cfg(test)]
+pub mod testing;

@@ -1,0 +1,50 @@
+//! NodeName: a pod that names a node fits only that node.
+
+use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
+use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
+
+pub const NAME: &str = "NodeName";
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+#[derive(Debug, Default)]
+pub struct NodeName;
+
+impl Plugin for NodeName {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for NodeName {
+    fn filter(&self, _h: &Handle, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let want = pod.node_name();
+        if want.is_empty() || want == node.name() {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::{filter, node, pod};
+    use serde_json::json;
+
+    #[test]
+    fn matches_only_the_named_node() {
+        let p =
+            pod(json!({"metadata": {"name": "p"}, "spec": {"nodeName": "a", "containers": []}}));
+        assert!(filter(&NodeName, &p, &node(json!({"metadata": {"name": "a"}}))).is_success());
+        assert_eq!(
+            filter(&NodeName, &p, &node(json!({"metadata": {"name": "b"}}))).message(),
+            ERR_REASON
+        );
+        let free = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+        assert!(filter(&NodeName, &free, &node(json!({"metadata": {"name": "b"}}))).is_success());
+    }
+}

@@ -1,0 +1,69 @@
+//! NodeUnschedulable: rejects nodes with `spec.unschedulable` unless the pod tolerates the
+//! `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use k8s_openapi::api::core::v1::Taint;
+
+use crate::api::taints::tolerations_tolerate;
+use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
+use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
+
+pub const NAME: &str = "NodeUnschedulable";
+pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+#[derive(Debug, Default)]
+pub struct NodeUnschedulable;
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    fn filter(&self, _h: &Handle, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if !node.unschedulable() {
+            return Status::success();
+        }
+        let taint = Taint {
+            key: TAINT_NODE_UNSCHEDULABLE.to_string(),
+            effect: "NoSchedule".to_string(),
+            ..Default::default()
+        };
+        let tolerations = pod
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or(&[]);
+        if tolerations_tolerate(tolerations, &taint) {
+            return Status::success();
+        }
+        Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::{filter, node, pod};
+    use serde_json::json;
+
+    #[test]
+    fn unschedulable_nodes_need_the_toleration() {
+        let n = node(json!({"metadata": {"name": "n"}, "spec": {"unschedulable": true}}));
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+        assert_eq!(
+            filter(&NodeUnschedulable, &p, &n).message(),
+            ERR_REASON_UNSCHEDULABLE
+        );
+        let tolerant = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [],
+            "tolerations": [{"key": TAINT_NODE_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"}]}}));
+        assert!(filter(&NodeUnschedulable, &tolerant, &n).is_success());
+        let ok = node(json!({"metadata": {"name": "n"}}));
+        assert!(filter(&NodeUnschedulable, &p, &ok).is_success());
+    }
+}

@@ -1,0 +1,152 @@
+//! NodeResourcesBalancedAllocation: prefers nodes whose resource usage stays balanced
+//! across resources once the pod is placed.
+
+use super::resource_allocation::{ResourceAllocationScorer, ResourceSpec, Strategy};
+use crate::framework::plugin::{Handle, Plugin, PreScorePlugin, ScorePlugin};
+use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+
+pub const NAME: &str = "NodeResourcesBalancedAllocation";
+const PRE_SCORE_STATE_KEY: &str = "PreScoreNodeResourcesBalancedAllocation";
+
+#[derive(Debug)]
+pub struct BalancedAllocation {
+    scorer: ResourceAllocationScorer,
+}
+
+impl Default for BalancedAllocation {
+    fn default() -> Self {
+        BalancedAllocation::new(ResourceSpec::defaults())
+    }
+}
+
+impl BalancedAllocation {
+    pub fn new(resources: Vec<ResourceSpec>) -> BalancedAllocation {
+        BalancedAllocation {
+            scorer: ResourceAllocationScorer {
+                resources,
+                strategy: Strategy::Balanced,
+                use_requested: true,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+    names: Vec<String>,
+}
+
+impl RenderState for PreScoreState {
+    fn render(&self) -> StateTree {
+        StateTree::node(
+            "podRequests",
+            self.names
+                .iter()
+                .zip(&self.pod_requests)
+                .map(|(n, v)| StateTree::kv(n, v))
+                .collect(),
+        )
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for BalancedAllocation {
+    fn pre_score(
+        &self,
+        _h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[&NodeInfo],
+    ) -> Status {
+        let pod_requests = self.scorer.pod_requests(pod);
+        // Best-effort pods (no requests at all) are not scored.
+        if pod_requests.iter().all(|&r| r == 0) {
+            return Status::skip();
+        }
+        let names = self
+            .scorer
+            .resources
+            .iter()
+            .map(|r| r.name.clone())
+            .collect();
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            PreScoreState {
+                pod_requests,
+                names,
+            },
+        );
+        Status::success()
+    }
+}
+
+impl ScorePlugin for BalancedAllocation {
+    fn score(
+        &self,
+        _h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> (i64, Status) {
+        let reqs = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(s) => s.pod_requests.clone(),
+            Err(_) => {
+                let r = self.scorer.pod_requests(pod);
+                if r.iter().all(|&v| v == 0) {
+                    return (0, Status::success());
+                }
+                r
+            }
+        };
+        (self.scorer.score(node, &reqs), Status::success())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Snapshot, listers::Listers};
+    use crate::plugins::testing::{Env, node, pod};
+    use serde_json::json;
+
+    #[test]
+    fn best_effort_skips_and_balance_scores() {
+        let env = Env::new(Snapshot::default(), Listers::default());
+        let h = env.handle();
+        let be = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}));
+        assert!(
+            BalancedAllocation::default()
+                .pre_score(&h, &mut CycleState::new(), &be, &[])
+                .is_skip()
+        );
+        let p = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}]}}),
+        );
+        let n = node(
+            json!({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi"}}}),
+        );
+        let mut state = CycleState::new();
+        assert!(
+            BalancedAllocation::default()
+                .pre_score(&h, &mut state, &p, &[])
+                .is_success()
+        );
+        // fractions 0.5 and 0.25: std 0.125 -> 87
+        assert_eq!(
+            BalancedAllocation::default().score(&h, &state, &p, &n).0,
+            87
+        );
+    }
+}

@@ -1,0 +1,384 @@
+//! NodeResourcesFit: Filter checks the pod's requests against what is left on the node
+//! (and the pod count); Score ranks nodes by a configurable strategy (LeastAllocated by
+//! default).
+
+use std::collections::BTreeSet;
+
+use super::resource_allocation::{ResourceAllocationScorer, ResourceSpec, Strategy};
+use crate::api::pod_resources::{self, is_extended_resource_name};
+use crate::framework::plugin::{
+    FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
+};
+use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Resource, StateTree, Status};
+
+pub const NAME: &str = "NodeResourcesFit";
+const PRE_FILTER_STATE_KEY: &str = "PreFilterNodeResourcesFit";
+const PRE_SCORE_STATE_KEY: &str = "PreScoreNodeResourcesFit";
+
+/// What the plugin is configured with (from NodeResourcesFitArgs).
+#[derive(Debug, Clone)]
+pub struct FitArgs {
+    pub ignored_resources: Vec<String>,
+    pub ignored_resource_groups: Vec<String>,
+    pub strategy: Strategy,
+    pub resources: Vec<ResourceSpec>,
+}
+
+impl Default for FitArgs {
+    fn default() -> Self {
+        FitArgs {
+            ignored_resources: Vec::new(),
+            ignored_resource_groups: Vec::new(),
+            strategy: Strategy::LeastAllocated,
+            resources: ResourceSpec::defaults(),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Fit {
+    ignored_resources: BTreeSet<String>,
+    ignored_resource_groups: BTreeSet<String>,
+    scorer: ResourceAllocationScorer,
+}
+
+impl Default for Fit {
+    fn default() -> Self {
+        Fit::new(FitArgs::default())
+    }
+}
+
+impl Fit {
+    pub fn new(args: FitArgs) -> Fit {
+        Fit {
+            ignored_resources: args.ignored_resources.into_iter().collect(),
+            ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
+            scorer: ResourceAllocationScorer {
+                resources: args.resources,
+                strategy: args.strategy,
+                use_requested: false,
+            },
+        }
+    }
+}
+
+/// The pod's requests as PreFilter computes them (no defaults, no resize status).
+#[derive(Debug, Clone)]
+pub struct PreFilterState(pub Resource);
+
+impl RenderState for PreFilterState {
+    fn render(&self) -> StateTree {
+        render_resource("podRequests", &self.0)
+    }
+}
+
+pub fn render_resource(label: &str, r: &Resource) -> StateTree {
+    let mut children = vec![
+        StateTree::kv("cpu", format!("{}m", r.milli_cpu)),
+        StateTree::kv("memory", r.memory),
+        StateTree::kv("ephemeral-storage", r.ephemeral_storage),
+    ];
+    for (k, v) in &r.scalar_resources {
+        children.push(StateTree::kv(k, v));
+    }
+    StateTree::node(label, children)
+}
+
+#[derive(Debug, Clone)]
+struct PreScoreState {
+    pod_requests: Vec<i64>,
+    names: Vec<String>,
+}
+
+impl RenderState for PreScoreState {
+    fn render(&self) -> StateTree {
+        StateTree::node(
+            "podRequests (with defaults)",
+            self.names
+                .iter()
+                .zip(&self.pod_requests)
+                .map(|(n, v)| StateTree::kv(n, v))
+                .collect(),
+        )
+    }
+}
+
+/// `SetMaxResource` over an empty Resource: known resources only, never below zero.
+fn pre_filter_resource(pod: &PodInfo) -> Resource {
+    let reqs = pod_resources::pod_requests_with(&pod.pod, false, None);
+    let mut r = Resource::default();
+    for (name, q) in &reqs {
+        match name.as_str() {
+            pod_resources::CPU => r.milli_cpu = r.milli_cpu.max(q.milli_value()),
+            pod_resources::MEMORY => r.memory = r.memory.max(q.value()),
+            pod_resources::EPHEMERAL_STORAGE => {
+                r.ephemeral_storage = r.ephemeral_storage.max(q.value())
+            }
+            n if pod_resources::is_scalar_resource_name(n) => {
+                r.scalar_resources.insert(n.to_string(), q.value().max(0));
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+/// A resource the node cannot give: its reason and whether no amount of preemption helps.
+struct Insufficient {
+    reason: String,
+    unresolvable: bool,
+}
+
+impl Fit {
+    fn fits_request(&self, req: &Resource, node: &NodeInfo) -> Vec<Insufficient> {
+        let mut out = Vec::new();
+        let alloc = &node.allocatable;
+        let used = &node.requested;
+        if node.pods.len() as i64 + 1 > alloc.allowed_pod_number {
+            out.push(Insufficient {
+                reason: "Too many pods".into(),
+                unresolvable: false,
+            });
+        }
+        if req.milli_cpu == 0
+            && req.memory == 0
+            && req.ephemeral_storage == 0
+            && req.scalar_resources.is_empty()
+        {
+            return out;
+        }
+        let mut check = |name: &str, want: i64, have: i64, in_use: i64| {
+            if want > 0 && want > have - in_use {
+                out.push(Insufficient {
+                    reason: format!("Insufficient {name}"),
+                    unresolvable: want > have,
+                });
+            }
+        };
+        check("cpu", req.milli_cpu, alloc.milli_cpu, used.milli_cpu);
+        check("memory", req.memory, alloc.memory, used.memory);
+        check(
+            "ephemeral-storage",
+            req.ephemeral_storage,
+            alloc.ephemeral_storage,
+            used.ephemeral_storage,
+        );
+        for (name, &want) in &req.scalar_resources {
+            if want == 0 {
+                continue;
+            }
+            if is_extended_resource_name(name) {
+                let group = name.split('/').next().unwrap_or("");
+                if self.ignored_resources.contains(name)
+                    || self.ignored_resource_groups.contains(group)
+                {
+                    continue;
+                }
+            }
+            let have = alloc.scalar(name);
+            if want > have - used.scalar(name) {
+                out.push(Insufficient {
+                    reason: format!("Insufficient {name}"),
+                    unresolvable: want > have,
+                });
+            }
+        }
+        out
+    }
+}
+
+impl Plugin for Fit {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreFilterPlugin for Fit {
+    fn pre_filter(
+        &self,
+        _h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+    ) -> (Option<PreFilterResult>, Status) {
+        state.write(
+            PRE_FILTER_STATE_KEY,
+            PreFilterState(pre_filter_resource(pod)),
+        );
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for Fit {
+    fn filter(&self, _h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Ok(PreFilterState(req)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+            return Status::error(format!(
+                "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
+            ));
+        };
+        let insufficient = self.fits_request(req, node);
+        if insufficient.is_empty() {
+            return Status::success();
+        }
+        let code = if insufficient.iter().any(|i| i.unresolvable) {
+            crate::framework::Code::UnschedulableAndUnresolvable
+        } else {
+            crate::framework::Code::Unschedulable
+        };
+        Status::with_reasons(
+            code,
+            insufficient.into_iter().map(|i| i.reason.into()).collect(),
+        )
+    }
+}
+
+impl PreScorePlugin for Fit {
+    fn pre_score(
+        &self,
+        _h: &Handle,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[&NodeInfo],
+    ) -> Status {
+        let pod_requests = self.scorer.pod_requests(pod);
+        let names = self
+            .scorer
+            .resources
+            .iter()
+            .map(|r| r.name.clone())
+            .collect();
+        state.write(
+            PRE_SCORE_STATE_KEY,
+            PreScoreState {
+                pod_requests,
+                names,
+            },
+        );
+        Status::success()
+    }
+}
+
+impl ScorePlugin for Fit {
+    fn score(
+        &self,
+        _h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> (i64, Status) {
+        let score = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(s) => self.scorer.score(node, &s.pod_requests),
+            Err(_) => self.scorer.score(node, &self.scorer.pod_requests(pod)),
+        };
+        (score, Status::success())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Code, Snapshot, listers::Listers};
+    use crate::plugins::noderesources::resource_allocation::ShapePoint;
+    use crate::plugins::testing::{Env, node, pod};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn n(cpu: &str, mem: &str, pods: &str) -> NodeInfo {
+        node(
+            json!({"metadata": {"name": "n"}, "status": {"allocatable": {"cpu": cpu, "memory": mem, "pods": pods, "example.com/gpu": "1"}}}),
+        )
+    }
+    fn p(cpu: &str, mem: &str) -> Arc<PodInfo> {
+        pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}]}}),
+        )
+    }
+
+    fn run_filter(fit: &Fit, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let env = Env::new(Snapshot::default(), Listers::default());
+        let mut state = CycleState::new();
+        fit.pre_filter(&env.handle(), &mut state, pod);
+        fit.filter(&env.handle(), &state, pod, node)
+    }
+
+    #[test]
+    fn insufficient_and_unresolvable() {
+        let mut ni = n("2", "4Gi", "2");
+        ni.add_pod(p("1500m", "1Gi"));
+        let s = run_filter(&Fit::default(), &p("1", "1Gi"), &ni);
+        assert_eq!(s.code(), Code::Unschedulable);
+        assert_eq!(s.reasons(), ["Insufficient cpu"]);
+        let s = run_filter(&Fit::default(), &p("3", "8Gi"), &ni);
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(s.message(), "Insufficient cpu, Insufficient memory");
+        ni.add_pod(p("0", "0"));
+        let s = run_filter(&Fit::default(), &p("0", "0"), &ni);
+        assert_eq!(s.reasons(), ["Too many pods"]);
+        assert_eq!(s.code(), Code::Unschedulable);
+    }
+
+    #[test]
+    fn extended_resources_and_ignored_groups() {
+        let ni = n("2", "4Gi", "10");
+        let gpu = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "2"}}}]}}),
+        );
+        let s = run_filter(&Fit::default(), &gpu, &ni);
+        assert_eq!(s.message(), "Insufficient example.com/gpu");
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        let ignoring = Fit::new(FitArgs {
+            ignored_resource_groups: vec!["example.com".into()],
+            ..Default::default()
+        });
+        assert!(run_filter(&ignoring, &gpu, &ni).is_success());
+    }
+
+    fn score(fit: &Fit, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let env = Env::new(Snapshot::default(), Listers::default());
+        let mut state = CycleState::new();
+        fit.pre_score(&env.handle(), &mut state, pod, &[]);
+        fit.score(&env.handle(), &state, pod, node).0
+    }
+
+    #[test]
+    fn strategies() {
+        let ni = n("4", "8Gi", "10");
+        // cpu (1000+0)/4000 -> 75; memory 2Gi/8Gi -> 75
+        assert_eq!(score(&Fit::default(), &p("1", "2Gi"), &ni), 75);
+        let most = Fit::new(FitArgs {
+            strategy: Strategy::MostAllocated,
+            ..Default::default()
+        });
+        assert_eq!(score(&most, &p("1", "2Gi"), &ni), 25);
+        let shape = vec![
+            ShapePoint {
+                utilization: 0,
+                score: 0,
+            },
+            ShapePoint {
+                utilization: 100,
+                score: 100,
+            },
+        ];
+        let ratio = Fit::new(FitArgs {
+            strategy: Strategy::RequestedToCapacityRatio(shape),
+            ..Default::default()
+        });
+        assert_eq!(score(&ratio, &p("1", "2Gi"), &ni), 25);
+        // A container without requests counts 100m / 200Mi when scoring.
+        let empty =
+            pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}));
+        assert_eq!(score(&Fit::default(), &empty, &ni), (97 + 97) / 2);
+    }
+}

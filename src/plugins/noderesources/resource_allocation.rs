@@ -1,0 +1,278 @@
+//! The scoring machinery shared by Fit and BalancedAllocation: for each configured
+//! resource, what the node can give and what would be requested with this pod on it,
+//! and the strategies that turn that into a score.
+
+use crate::api::pod_resources::{self, CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name};
+use crate::framework::plugin::MAX_NODE_SCORE;
+use crate::framework::{NodeInfo, PodInfo};
+
+/// Upstream `config.MaxCustomPriorityScore` and `maxUtilization`.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+const MAX_UTILIZATION: i64 = 100;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceSpec {
+    pub name: String,
+    pub weight: i64,
+}
+
+impl ResourceSpec {
+    pub fn new(name: &str, weight: i64) -> ResourceSpec {
+        ResourceSpec {
+            name: name.to_string(),
+            weight,
+        }
+    }
+
+    /// cpu and memory with weight 1, the default everywhere.
+    pub fn defaults() -> Vec<ResourceSpec> {
+        vec![ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 1)]
+    }
+}
+
+/// A point of RequestedToCapacityRatio's shape, score already scaled to 0..100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShapePoint {
+    pub utilization: i64,
+    pub score: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Strategy {
+    LeastAllocated,
+    MostAllocated,
+    RequestedToCapacityRatio(Vec<ShapePoint>),
+    /// NodeResourcesBalancedAllocation's standard-deviation score.
+    Balanced,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResourceAllocationScorer {
+    pub resources: Vec<ResourceSpec>,
+    pub strategy: Strategy,
+    /// Score against what pods request (true), or against requests with the 100m / 200Mi
+    /// defaults for containers that name none (false).
+    pub use_requested: bool,
+}
+
+impl ResourceAllocationScorer {
+    /// The pod's request of each configured resource (cpu in millicores).
+    pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
+        let reqs = if self.use_requested {
+            pod_resources::pod_requests(&pod.pod, None)
+        } else {
+            let nm = pod_resources::non_missing_container_requests(&Default::default(), false);
+            pod_resources::pod_requests(&pod.pod, Some(&nm))
+        };
+        self.resources
+            .iter()
+            .map(|r| match reqs.get(&r.name) {
+                Some(q) if r.name == CPU => q.milli_value(),
+                Some(q) => q.value(),
+                None => 0,
+            })
+            .collect()
+    }
+
+    /// (allocatable, requested-with-pod) for one resource; (0, 0) leaves it out.
+    fn allocatable_and_requested(
+        &self,
+        node: &NodeInfo,
+        name: &str,
+        pod_request: i64,
+    ) -> (i64, i64) {
+        let requested = if self.use_requested {
+            &node.requested
+        } else {
+            &node.non_zero_requested
+        };
+        if pod_request == 0 && is_scalar_resource_name(name) {
+            return (0, 0);
+        }
+        match name {
+            CPU => (
+                node.allocatable.milli_cpu,
+                requested.milli_cpu + pod_request,
+            ),
+            MEMORY => (node.allocatable.memory, requested.memory + pod_request),
+            EPHEMERAL_STORAGE => (
+                node.allocatable.ephemeral_storage,
+                node.requested.ephemeral_storage + pod_request,
+            ),
+            _ => match node.allocatable.scalar_resources.get(name) {
+                Some(&alloc) => (alloc, node.requested.scalar(name) + pod_request),
+                None => (0, 0),
+            },
+        }
+    }
+
+    pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
+        let n = self.resources.len();
+        let mut requested = vec![0i64; n];
+        let mut allocatable = vec![0i64; n];
+        for (i, r) in self.resources.iter().enumerate() {
+            let (alloc, req) = self.allocatable_and_requested(node, &r.name, pod_requests[i]);
+            if alloc == 0 {
+                continue;
+            }
+            allocatable[i] = alloc;
+            requested[i] = req;
+        }
+        match &self.strategy {
+            Strategy::LeastAllocated => {
+                self.weighted(&requested, &allocatable, least_requested_score)
+            }
+            Strategy::MostAllocated => {
+                self.weighted(&requested, &allocatable, most_requested_score)
+            }
+            Strategy::RequestedToCapacityRatio(shape) => {
+                self.ratio(&requested, &allocatable, shape)
+            }
+            Strategy::Balanced => balanced_resource_score(&requested, &allocatable),
+        }
+    }
+
+    fn weighted(&self, requested: &[i64], allocatable: &[i64], f: fn(i64, i64) -> i64) -> i64 {
+        let (mut score, mut weights) = (0i64, 0i64);
+        for i in 0..requested.len() {
+            if allocatable[i] == 0 {
+                continue;
+            }
+            let w = self.resources[i].weight;
+            score += f(requested[i], allocatable[i]) * w;
+            weights += w;
+        }
+        if weights == 0 { 0 } else { score / weights }
+    }
+
+    fn ratio(&self, requested: &[i64], allocatable: &[i64], shape: &[ShapePoint]) -> i64 {
+        let (mut score, mut weights) = (0i64, 0i64);
+        for i in 0..requested.len() {
+            if allocatable[i] == 0 {
+                continue;
+            }
+            let util = if requested[i] > allocatable[i] {
+                MAX_UTILIZATION
+            } else {
+                requested[i] * MAX_UTILIZATION / allocatable[i]
+            };
+            let s = broken_linear(shape, util);
+            // Only resources that score contribute, to the sum and to the weights.
+            if s > 0 {
+                let w = self.resources[i].weight;
+                score += s * w;
+                weights += w;
+            }
+        }
+        if weights == 0 {
+            0
+        } else {
+            (score as f64 / weights as f64).round() as i64
+        }
+    }
+}
+
+pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    (capacity - requested) * MAX_NODE_SCORE / capacity
+}
+
+pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+/// Upstream `BuildBrokenLinearFunction`.
+pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for i in 0..shape.len() {
+        if p <= shape[i].utilization {
+            if i == 0 {
+                return shape[0].score;
+            }
+            let (a, b) = (shape[i - 1], shape[i]);
+            return a.score
+                + (b.score - a.score) * (p - a.utilization) / (b.utilization - a.utilization);
+        }
+    }
+    shape.last().map_or(0, |s| s.score)
+}
+
+/// One minus the standard deviation of the requested fractions, times 100, truncated.
+pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let mut fractions = Vec::with_capacity(requested.len());
+    let mut total = 0.0f64;
+    for i in 0..requested.len() {
+        if allocatable[i] == 0 {
+            continue;
+        }
+        let f = (requested[i] as f64 / allocatable[i] as f64).min(1.0);
+        total += f;
+        fractions.push(f);
+    }
+    let std = match fractions.len() {
+        0 | 1 => 0.0,
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        n => {
+            let mean = total / n as f64;
+            let sum: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
+            (sum / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_and_most() {
+        assert_eq!(least_requested_score(3000, 4000), 25);
+        assert_eq!(least_requested_score(5000, 4000), 0);
+        assert_eq!(most_requested_score(5000, 4000), 100);
+        assert_eq!(most_requested_score(1000, 3000), 33);
+    }
+
+    #[test]
+    fn broken_linear_interpolates() {
+        let shape = [
+            ShapePoint {
+                utilization: 0,
+                score: 100,
+            },
+            ShapePoint {
+                utilization: 100,
+                score: 0,
+            },
+        ];
+        assert_eq!(broken_linear(&shape, 0), 100);
+        assert_eq!(broken_linear(&shape, 25), 75);
+        assert_eq!(broken_linear(&shape, 100), 0);
+        let shape = [
+            ShapePoint {
+                utilization: 50,
+                score: 30,
+            },
+            ShapePoint {
+                utilization: 80,
+                score: 90,
+            },
+        ];
+        assert_eq!(broken_linear(&shape, 10), 30);
+        assert_eq!(broken_linear(&shape, 60), 50);
+        assert_eq!(broken_linear(&shape, 99), 90);
+    }
+
+    #[test]
+    fn balanced() {
+        assert_eq!(balanced_resource_score(&[50, 50], &[100, 100]), 100);
+        assert_eq!(balanced_resource_score(&[100, 0], &[100, 100]), 50);
+        assert_eq!(balanced_resource_score(&[30, 0], &[100, 0]), 100);
+        // three resources use the population standard deviation
+        assert_eq!(balanced_resource_score(&[10, 20, 60], &[100, 100, 100]), 78);
+    }
+}

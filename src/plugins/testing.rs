@@ -1,0 +1,65 @@
+//! Test helpers for plugin unit tests: build pods, nodes and a snapshot from JSON, and run
+//! one plugin at one extension point.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::framework::listers::Listers;
+use crate::framework::nominator::Nominator;
+use crate::framework::plugin::{FilterPlugin, Handle};
+use crate::framework::profile::Framework;
+use crate::framework::{CycleState, NodeInfo, PodInfo, Snapshot, Status};
+
+pub fn pod(v: serde_json::Value) -> Arc<PodInfo> {
+    let mut pod: Pod = serde_json::from_value(v).expect("test pod JSON");
+    if pod.metadata.namespace.is_none() {
+        pod.metadata.namespace = Some("default".into());
+    }
+    if pod.metadata.uid.is_none() {
+        pod.metadata.uid = pod.metadata.name.clone();
+    }
+    Arc::new(PodInfo::new(Arc::new(pod)))
+}
+
+pub fn node_obj(v: serde_json::Value) -> Arc<Node> {
+    Arc::new(serde_json::from_value(v).expect("test node JSON"))
+}
+
+pub fn node(v: serde_json::Value) -> NodeInfo {
+    NodeInfo::new(node_obj(v))
+}
+
+/// A framework-independent environment for calling plugins directly.
+pub struct Env {
+    pub framework: Framework,
+    pub snapshot: Snapshot,
+    pub listers: Listers,
+    pub nominator: Nominator,
+}
+
+impl Env {
+    pub fn new(snapshot: Snapshot, listers: Listers) -> Env {
+        Env {
+            framework: crate::plugins::registry::minimal_framework(),
+            snapshot,
+            listers,
+            nominator: Nominator::default(),
+        }
+    }
+
+    pub fn handle(&self) -> Handle<'_> {
+        Handle {
+            framework: &self.framework,
+            snapshot: &self.snapshot,
+            listers: &self.listers,
+            nominator: &self.nominator,
+        }
+    }
+}
+
+/// Runs a Filter plugin with an empty snapshot and state.
+pub fn filter(p: &dyn FilterPlugin, pod: &PodInfo, node: &NodeInfo) -> Status {
+    let env = Env::new(Snapshot::default(), Listers::default());
+    p.filter(&env.handle(), &CycleState::new(), pod, node)
+}
