@@ -124,3 +124,6 @@ impl KubeSchedulerConfiguration {
         )
     }
 }
+
+#[cfg(test)]
+mod tests;
