@@ -502,7 +502,7 @@ impl Dec {
         le: &mut LeaderElectionConfiguration,
     ) -> Option<bool> {
         let mut leader_elect = None;
-        let Some(fields) = self.fields(
+        let fields = self.fields(
             node,
             path,
             &[
@@ -514,9 +514,7 @@ impl Dec {
                 "resourceName",
                 "resourceNamespace",
             ],
-        ) else {
-            return None;
-        };
+        )?;
         for (k, v) in fields {
             let p = path.child(k);
             match k {

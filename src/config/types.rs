@@ -502,7 +502,7 @@ pub fn base64_decode(s: &str) -> Result<Vec<u8>, String> {
         .enumerate()
         .filter(|(_, b)| *b != b'\r' && *b != b'\n')
         .collect();
-    if clean.len() % 4 != 0 {
+    if !clean.len().is_multiple_of(4) {
         return Err(err(clean.last().map(|(i, _)| *i).unwrap_or(0)));
     }
     let val = |c: u8| B64.iter().position(|&x| x == c).map(|p| p as u32);
