@@ -140,7 +140,7 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
             max_aliases: 1_000,
             max_anchors: 1_000,
             max_depth: 64,
-            max_documents: 1,
+            max_documents: 16,
             max_nodes: 100_000,
             max_total_scalar_bytes: MAX_INPUT_BYTES,
         },
@@ -150,8 +150,12 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
         duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::PassThrough,
         with_snippet: false,
     };
-    match serde_saphyr::from_str_with_options::<Node>(text, options) {
-        Ok(node) => Ok(node),
+    // Like go-yaml's Unmarshal upstream, only the first document counts.
+    match serde_saphyr::from_multiple_with_options::<Node>(text, options) {
+        Ok(docs) => Ok(docs.into_iter().next().unwrap_or(Node {
+            value: Value::Null,
+            pos: Pos { line: 1, column: 1 },
+        })),
         Err(err) => {
             let pos = err
                 .location()
@@ -172,11 +176,23 @@ pub fn parse(text: &str) -> Result<Node, SyntaxError> {
 /// serde-saphyr appends " at line X column Y" to some messages; we print the position
 /// ourselves, so drop that suffix.
 fn clean_message(msg: &str) -> String {
-    let first = msg.lines().next().unwrap_or("").trim();
-    match first.rfind(" at line ") {
-        Some(i) => first[..i].to_string(),
-        None => first.to_string(),
+    let joined = msg
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    // Drop a trailing " at line N column M" (we print positions ourselves).
+    if let Some(i) = joined.rfind(" at line ") {
+        let tail = &joined[i + " at line ".len()..];
+        let is_position = tail
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ' ' || c == ',' || c.is_ascii_lowercase());
+        if is_position && tail.contains("column") {
+            return joined[..i].to_string();
+        }
     }
+    joined
 }
 
 fn pos_of(loc: &serde_saphyr::Location) -> Pos {
@@ -380,6 +396,12 @@ mod tests {
             prev = n;
         }
         assert!(parse(&y).is_err());
+    }
+
+    #[test]
+    fn only_the_first_document_counts() {
+        let n = parse("---\na: 1\n---\nb: 2\n").unwrap();
+        assert_eq!(map_keys(&n), vec![("a".into(), 2)]);
     }
 
     #[test]
