@@ -1,5 +1,6 @@
 //! Subcommands. Errors reach `main` as anyhow errors and exit with code 2.
 
+mod bench;
 mod explain;
 
 use std::process::ExitCode;
@@ -21,10 +22,13 @@ pub struct Cli {
 pub enum Command {
     /// Explain where a pod would be scheduled, or why it cannot be.
     Explain(explain::ExplainArgs),
+    /// Measure scheduling throughput on generated 5,000-node workloads.
+    Bench(bench::BenchArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Explain(a) => explain::run(a),
+        Command::Bench(a) => bench::run(a),
     }
 }

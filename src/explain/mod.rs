@@ -227,7 +227,7 @@ fn build(
                 .plugins
                 .iter()
                 .enumerate()
-                .map(|(col, p)| (p.to_string(), m.cell(row, col).clone()))
+                .map(|(col, p)| (p.to_string(), m.cell(row, col)))
                 .collect();
             all_filters.insert(name(idx), cells);
         }
