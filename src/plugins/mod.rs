@@ -10,10 +10,14 @@ pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
 pub mod noderesources;
+pub mod nodevolumelimits;
 pub mod queue_sort;
 pub mod registry;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_restrictions;
+pub mod volume_zone;
+pub mod volumebinding;
 
 #[cfg(test)]
 pub mod testing;

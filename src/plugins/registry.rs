@@ -127,6 +127,16 @@ pub fn in_tree() -> Registry {
         simple::<image_locality::ImageLocality>,
     );
     r.register(
+        volume_restrictions::NAME,
+        simple::<volume_restrictions::VolumeRestrictions>,
+    );
+    r.register(
+        nodevolumelimits::NAME,
+        simple::<nodevolumelimits::CsiLimits>,
+    );
+    r.register(volumebinding::NAME, simple::<volumebinding::VolumeBinding>);
+    r.register(volume_zone::NAME, simple::<volume_zone::VolumeZone>);
+    r.register(
         dynamic_resources::NAME,
         simple::<dynamic_resources::DynamicResources>,
     );
