@@ -98,6 +98,16 @@ fn balanced_allocation(ctx: &FactoryContext) -> Built {
     Ok(Arc::new(noderesources::BalancedAllocation::new(resources)))
 }
 
+fn volume_binding(ctx: &FactoryContext) -> Built {
+    let timeout = match ctx.args {
+        None => config::VolumeBindingArgs::default().bind_timeout_seconds,
+        Some(a) if a.is_absent() => config::VolumeBindingArgs::default().bind_timeout_seconds,
+        Some(PluginArgs::VolumeBinding(a)) => a.bind_timeout_seconds,
+        Some(other) => return Err(wrong_args("VolumeBindingArgs", other)),
+    };
+    Ok(Arc::new(volumebinding::VolumeBinding::new(timeout)))
+}
+
 /// Every in-tree plugin kubestep implements.
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
@@ -134,7 +144,7 @@ pub fn in_tree() -> Registry {
         nodevolumelimits::NAME,
         simple::<nodevolumelimits::CsiLimits>,
     );
-    r.register(volumebinding::NAME, simple::<volumebinding::VolumeBinding>);
+    r.register(volumebinding::NAME, volume_binding);
     r.register(volume_zone::NAME, simple::<volume_zone::VolumeZone>);
     r.register(
         dynamic_resources::NAME,
