@@ -12,8 +12,8 @@ use serde_json::json;
 use crate::cluster::ClusterState;
 use crate::cluster::object::Object;
 use crate::config;
-use crate::framework::cycle::{CycleOutcome, Detail};
 use crate::framework::PodInfo;
+use crate::framework::cycle::{CycleOutcome, Detail};
 use crate::scheduler::Scheduler;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -138,12 +138,16 @@ pub fn run(
         cluster.add(Object::Node(n));
     }
     let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
-    let pending: Vec<Arc<PodInfo>> =
-        make_pods(workload, pods, 7).into_iter().map(|p| Arc::new(PodInfo::new(Arc::new(p)))).collect();
+    let pending: Vec<Arc<PodInfo>> = make_pods(workload, pods, 7)
+        .into_iter()
+        .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
+        .collect();
     let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
     let started = Instant::now();
     for pod in pending {
-        let Some(cycle) = sched.schedule_one(pod, detail) else { continue };
+        let Some(cycle) = sched.schedule_one(pod, detail) else {
+            continue;
+        };
         match cycle.outcome {
             Some(CycleOutcome::Selected { .. }) => scheduled += 1,
             _ => unschedulable += 1,

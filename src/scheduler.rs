@@ -26,12 +26,22 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(config: KubeSchedulerConfiguration, cluster: &ClusterState) -> Result<Scheduler, ExplainError> {
+    pub fn new(
+        config: KubeSchedulerConfiguration,
+        cluster: &ClusterState,
+    ) -> Result<Scheduler, ExplainError> {
         let frameworks = frameworks(&config)?;
         // More workers than cores only adds contention; results do not depend on the count.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = (config.parallelism.max(1) as usize).min(cores);
-        let pool = (threads > 1).then(|| rayon::ThreadPoolBuilder::new().num_threads(threads).build().ok()).flatten();
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .ok()
+            })
+            .flatten();
         Ok(Scheduler {
             config,
             frameworks,
@@ -44,7 +54,9 @@ impl Scheduler {
     }
 
     pub fn framework_for(&self, pod: &PodInfo) -> Option<&Framework> {
-        self.frameworks.iter().find(|f| f.profile_name == pod.scheduler_name())
+        self.frameworks
+            .iter()
+            .find(|f| f.profile_name == pod.scheduler_name())
     }
 
     pub fn env<'a>(&'a self, fwk: &'a Framework) -> CycleEnv<'a> {
@@ -61,7 +73,10 @@ impl Scheduler {
     /// Runs one scheduling cycle; a chosen host is assumed into the snapshot.
     /// Returns `None` when no profile handles the pod.
     pub fn schedule_one(&mut self, pod: Arc<PodInfo>, detail: Detail) -> Option<SchedulingCycle> {
-        let fwk_index = self.frameworks.iter().position(|f| f.profile_name == pod.scheduler_name())?;
+        let fwk_index = self
+            .frameworks
+            .iter()
+            .position(|f| f.profile_name == pod.scheduler_name())?;
         let mut cycle = SchedulingCycle::new(pod, detail, self.next_start_node_index);
         {
             let env = self.env(&self.frameworks[fwk_index]);

@@ -40,9 +40,17 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         WorkloadArg::Basic => vec![Workload::Basic],
         WorkloadArg::AntiAffinity => vec![Workload::AntiAffinity],
         WorkloadArg::TopologySpread => vec![Workload::TopologySpread],
-        WorkloadArg::All => vec![Workload::Basic, Workload::AntiAffinity, Workload::TopologySpread],
+        WorkloadArg::All => vec![
+            Workload::Basic,
+            Workload::AntiAffinity,
+            Workload::TopologySpread,
+        ],
     };
-    let detail = if a.full { Detail::Full } else { Detail::Decision };
+    let detail = if a.full {
+        Detail::Full
+    } else {
+        Detail::Decision
+    };
     for w in workloads {
         let cfg = match &a.config {
             Some(p) => kubestep::config::load_file(p)?,

@@ -96,7 +96,12 @@ const CELL_STATUS_BASE: u32 = 2;
 
 impl FilterMatrix {
     fn new(plugins: Vec<&'static str>, nodes: Vec<usize>) -> FilterMatrix {
-        FilterMatrix { plugins, nodes, cells: Vec::new(), statuses: Vec::new() }
+        FilterMatrix {
+            plugins,
+            nodes,
+            cells: Vec::new(),
+            statuses: Vec::new(),
+        }
     }
 
     fn push_column(&mut self, results: &[Option<Status>]) {
@@ -122,11 +127,18 @@ impl FilterMatrix {
 
     /// The verdict of plugin `plugin` on the node in row `node_row`.
     pub fn cell(&self, node_row: usize, plugin: usize) -> FilterCell {
-        let code = self.cells.get(plugin * self.nodes.len() + node_row).copied().unwrap_or(CELL_SKIPPED);
+        let code = self
+            .cells
+            .get(plugin * self.nodes.len() + node_row)
+            .copied()
+            .unwrap_or(CELL_SKIPPED);
         match code {
             CELL_PASS => FilterCell::Pass,
             CELL_SKIPPED => FilterCell::Skipped,
-            i => self.statuses.get((i - CELL_STATUS_BASE) as usize).map_or(FilterCell::Skipped, FilterCell::from_status),
+            i => self
+                .statuses
+                .get((i - CELL_STATUS_BASE) as usize)
+                .map_or(FilterCell::Skipped, FilterCell::from_status),
         }
     }
 
@@ -320,7 +332,7 @@ impl SchedulingCycle {
         p.next_plugin += 1;
         let entries = env.framework.plugins(ExtensionPoint::Filter);
         let e = &entries[k];
-        let skipped = self.state.skip_filter_plugins().contains(&e.name);
+        let skipped = self.state.is_filter_skipped(e.name);
         let state = &self.state;
         let pod = &self.pod;
         let eval = |ci: usize| -> Option<Status> {
