@@ -34,6 +34,7 @@ use super::cycle_state::{CycleState, RenderState, StateTree};
 use super::diagnosis::{Diagnosis, FitError, NodeToStatus};
 use super::listers::Listers;
 use super::node_info::NodeInfo;
+use super::nominator::Nominator;
 use super::plugin::{Handle, PostFilterResult};
 use super::status::{Code, Status};
 use super::types::PodInfo;
@@ -249,6 +250,7 @@ pub struct DryRun {
 
 /// Runs preemption for one pod (upstream's `Evaluator`).
 pub struct Evaluator<'a> {
+    /// The plugin preempting (upstream rejects waiting victims in its name).
     pub plugin_name: &'static str,
     pub handle: Handle<'a>,
     pub interface: &'a dyn Interface,
@@ -479,6 +481,22 @@ impl Evaluator<'_> {
             }
         }
     }
+}
+
+/// Pods nominated to `node` with a lower priority than `pod` (upstream
+/// `getLowerPriorityNominatedPods`). Once `pod` preempts on that node they may no longer fit
+/// there, so the driver clears their nomination, which sends them back to the active queue.
+pub fn lower_priority_nominated_pods(
+    nominator: &Nominator,
+    pod: &PodInfo,
+    node: &str,
+) -> Vec<Arc<PodInfo>> {
+    nominator
+        .nominated_pods_for_node(node)
+        .iter()
+        .filter(|p| p.priority < pod.priority)
+        .cloned()
+        .collect()
 }
 
 /// Nodes whose status has code Unschedulable, in snapshot order: every node with an
@@ -784,5 +802,116 @@ mod tests {
         let none: PodDisruptionBudget =
             serde_json::from_value(json!({"metadata": {"name": "n", "namespace": "d"}})).unwrap();
         assert!(!PdbInfo::new(&none).selects(&web("d")));
+    }
+
+    /// A policy that claims every node works but names no victims, or fails outright.
+    struct Broken {
+        fail: bool,
+    }
+
+    impl Interface for Broken {
+        fn get_offset_and_num_candidates(&self, num_nodes: usize) -> (usize, usize) {
+            (0, num_nodes)
+        }
+        fn pod_eligible_to_preempt_others(
+            &self,
+            _h: &Handle,
+            _pod: &PodInfo,
+            _s: &Status,
+        ) -> Result<(), String> {
+            Ok(())
+        }
+        fn select_victims_on_node(
+            &self,
+            _h: &Handle,
+            _state: &mut CycleState,
+            _pod: &PodInfo,
+            node: &mut NodeInfo,
+            _pdbs: &[PdbInfo],
+            _now: Timestamp,
+        ) -> (NodeVictims, Status) {
+            if self.fail {
+                let s = Status::error(format!("boom on {}", node.name()));
+                (NodeVictims::default(), s)
+            } else {
+                (NodeVictims::default(), Status::success())
+            }
+        }
+    }
+
+    fn nodes(names: &[&str]) -> Vec<Arc<k8s_openapi::api::core::v1::Node>> {
+        names
+            .iter()
+            .map(|n| Arc::new(serde_json::from_value(json!({"metadata": {"name": n}})).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn errors_of_the_dry_run_become_an_error_status() {
+        let fw = crate::plugins::registry::minimal_framework();
+        let snapshot = super::super::Snapshot::new(nodes(&["n1", "n2"]), []);
+        let listers = Listers::default();
+        let nominator = Nominator::default();
+        let h = Handle {
+            framework: &fw,
+            snapshot: &snapshot,
+            listers: &listers,
+            nominator: &nominator,
+        };
+        let m = NodeToStatus::new(Status::unschedulable("Insufficient cpu"));
+        let preemptor = pod("p", 10, None);
+        let run = |fail| {
+            let iface = Broken { fail };
+            let ev = Evaluator {
+                plugin_name: "Test",
+                handle: h,
+                interface: &iface,
+                now: Timestamp::MAX,
+            };
+            let (r, s, _) = ev.preempt(&CycleState::new(), &preemptor, &m);
+            (r, s.code(), s.message())
+        };
+        assert_eq!(
+            run(false),
+            (
+                None,
+                Code::Error,
+                "[expected at least one victim pod on node \"n1\", \
+                 expected at least one victim pod on node \"n2\"]"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            run(true),
+            (None, Code::Error, "[boom on n1, boom on n2]".to_string())
+        );
+    }
+
+    #[test]
+    fn potential_nodes_follow_the_status_codes() {
+        let all: Vec<NodeInfo> = nodes(&["a", "b", "c"])
+            .into_iter()
+            .map(NodeInfo::new)
+            .collect();
+        let names = |v: Vec<&NodeInfo>| v.iter().map(|n| n.name().to_string()).collect::<Vec<_>>();
+        // Absent nodes count when the absent status is Unschedulable (a PreFilter verdict).
+        let mut m = NodeToStatus::new(Status::unschedulable("x"));
+        m.set("b", Status::unresolvable("y"));
+        assert_eq!(names(potential_nodes(&all, &m)), ["a", "c"]);
+        // Otherwise only the explicit Unschedulable ones.
+        let mut m = NodeToStatus::default();
+        m.set("c", Status::unschedulable("x"));
+        m.set("a", Status::unresolvable("y"));
+        assert_eq!(names(potential_nodes(&all, &m)), ["c"]);
+    }
+
+    #[test]
+    fn lower_priority_nominations_on_the_node() {
+        let mut nominator = Nominator::default();
+        nominator.add(pod("low", 1, None), "n1");
+        nominator.add(pod("same", 10, None), "n1");
+        nominator.add(pod("elsewhere", 1, None), "n2");
+        let got = lower_priority_nominated_pods(&nominator, &pod("p", 10, None), "n1");
+        assert_eq!(names(&got), ["low"]);
     }
 }

@@ -918,6 +918,47 @@ mod tests {
     }
 
     #[test]
+    fn large_dry_runs_stop_where_a_sequential_one_would() {
+        // Above 32 potential nodes the dry run computes in parallel waves; the outcome must
+        // still be that of examining nodes one by one from the offset.
+        let names: Vec<String> = (0..40).map(|i| format!("n{i:02}")).collect();
+        let mut pods: Vec<Value> = names
+            .iter()
+            .map(|n| p(&format!("v-{n}"), 1, "1", Some(n), Some(T1)))
+            .collect();
+        // n38 cannot help: its pod outranks the preemptor.
+        pods[38] = p("boss", 100, "1", Some("n38"), Some(T1));
+        let w = world(
+            names.iter().map(|n| node_with(n, "1", false)).collect(),
+            pods,
+            p("pending", 10, "1", None, None),
+        );
+        let r = w.run();
+        let statuses = match &r.outcome {
+            CycleOutcome::Unschedulable { fit_error, .. } => {
+                fit_error.diagnosis.node_to_status.clone()
+            }
+            other => panic!("{other:?}"),
+        };
+        let h = crate::framework::Handle {
+            framework: &w.framework,
+            snapshot: &w.snapshot,
+            listers: &w.listers,
+            nominator: &w.nominator,
+        };
+        let mut state = r.state.clone();
+        let pl = DefaultPreemption::new(10, 5).with_seed(37);
+        let (res, s) = pl.post_filter(&h, &mut state, &w.pod, &statuses);
+        assert!(s.is_success());
+        assert_eq!(res.map(|r| r.nominated_node_name).as_deref(), Some("n37"));
+        let t: &crate::framework::preemption::PreemptionTrace =
+            state.read(STATE_KEY).expect("trace");
+        let examined: Vec<&str> = t.examined.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(examined, ["n37", "n38", "n39", "n00", "n01", "n02"]);
+        assert_eq!(t.candidates.len(), 5);
+    }
+
+    #[test]
     fn zero_candidates_wanted_finds_none() {
         // minCandidateNodesAbsolute 0 and 10% of 3 nodes is 0: upstream's candidate lists
         // have no room, so even nodes that would work end up "not helpful".
