@@ -10,7 +10,6 @@ use crate::framework::plugin::{MAX_NODE_SCORE, Plugin};
 use crate::framework::profile::{FactoryContext, Framework, Registry};
 use noderesources::resource_allocation::{MAX_CUSTOM_PRIORITY_SCORE, ShapePoint, Strategy};
 
-
 type Built = Result<Arc<dyn Plugin>, String>;
 
 fn simple<P: Plugin + Default + 'static>(_: &FactoryContext) -> Built {
@@ -19,7 +18,10 @@ fn simple<P: Plugin + Default + 'static>(_: &FactoryContext) -> Built {
 
 /// Upstream's message when a plugin gets args of another type.
 fn wrong_args(want: &str, got: &PluginArgs) -> String {
-    format!("want args to be of type {want}, got {}", got.kind().unwrap_or("unknown args"))
+    format!(
+        "want args to be of type {want}, got {}",
+        got.kind().unwrap_or("unknown args")
+    )
 }
 
 fn node_affinity(ctx: &FactoryContext) -> Built {
@@ -28,7 +30,10 @@ fn node_affinity(ctx: &FactoryContext) -> Built {
         Some(PluginArgs::NodeAffinity(a)) => a.added_affinity.as_ref(),
         Some(PluginArgs::Other(v)) if v.is_null() => None,
         Some(other) => {
-            return Err(format!("args are not of type NodeAffinityArgs, got {}", other.kind().unwrap_or("unknown args")));
+            return Err(format!(
+                "args are not of type NodeAffinityArgs, got {}",
+                other.kind().unwrap_or("unknown args")
+            ));
         }
     };
     Ok(Arc::new(node_affinity::NodeAffinity::new(added)?))
@@ -43,14 +48,22 @@ fn fit(ctx: &FactoryContext) -> Built {
     };
     let errs = config::validate_node_resources_fit_args(&args, &FieldPath::root());
     if !errs.is_empty() {
-        return Err(errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
+        return Err(errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join(", "));
     }
     let s = &args.scoring_strategy;
     let strategy = match &s.type_ {
         ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
         ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
         ScoringStrategyType::RequestedToCapacityRatio => {
-            let shape = s.requested_to_capacity_ratio.as_ref().map(|r| r.shape.as_slice()).unwrap_or(&[]);
+            let shape = s
+                .requested_to_capacity_ratio
+                .as_ref()
+                .map(|r| r.shape.as_slice())
+                .unwrap_or(&[]);
             Strategy::RequestedToCapacityRatio(
                 shape
                     .iter()
@@ -61,14 +74,18 @@ fn fit(ctx: &FactoryContext) -> Built {
                     .collect(),
             )
         }
-        ScoringStrategyType::Other(t) => return Err(format!("scoring strategy {t} is not supported")),
+        ScoringStrategyType::Other(t) => {
+            return Err(format!("scoring strategy {t} is not supported"));
+        }
     };
-    Ok(Arc::new(noderesources::Fit::new(noderesources::fit::FitArgs {
-        ignored_resources: args.ignored_resources.clone(),
-        ignored_resource_groups: args.ignored_resource_groups.clone(),
-        strategy,
-        resources: s.resources.clone(),
-    })))
+    Ok(Arc::new(noderesources::Fit::new(
+        noderesources::fit::FitArgs {
+            ignored_resources: args.ignored_resources.clone(),
+            ignored_resource_groups: args.ignored_resource_groups.clone(),
+            strategy,
+            resources: s.resources.clone(),
+        },
+    )))
 }
 
 fn balanced_allocation(ctx: &FactoryContext) -> Built {
@@ -90,7 +107,11 @@ fn default_preemption(ctx: &FactoryContext) -> Built {
     };
     let errs = config::validation::validate_default_preemption_args(&FieldPath::root(), &args);
     if !errs.is_empty() {
-        return Err(errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
+        return Err(errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join(", "));
     }
     Ok(Arc::new(default_preemption::DefaultPreemption::new(
         args.min_candidate_nodes_percentage,
@@ -102,28 +123,59 @@ fn default_preemption(ctx: &FactoryContext) -> Built {
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
     r.register(queue_sort::NAME, simple::<queue_sort::PrioritySort>);
-    r.register(scheduling_gates::NAME, simple::<scheduling_gates::SchedulingGates>);
-    r.register(node_unschedulable::NAME, simple::<node_unschedulable::NodeUnschedulable>);
+    r.register(
+        scheduling_gates::NAME,
+        simple::<scheduling_gates::SchedulingGates>,
+    );
+    r.register(
+        node_unschedulable::NAME,
+        simple::<node_unschedulable::NodeUnschedulable>,
+    );
     r.register(node_name::NAME, simple::<node_name::NodeName>);
-    r.register(taint_toleration::NAME, simple::<taint_toleration::TaintToleration>);
+    r.register(
+        taint_toleration::NAME,
+        simple::<taint_toleration::TaintToleration>,
+    );
     r.register(node_affinity::NAME, node_affinity);
     r.register(node_ports::NAME, simple::<node_ports::NodePorts>);
     r.register(noderesources::fit::NAME, fit);
-    r.register(noderesources::balanced_allocation::NAME, balanced_allocation);
-    r.register(image_locality::NAME, simple::<image_locality::ImageLocality>);
-    r.register(dynamic_resources::NAME, simple::<dynamic_resources::DynamicResources>);
+    r.register(
+        noderesources::balanced_allocation::NAME,
+        balanced_allocation,
+    );
+    r.register(
+        image_locality::NAME,
+        simple::<image_locality::ImageLocality>,
+    );
+    r.register(
+        dynamic_resources::NAME,
+        simple::<dynamic_resources::DynamicResources>,
+    );
     r.register(default_preemption::NAME, default_preemption);
-    r.register(default_binder::NAME, simple::<default_binder::DefaultBinder>);
+    r.register(
+        default_binder::NAME,
+        simple::<default_binder::DefaultBinder>,
+    );
     r
 }
 
 /// The smallest valid profile (a queue sort and a binder), for tests of single plugins.
 pub fn minimal_framework() -> Framework {
-    let set = |name: &str| PluginSet { enabled: vec![PluginRef { name: name.into(), weight: 0 }], disabled: vec![] };
+    let set = |name: &str| PluginSet {
+        enabled: vec![PluginRef {
+            name: name.into(),
+            weight: 0,
+        }],
+        disabled: vec![],
+    };
     let profile = Profile {
         scheduler_name: "default-scheduler".into(),
         percentage_of_nodes_to_score: None,
-        plugins: Plugins { queue_sort: set(queue_sort::NAME), bind: set(default_binder::NAME), ..Default::default() },
+        plugins: Plugins {
+            queue_sort: set(queue_sort::NAME),
+            bind: set(default_binder::NAME),
+            ..Default::default()
+        },
         plugin_config: Vec::new(),
     };
     match Framework::new(&in_tree(), &profile) {

@@ -1,0 +1,30 @@
+//! Subcommands. Errors reach `main` as anyhow errors and exit with code 2.
+
+mod explain;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubestep",
+    version,
+    about = "A step-through debugger for the Kubernetes scheduling framework"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Explain where a pod would be scheduled, or why it cannot be.
+    Explain(explain::ExplainArgs),
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Explain(a) => explain::run(a),
+    }
+}
