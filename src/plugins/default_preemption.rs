@@ -9,7 +9,11 @@
 //!   where upstream draws `rand.Int31n(n)`.
 //! * Preemption is synchronous: the driver evicts the victims listed in the
 //!   `PostFilterResult` (and clears lower-priority nominations on that node) before the
-//!   next cycle, so PreEnqueue never has an in-flight preemption to wait for.
+//!   next cycle, so PreEnqueue never has an in-flight preemption to wait for. The victims
+//!   listed include any already terminating (upstream sends them no second delete, but
+//!   counts them as victims all the same).
+//! * A pod without `status.startTime` counts as started at [`DefaultPreemption::now`]
+//!   where upstream reads the clock (see `framework::preemption::more_important_pod`).
 
 use std::sync::Arc;
 
