@@ -2,6 +2,7 @@
 //! and the registry that maps plugin names to them.
 
 pub mod default_binder;
+pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod helper;
 pub mod image_locality;

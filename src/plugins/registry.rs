@@ -108,6 +108,27 @@ fn volume_binding(ctx: &FactoryContext) -> Built {
     Ok(Arc::new(volumebinding::VolumeBinding::new(timeout)))
 }
 
+fn default_preemption(ctx: &FactoryContext) -> Built {
+    let args = match ctx.args {
+        None => config::DefaultPreemptionArgs::default(),
+        Some(a) if a.is_absent() => config::DefaultPreemptionArgs::default(),
+        Some(PluginArgs::DefaultPreemption(a)) => a.clone(),
+        Some(other) => return Err(wrong_args("DefaultPreemptionArgs", other)),
+    };
+    let errs = config::validation::validate_default_preemption_args(&FieldPath::root(), &args);
+    if !errs.is_empty() {
+        return Err(errs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join(", "));
+    }
+    Ok(Arc::new(default_preemption::DefaultPreemption::new(
+        args.min_candidate_nodes_percentage,
+        args.min_candidate_nodes_absolute,
+    )))
+}
+
 /// Every in-tree plugin kubestep implements.
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
@@ -150,6 +171,7 @@ pub fn in_tree() -> Registry {
         dynamic_resources::NAME,
         simple::<dynamic_resources::DynamicResources>,
     );
+    r.register(default_preemption::NAME, default_preemption);
     r.register(
         default_binder::NAME,
         simple::<default_binder::DefaultBinder>,
