@@ -36,6 +36,7 @@ pub enum ClusterError {
 pub struct ClusterState {
     /// Nodes in the order they were added (the node tree order derives from it).
     nodes: Vec<Arc<Node>>,
+    node_index: std::collections::HashMap<String, usize>,
     /// Pods by `namespace/name`.
     pods: BTreeMap<String, Arc<Pod>>,
     /// Pod keys in the order they were added.
@@ -92,13 +93,12 @@ impl ClusterState {
         let key = obj.key();
         let l = &mut self.listers;
         match obj {
-            Object::Node(n) => match self
-                .nodes
-                .iter()
-                .position(|x| x.metadata.name == n.metadata.name)
-            {
-                Some(i) => self.nodes[i] = Arc::new(n),
-                None => self.nodes.push(Arc::new(n)),
+            Object::Node(n) => match self.node_index.get(&key) {
+                Some(&i) => self.nodes[i] = Arc::new(n),
+                None => {
+                    self.node_index.insert(key, self.nodes.len());
+                    self.nodes.push(Arc::new(n));
+                }
             },
             Object::Pod(p) => {
                 let phase = p

@@ -108,6 +108,9 @@ pub fn same_name(a: &str, b: &str) -> bool {
 pub struct CycleState {
     entries: Vec<(&'static str, Box<dyn StateData>)>,
     skip_filter_plugins: Vec<&'static str>,
+    /// The same set as bits over the positions of the profile's Filter plugins, so the
+    /// per-node loop tests a bit instead of searching names.
+    skip_filter_mask: u64,
     skip_score_plugins: Vec<&'static str>,
     skip_pre_bind_plugins: Vec<&'static str>,
 }
@@ -121,6 +124,7 @@ impl Clone for CycleState {
                 .map(|(k, v)| (*k, v.clone_data()))
                 .collect(),
             skip_filter_plugins: self.skip_filter_plugins.clone(),
+            skip_filter_mask: self.skip_filter_mask,
             skip_score_plugins: self.skip_score_plugins.clone(),
             skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
         }
@@ -172,8 +176,21 @@ impl CycleState {
         self.entries.iter().map(|(k, _)| *k)
     }
 
-    pub fn set_skip_filter_plugins(&mut self, plugins: Vec<&'static str>) {
+    /// Records the Filter plugins PreFilter skipped; `filter_order` is the profile's
+    /// Filter plugin list, used to derive the position mask.
+    pub fn set_skip_filter_plugins(&mut self, plugins: Vec<&'static str>, filter_order: &[&str]) {
+        self.skip_filter_mask = filter_order
+            .iter()
+            .enumerate()
+            .filter(|(i, n)| *i < 64 && plugins.iter().any(|p| same_name(p, n)))
+            .fold(0, |m, (i, _)| m | (1u64 << i));
         self.skip_filter_plugins = plugins;
+    }
+
+    /// Whether the Filter plugin at this position of the profile's list is skipped.
+    #[inline]
+    pub fn is_filter_skipped_at(&self, position: usize) -> bool {
+        position < 64 && self.skip_filter_mask & (1u64 << position) != 0
     }
 
     pub fn skip_filter_plugins(&self) -> &[&'static str] {

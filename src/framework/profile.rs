@@ -349,6 +349,14 @@ impl Framework {
         self.score_weights.get(name).copied().unwrap_or(1)
     }
 
+    /// Names of the Filter plugins in order (positions for CycleState's skip mask).
+    pub fn filter_order(&self) -> Vec<&'static str> {
+        self.plugins(ExtensionPoint::Filter)
+            .iter()
+            .map(|e| e.name)
+            .collect()
+    }
+
     pub fn has_filter_plugins(&self) -> bool {
         !self.plugins(ExtensionPoint::Filter).is_empty()
     }

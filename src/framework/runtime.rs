@@ -91,10 +91,16 @@ impl Framework {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        for e in self.plugins(ExtensionPoint::Filter) {
-            let s = self.run_one_filter(e, h, state, pod, node);
+        for (i, e) in self.plugins(ExtensionPoint::Filter).iter().enumerate() {
+            if state.is_filter_skipped_at(i) {
+                continue;
+            }
+            let Some(f) = e.plugin.as_filter() else {
+                continue;
+            };
+            let s = f.filter(h, state, pod, node);
             if !s.is_success() {
-                return s;
+                return filter_status(e.name, s);
             }
         }
         Status::success()

@@ -240,7 +240,7 @@ impl SchedulingCycle {
             Phase::Filter => self.advance_filter(env, one_plugin),
             Phase::PostFilter => self.advance_post_filter(env),
             Phase::PreScore => self.advance_pre_score(env),
-            Phase::Score => self.advance_score(env),
+            Phase::Score => self.advance_score(env, !one_plugin),
             Phase::NormalizeScore => self.advance_normalize(env),
             Phase::SelectHost => self.select_host(env),
             Phase::Done => {}
@@ -289,8 +289,10 @@ impl SchedulingCycle {
             }
         }
         // PreFilter is over: all plugins ran, or one ended it.
-        self.state
-            .set_skip_filter_plugins(self.pre_filter.skipped.clone());
+        self.state.set_skip_filter_plugins(
+            self.pre_filter.skipped.clone(),
+            &env.framework.filter_order(),
+        );
         let status = self.pre_filter.status();
         if status.is_success() {
             return self.enter(Phase::Filter);

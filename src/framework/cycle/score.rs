@@ -5,7 +5,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{CycleEnv, CycleOutcome, Phase, SchedulingCycle};
+use super::{CycleEnv, CycleOutcome, Phase, PluginRun, SchedulingCycle};
 use crate::framework::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::select::{Scored, select_host};
@@ -100,51 +100,86 @@ impl SchedulingCycle {
         self.enter(Phase::Score);
     }
 
-    pub(super) fn advance_score(&mut self, env: &CycleEnv) {
-        let Some(table) = self.scores.as_mut() else {
+    /// Runs the next score plugin over every feasible node; with `all`, every remaining
+    /// plugin in one pass over the nodes (as upstream does, node by node).
+    pub(super) fn advance_score(&mut self, env: &CycleEnv, all: bool) {
+        let Some(table) = self.scores.as_ref() else {
             return self.enter(Phase::SelectHost);
         };
-        let Some(ps) = table.plugins.get_mut(self.cursor) else {
-            return self.enter(Phase::NormalizeScore);
+        let first = self.cursor;
+        let last = if all {
+            table.plugins.len()
+        } else {
+            (first + 1).min(table.plugins.len())
         };
-        self.cursor += 1;
+        if first >= last {
+            return self.enter(Phase::NormalizeScore);
+        }
         let started = Instant::now();
         let h = env.handle();
-        let Some(entry) = env
-            .framework
-            .plugins(ExtensionPoint::Score)
+        let plugins: Vec<(&'static str, &dyn crate::framework::plugin::ScorePlugin)> = table
+            .plugins[first..last]
             .iter()
-            .find(|e| e.name == ps.name)
-        else {
-            return;
-        };
-        let Some(plugin) = entry.plugin.as_score() else {
-            return;
-        };
+            .filter_map(|ps| {
+                let e = env
+                    .framework
+                    .plugins(ExtensionPoint::Score)
+                    .iter()
+                    .find(|e| e.name == ps.name)?;
+                Some((ps.name, e.plugin.as_score()?))
+            })
+            .collect();
         let state = &self.state;
         let pod = &self.pod;
         let nodes = &table.nodes;
-        let score_one = |i: usize| plugin.score(&h, state, pod, &env.snapshot.list()[nodes[i]]);
-        let results: Vec<(i64, Status)> = match env.pool {
-            Some(pool) if nodes.len() > 32 => pool.install(|| {
+        let width = plugins.len();
+        // Row-major results: node i, plugin k at i * width + k.
+        let score_node = |i: usize| -> Vec<(i64, Status)> {
+            let node = &env.snapshot.list()[nodes[i]];
+            plugins
+                .iter()
+                .map(|(_, p)| p.score(&h, state, pod, node))
+                .collect()
+        };
+        let rows: Vec<Vec<(i64, Status)>> = match env.pool {
+            Some(pool) if nodes.len() > 64 => pool.install(|| {
                 (0..nodes.len())
                     .into_par_iter()
-                    .with_min_len(16)
-                    .map(score_one)
+                    .with_min_len(32)
+                    .map(score_node)
                     .collect()
             }),
-            _ => (0..nodes.len()).map(score_one).collect(),
+            _ => (0..nodes.len()).map(score_node).collect(),
         };
-        let failed = results
-            .iter()
-            .find(|(_, s)| !s.is_success())
-            .map(|(_, s)| s.clone());
-        ps.raw = results.into_iter().map(|(v, _)| v).collect();
-        ps.normalized = ps.raw.clone();
-        let name = ps.name;
-        let status = failed.clone().unwrap_or_default();
-        self.record(name, &status, started);
-        if let Some(s) = failed {
+        self.cursor = last;
+        let mut failure: Option<(&'static str, Status)> = None;
+        let per_plugin = started.elapsed() / width.max(1) as u32;
+        for (k, (name, _)) in plugins.iter().enumerate() {
+            let raw: Vec<i64> = rows.iter().map(|r| r[k].0).collect();
+            let failed = rows
+                .iter()
+                .map(|r| &r[k].1)
+                .find(|s| !s.is_success())
+                .cloned();
+            if let Some(t) = self.scores.as_mut() {
+                if let Some(ps) = t.plugins.iter_mut().find(|p| p.name == *name) {
+                    ps.normalized = raw.clone();
+                    ps.raw = raw;
+                }
+            }
+            let status = failed.clone().unwrap_or_default();
+            self.trace.push(PluginRun {
+                phase: self.phase,
+                plugin: name.to_string(),
+                code: status.code(),
+                message: status.message(),
+                duration: per_plugin,
+            });
+            if failure.is_none() {
+                failure = failed.map(|s| (*name, s));
+            }
+        }
+        if let Some((name, s)) = failure {
             let err = Status::error(format!(
                 "running Score plugins: plugin {name:?} failed with: {}",
                 s.message()

@@ -24,11 +24,7 @@ impl Default for BalancedAllocation {
 impl BalancedAllocation {
     pub fn new(resources: Vec<ResourceSpec>) -> BalancedAllocation {
         BalancedAllocation {
-            scorer: ResourceAllocationScorer {
-                resources,
-                strategy: Strategy::Balanced,
-                use_requested: true,
-            },
+            scorer: ResourceAllocationScorer::new(resources, Strategy::Balanced, true),
         }
     }
 }

@@ -55,11 +55,7 @@ impl Fit {
         Fit {
             ignored_resources: args.ignored_resources.into_iter().collect(),
             ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
-            scorer: ResourceAllocationScorer {
-                resources: args.resources,
-                strategy: args.strategy,
-                use_requested: false,
-            },
+            scorer: ResourceAllocationScorer::new(args.resources, args.strategy, false),
         }
     }
 }

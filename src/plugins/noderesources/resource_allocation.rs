@@ -33,16 +33,54 @@ pub enum Strategy {
     Balanced,
 }
 
+/// A configured resource, classified once so scoring does no string work per node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ResourceKind {
+    Cpu,
+    Memory,
+    EphemeralStorage,
+    Scalar { name: String, is_scalar_name: bool },
+}
+
 #[derive(Debug, Clone)]
 pub struct ResourceAllocationScorer {
     pub resources: Vec<ResourceSpec>,
+    kinds: Vec<ResourceKind>,
     pub strategy: Strategy,
     /// Score against what pods request (true), or against requests with the 100m / 200Mi
     /// defaults for containers that name none (false).
     pub use_requested: bool,
 }
 
+/// Per-resource values for one node; configurations name a handful of resources.
+type Values = smallvec::SmallVec<[i64; 8]>;
+
 impl ResourceAllocationScorer {
+    pub fn new(
+        resources: Vec<ResourceSpec>,
+        strategy: Strategy,
+        use_requested: bool,
+    ) -> ResourceAllocationScorer {
+        let kinds = resources
+            .iter()
+            .map(|r| match r.name.as_str() {
+                CPU => ResourceKind::Cpu,
+                MEMORY => ResourceKind::Memory,
+                EPHEMERAL_STORAGE => ResourceKind::EphemeralStorage,
+                n => ResourceKind::Scalar {
+                    name: n.to_string(),
+                    is_scalar_name: is_scalar_resource_name(n),
+                },
+            })
+            .collect();
+        ResourceAllocationScorer {
+            resources,
+            kinds,
+            strategy,
+            use_requested,
+        }
+    }
+
     /// The pod's request of each configured resource (cpu in millicores).
     pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
         let reqs = if self.use_requested {
@@ -65,7 +103,7 @@ impl ResourceAllocationScorer {
     fn allocatable_and_requested(
         &self,
         node: &NodeInfo,
-        name: &str,
+        kind: &ResourceKind,
         pod_request: i64,
     ) -> (i64, i64) {
         let requested = if self.use_requested {
@@ -73,32 +111,37 @@ impl ResourceAllocationScorer {
         } else {
             &node.non_zero_requested
         };
-        if pod_request == 0 && is_scalar_resource_name(name) {
-            return (0, 0);
-        }
-        match name {
-            CPU => (
+        match kind {
+            ResourceKind::Cpu => (
                 node.allocatable.milli_cpu,
                 requested.milli_cpu + pod_request,
             ),
-            MEMORY => (node.allocatable.memory, requested.memory + pod_request),
-            EPHEMERAL_STORAGE => (
+            ResourceKind::Memory => (node.allocatable.memory, requested.memory + pod_request),
+            ResourceKind::EphemeralStorage => (
                 node.allocatable.ephemeral_storage,
                 node.requested.ephemeral_storage + pod_request,
             ),
-            _ => match node.allocatable.scalar_resources.get(name) {
-                Some(&alloc) => (alloc, node.requested.scalar(name) + pod_request),
-                None => (0, 0),
-            },
+            ResourceKind::Scalar {
+                name,
+                is_scalar_name,
+            } => {
+                if pod_request == 0 && *is_scalar_name {
+                    return (0, 0);
+                }
+                match node.allocatable.scalar_resources.get(name) {
+                    Some(&alloc) => (alloc, node.requested.scalar(name) + pod_request),
+                    None => (0, 0),
+                }
+            }
         }
     }
 
     pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
         let n = self.resources.len();
-        let mut requested = vec![0i64; n];
-        let mut allocatable = vec![0i64; n];
-        for (i, r) in self.resources.iter().enumerate() {
-            let (alloc, req) = self.allocatable_and_requested(node, &r.name, pod_requests[i]);
+        let mut requested: Values = smallvec::smallvec![0; n];
+        let mut allocatable: Values = smallvec::smallvec![0; n];
+        for (i, kind) in self.kinds.iter().enumerate() {
+            let (alloc, req) = self.allocatable_and_requested(node, kind, pod_requests[i]);
             if alloc == 0 {
                 continue;
             }
@@ -190,7 +233,7 @@ pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
 
 /// One minus the standard deviation of the requested fractions, times 100, truncated.
 pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let mut fractions = Vec::with_capacity(requested.len());
+    let mut fractions: smallvec::SmallVec<[f64; 8]> = smallvec::SmallVec::new();
     let mut total = 0.0f64;
     for i in 0..requested.len() {
         if allocatable[i] == 0 {
