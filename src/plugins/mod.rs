@@ -5,15 +5,19 @@ pub mod default_binder;
 pub mod dynamic_resources;
 pub mod helper;
 pub mod image_locality;
+pub mod interpodaffinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
 pub mod noderesources;
+pub mod podtopologyspread;
 pub mod queue_sort;
 pub mod registry;
 pub mod scheduling_gates;
 pub mod taint_toleration;
 
+#[cfg(test)]
+pub mod conformance_cases;
 #[cfg(test)]
 pub mod testing;

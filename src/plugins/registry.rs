@@ -37,6 +37,14 @@ pub fn in_tree() -> Registry {
         simple::<noderesources::BalancedAllocation>,
     );
     r.register(
+        podtopologyspread::NAME,
+        simple::<podtopologyspread::PodTopologySpread>,
+    );
+    r.register(
+        interpodaffinity::NAME,
+        simple::<interpodaffinity::InterPodAffinity>,
+    );
+    r.register(
         image_locality::NAME,
         simple::<image_locality::ImageLocality>,
     );
