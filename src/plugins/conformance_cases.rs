@@ -321,3 +321,29 @@ pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Covera
     }
     errs
 }
+
+/// A small cluster for unit tests: nodes and bound pods from JSON (see `testing::pod`).
+pub fn cluster(nodes: Vec<Value>, pods: Vec<Value>, listers: Listers) -> Env {
+    let nodes = nodes
+        .into_iter()
+        .map(crate::plugins::testing::node_obj)
+        .collect();
+    let pods: Vec<Arc<PodInfo>> = pods.into_iter().map(crate::plugins::testing::pod).collect();
+    Env::new(Snapshot::new(nodes, pods), listers)
+}
+
+/// A node named `name` with these labels.
+pub fn labelled_node(name: &str, labels: Value) -> Value {
+    serde_json::json!({"metadata": {"name": name, "labels": labels}})
+}
+
+/// A pod bound to `node`, with labels, in `namespace`, plus extra spec fields.
+pub fn bound_pod(name: &str, namespace: &str, node: &str, labels: Value, spec: Value) -> Value {
+    let mut s = serde_json::json!({"containers": [], "nodeName": node});
+    if let (Some(s), Some(extra)) = (s.as_object_mut(), spec.as_object()) {
+        for (k, v) in extra {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::json!({"metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": s})
+}

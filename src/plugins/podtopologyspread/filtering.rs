@@ -338,3 +338,374 @@ impl FilterPlugin for PodTopologySpread {
         Status::success()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+    use crate::framework::listers::Listers;
+    use crate::plugins::conformance_cases::{bound_pod, cluster, labelled_node};
+    use crate::plugins::podtopologyspread::common::LABEL_HOSTNAME;
+    use crate::plugins::testing::{Env, pod};
+    use serde_json::{Value, json};
+
+    fn web(name: &str, node: &str) -> Value {
+        bound_pod(name, "default", node, json!({"app": "web"}), json!({}))
+    }
+
+    /// Zones a (n1, n2), b (n3), c (n4); n5 without a zone.
+    fn nodes() -> Vec<Value> {
+        vec![
+            labelled_node("n1", json!({"zone": "a", LABEL_HOSTNAME: "n1"})),
+            labelled_node("n2", json!({"zone": "a", LABEL_HOSTNAME: "n2"})),
+            labelled_node("n3", json!({"zone": "b", LABEL_HOSTNAME: "n3"})),
+            labelled_node(
+                "n4",
+                json!({"zone": "c", LABEL_HOSTNAME: "n4", "disk": "hdd"}),
+            ),
+            labelled_node("n5", json!({LABEL_HOSTNAME: "n5"})),
+        ]
+    }
+
+    fn incoming(constraints: Value, extra_spec: Value) -> Arc<PodInfo> {
+        let mut v = json!({"metadata": {"name": "in", "labels": {"app": "web"}},
+            "spec": {"containers": [], "topologySpreadConstraints": constraints}});
+        for (k, val) in extra_spec.as_object().into_iter().flatten() {
+            v["spec"][k] = val.clone();
+        }
+        pod(v)
+    }
+
+    fn zone_constraint(extra: Value) -> Value {
+        let mut c = json!({"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}}});
+        for (k, val) in extra.as_object().into_iter().flatten() {
+            c[k] = val.clone();
+        }
+        json!([c])
+    }
+
+    fn pre_filter(env: &Env, pl: &PodTopologySpread, p: &PodInfo) -> (Status, CycleState) {
+        let mut state = CycleState::new();
+        let (r, s) = pl.pre_filter(&env.handle(), &mut state, p);
+        assert!(r.is_none());
+        (s, state)
+    }
+
+    /// Filter verdicts for every node, as (name, code).
+    fn verdicts(env: &Env, state: &CycleState, p: &PodInfo) -> Vec<(String, Code)> {
+        let pl = PodTopologySpread::default();
+        env.snapshot
+            .list()
+            .iter()
+            .map(|n| {
+                let s = pl.filter(&env.handle(), state, p, n);
+                (n.name().to_string(), s.code())
+            })
+            .collect()
+    }
+
+    fn codes(v: &[(String, Code)]) -> Vec<Code> {
+        v.iter().map(|(_, c)| *c).collect()
+    }
+
+    use Code::{Success as Ok_, Unschedulable as U, UnschedulableAndUnresolvable as UU};
+
+    #[test]
+    fn critical_paths_keep_the_two_smallest() {
+        let mut p = CriticalPaths::default();
+        for (v, n) in [("a", 3), ("b", 1), ("c", 2), ("d", 5)] {
+            p.update(v, n);
+        }
+        assert_eq!(p.0[0].topology_value, "b");
+        assert_eq!(p.0[1].topology_value, "c");
+        // An existing path growing past the other swaps them.
+        p.update("b", 4);
+        assert_eq!((p.0[0].topology_value.as_str(), p.0[0].match_num), ("c", 2));
+        assert_eq!((p.0[1].topology_value.as_str(), p.0[1].match_num), ("b", 4));
+        // A new smaller value pushes the minimum down.
+        p.update("e", 0);
+        assert_eq!(p.0[0].topology_value, "e");
+        assert_eq!(p.0[1].topology_value, "c");
+    }
+
+    #[test]
+    fn skew_against_the_global_minimum() {
+        // a: 2 matching pods, b: 1, c: 0 (plus pods that must not count).
+        let env = cluster(
+            nodes(),
+            vec![
+                web("w1", "n1"),
+                web("w2", "n2"),
+                web("w3", "n3"),
+                bound_pod("other-ns", "x", "n4", json!({"app": "web"}), json!({})),
+                bound_pod("db", "default", "n4", json!({"app": "db"}), json!({})),
+            ],
+            Listers::default(),
+        );
+        let p = incoming(zone_constraint(json!({})), json!({}));
+        let (s, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert!(s.is_success());
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert_eq!(
+            sorted_counts(&st.tp_value_to_match_num[0]),
+            [("a", 2), ("b", 1), ("c", 0)]
+        );
+        assert_eq!(st.critical_paths[0].0[0].match_num, 0);
+        let v = verdicts(&env, &state, &p);
+        // n1, n2: 2+1-0 > 1; n3: 1+1-0 > 1; n4: 0+1-0 ok; n5: no zone label.
+        assert_eq!(codes(&v), [U, U, U, Ok_, UU]);
+        let pl = PodTopologySpread::default();
+        assert_eq!(
+            pl.filter(&env.handle(), &state, &p, &env.snapshot.list()[4])
+                .message(),
+            super::super::ERR_REASON_NODE_LABEL_NOT_MATCH
+        );
+        assert_eq!(
+            pl.filter(&env.handle(), &state, &p, &env.snapshot.list()[0])
+                .message(),
+            super::super::ERR_REASON_CONSTRAINTS_NOT_MATCH
+        );
+    }
+
+    #[test]
+    fn pod_not_matching_its_own_selector_adds_nothing() {
+        let env = cluster(nodes(), vec![web("w1", "n1")], Listers::default());
+        let p = pod(json!({"metadata": {"name": "in"},
+            "spec": {"containers": [], "topologySpreadConstraints": zone_constraint(json!({}))}}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        // a: 1, b: 0, c: 0 → a: 1+0-0 = 1 is allowed.
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, Ok_, UU]);
+    }
+
+    #[test]
+    fn min_domains_makes_the_minimum_zero() {
+        // Every zone has one pod: the minimum is 1, and a placement gives skew 1.
+        let pods = vec![web("w1", "n1"), web("w3", "n3"), web("w4", "n4")];
+        let env = cluster(nodes(), pods, Listers::default());
+        let p = incoming(zone_constraint(json!({})), json!({}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, Ok_, UU]);
+        // With minDomains 4 (> 3 domains), the minimum counts as 0: skew 2 everywhere.
+        let p = incoming(zone_constraint(json!({"minDomains": 4})), json!({}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, U, U, UU]);
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert_eq!(st.min_match_num(0, 4), 0);
+        assert_eq!(st.min_match_num(0, 3), 1);
+    }
+
+    #[test]
+    fn node_affinity_policy_decides_which_nodes_count() {
+        // Zone c (n4) is the only empty zone; the pod's nodeSelector excludes it.
+        let pods = vec![web("w1", "n1"), web("w3", "n3")];
+        let env = cluster(nodes(), pods, Listers::default());
+        let select_ssd = json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "disk", "operator": "NotIn", "values": ["hdd"]}]}]}}}});
+        // Honor (default): zone c does not count, the minimum is 1.
+        let p = incoming(zone_constraint(json!({})), select_ssd.clone());
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert_eq!(
+            sorted_counts(&st.tp_value_to_match_num[0]),
+            [("a", 1), ("b", 1)]
+        );
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, Ok_, UU]);
+        // Ignore: zone c counts with 0 pods, so a and b are too full.
+        let p = incoming(
+            zone_constraint(json!({"nodeAffinityPolicy": "Ignore"})),
+            select_ssd,
+        );
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, U, Ok_, UU]);
+    }
+
+    #[test]
+    fn node_taints_policy_honor_skips_untolerated_nodes() {
+        let mut ns = nodes();
+        ns[3]["spec"] =
+            json!({"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]});
+        let env = cluster(
+            ns,
+            vec![web("w1", "n1"), web("w3", "n3")],
+            Listers::default(),
+        );
+        // Ignore (default): the tainted zone c counts, with 0 pods.
+        let p = incoming(zone_constraint(json!({})), json!({}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, U, Ok_, UU]);
+        // Honor: it does not.
+        let p = incoming(
+            zone_constraint(json!({"nodeTaintsPolicy": "Honor"})),
+            json!({}),
+        );
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, Ok_, UU]);
+        // Honor, but the pod tolerates the taint: it counts again.
+        let p = incoming(
+            zone_constraint(json!({"nodeTaintsPolicy": "Honor"})),
+            json!({"tolerations": [{"key": "dedicated", "operator": "Exists"}]}),
+        );
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, U, Ok_, UU]);
+    }
+
+    #[test]
+    fn nodes_missing_any_key_are_not_counted() {
+        // Two constraints: zone and disk; only n4 has both keys.
+        let env = cluster(nodes(), vec![web("w1", "n1")], Listers::default());
+        let mut cs = zone_constraint(json!({"maxSkew": 5}));
+        cs.as_array_mut().unwrap().push(
+            json!({"maxSkew": 5, "topologyKey": "disk", "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}}}),
+        );
+        let p = incoming(cs, json!({}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert_eq!(sorted_counts(&st.tp_value_to_match_num[0]), [("c", 0)]);
+        assert_eq!(sorted_counts(&st.tp_value_to_match_num[1]), [("hdd", 0)]);
+        // n1..n3 lack "disk", n5 lacks both keys.
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, UU, Ok_, UU]);
+    }
+
+    #[test]
+    fn empty_selector_counts_no_pods_but_matches_the_pod() {
+        let pods = vec![web("w1", "n1"), web("w2", "n1"), web("w3", "n2")];
+        let env = cluster(nodes(), pods, Listers::default());
+        let p = incoming(zone_constraint(json!({"labelSelector": {}})), json!({}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert!(st.self_match[0]);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, Ok_, UU]);
+    }
+
+    #[test]
+    fn skip_without_hard_constraints_and_errors() {
+        let env = cluster(nodes(), vec![], Listers::default());
+        let pl = PodTopologySpread::default();
+        let soft = json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "web"}}}]);
+        let (s, state) = pre_filter(&env, &pl, &incoming(soft, json!({})));
+        assert!(s.is_skip());
+        assert!(state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).is_err());
+        // No constraints and no Service / controller: the system defaults are soft anyway.
+        let bare = pod(
+            json!({"metadata": {"name": "b", "labels": {"app": "web"}}, "spec": {"containers": []}}),
+        );
+        assert!(pre_filter(&env, &pl, &bare).0.is_skip());
+        let bad = incoming(
+            zone_constraint(
+                json!({"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Nope"}]}}),
+            ),
+            json!({}),
+        );
+        let (s, _) = pre_filter(&env, &pl, &bad);
+        assert_eq!(s.code(), Code::Error);
+        assert_eq!(
+            s.message(),
+            "get constraints from pod: obtaining pod's hard topology spread constraints: \"Nope\" is not a valid label selector operator"
+        );
+        let s = pl.filter(
+            &env.handle(),
+            &CycleState::new(),
+            &bad,
+            &env.snapshot.list()[0],
+        );
+        assert_eq!(s.code(), Code::Error);
+        assert_eq!(
+            s.message(),
+            "reading \"PreFilterPodTopologySpread\" from cycleState: not found"
+        );
+    }
+
+    #[test]
+    fn default_constraints_select_pods_of_the_same_service() {
+        let mut listers = Listers::default();
+        listers.services.insert(
+            "default/web".into(),
+            Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}}}))
+                .unwrap(),
+            ),
+        );
+        let env = cluster(nodes(), vec![web("w1", "n1"), web("w3", "n3")], listers);
+        let pl = PodTopologySpread::new(
+            serde_json::from_value(json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]))
+                .unwrap(),
+            false,
+        );
+        let bare = pod(
+            json!({"metadata": {"name": "b", "labels": {"app": "web"}}, "spec": {"containers": []}}),
+        );
+        let (s, state) = pre_filter(&env, &pl, &bare);
+        assert!(s.is_success());
+        assert_eq!(codes(&verdicts(&env, &state, &bare)), [U, U, U, Ok_, UU]);
+        // A pod no Service selects gets no default constraints.
+        let lone = pod(
+            json!({"metadata": {"name": "l", "labels": {"app": "x"}}, "spec": {"containers": []}}),
+        );
+        assert!(pre_filter(&env, &pl, &lone).0.is_skip());
+    }
+
+    #[test]
+    fn add_and_remove_pod_update_counts_and_paths() {
+        let env = cluster(
+            nodes(),
+            vec![web("w1", "n1"), web("w3", "n3")],
+            Listers::default(),
+        );
+        let p = incoming(zone_constraint(json!({})), json!({}));
+        let (_, mut state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        let h = env.handle();
+        let pl = PodTopologySpread::default();
+        let n4 = &env.snapshot.list()[3];
+        // Adding a matching pod to zone c: the minimum becomes 1, and a / b open up.
+        let added = pod(web("new", "n4"));
+        assert!(pl.add_pod(&h, &mut state, &p, &added, n4).is_success());
+        {
+            let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+            assert_eq!(
+                sorted_counts(&st.tp_value_to_match_num[0]),
+                [("a", 1), ("b", 1), ("c", 1)]
+            );
+            assert_eq!(st.min_match_num(0, 1), 1);
+        }
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, Ok_, UU]);
+        // Pods of other namespaces, not matching, or on nodes missing the key change nothing.
+        let other_ns = pod(bound_pod("o", "x", "n4", json!({"app": "web"}), json!({})));
+        let db = pod(bound_pod(
+            "d",
+            "default",
+            "n4",
+            json!({"app": "db"}),
+            json!({}),
+        ));
+        let before = state
+            .read::<PreFilterState>(PRE_FILTER_STATE_KEY)
+            .unwrap()
+            .clone();
+        pl.add_pod(&h, &mut state, &p, &other_ns, n4);
+        pl.add_pod(&h, &mut state, &p, &db, n4);
+        pl.add_pod(&h, &mut state, &p, &added, &env.snapshot.list()[4]);
+        let after = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert_eq!(after.tp_value_to_match_num, before.tp_value_to_match_num);
+        // Removing it again restores the original verdicts.
+        assert!(pl.remove_pod(&h, &mut state, &p, &added, n4).is_success());
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, U, Ok_, UU]);
+        // Without state, the extensions fail.
+        let s = pl.add_pod(&h, &mut CycleState::new(), &p, &added, n4);
+        assert_eq!(s.code(), Code::Error);
+    }
+
+    #[test]
+    fn state_renders() {
+        let env = cluster(nodes(), vec![web("w1", "n1")], Listers::default());
+        let p = incoming(zone_constraint(json!({})), json!({}));
+        let (_, state) = pre_filter(&env, &PodTopologySpread::default(), &p);
+        let tree = state.render();
+        let text = format!("{tree:?}");
+        assert!(text.contains("zone maxSkew=1 minDomains=1 selector=app=web"));
+        assert!(text.contains("\\\"a\\\": 1"));
+    }
+}

@@ -247,3 +247,203 @@ impl ScorePlugin for PodTopologySpread {
         Status::success()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+    use crate::framework::listers::Listers;
+    use crate::plugins::conformance_cases::{bound_pod, cluster, labelled_node};
+    use crate::plugins::podtopologyspread::common::LABEL_TOPOLOGY_ZONE;
+    use crate::plugins::testing::{Env, pod};
+    use serde_json::{Value, json};
+
+    fn web(name: &str, node: &str) -> Value {
+        bound_pod(name, "default", node, json!({"app": "web"}), json!({}))
+    }
+
+    /// PreScore over `filtered`, then Score and NormalizeScore on those nodes.
+    fn run(
+        env: &Env,
+        pl: &PodTopologySpread,
+        p: &PodInfo,
+        filtered: &[&str],
+    ) -> (Status, Vec<i64>, Vec<i64>) {
+        let h = env.handle();
+        let nodes: Vec<&NodeInfo> = filtered
+            .iter()
+            .map(|n| env.snapshot.get(n).unwrap())
+            .collect();
+        let mut state = CycleState::new();
+        let s = pl.pre_score(&h, &mut state, p, &nodes);
+        if !s.is_success() {
+            return (s, vec![], vec![]);
+        }
+        let raw: Vec<i64> = nodes
+            .iter()
+            .map(|n| {
+                let (v, st) = pl.score(&h, &state, p, n);
+                assert!(st.is_success());
+                v
+            })
+            .collect();
+        let mut scores: Vec<NodeScore> = nodes
+            .iter()
+            .zip(&raw)
+            .map(|(n, &score)| NodeScore {
+                name: n.name(),
+                score,
+            })
+            .collect();
+        assert!(pl.normalize_score(&h, &state, p, &mut scores).is_success());
+        (s, raw, scores.iter().map(|s| s.score).collect())
+    }
+
+    fn explicit_cluster() -> Env {
+        let host = |n: &str, zone: Option<&str>| {
+            let mut l = json!({LABEL_HOSTNAME: n});
+            if let Some(z) = zone {
+                l["zone"] = json!(z);
+            }
+            labelled_node(n, l)
+        };
+        cluster(
+            vec![
+                host("n1", Some("a")),
+                host("n2", Some("a")),
+                host("n3", Some("b")),
+                host("n4", Some("c")),
+                host("n5", None),
+            ],
+            vec![web("w1", "n1"), web("w2", "n1"), web("w3", "n3")],
+            Listers::default(),
+        )
+    }
+
+    fn soft_pod() -> std::sync::Arc<PodInfo> {
+        let c = |key: &str| {
+            json!({"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}}})
+        };
+        pod(json!({"metadata": {"name": "in", "labels": {"app": "web"}},
+            "spec": {"containers": [], "topologySpreadConstraints": [c("zone"), c(LABEL_HOSTNAME)]}}))
+    }
+
+    #[test]
+    fn explicit_constraints_ignore_nodes_missing_keys() {
+        let env = explicit_cluster();
+        let (s, raw, norm) = run(
+            &env,
+            &PodTopologySpread::default(),
+            &soft_pod(),
+            &["n1", "n2", "n3", "n4", "n5"],
+        );
+        assert!(s.is_success());
+        // zone weight ln(3+2), hostname weight ln(5-1+2); n1: 2*ln5 + 2*ln6 = 6.80.
+        assert_eq!(raw, [7, 3, 3, 0, 0]);
+        // 100*(max+min-s)/max over non-ignored nodes, ignored n5 gets 0.
+        assert_eq!(norm, [0, 57, 57, 100, 0]);
+    }
+
+    #[test]
+    fn only_filtered_nodes_register_domains_but_all_nodes_count() {
+        let env = explicit_cluster();
+        let (_, raw, norm) = run(
+            &env,
+            &PodTopologySpread::default(),
+            &soft_pod(),
+            &["n1", "n3"],
+        );
+        // Two zones and two hosts: both weights ln(4).
+        assert_eq!(raw, [6, 3]);
+        assert_eq!(norm, [50, 100]);
+    }
+
+    #[test]
+    fn system_defaults_score_nodes_without_a_zone() {
+        let mut listers = Listers::default();
+        listers.services.insert(
+            "default/web".into(),
+            Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}}}))
+                .unwrap(),
+            ),
+        );
+        let node = |n: &str, zone: Option<&str>| {
+            let mut l = json!({LABEL_HOSTNAME: n});
+            if let Some(z) = zone {
+                l[LABEL_TOPOLOGY_ZONE] = json!(z);
+            }
+            labelled_node(n, l)
+        };
+        let env = cluster(
+            vec![
+                node("m1", Some("z1")),
+                node("m2", Some("z1")),
+                node("m3", None),
+            ],
+            vec![web("w1", "m1"), web("w2", "m3"), web("w3", "m3")],
+            listers,
+        );
+        let p = pod(
+            json!({"metadata": {"name": "in", "labels": {"app": "web"}}, "spec": {"containers": []}}),
+        );
+        let pl = PodTopologySpread::default();
+        let (s, raw, norm) = run(&env, &pl, &p, &["m1", "m2", "m3"]);
+        assert!(s.is_success());
+        // hostname: ln(5), maxSkew 3; zone: domains {z1, ""} → ln(4), maxSkew 5.
+        // m1: 1*ln5+2 + 1*ln4+4 = 9.0; m2: 2 + 5.39 = 7.4; m3 (no zone): 2*ln5+2 = 5.2.
+        assert_eq!(raw, [9, 7, 5]);
+        assert_eq!(norm, [55, 77, 100]);
+        // The same with List defaulting: every key is required, m3 is ignored.
+        let list =
+            PodTopologySpread::new(super::super::common::system_default_constraints(), false);
+        let (_, raw, norm) = run(&env, &list, &p, &["m1", "m2", "m3"]);
+        // hostname: ln(2+2); zone {z1}: ln(3); m1: ln4+2 + ln3+4 = 8.5, m2: 2 + ln3+4 = 7.1.
+        assert_eq!(raw, [8, 7, 0]);
+        assert_eq!(norm, [87, 100, 0]);
+        // A pod nothing selects has no default constraints.
+        let lone = pod(
+            json!({"metadata": {"name": "l", "labels": {"app": "x"}}, "spec": {"containers": []}}),
+        );
+        assert!(run(&env, &pl, &lone, &["m1"]).0.is_skip());
+    }
+
+    #[test]
+    fn all_zero_scores_normalize_to_max() {
+        let env = explicit_cluster();
+        let p = pod(json!({"metadata": {"name": "in", "labels": {"app": "web"}},
+            "spec": {"containers": [], "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "none"}}}]}}));
+        let (_, raw, norm) = run(&env, &PodTopologySpread::default(), &p, &["n2", "n4", "n5"]);
+        assert_eq!(raw, [0, 0, 0]);
+        assert_eq!(norm, [100, 100, 0]);
+    }
+
+    #[test]
+    fn skips_and_errors() {
+        let pl = PodTopologySpread::default();
+        let empty = Env::new(Default::default(), Listers::default());
+        assert!(run(&empty, &pl, &soft_pod(), &[]).0.is_skip());
+        let env = explicit_cluster();
+        let hard_only = pod(json!({"metadata": {"name": "in", "labels": {"app": "web"}},
+            "spec": {"containers": [], "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "web"}}}]}}));
+        assert!(run(&env, &pl, &hard_only, &["n1"]).0.is_skip());
+        let bad = pod(json!({"metadata": {"name": "in"},
+            "spec": {"containers": [], "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}]}}));
+        let (s, _, _) = run(&env, &pl, &bad, &["n1"]);
+        assert_eq!(s.code(), Code::Error);
+        assert!(s.message().starts_with(
+            "calculating preScoreState: obtaining pod's soft topology spread constraints: "
+        ));
+        let h = env.handle();
+        let (_, s) = pl.score(&h, &CycleState::new(), &bad, &env.snapshot.list()[0]);
+        assert_eq!(
+            s.message(),
+            "error reading \"PreScorePodTopologySpread\" from cycleState: not found"
+        );
+    }
+}
