@@ -408,3 +408,400 @@ impl FilterPlugin for InterPodAffinity {
         Status::success()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+    use crate::framework::listers::Listers;
+    use crate::plugins::conformance_cases::{bound_pod, cluster, labelled_node};
+    use crate::plugins::testing::{Env, pod};
+    use serde_json::{Value, json};
+
+    use Code::{Success as Ok_, Unschedulable as U, UnschedulableAndUnresolvable as UU};
+
+    /// n1, n2 in zone a; n3 in zone b; n4 without a zone.
+    fn nodes() -> Vec<Value> {
+        vec![
+            labelled_node("n1", json!({"zone": "a", "host": "n1"})),
+            labelled_node("n2", json!({"zone": "a", "host": "n2"})),
+            labelled_node("n3", json!({"zone": "b", "host": "n3"})),
+            labelled_node("n4", json!({"host": "n4"})),
+        ]
+    }
+
+    fn namespaces() -> Listers {
+        let mut l = Listers::default();
+        for (name, labels) in [
+            ("default", json!({"team": "x"})),
+            ("other", json!({"team": "y"})),
+        ] {
+            l.namespaces.insert(
+                name.into(),
+                Arc::new(
+                    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+                        .unwrap(),
+                ),
+            );
+        }
+        l
+    }
+
+    fn term(app: &str, key: &str) -> Value {
+        json!({"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key})
+    }
+
+    fn incoming(labels: Value, affinity: Value) -> Arc<PodInfo> {
+        pod(json!({"metadata": {"name": "in", "labels": labels},
+            "spec": {"containers": [], "affinity": affinity}}))
+    }
+
+    fn required(kind: &str, terms: Value) -> Value {
+        json!({kind: {"requiredDuringSchedulingIgnoredDuringExecution": terms}})
+    }
+
+    fn pre_filter(env: &Env, p: &PodInfo) -> (Status, CycleState) {
+        let mut state = CycleState::new();
+        let (r, s) = InterPodAffinity::default().pre_filter(&env.handle(), &mut state, p);
+        assert!(r.is_none());
+        (s, state)
+    }
+
+    fn verdicts(env: &Env, state: &CycleState, p: &PodInfo) -> Vec<(Code, String)> {
+        env.snapshot
+            .list()
+            .iter()
+            .map(|n| {
+                let s = InterPodAffinity::default().filter(&env.handle(), state, p, n);
+                (s.code(), s.message())
+            })
+            .collect()
+    }
+
+    fn codes(v: &[(Code, String)]) -> Vec<Code> {
+        v.iter().map(|(c, _)| *c).collect()
+    }
+
+    #[test]
+    fn required_affinity_needs_a_matching_pod_in_the_domain() {
+        let env = cluster(
+            nodes(),
+            vec![bound_pod(
+                "db",
+                "default",
+                "n1",
+                json!({"app": "db"}),
+                json!({}),
+            )],
+            namespaces(),
+        );
+        let p = incoming(
+            json!({"app": "web"}),
+            required("podAffinity", json!([term("db", "zone")])),
+        );
+        let (s, state) = pre_filter(&env, &p);
+        assert!(s.is_success());
+        let v = verdicts(&env, &state, &p);
+        assert_eq!(codes(&v), [Ok_, Ok_, UU, UU]);
+        assert_eq!(
+            v[2].1,
+            crate::plugins::interpodaffinity::ERR_REASON_AFFINITY_RULES_NOT_MATCH
+        );
+    }
+
+    #[test]
+    fn all_affinity_terms_must_match_the_same_pod() {
+        // db on n1 matches the first term only, cache on n3 the second only.
+        let env = cluster(
+            nodes(),
+            vec![
+                bound_pod("db", "default", "n1", json!({"app": "db"}), json!({})),
+                bound_pod(
+                    "c",
+                    "default",
+                    "n3",
+                    json!({"app": "db", "tier": "cache"}),
+                    json!({}),
+                ),
+            ],
+            namespaces(),
+        );
+        let t2 =
+            json!({"labelSelector": {"matchLabels": {"tier": "cache"}}, "topologyKey": "host"});
+        let p = incoming(
+            json!({}),
+            required("podAffinity", json!([term("db", "zone"), t2])),
+        );
+        let (_, state) = pre_filter(&env, &p);
+        // Only the cache pod matches both: pairs zone=b and host=n3.
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert_eq!(
+            st.affinity_counts.sorted_pairs(),
+            ["host=n3: 1", "zone=b: 1"]
+        );
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, Ok_, UU]);
+    }
+
+    #[test]
+    fn first_pod_of_a_group_may_go_anywhere_with_the_keys() {
+        let env = cluster(nodes(), vec![], namespaces());
+        let aff = required("podAffinity", json!([term("db", "zone")]));
+        let p = incoming(json!({"app": "db"}), aff.clone());
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, Ok_, UU]);
+        // A pod that does not match its own terms stays pending.
+        let p = incoming(json!({"app": "web"}), aff.clone());
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, UU, UU]);
+        // Once some pod matches anywhere, the exception is gone.
+        let env = cluster(
+            nodes(),
+            vec![bound_pod(
+                "db",
+                "default",
+                "n3",
+                json!({"app": "db"}),
+                json!({}),
+            )],
+            namespaces(),
+        );
+        let p = incoming(json!({"app": "db"}), aff);
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, Ok_, UU]);
+    }
+
+    #[test]
+    fn required_anti_affinity_of_the_incoming_pod() {
+        let env = cluster(
+            nodes(),
+            vec![
+                bound_pod("w", "default", "n1", json!({"app": "web"}), json!({})),
+                bound_pod("w2", "other", "n3", json!({"app": "web"}), json!({})),
+            ],
+            namespaces(),
+        );
+        let p = incoming(
+            json!({"app": "web"}),
+            required("podAntiAffinity", json!([term("web", "zone")])),
+        );
+        let (_, state) = pre_filter(&env, &p);
+        let v = verdicts(&env, &state, &p);
+        // Only the pod in the incoming pod's namespace counts; n4 has no zone: no conflict.
+        assert_eq!(codes(&v), [U, U, Ok_, Ok_]);
+        assert_eq!(
+            v[0].1,
+            crate::plugins::interpodaffinity::ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH
+        );
+    }
+
+    #[test]
+    fn incoming_namespace_selector_is_resolved_through_namespaces() {
+        let env = cluster(
+            nodes(),
+            vec![
+                bound_pod("w", "default", "n1", json!({"app": "web"}), json!({})),
+                bound_pod("w2", "other", "n3", json!({"app": "web"}), json!({})),
+            ],
+            namespaces(),
+        );
+        let mut t = term("web", "zone");
+        t["namespaceSelector"] = json!({"matchLabels": {"team": "y"}});
+        let p = incoming(json!({}), required("podAntiAffinity", json!([t])));
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [Ok_, Ok_, U, Ok_]);
+        let mut t = term("web", "zone");
+        t["namespaceSelector"] = json!({});
+        let p = incoming(json!({}), required("podAntiAffinity", json!([t])));
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, U, Ok_]);
+    }
+
+    #[test]
+    fn existing_pods_anti_affinity() {
+        // The pod on n1 refuses app=web pods in its zone, from namespaces labelled team=x.
+        let mut t = term("web", "zone");
+        t["namespaceSelector"] = json!({"matchLabels": {"team": "x"}});
+        let existing = bound_pod(
+            "guard",
+            "other",
+            "n1",
+            json!({"app": "guard"}),
+            json!({"affinity": required("podAntiAffinity", json!([t]))}),
+        );
+        let env = cluster(nodes(), vec![existing], namespaces());
+        let p = incoming(json!({"app": "web"}), json!(null));
+        let (s, state) = pre_filter(&env, &p);
+        assert!(s.is_success());
+        let v = verdicts(&env, &state, &p);
+        assert_eq!(codes(&v), [U, U, Ok_, Ok_]);
+        assert_eq!(
+            v[0].1,
+            crate::plugins::interpodaffinity::ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
+        );
+        // A pod in a namespace the selector does not pick, or with other labels: Skip.
+        let other = pod(
+            json!({"metadata": {"name": "o", "namespace": "other", "labels": {"app": "web"}},
+            "spec": {"containers": []}}),
+        );
+        assert!(pre_filter(&env, &other).0.is_skip());
+        let db = incoming(json!({"app": "db"}), json!(null));
+        assert!(pre_filter(&env, &db).0.is_skip());
+    }
+
+    #[test]
+    fn checks_run_in_order() {
+        // n1 fails all three checks: affinity (UU) is reported.
+        let mut guard_term = term("web", "zone");
+        guard_term["namespaces"] = json!(["default"]);
+        let env = cluster(
+            nodes(),
+            vec![
+                bound_pod("db", "default", "n3", json!({"app": "db"}), json!({})),
+                bound_pod("w", "default", "n1", json!({"app": "web"}), json!({})),
+                bound_pod(
+                    "guard",
+                    "default",
+                    "n2",
+                    json!({}),
+                    json!({"affinity": required("podAntiAffinity", json!([guard_term]))}),
+                ),
+            ],
+            namespaces(),
+        );
+        let aff = json!({
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("db", "zone")]},
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("web", "host")]}});
+        let p = incoming(json!({"app": "web"}), aff);
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, Ok_, UU]);
+        // Without the affinity term: n1 fails anti-affinity, n2 the existing pod's rule.
+        let p = incoming(
+            json!({"app": "web"}),
+            required("podAntiAffinity", json!([term("web", "host")])),
+        );
+        let (_, state) = pre_filter(&env, &p);
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [U, U, Ok_, Ok_]);
+        let v = verdicts(&env, &state, &p);
+        assert_eq!(
+            v[0].1,
+            crate::plugins::interpodaffinity::ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH
+        );
+        assert_eq!(
+            v[1].1,
+            crate::plugins::interpodaffinity::ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH
+        );
+    }
+
+    #[test]
+    fn skip_parse_errors_and_missing_state() {
+        let env = cluster(nodes(), vec![], namespaces());
+        let plain = incoming(json!({"app": "web"}), json!(null));
+        assert!(pre_filter(&env, &plain).0.is_skip());
+        // Preferred terms alone do not need Filter.
+        let pref = incoming(
+            json!({}),
+            json!({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 1, "podAffinityTerm": term("db", "zone")}]}}),
+        );
+        assert!(pre_filter(&env, &pref).0.is_skip());
+        let bad = incoming(
+            json!({}),
+            required(
+                "podAffinity",
+                json!([{"labelSelector": {"matchExpressions": [{"key": "app", "operator": "Is"}]}, "topologyKey": "zone"}]),
+            ),
+        );
+        let (s, _) = pre_filter(&env, &bad);
+        assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+        assert_eq!(
+            s.message(),
+            "parsing pod: requiredAffinityTerms: \"Is\" is not a valid label selector operator"
+        );
+        let s = InterPodAffinity::default().filter(
+            &env.handle(),
+            &CycleState::new(),
+            &plain,
+            &env.snapshot.list()[0],
+        );
+        assert_eq!(s.code(), Code::Error);
+        assert_eq!(
+            s.message(),
+            "error reading \"PreFilterInterPodAffinity\" from cycleState: not found"
+        );
+    }
+
+    #[test]
+    fn add_and_remove_pod() {
+        let env = cluster(nodes(), vec![], namespaces());
+        let h = env.handle();
+        let pl = InterPodAffinity::default();
+        let aff = json!({
+            "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("db", "zone")]},
+            "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("web", "host")]}});
+        let p = incoming(json!({"app": "web"}), aff);
+        let (_, mut state) = pre_filter(&env, &p);
+        // No db anywhere and the pod is not a db: nothing fits.
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, UU, UU]);
+        let n3 = &env.snapshot.list()[2];
+        let db = pod(bound_pod(
+            "db",
+            "default",
+            "n3",
+            json!({"app": "db"}),
+            json!({}),
+        ));
+        assert!(pl.add_pod(&h, &mut state, &p, &db, n3).is_success());
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, Ok_, UU]);
+        let web = pod(bound_pod(
+            "w",
+            "default",
+            "n3",
+            json!({"app": "web"}),
+            json!({}),
+        ));
+        assert!(pl.add_pod(&h, &mut state, &p, &web, n3).is_success());
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, U, UU]);
+        // A pod with anti-affinity against the incoming pod, on n1 (zone a).
+        let n1 = &env.snapshot.list()[0];
+        let guard = pod(bound_pod(
+            "g",
+            "default",
+            "n1",
+            json!({}),
+            json!({"affinity": required("podAntiAffinity", json!([term("web", "zone")]))}),
+        ));
+        assert!(pl.add_pod(&h, &mut state, &p, &guard, n1).is_success());
+        {
+            let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+            assert_eq!(
+                st.existing_anti_affinity_counts.sorted_pairs(),
+                ["zone=a: 1"]
+            );
+        }
+        // Removing everything brings the counts back to empty maps.
+        for (pi, n) in [(&web, n3), (&db, n3), (&guard, n1)] {
+            assert!(pl.remove_pod(&h, &mut state, &p, pi, n).is_success());
+        }
+        let st = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY).unwrap();
+        assert!(st.affinity_counts.is_empty());
+        assert!(st.anti_affinity_counts.is_empty());
+        assert!(st.existing_anti_affinity_counts.is_empty());
+        assert_eq!(codes(&verdicts(&env, &state, &p)), [UU, UU, UU, UU]);
+        let s = pl.remove_pod(&h, &mut CycleState::new(), &p, &db, n3);
+        assert_eq!(s.code(), Code::Error);
+    }
+
+    #[test]
+    fn counts_drop_pairs_at_zero() {
+        let mut m = TopologyToMatchedTermCount::default();
+        let labels: Labels = [("zone".to_string(), "a".to_string())].into();
+        m.update(&labels, "zone", 1);
+        m.update(&labels, "host", 1);
+        assert_eq!(m.get("zone", "a"), 1);
+        m.update(&labels, "zone", -1);
+        assert!(m.is_empty());
+        m.update(&labels, "zone", -1);
+        assert_eq!(m.get("zone", "a"), -1);
+        assert!(!m.any_positive_on(&labels));
+    }
+}

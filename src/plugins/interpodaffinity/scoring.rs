@@ -323,3 +323,226 @@ impl ScorePlugin for InterPodAffinity {
         Status::success()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::Code;
+    use crate::framework::listers::Listers;
+    use crate::plugins::conformance_cases::{bound_pod, cluster, labelled_node};
+    use crate::plugins::testing::{Env, pod};
+    use serde_json::{Value, json};
+
+    fn nodes() -> Vec<Value> {
+        vec![
+            labelled_node("n1", json!({"zone": "a", "host": "n1"})),
+            labelled_node("n2", json!({"zone": "a", "host": "n2"})),
+            labelled_node("n3", json!({"zone": "b", "host": "n3"})),
+            labelled_node("n4", json!({"host": "n4"})),
+            json!({"metadata": {"name": "n5"}}),
+        ]
+    }
+
+    fn namespaces() -> Listers {
+        let mut l = Listers::default();
+        for (name, labels) in [
+            ("default", json!({"team": "x"})),
+            ("other", json!({"team": "y"})),
+        ] {
+            l.namespaces.insert(
+                name.into(),
+                Arc::new(
+                    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))
+                        .unwrap(),
+                ),
+            );
+        }
+        l
+    }
+
+    fn term(app: &str, key: &str) -> Value {
+        json!({"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key})
+    }
+
+    fn weighted(w: i32, t: Value) -> Value {
+        json!({"weight": w, "podAffinityTerm": t})
+    }
+
+    fn incoming(labels: Value, affinity: Value) -> Arc<PodInfo> {
+        pod(json!({"metadata": {"name": "in", "labels": labels},
+            "spec": {"containers": [], "affinity": affinity}}))
+    }
+
+    /// PreScore, Score and NormalizeScore over every node.
+    fn run(env: &Env, pl: &InterPodAffinity, p: &PodInfo) -> (Status, Vec<i64>, Vec<i64>) {
+        let h = env.handle();
+        let nodes: Vec<&NodeInfo> = env.snapshot.list().iter().collect();
+        let mut state = CycleState::new();
+        let s = pl.pre_score(&h, &mut state, p, &nodes);
+        if !s.is_success() {
+            return (s, vec![], vec![]);
+        }
+        let raw: Vec<i64> = nodes.iter().map(|n| pl.score(&h, &state, p, n).0).collect();
+        let mut scores: Vec<NodeScore> = nodes
+            .iter()
+            .zip(&raw)
+            .map(|(n, &score)| NodeScore {
+                name: n.name(),
+                score,
+            })
+            .collect();
+        assert!(pl.normalize_score(&h, &state, p, &mut scores).is_success());
+        (s, raw, scores.iter().map(|s| s.score).collect())
+    }
+
+    #[test]
+    fn preferred_terms_of_the_incoming_pod() {
+        let env = cluster(
+            nodes(),
+            vec![
+                bound_pod("db", "default", "n1", json!({"app": "db"}), json!({})),
+                bound_pod("w", "default", "n3", json!({"app": "web"}), json!({})),
+                bound_pod("w2", "other", "n2", json!({"app": "web"}), json!({})),
+            ],
+            namespaces(),
+        );
+        let p = incoming(
+            json!({}),
+            json!({
+                "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(10, term("db", "zone"))]},
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(4, term("web", "host"))]}}),
+        );
+        let (s, raw, norm) = run(&env, &InterPodAffinity::default(), &p);
+        assert!(s.is_success());
+        assert_eq!(raw, [10, 10, -4, 0, 0]);
+        // 100 * (s - min) / (max - min), truncated: 4/14 → 28.
+        assert_eq!(norm, [100, 100, 0, 28, 28]);
+    }
+
+    #[test]
+    fn existing_pods_required_affinity_weighs_hard_pod_affinity_weight() {
+        let existing = bound_pod(
+            "fan",
+            "default",
+            "n3",
+            json!({}),
+            json!({"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("web", "zone")]}}}),
+        );
+        let env = cluster(nodes(), vec![existing], namespaces());
+        let p = incoming(json!({"app": "web"}), json!(null));
+        let (_, raw, norm) = run(&env, &InterPodAffinity::new(5, false), &p);
+        assert_eq!(raw, [0, 0, 5, 0, 0]);
+        assert_eq!(norm, [0, 0, 100, 0, 0]);
+        // Weight 0 disables it, leaving nothing to score.
+        assert!(run(&env, &InterPodAffinity::new(0, false), &p).0.is_skip());
+        // Ignoring existing pods' preferences skips pods without preferred terms.
+        assert!(run(&env, &InterPodAffinity::new(5, true), &p).0.is_skip());
+    }
+
+    #[test]
+    fn existing_pods_preferred_terms_use_the_incoming_namespace_labels() {
+        let mut anti = term("web", "zone");
+        anti["namespaceSelector"] = json!({"matchLabels": {"team": "x"}});
+        let existing = bound_pod(
+            "loner",
+            "other",
+            "n1",
+            json!({}),
+            json!({"affinity": {
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(7, anti)]},
+                "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(3, term("web", "host"))]}}}),
+        );
+        // The same pod on a node without labels contributes nothing.
+        let mut unlabelled = existing.clone();
+        unlabelled["metadata"]["name"] = json!("loner2");
+        unlabelled["spec"]["nodeName"] = json!("n5");
+        let env = cluster(nodes(), vec![existing, unlabelled], namespaces());
+        // In "default" (team=x): the anti term applies; the affinity term only lists "other".
+        let p = incoming(json!({"app": "web"}), json!(null));
+        let (_, raw, norm) = run(&env, &InterPodAffinity::default(), &p);
+        assert_eq!(raw, [-7, -7, 0, 0, 0]);
+        assert_eq!(norm, [0, 0, 100, 100, 100]);
+        // In "other": the affinity term (its own namespace) applies, not the anti term.
+        let p = pod(
+            json!({"metadata": {"name": "in", "namespace": "other", "labels": {"app": "web"}},
+            "spec": {"containers": []}}),
+        );
+        let (_, raw, norm) = run(&env, &InterPodAffinity::default(), &p);
+        assert_eq!(raw, [3, 0, 0, 0, 0]);
+        assert_eq!(norm, [100, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn matching_terms_that_cancel_out_still_score() {
+        let env = cluster(
+            nodes(),
+            vec![bound_pod(
+                "db",
+                "default",
+                "n1",
+                json!({"app": "db"}),
+                json!({}),
+            )],
+            namespaces(),
+        );
+        let p = incoming(
+            json!({}),
+            json!({
+                "podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(5, term("db", "zone"))]},
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(5, term("db", "zone"))]}}),
+        );
+        let (s, raw, norm) = run(&env, &InterPodAffinity::default(), &p);
+        assert!(s.is_success());
+        assert_eq!(raw, [0; 5]);
+        assert_eq!(norm, [0; 5]);
+    }
+
+    #[test]
+    fn skips_and_errors() {
+        let env = cluster(
+            nodes(),
+            vec![bound_pod(
+                "db",
+                "default",
+                "n1",
+                json!({"app": "db"}),
+                json!({}),
+            )],
+            namespaces(),
+        );
+        let pl = InterPodAffinity::default();
+        // No preferred terms and no pods with affinity.
+        assert!(
+            run(&env, &pl, &incoming(json!({"app": "db"}), json!(null)))
+                .0
+                .is_skip()
+        );
+        // Preferred terms that match nothing.
+        let p = incoming(
+            json!({}),
+            json!({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(5, term("x", "zone"))]}}),
+        );
+        assert!(run(&env, &pl, &p).0.is_skip());
+        let bad = incoming(
+            json!({}),
+            json!({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [weighted(5,
+                json!({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]}, "topologyKey": "zone"}))]}}),
+        );
+        let (s, _, _) = run(&env, &pl, &bad);
+        assert_eq!(s.code(), Code::Error);
+        assert!(
+            s.message()
+                .starts_with("failed to parse pod: preferredAffinityTerms: ")
+        );
+        let (_, s) = pl.score(
+            &env.handle(),
+            &CycleState::new(),
+            &bad,
+            &env.snapshot.list()[0],
+        );
+        assert_eq!(
+            s.message(),
+            "failed to read \"PreScoreInterPodAffinity\" from cycleState: not found"
+        );
+    }
+}
