@@ -168,7 +168,7 @@ pub fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, ns:
         return 0;
     }
     pods.iter()
-        .filter(|p| !p.is_terminating() && p.namespace == ns && selector.matches(p.labels()))
+        .filter(|p| p.namespace == ns && !p.is_terminating() && selector.matches(p.labels()))
         .count() as i64
 }
 

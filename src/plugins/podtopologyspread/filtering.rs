@@ -207,17 +207,33 @@ impl PodTopologySpread {
         }
         let requirements = PodNodeRequirements::new(pod);
         let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
+        // Constraints often share a selector (zone and hostname spreading of one app):
+        // count a node's pods once per distinct selector.
+        let first_with_selector: Vec<usize> = constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                constraints[..i]
+                    .iter()
+                    .position(|d| d.selector == c.selector)
+                    .unwrap_or(i)
+            })
+            .collect();
+        let mut node_counts: Vec<Option<i64>> = vec![None; constraints.len()];
         for node in h.snapshot.list() {
             let labels = node.labels();
             if !node_has_all_keys(labels, &constraints) {
                 continue;
             }
+            node_counts.fill(None);
             for (i, c) in constraints.iter().enumerate() {
                 if !requirements.node_included(c, node) {
                     continue;
                 }
                 let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                let n = count_pods_match_selector(&node.pods, &c.selector, &pod.namespace);
+                let n = *node_counts[first_with_selector[i]].get_or_insert_with(|| {
+                    count_pods_match_selector(&node.pods, &c.selector, &pod.namespace)
+                });
                 match counts[i].get_mut(value) {
                     Some(total) => *total += n,
                     None => {
