@@ -112,12 +112,16 @@ impl PreFilterState {
         if !node_has_all_keys(labels, &self.constraints) {
             return;
         }
-        for (i, c) in self.constraints.iter().enumerate() {
+        let per_constraint = self
+            .constraints
+            .iter()
+            .zip(self.tp_value_to_match_num.iter_mut())
+            .zip(self.critical_paths.iter_mut());
+        for ((c, counts), paths) in per_constraint {
             if !c.selector.matches(updated.labels()) || !self.requirements.node_included(c, node) {
                 continue;
             }
             let value = labels.get(&c.topology_key).map_or("", String::as_str);
-            let counts = &mut self.tp_value_to_match_num[i];
             let n = match counts.get_mut(value) {
                 Some(n) => {
                     *n += delta;
@@ -128,7 +132,7 @@ impl PreFilterState {
                     delta
                 }
             };
-            self.critical_paths[i].update(value, n);
+            paths.update(value, n);
         }
     }
 }
