@@ -3,6 +3,10 @@
 //! The engine (api, config, framework, plugins, cluster, explain) depends on no UI crate.
 
 pub mod api;
+pub mod bench;
+pub mod cluster;
 pub mod config;
+pub mod explain;
 pub mod framework;
 pub mod plugins;
+pub mod scheduler;

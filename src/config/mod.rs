@@ -1,46 +1,129 @@
-//! Temporary stand-in for the configuration types (replaced by the full config module).
-use std::collections::BTreeMap;
+//! `KubeSchedulerConfiguration`: decoding, defaulting and validation as kube-scheduler v1.35
+//! does them.
+//!
+//! * [`parse_str`] / [`load_file`] read `kubescheduler.config.k8s.io/v1` (or `v1beta3`,
+//!   removed upstream in 1.29 and accepted here as the same schema) from YAML or JSON,
+//!   decode strictly (unknown and duplicate fields are errors), apply upstream's defaults
+//!   (the default plugin set merged with the user's, default plugin args) and validate.
+//! * [`default_configuration`] is what kube-scheduler runs with when given no `--config`.
+//! * Errors name the file, the line and column when known, and the field path.
 
-#[derive(Debug, Clone, Default)]
-pub struct PluginRef {
-    pub name: String,
-    pub weight: i32,
+pub mod args;
+pub mod decode;
+pub mod defaults;
+pub mod duration;
+pub mod error;
+pub mod field;
+pub mod node;
+pub mod types;
+pub mod validation;
+
+use std::path::Path;
+
+pub use args::*;
+pub use defaults::{default_plugins, merge_plugin_set, merge_plugins};
+pub use duration::Duration;
+pub use error::{ConfigError, LocatedFieldError, LocatedMessage};
+pub use field::{BadValue, FieldError, FieldErrorType, FieldPath};
+pub use node::Pos;
+pub use types::*;
+pub use validation::{validate, validate_node_resources_fit_args};
+
+/// The configuration kube-scheduler v1.35 uses when started without `--config`: an empty
+/// v1 configuration, defaulted.
+pub fn default_configuration() -> KubeSchedulerConfiguration {
+    parse_str(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
+        "<default>",
+    )
+    .expect("the empty configuration is valid")
 }
-#[derive(Debug, Clone, Default)]
-pub struct PluginSet {
-    pub enabled: Vec<PluginRef>,
-    pub disabled: Vec<PluginRef>,
+
+/// Reads, decodes, defaults and validates a configuration file (YAML or JSON).
+pub fn load_file(path: &Path) -> Result<KubeSchedulerConfiguration, ConfigError> {
+    let name = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|source| ConfigError::Io {
+        file: name.clone(),
+        source,
+    })?;
+    if meta.len() > node::MAX_INPUT_BYTES as u64 {
+        return Err(ConfigError::Syntax {
+            file: name,
+            pos: Pos::default(),
+            message: format!(
+                "file is {} bytes, larger than the limit of {} bytes",
+                meta.len(),
+                node::MAX_INPUT_BYTES
+            ),
+        });
+    }
+    let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+        file: name.clone(),
+        source,
+    })?;
+    let text = String::from_utf8(bytes).map_err(|e| ConfigError::Syntax {
+        file: name.clone(),
+        pos: Pos::default(),
+        message: format!("not UTF-8 text: {e}"),
+    })?;
+    parse_str(&text, &name)
 }
-#[derive(Debug, Clone, Default)]
-pub struct Plugins {
-    pub pre_enqueue: PluginSet,
-    pub queue_sort: PluginSet,
-    pub pre_filter: PluginSet,
-    pub filter: PluginSet,
-    pub post_filter: PluginSet,
-    pub pre_score: PluginSet,
-    pub score: PluginSet,
-    pub reserve: PluginSet,
-    pub permit: PluginSet,
-    pub pre_bind: PluginSet,
-    pub bind: PluginSet,
-    pub post_bind: PluginSet,
-    pub multi_point: PluginSet,
+
+/// Decodes, defaults and validates a configuration given as text (YAML or JSON).
+/// `source` names it in errors (usually the file name).
+pub fn parse_str(text: &str, source: &str) -> Result<KubeSchedulerConfiguration, ConfigError> {
+    let root = node::parse(text).map_err(|e| ConfigError::Syntax {
+        file: source.to_string(),
+        pos: e.pos,
+        message: e.message,
+    })?;
+    let decoded = decode::decode(&root).map_err(|errors| ConfigError::Decode {
+        file: source.to_string(),
+        errors,
+    })?;
+    let mut cfg = defaults::set_defaults(decoded);
+    cfg.source.name = source.to_string();
+    let errors = validate(&cfg);
+    if !errors.is_empty() {
+        return Err(cfg.locate_errors(errors));
+    }
+    Ok(cfg)
 }
-#[derive(Debug, Clone)]
-pub enum PluginArgs {
-    Other(serde_json::Value),
+
+impl KubeSchedulerConfiguration {
+    /// Turns field errors about this configuration into a [`ConfigError`] that names the
+    /// file and, where the field was written in it, the line. The framework uses this for
+    /// errors found later, such as `validate_node_resources_fit_args` at plugin construction.
+    pub fn locate_errors(&self, errors: Vec<FieldError>) -> ConfigError {
+        ConfigError::Invalid {
+            file: self.source.name.clone(),
+            errors: errors
+                .into_iter()
+                .map(|error| LocatedFieldError {
+                    pos: self.source.position_of(&error.field).unwrap_or_default(),
+                    error,
+                })
+                .collect(),
+        }
+    }
+
+    /// The path of a profile's `pluginConfig` entry for a plugin (`profiles[0].pluginConfig[2]`),
+    /// for reporting errors about its args.
+    pub fn plugin_config_path(&self, profile: usize, plugin: &str) -> Option<FieldPath> {
+        let i = self
+            .profiles
+            .get(profile)?
+            .plugin_config
+            .iter()
+            .position(|c| c.name == plugin)?;
+        Some(
+            FieldPath::new("profiles")
+                .index(profile)
+                .child("pluginConfig")
+                .index(i),
+        )
+    }
 }
-#[derive(Debug, Clone)]
-pub struct PluginConfig {
-    pub name: String,
-    pub args: PluginArgs,
-}
-#[derive(Debug, Clone, Default)]
-pub struct Profile {
-    pub scheduler_name: String,
-    pub percentage_of_nodes_to_score: Option<i32>,
-    pub plugins: Plugins,
-    pub plugin_config: Vec<PluginConfig>,
-}
-pub type Unused = BTreeMap<String, String>;
+
+#[cfg(test)]
+mod tests;

@@ -97,6 +97,13 @@ impl<T: Any + Send + Sync + Clone + RenderState> StateData for T {
 #[error("not found")]
 pub struct NotFound;
 
+/// Keys and plugin names are `&'static str` constants, so the same pointer almost always
+/// means the same key; compare that first and fall back to the text.
+#[inline]
+pub fn same_name(a: &str, b: &str) -> bool {
+    (a.len() == b.len() && std::ptr::eq(a.as_ptr(), b.as_ptr())) || a == b
+}
+
 #[derive(Default)]
 pub struct CycleState {
     entries: Vec<(&'static str, Box<dyn StateData>)>,
@@ -135,7 +142,7 @@ impl CycleState {
 
     pub fn write<T: StateData>(&mut self, key: &'static str, value: T) {
         let boxed: Box<dyn StateData> = Box::new(value);
-        match self.entries.iter_mut().find(|(k, _)| *k == key) {
+        match self.entries.iter_mut().find(|(k, _)| same_name(k, key)) {
             Some(e) => e.1 = boxed,
             None => self.entries.push((key, boxed)),
         }
@@ -144,7 +151,7 @@ impl CycleState {
     pub fn read<T: 'static>(&self, key: &str) -> Result<&T, NotFound> {
         self.entries
             .iter()
-            .find(|(k, _)| *k == key)
+            .find(|(k, _)| same_name(k, key))
             .and_then(|(_, v)| v.as_any().downcast_ref::<T>())
             .ok_or(NotFound)
     }
@@ -152,7 +159,7 @@ impl CycleState {
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Result<&mut T, NotFound> {
         self.entries
             .iter_mut()
-            .find(|(k, _)| *k == key)
+            .find(|(k, _)| same_name(k, key))
             .and_then(|(_, v)| v.as_any_mut().downcast_mut::<T>())
             .ok_or(NotFound)
     }
@@ -171,6 +178,16 @@ impl CycleState {
 
     pub fn skip_filter_plugins(&self) -> &[&'static str] {
         &self.skip_filter_plugins
+    }
+
+    pub fn is_filter_skipped(&self, plugin: &str) -> bool {
+        self.skip_filter_plugins
+            .iter()
+            .any(|p| same_name(p, plugin))
+    }
+
+    pub fn is_score_skipped(&self, plugin: &str) -> bool {
+        self.skip_score_plugins.iter().any(|p| same_name(p, plugin))
     }
 
     pub fn set_skip_score_plugins(&mut self, plugins: Vec<&'static str>) {

@@ -109,7 +109,7 @@ impl Framework {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> Status {
-        if state.skip_filter_plugins().contains(&e.name) {
+        if state.is_filter_skipped(e.name) {
             return Status::success();
         }
         let Some(f) = e.plugin.as_filter() else {
@@ -127,6 +127,9 @@ impl Framework {
         state: &CycleState,
         node: &NodeInfo,
     ) -> Result<Option<(CycleState, NodeInfo)>, Status> {
+        if h.nominator.is_empty() {
+            return Ok(None);
+        }
         let nominated = h.nominator.nominated_pods_for_node(node.name());
         if nominated.is_empty() {
             return Ok(None);
@@ -179,7 +182,7 @@ impl Framework {
         node: &NodeInfo,
     ) -> Status {
         for e in self.plugins(ExtensionPoint::PreFilter) {
-            if state.skip_filter_plugins().contains(&e.name) {
+            if state.is_filter_skipped(e.name) {
                 continue;
             }
             let Some(ext) = e.plugin.as_pre_filter().and_then(|p| p.extensions()) else {
@@ -206,7 +209,7 @@ impl Framework {
         node: &NodeInfo,
     ) -> Status {
         for e in self.plugins(ExtensionPoint::PreFilter) {
-            if state.skip_filter_plugins().contains(&e.name) {
+            if state.is_filter_skipped(e.name) {
                 continue;
             }
             let Some(ext) = e.plugin.as_pre_filter().and_then(|p| p.extensions()) else {

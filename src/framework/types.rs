@@ -160,6 +160,20 @@ pub struct PodInfo {
     pub parse_error: Option<String>,
     pub resource: PodResource,
     pub host_ports: Vec<HostPort>,
+    /// Images of init containers then containers, tagged ":latest" when untagged (what
+    /// ImageLocality looks up on nodes).
+    pub images: Vec<String>,
+}
+
+/// Appends ":latest" to an image without a tag, as upstream's ImageLocality does.
+pub fn normalized_image_name(name: &str) -> String {
+    let colon = name.rfind(':').map(|i| i as i64).unwrap_or(-1);
+    let slash = name.rfind('/').map(|i| i as i64).unwrap_or(-1);
+    if colon <= slash {
+        format!("{name}:latest")
+    } else {
+        name.to_string()
+    }
 }
 
 impl PodInfo {
@@ -237,7 +251,20 @@ impl PodInfo {
         );
         let resource = PodResource::calculate(&pod);
         let host_ports = pod_resources::host_ports(&pod);
+        let images = pod
+            .spec
+            .as_ref()
+            .map(|s| {
+                s.init_containers
+                    .iter()
+                    .flatten()
+                    .chain(s.containers.iter())
+                    .map(|c| normalized_image_name(c.image.as_deref().unwrap_or("")))
+                    .collect()
+            })
+            .unwrap_or_default();
         PodInfo {
+            images,
             key: format!("{namespace}/{name}"),
             namespace,
             name,

@@ -2,6 +2,7 @@
 //! and the registry that maps plugin names to them.
 
 pub mod default_binder;
+pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod helper;
 pub mod image_locality;
@@ -11,11 +12,15 @@ pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
 pub mod noderesources;
+pub mod nodevolumelimits;
 pub mod podtopologyspread;
 pub mod queue_sort;
 pub mod registry;
 pub mod scheduling_gates;
 pub mod taint_toleration;
+pub mod volume_restrictions;
+pub mod volume_zone;
+pub mod volumebinding;
 
 #[cfg(test)]
 pub mod conformance_cases;

@@ -63,3 +63,40 @@ pub fn filter(p: &dyn FilterPlugin, pod: &PodInfo, node: &NodeInfo) -> Status {
     let env = Env::new(Snapshot::default(), Listers::default());
     p.filter(&env.handle(), &CycleState::new(), pod, node)
 }
+
+/// Listers from objects given as JSON with their `kind` (PersistentVolumeClaim,
+/// PersistentVolume, StorageClass, CSINode); a claim without a namespace is in `default`.
+pub fn listers(objs: &[serde_json::Value]) -> Listers {
+    fn parse<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> T {
+        serde_json::from_value(v.clone()).expect("test object JSON")
+    }
+    let mut l = Listers::default();
+    for v in objs {
+        let name = v["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let kind = v["kind"].as_str().unwrap_or_default();
+        match kind {
+            "PersistentVolumeClaim" => {
+                let mut v = v.clone();
+                if v["metadata"]["namespace"].is_null() {
+                    v["metadata"]["namespace"] = "default".into();
+                }
+                let ns = v["metadata"]["namespace"].as_str().unwrap_or_default();
+                l.pvcs.insert(format!("{ns}/{name}"), Arc::new(parse(&v)));
+            }
+            "PersistentVolume" => {
+                l.pvs.insert(name, Arc::new(parse(v)));
+            }
+            "StorageClass" => {
+                l.storage_classes.insert(name, Arc::new(parse(v)));
+            }
+            "CSINode" => {
+                l.csi_nodes.insert(name, Arc::new(parse(v)));
+            }
+            other => panic!("testing::listers: unsupported kind {other:?}"),
+        }
+    }
+    l
+}

@@ -78,19 +78,77 @@ impl FilterCell {
     }
 }
 
-/// Every Filter plugin on every candidate node (kubestep's addition to upstream).
-#[derive(Debug, Clone, Default, Serialize)]
+/// Every Filter plugin on every candidate node (kubestep's addition to upstream), kept
+/// compactly: one small integer per cell, distinct failure statuses stored once.
+#[derive(Debug, Clone, Default)]
 pub struct FilterMatrix {
     pub plugins: Vec<&'static str>,
     /// Candidate nodes (snapshot indices), in the order they were examined.
     pub nodes: Vec<usize>,
-    /// Row-major: `cells[node * plugins.len() + plugin]`.
-    pub cells: Vec<FilterCell>,
+    /// Column-major: `cells[plugin * nodes.len() + node]`; see `CELL_*`.
+    cells: Vec<u32>,
+    statuses: Vec<Status>,
 }
 
+const CELL_PASS: u32 = 0;
+const CELL_SKIPPED: u32 = 1;
+const CELL_STATUS_BASE: u32 = 2;
+
 impl FilterMatrix {
-    pub fn cell(&self, node_row: usize, plugin: usize) -> &FilterCell {
-        &self.cells[node_row * self.plugins.len() + plugin]
+    fn new(plugins: Vec<&'static str>, nodes: Vec<usize>) -> FilterMatrix {
+        FilterMatrix {
+            plugins,
+            nodes,
+            cells: Vec::new(),
+            statuses: Vec::new(),
+        }
+    }
+
+    fn push_column(&mut self, results: &[Option<Status>]) {
+        self.cells.reserve(results.len());
+        for r in results {
+            let code = match r {
+                None => CELL_SKIPPED,
+                Some(s) if s.is_success() => CELL_PASS,
+                Some(s) => {
+                    let i = match self.statuses.iter().position(|x| x == s) {
+                        Some(i) => i,
+                        None => {
+                            self.statuses.push(s.clone());
+                            self.statuses.len() - 1
+                        }
+                    };
+                    CELL_STATUS_BASE + i as u32
+                }
+            };
+            self.cells.push(code);
+        }
+    }
+
+    /// The verdict of plugin `plugin` on the node in row `node_row`.
+    pub fn cell(&self, node_row: usize, plugin: usize) -> FilterCell {
+        let code = self
+            .cells
+            .get(plugin * self.nodes.len() + node_row)
+            .copied()
+            .unwrap_or(CELL_SKIPPED);
+        match code {
+            CELL_PASS => FilterCell::Pass,
+            CELL_SKIPPED => FilterCell::Skipped,
+            i => self
+                .statuses
+                .get((i - CELL_STATUS_BASE) as usize)
+                .map_or(FilterCell::Skipped, FilterCell::from_status),
+        }
+    }
+
+    /// Number of cells held.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
     }
 }
 
@@ -231,11 +289,7 @@ impl SchedulingCycle {
                     .as_ref()
                     .map(|p| p.candidates.clone())
                     .unwrap_or_default();
-                self.matrix = Some(FilterMatrix {
-                    plugins,
-                    nodes,
-                    cells: Vec::new(),
-                });
+                self.matrix = Some(FilterMatrix::new(plugins, nodes));
             }
         }
     }
@@ -278,7 +332,7 @@ impl SchedulingCycle {
         p.next_plugin += 1;
         let entries = env.framework.plugins(ExtensionPoint::Filter);
         let e = &entries[k];
-        let skipped = self.state.skip_filter_plugins().contains(&e.name);
+        let skipped = self.state.is_filter_skipped(e.name);
         let state = &self.state;
         let pod = &self.pod;
         let eval = |ci: usize| -> Option<Status> {
@@ -305,11 +359,7 @@ impl SchedulingCycle {
             }
         }
         if let Some(m) = self.matrix.as_mut() {
-            // Cells are appended column by column, then transposed in finalize.
-            m.cells.extend(results.iter().map(|r| match r {
-                None => FilterCell::Skipped,
-                Some(s) => FilterCell::from_status(s),
-            }));
+            m.push_column(&results);
         }
         let summary = if skipped {
             Status::skip()
@@ -337,21 +387,6 @@ impl SchedulingCycle {
                     p.first_failure[ci] = Some(s);
                 }
             }
-        }
-        if let Some(m) = self.matrix.as_mut() {
-            let (np, nn) = (m.plugins.len(), m.nodes.len());
-            let mut cells = Vec::with_capacity(np * nn);
-            for row in 0..nn {
-                for col in 0..np {
-                    cells.push(
-                        m.cells
-                            .get(col * nn + row)
-                            .cloned()
-                            .unwrap_or(FilterCell::Skipped),
-                    );
-                }
-            }
-            m.cells = cells;
         }
         let results: Vec<Status> = p
             .first_failure

@@ -1,7 +1,9 @@
 //! NodeResourcesBalancedAllocation: prefers nodes whose resource usage stays balanced
 //! across resources once the pod is placed.
 
-use super::resource_allocation::{ResourceAllocationScorer, ResourceSpec, Strategy};
+use super::resource_allocation::{
+    ResourceAllocationScorer, ResourceSpec, Strategy, default_resources,
+};
 use crate::framework::plugin::{Handle, Plugin, PreScorePlugin, ScorePlugin};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
@@ -15,7 +17,7 @@ pub struct BalancedAllocation {
 
 impl Default for BalancedAllocation {
     fn default() -> Self {
-        BalancedAllocation::new(ResourceSpec::defaults())
+        BalancedAllocation::new(default_resources())
     }
 }
 

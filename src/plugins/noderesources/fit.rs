@@ -4,7 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use super::resource_allocation::{ResourceAllocationScorer, ResourceSpec, Strategy};
+use super::resource_allocation::{
+    ResourceAllocationScorer, ResourceSpec, Strategy, default_resources,
+};
 use crate::api::pod_resources::{self, is_extended_resource_name};
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
@@ -30,7 +32,7 @@ impl Default for FitArgs {
             ignored_resources: Vec::new(),
             ignored_resource_groups: Vec::new(),
             strategy: Strategy::LeastAllocated,
-            resources: ResourceSpec::defaults(),
+            resources: default_resources(),
         }
     }
 }

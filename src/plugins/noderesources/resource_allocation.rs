@@ -10,24 +10,11 @@ use crate::framework::{NodeInfo, PodInfo};
 pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 const MAX_UTILIZATION: i64 = 100;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceSpec {
-    pub name: String,
-    pub weight: i64,
-}
+pub use crate::config::ResourceSpec;
 
-impl ResourceSpec {
-    pub fn new(name: &str, weight: i64) -> ResourceSpec {
-        ResourceSpec {
-            name: name.to_string(),
-            weight,
-        }
-    }
-
-    /// cpu and memory with weight 1, the default everywhere.
-    pub fn defaults() -> Vec<ResourceSpec> {
-        vec![ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 1)]
-    }
+/// cpu and memory with weight 1, the default everywhere.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    crate::config::default_resource_spec()
 }
 
 /// A point of RequestedToCapacityRatio's shape, score already scaled to 0..100.

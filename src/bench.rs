@@ -1,0 +1,175 @@
+//! Scheduling throughput benchmarks modelled on kube-scheduler's scheduler_perf workloads:
+//! nodes and pending pods are generated deterministically, then the pods are scheduled one
+//! after another, each placement assumed before the next (`kubestep bench`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::cluster::ClusterState;
+use crate::cluster::object::Object;
+use crate::config;
+use crate::framework::PodInfo;
+use crate::framework::cycle::{CycleOutcome, Detail};
+use crate::scheduler::Scheduler;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Workload {
+    /// cpu/memory requests only (SchedulingBasic).
+    Basic,
+    /// Every pod has required anti-affinity to the others on kubernetes.io/hostname.
+    AntiAffinity,
+    /// Every pod spreads over zones with maxSkew 1, DoNotSchedule.
+    TopologySpread,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Basic => "basic",
+            Workload::AntiAffinity => "anti-affinity",
+            Workload::TopologySpread => "topology-spread",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub workload: Workload,
+    pub detail: Detail,
+    pub nodes: usize,
+    pub pods: usize,
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub seconds: f64,
+    pub pods_per_second: f64,
+    /// Filter verdicts and score entries kept across all cycles (full detail).
+    pub cells_kept: u64,
+    pub peak_rss_mib: Option<f64>,
+}
+
+/// splitmix64: small, deterministic, good enough for generating fixtures.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[(self.next() % xs.len() as u64) as usize]
+    }
+}
+
+pub const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
+
+pub fn make_nodes(n: usize, seed: u64) -> Vec<Node> {
+    let mut rng = Rng(seed);
+    (0..n)
+        .map(|i| {
+            let cpu = rng.pick(&[4, 8, 16, 32]);
+            let mem = rng.pick(&[16, 32, 64, 128]);
+            let name = format!("node-{i:05}");
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "labels": {
+                    "kubernetes.io/hostname": name,
+                    "topology.kubernetes.io/zone": ZONES[i % ZONES.len()],
+                    "kubernetes.io/os": "linux"}},
+                "status": {"allocatable": {"cpu": cpu.to_string(), "memory": format!("{mem}Gi"), "pods": "110"}}
+            }))
+            .unwrap_or_default()
+        })
+        .collect()
+}
+
+pub fn make_pods(workload: Workload, n: usize, seed: u64) -> Vec<Pod> {
+    let mut rng = Rng(seed ^ 0x5EED);
+    (0..n)
+        .map(|i| {
+            let cpu = rng.pick(&["100m", "250m", "500m", "1"]);
+            let mem = rng.pick(&["128Mi", "256Mi", "512Mi", "1Gi", "2Gi"]);
+            let mut spec = json!({"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": mem}}}]});
+            let app = match workload {
+                Workload::Basic => "basic",
+                Workload::AntiAffinity => {
+                    spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}]}});
+                    "anti"
+                }
+                Workload::TopologySpread => {
+                    spec["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "spread"}}}]);
+                    "spread"
+                }
+            };
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}"), "labels": {"app": app}},
+                "spec": spec
+            }))
+            .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Peak resident memory of this process, from /proc (Linux only).
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+pub fn run(
+    workload: Workload,
+    nodes: usize,
+    pods: usize,
+    detail: Detail,
+    cfg: config::KubeSchedulerConfiguration,
+) -> Result<BenchReport, String> {
+    let mut cluster = ClusterState::default();
+    for n in make_nodes(nodes, 42) {
+        cluster.add(Object::Node(n));
+    }
+    let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
+    let pending: Vec<Arc<PodInfo>> = make_pods(workload, pods, 7)
+        .into_iter()
+        .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
+        .collect();
+    let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
+    let started = Instant::now();
+    for pod in pending {
+        let Some(cycle) = sched.schedule_one(pod, detail) else {
+            continue;
+        };
+        match cycle.outcome {
+            Some(CycleOutcome::Selected { .. }) => scheduled += 1,
+            _ => unschedulable += 1,
+        }
+        if let Some(m) = &cycle.matrix {
+            cells += m.len() as u64;
+        }
+        if let Some(t) = &cycle.scores {
+            cells += (t.plugins.len() * t.nodes.len()) as u64;
+        }
+    }
+    let elapsed = started.elapsed().max(Duration::from_nanos(1));
+    Ok(BenchReport {
+        workload,
+        detail,
+        nodes,
+        pods,
+        scheduled,
+        unschedulable,
+        seconds: elapsed.as_secs_f64(),
+        pods_per_second: pods as f64 / elapsed.as_secs_f64(),
+        cells_kept: cells,
+        peak_rss_mib: peak_rss_mib(),
+    })
+}

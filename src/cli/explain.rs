@@ -1,0 +1,92 @@
+//! `kubestep explain`: one scheduling cycle for one pod, explained.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+
+use kubestep::cluster::{ClusterState, Object, manifest};
+use kubestep::config;
+use kubestep::explain::{self, text};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Cluster objects: YAML (multi-document), JSON, or a kubectl List. Repeatable.
+    #[arg(long, required = true, value_name = "FILE")]
+    cluster: Vec<PathBuf>,
+    /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The pod: a manifest file, or NAMESPACE/NAME of a pod in the cluster.
+    #[arg(long, value_name = "FILE|NAMESPACE/NAME")]
+    pod: String,
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+}
+
+pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
+    let paths: Vec<&Path> = a.cluster.iter().map(PathBuf::as_path).collect();
+    let cluster = ClusterState::load(&paths)?;
+    let cfg = match &a.config {
+        Some(p) => config::load_file(p)?,
+        None => config::default_configuration(),
+    };
+    let pod = resolve_pod(&a.pod, &cluster)?;
+    let e = explain::explain(&cluster, &cfg, pod)?;
+    match a.output {
+        Output::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&e).context("encoding the explanation")?
+        ),
+        Output::Text => print!("{}", text::render(&e)),
+    }
+    Ok(if e.fits() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn resolve_pod(
+    arg: &str,
+    cluster: &ClusterState,
+) -> anyhow::Result<Arc<k8s_openapi::api::core::v1::Pod>> {
+    let path = Path::new(arg);
+    if path.is_file() {
+        let (objs, _) = manifest::load_file(path)?;
+        let mut pods = objs.into_iter().filter_map(|mut o| {
+            o.value.normalize();
+            match o.value {
+                Object::Pod(p) => Some(p),
+                _ => None,
+            }
+        });
+        let Some(pod) = pods.next() else {
+            bail!("{arg}: no Pod in this file")
+        };
+        if pods.next().is_some() {
+            bail!("{arg}: more than one Pod in this file; give exactly one");
+        }
+        return Ok(Arc::new(pod));
+    }
+    let key = if arg.contains('/') {
+        arg.to_string()
+    } else {
+        format!("default/{arg}")
+    };
+    match cluster.pod(&key) {
+        Some(p) => Ok(p.clone()),
+        None if arg.ends_with(".yaml") || arg.ends_with(".yml") || arg.ends_with(".json") => {
+            bail!("{arg}: no such file")
+        }
+        None => bail!("pod {key} does not exist in the cluster"),
+    }
+}

@@ -1,0 +1,247 @@
+//! Reading Kubernetes objects from manifests: multi-document YAML, JSON, or a `List` as
+//! `kubectl get -o yaml|json` prints it. Every error names the file, the line where the
+//! document starts, the object and the field.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::object::{Object, ObjectError, from_value};
+
+/// Upper bound on a manifest file, so a stray multi-gigabyte file fails fast.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
+    #[error("{file}: file is {size} bytes, more than the {MAX_MANIFEST_BYTES}-byte limit")]
+    TooLarge { file: String, size: u64 },
+    #[error("{file}:{line}: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{file}:{line}: {error}")]
+    Object {
+        file: String,
+        line: usize,
+        error: ObjectError,
+    },
+}
+
+/// A parsed object and where it came from.
+#[derive(Debug, Clone)]
+pub struct Located<T> {
+    pub value: T,
+    pub file: String,
+    pub line: usize,
+}
+
+/// What loading found besides objects: kinds skipped, and the like.
+#[derive(Debug, Clone, Default)]
+pub struct Notes(pub Vec<String>);
+
+pub fn load_file(path: &Path) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
+    let file = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|error| ManifestError::Io {
+        file: file.clone(),
+        error,
+    })?;
+    if meta.len() > MAX_MANIFEST_BYTES {
+        return Err(ManifestError::TooLarge {
+            file,
+            size: meta.len(),
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Io {
+        file: file.clone(),
+        error,
+    })?;
+    parse_str(&text, &file)
+}
+
+/// Parses manifest text (YAML or JSON) named `file` in messages.
+pub fn parse_str(text: &str, file: &str) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
+    let mut objects = Vec::new();
+    let mut notes = Notes::default();
+    for (line, doc) in documents(text, file)? {
+        collect(doc, file, line, &mut objects, &mut notes)?;
+    }
+    Ok((objects, notes))
+}
+
+/// Splits the text into documents with the line each starts on.
+fn documents(text: &str, file: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let offset = text.len() - trimmed.len();
+        let line = 1 + text[..offset].matches('\n').count();
+        let mut out = Vec::new();
+        // A JSON file may hold several concatenated documents.
+        let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        for v in stream {
+            match v {
+                Ok(Value::Array(items)) => out.extend(items.into_iter().map(|v| (line, v))),
+                Ok(v) => out.push((line, v)),
+                Err(e) => {
+                    return Err(ManifestError::Syntax {
+                        file: file.to_string(),
+                        line: e.line(),
+                        message: e.to_string(),
+                    });
+                }
+            }
+        }
+        return Ok(out);
+    }
+    let mut out = Vec::new();
+    for (start, chunk) in yaml_chunks(text) {
+        if chunk.trim().is_empty() {
+            continue;
+        }
+        let v: Value = serde_saphyr::from_str_with_options(chunk, yaml_options()).map_err(|e| {
+            let (line, message) = yaml_error(&e, start);
+            ManifestError::Syntax {
+                file: file.to_string(),
+                line,
+                message,
+            }
+        })?;
+        if !v.is_null() {
+            out.push((start, v));
+        }
+    }
+    Ok(out)
+}
+
+/// Large clusters are fine; alias bombs and runaway nesting are not.
+fn yaml_options() -> serde_saphyr::Options {
+    let mut opts = serde_saphyr::Options::default();
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_reader_input_bytes = None;
+    budget.max_events = 500_000_000;
+    budget.max_nodes = 500_000_000;
+    budget.max_total_scalar_bytes = 1 << 30;
+    budget.max_depth = 200;
+    opts.budget = Some(budget);
+    opts
+}
+
+fn yaml_error(e: &serde_saphyr::Error, chunk_start: usize) -> (usize, String) {
+    let msg = e.to_string();
+    // saphyr reports "line N column M" relative to the chunk; shift it to the file.
+    let rel = e.location().map(|l| l.line() as usize).unwrap_or(1);
+    let first_line = msg.lines().next().unwrap_or(&msg).to_string();
+    (chunk_start + rel.saturating_sub(1), first_line)
+}
+
+/// Document chunks split at `---` lines (outside block scalars, which never start at
+/// column 0 with `---`), each with its first line number.
+fn yaml_chunks(text: &str) -> Vec<(usize, &str)> {
+    let mut out = Vec::new();
+    let mut start_byte = 0;
+    let mut start_line = 1;
+    let mut offset = 0;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let l = line.trim_end_matches(['\n', '\r']);
+        let is_sep = l == "---" || l.starts_with("--- ") || l == "...";
+        if is_sep {
+            out.push((start_line, &text[start_byte..offset]));
+            start_byte = offset + line.len();
+            start_line = i + 2;
+        }
+        offset += line.len();
+    }
+    out.push((start_line, &text[start_byte..]));
+    out
+}
+
+fn collect(
+    v: Value,
+    file: &str,
+    line: usize,
+    out: &mut Vec<Located<Object>>,
+    notes: &mut Notes,
+) -> Result<(), ManifestError> {
+    let kind = v
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if kind == "List" || (kind.ends_with("List") && v.get("items").is_some()) {
+        let items = match v {
+            Value::Object(mut m) => m.remove("items").unwrap_or(Value::Null),
+            _ => Value::Null,
+        };
+        for item in items.as_array().cloned().unwrap_or_default() {
+            collect(item, file, line, out, notes)?;
+        }
+        return Ok(());
+    }
+    match from_value(v) {
+        Ok(Some(obj)) => out.push(Located {
+            value: obj,
+            file: file.to_string(),
+            line,
+        }),
+        Ok(None) => notes.0.push(format!(
+            "{file}:{line}: skipped {kind} (kubestep does not use this kind)"
+        )),
+        Err(error) => {
+            return Err(ManifestError::Object {
+                file: file.to_string(),
+                line,
+                error,
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_documents_and_lines() {
+        let text = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n---\n\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n";
+        let (objs, notes) = parse_str(text, "c.yaml").unwrap();
+        assert_eq!(objs.len(), 2);
+        assert_eq!(objs[1].line, 13);
+        assert_eq!(
+            notes.0,
+            ["c.yaml:6: skipped ConfigMap (kubestep does not use this kind)"]
+        );
+    }
+
+    #[test]
+    fn list_and_json() {
+        let text = r#"{"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}]}"#;
+        let (objs, _) = parse_str(text, "l.json").unwrap();
+        assert_eq!(objs.len(), 2);
+    }
+
+    #[test]
+    fn syntax_errors_name_the_line() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n---\napiVersion: v1\nkind: Node\nmetadata: [\n";
+        let err = parse_str(text, "bad.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("bad.yaml:"), "{err}");
+        let line: usize = err.split(':').nth(1).unwrap().parse().unwrap();
+        assert!(line >= 6, "{err}");
+    }
+
+    #[test]
+    fn alias_bombs_are_bounded() {
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        let mut prev = 'a';
+        for c in 'b'..='z' {
+            text.push_str(&format!("{c}: &{c} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"));
+            prev = c;
+        }
+        assert!(parse_str(&text, "bomb.yaml").is_err());
+    }
+}

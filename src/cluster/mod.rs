@@ -1,0 +1,312 @@
+//! ClusterState: the objects of a cluster by kind, and the scheduler's views built from
+//! them (Snapshot of nodes with their bound pods, listers, nominated pods, pending pods).
+
+pub mod manifest;
+pub mod object;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+pub use manifest::{Located, ManifestError};
+pub use object::{Object, ObjectError};
+
+use crate::framework::listers::Listers;
+use crate::framework::nominator::Nominator;
+use crate::framework::{PodInfo, Snapshot};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("{file}:{line}: duplicate {kind} {key} (first defined at {first})")]
+    Duplicate {
+        file: String,
+        line: usize,
+        kind: String,
+        key: String,
+        first: String,
+    },
+}
+
+/// The cluster as kubestep sees it.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterState {
+    /// Nodes in the order they were added (the node tree order derives from it).
+    nodes: Vec<Arc<Node>>,
+    /// Pods by `namespace/name`.
+    pods: BTreeMap<String, Arc<Pod>>,
+    /// Pod keys in the order they were added.
+    pod_order: Vec<String>,
+    pub listers: Listers,
+    /// What loading skipped or adjusted, for the user to read.
+    pub notes: Vec<String>,
+}
+
+impl ClusterState {
+    /// Loads and merges manifest files, in order.
+    pub fn load(paths: &[&Path]) -> Result<ClusterState, ClusterError> {
+        let mut objects = Vec::new();
+        let mut notes = Vec::new();
+        for p in paths {
+            let (objs, n) = manifest::load_file(p)?;
+            objects.extend(objs);
+            notes.extend(n.0);
+        }
+        let mut cs = ClusterState::from_objects(objects)?;
+        cs.notes.splice(0..0, notes);
+        Ok(cs)
+    }
+
+    pub fn from_objects(objects: Vec<Located<Object>>) -> Result<ClusterState, ClusterError> {
+        let mut cs = ClusterState::default();
+        let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
+        for Located {
+            value: mut obj,
+            file,
+            line,
+        } in objects
+        {
+            obj.normalize();
+            let id = (obj.kind().to_string(), obj.key());
+            if let Some(first) = seen.get(&id) {
+                return Err(ClusterError::Duplicate {
+                    file,
+                    line,
+                    kind: id.0,
+                    key: id.1,
+                    first: first.clone(),
+                });
+            }
+            seen.insert(id, format!("{file}:{line}"));
+            cs.add(obj);
+        }
+        cs.resolve_priorities();
+        Ok(cs)
+    }
+
+    /// Adds or replaces an object.
+    pub fn add(&mut self, obj: Object) {
+        let key = obj.key();
+        let l = &mut self.listers;
+        match obj {
+            Object::Node(n) => match self
+                .nodes
+                .iter()
+                .position(|x| x.metadata.name == n.metadata.name)
+            {
+                Some(i) => self.nodes[i] = Arc::new(n),
+                None => self.nodes.push(Arc::new(n)),
+            },
+            Object::Pod(p) => {
+                let phase = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase.as_deref())
+                    .unwrap_or("");
+                if phase == "Succeeded" || phase == "Failed" {
+                    // The scheduler's informer never sees finished pods.
+                    self.notes.push(format!("ignored Pod {key}: phase {phase}"));
+                    return;
+                }
+                if self.pods.insert(key.clone(), Arc::new(p)).is_none() {
+                    self.pod_order.push(key);
+                }
+            }
+            Object::Namespace(o) => {
+                l.namespaces.insert(key, Arc::new(o));
+            }
+            Object::PersistentVolume(o) => {
+                l.pvs.insert(key, Arc::new(o));
+            }
+            Object::PersistentVolumeClaim(o) => {
+                l.pvcs.insert(key, Arc::new(o));
+            }
+            Object::StorageClass(o) => {
+                l.storage_classes.insert(key, Arc::new(o));
+            }
+            Object::CSINode(o) => {
+                l.csi_nodes.insert(key, Arc::new(o));
+            }
+            Object::PodDisruptionBudget(o) => {
+                l.pdbs.insert(key, Arc::new(o));
+            }
+            Object::PriorityClass(o) => {
+                l.priority_classes.insert(key, Arc::new(o));
+            }
+            Object::Service(o) => {
+                l.services.insert(key, Arc::new(o));
+            }
+            Object::ReplicaSet(o) => {
+                l.replica_sets.insert(key, Arc::new(o));
+            }
+            Object::StatefulSet(o) => {
+                l.stateful_sets.insert(key, Arc::new(o));
+            }
+            Object::ReplicationController(o) => {
+                l.replication_controllers.insert(key, Arc::new(o));
+            }
+            Object::Custom { kind, value, .. } => {
+                l.custom
+                    .entry(kind)
+                    .or_default()
+                    .insert(key, Arc::new(value));
+            }
+        }
+    }
+
+    /// What the Priority admission plugin would have set: `spec.priority` from the pod's
+    /// PriorityClass (or the global default class) when the manifest left it out.
+    fn resolve_priorities(&mut self) {
+        if self.listers.priority_classes.is_empty() {
+            return;
+        }
+        let default_class = self
+            .listers
+            .priority_classes
+            .values()
+            .find(|c| c.global_default == Some(true))
+            .cloned();
+        for (key, pod) in self.pods.iter_mut() {
+            let spec = pod.spec.as_ref();
+            if spec.is_none_or(|s| s.priority.is_some()) {
+                continue;
+            }
+            let class_name = spec.and_then(|s| s.priority_class_name.clone());
+            let class = match &class_name {
+                Some(n) => self.listers.priority_classes.get(n).cloned(),
+                None => default_class.clone(),
+            };
+            let Some(class) = class else { continue };
+            let p = Arc::make_mut(pod);
+            if let Some(s) = p.spec.as_mut() {
+                s.priority = Some(class.value);
+                if s.preemption_policy.is_none() {
+                    s.preemption_policy = class.preemption_policy.clone();
+                }
+            }
+            let cname = class.metadata.name.clone().unwrap_or_default();
+            self.notes.push(format!(
+                "Pod {key}: priority {} from PriorityClass {cname}",
+                class.value
+            ));
+        }
+    }
+
+    pub fn nodes(&self) -> &[Arc<Node>] {
+        &self.nodes
+    }
+
+    pub fn pod(&self, key: &str) -> Option<&Arc<Pod>> {
+        self.pods.get(key)
+    }
+
+    /// Pods in the order they were added.
+    pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.pod_order.iter().filter_map(|k| self.pods.get(k))
+    }
+
+    /// Pods not bound to a node, in the order they were added.
+    pub fn pending_pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.pods().filter(|p| node_name(p).is_empty())
+    }
+
+    /// Nodes with their bound pods, in node-tree order.
+    pub fn snapshot(&self) -> Snapshot {
+        let bound = self
+            .pods()
+            .filter(|p| !node_name(p).is_empty())
+            .map(|p| Arc::new(PodInfo::new(p.clone())));
+        Snapshot::new(self.nodes.clone(), bound)
+    }
+
+    /// Pending pods that preemption nominated to a node.
+    pub fn nominator(&self) -> Nominator {
+        let mut n = Nominator::default();
+        for p in self.pending_pods() {
+            let nnn = p
+                .status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.as_deref())
+                .unwrap_or("");
+            if !nnn.is_empty() {
+                n.add(Arc::new(PodInfo::new(p.clone())), nnn);
+            }
+        }
+        n
+    }
+}
+
+pub fn node_name(p: &Pod) -> &str {
+    p.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLUSTER: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "2", memory: 4Gi, pods: "10"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: bound}
+spec: {nodeName: n1, containers: [{name: c, resources: {requests: {cpu: 500m}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pending, namespace: team}
+spec: {priorityClassName: high, containers: [{name: c}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: done}
+spec: {nodeName: n1, containers: [{name: c}]}
+status: {phase: Succeeded}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"#;
+
+    #[test]
+    fn loads_views() {
+        let (objs, _) = manifest::parse_str(CLUSTER, "c.yaml").unwrap();
+        let cs = ClusterState::from_objects(objs).unwrap();
+        let snap = cs.snapshot();
+        assert_eq!(snap.get("n1").unwrap().pods.len(), 1);
+        assert_eq!(snap.get("n1").unwrap().requested.milli_cpu, 500);
+        let pending: Vec<_> = cs
+            .pending_pods()
+            .map(|p| p.metadata.name.clone().unwrap())
+            .collect();
+        assert_eq!(pending, ["pending"]);
+        assert_eq!(
+            cs.pod("team/pending")
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .priority,
+            Some(1000)
+        );
+        assert!(cs.notes.iter().any(|n| n.contains("phase Succeeded")));
+    }
+
+    #[test]
+    fn duplicates_are_errors() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\n";
+        let (objs, _) = manifest::parse_str(text, "d.yaml").unwrap();
+        let e = ClusterState::from_objects(objs).unwrap_err().to_string();
+        assert_eq!(e, "d.yaml:5: duplicate Node n1 (first defined at d.yaml:1)");
+    }
+}

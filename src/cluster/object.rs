@@ -1,0 +1,454 @@
+//! The Kubernetes kinds kubestep uses, parsed into k8s-openapi types with clear errors.
+
+use std::fmt;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use crate::api::quantity::Quantity;
+
+/// API group/version of the scheduler-plugins PodGroup (gang scheduling).
+pub const POD_GROUP_API_VERSION: &str = "scheduling.x-k8s.io/v1alpha1";
+
+#[derive(Debug, Clone)]
+pub enum Object {
+    Node(Node),
+    Pod(Pod),
+    Namespace(Namespace),
+    PersistentVolume(PersistentVolume),
+    PersistentVolumeClaim(PersistentVolumeClaim),
+    StorageClass(StorageClass),
+    CSINode(CSINode),
+    PodDisruptionBudget(PodDisruptionBudget),
+    PriorityClass(PriorityClass),
+    Service(Service),
+    ReplicaSet(ReplicaSet),
+    StatefulSet(StatefulSet),
+    ReplicationController(ReplicationController),
+    /// Out-of-tree kinds kept as JSON (PodGroup).
+    Custom {
+        kind: String,
+        meta: ObjectMeta,
+        value: Value,
+    },
+}
+
+/// An object that could not be read: which one, which field, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectError {
+    pub kind: String,
+    pub name: String,
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ObjectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let obj = if self.kind.is_empty() {
+            "document".to_string()
+        } else {
+            format!("{} {}", self.kind, self.name)
+        };
+        if self.field.is_empty() {
+            write!(f, "{obj}: {}", self.message)
+        } else {
+            write!(f, "{obj}: {}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ObjectError {}
+
+/// Kinds kubestep reads, with the apiVersions accepted for each.
+const KINDS: &[(&str, &[&str])] = &[
+    ("Node", &["v1"]),
+    ("Pod", &["v1"]),
+    ("Namespace", &["v1"]),
+    ("PersistentVolume", &["v1"]),
+    ("PersistentVolumeClaim", &["v1"]),
+    ("StorageClass", &["storage.k8s.io/v1"]),
+    ("CSINode", &["storage.k8s.io/v1"]),
+    ("PodDisruptionBudget", &["policy/v1"]),
+    ("PriorityClass", &["scheduling.k8s.io/v1"]),
+    ("Service", &["v1"]),
+    ("ReplicaSet", &["apps/v1"]),
+    ("StatefulSet", &["apps/v1"]),
+    ("ReplicationController", &["v1"]),
+    ("PodGroup", &[POD_GROUP_API_VERSION]),
+];
+
+pub fn is_namespaced(kind: &str) -> bool {
+    !matches!(
+        kind,
+        "Node" | "Namespace" | "PersistentVolume" | "StorageClass" | "CSINode" | "PriorityClass"
+    )
+}
+
+/// Parses one object; `Ok(None)` for kinds kubestep does not use.
+pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
+    let kind = v
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let name = object_name(&v);
+    let err = |field: &str, message: String| ObjectError {
+        kind: kind.clone(),
+        name: name.clone(),
+        field: field.into(),
+        message,
+    };
+    if !v.is_object() {
+        return Err(err("", "expected a Kubernetes object (a mapping)".into()));
+    }
+    if kind.is_empty() {
+        return Err(err(
+            "kind",
+            "missing: every object needs apiVersion and kind".into(),
+        ));
+    }
+    let Some((_, versions)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+        return Ok(None);
+    };
+    let api_version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if !versions.contains(&api_version) {
+        return Err(err(
+            "apiVersion",
+            format!(
+                "{api_version:?} is not supported for {kind}; expected {}",
+                versions.join(" or ")
+            ),
+        ));
+    }
+    if v.get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(err("metadata.name", "Required value".into()));
+    }
+    if matches!(
+        kind.as_str(),
+        "Node"
+            | "Pod"
+            | "PersistentVolume"
+            | "PersistentVolumeClaim"
+            | "ReplicaSet"
+            | "StatefulSet"
+            | "ReplicationController"
+    ) {
+        normalize_quantities(&mut v, false);
+    }
+    let obj = match kind.as_str() {
+        "Node" => Object::Node(typed(v, &err)?),
+        "Pod" => Object::Pod(typed(v, &err)?),
+        "Namespace" => Object::Namespace(typed(v, &err)?),
+        "PersistentVolume" => Object::PersistentVolume(typed(v, &err)?),
+        "PersistentVolumeClaim" => Object::PersistentVolumeClaim(typed(v, &err)?),
+        "StorageClass" => Object::StorageClass(typed(v, &err)?),
+        "CSINode" => Object::CSINode(typed(v, &err)?),
+        "PodDisruptionBudget" => Object::PodDisruptionBudget(typed(v, &err)?),
+        "PriorityClass" => Object::PriorityClass(typed(v, &err)?),
+        "Service" => Object::Service(typed(v, &err)?),
+        "ReplicaSet" => Object::ReplicaSet(typed(v, &err)?),
+        "StatefulSet" => Object::StatefulSet(typed(v, &err)?),
+        "ReplicationController" => Object::ReplicationController(typed(v, &err)?),
+        _ => {
+            let meta: ObjectMeta = typed(
+                v.get("metadata").cloned().unwrap_or(Value::Null),
+                &|f: &str, m| err(&format!("metadata.{f}"), m),
+            )?;
+            Object::Custom {
+                kind: kind.clone(),
+                meta,
+                value: v,
+            }
+        }
+    };
+    obj.validate_quantities()
+        .map_err(|(field, message)| err(&field, message))?;
+    Ok(Some(obj))
+}
+
+fn object_name(v: &Value) -> String {
+    let meta = v.get("metadata");
+    let name = meta
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("(unnamed)");
+    match meta
+        .and_then(|m| m.get("namespace"))
+        .and_then(Value::as_str)
+    {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+        _ => name.to_string(),
+    }
+}
+
+fn typed<T: serde::de::DeserializeOwned>(
+    v: Value,
+    err: &dyn Fn(&str, String) -> ObjectError,
+) -> Result<T, ObjectError> {
+    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        err(&path, e.into_inner().to_string())
+    })
+}
+
+/// Keys whose values are resource lists (maps of quantities) in the kinds kubestep reads.
+const RESOURCE_LIST_KEYS: &[&str] = &[
+    "requests",
+    "limits",
+    "capacity",
+    "allocatable",
+    "overhead",
+    "allocatedResources",
+];
+
+/// YAML lets people write `cpu: 2`; the API server accepts numbers for quantities, so turn
+/// numbers inside resource lists into strings before typed parsing.
+fn normalize_quantities(v: &mut Value, in_resource_list: bool) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m.iter_mut() {
+                if in_resource_list {
+                    if let Value::Number(n) = child {
+                        *child = Value::String(n.to_string());
+                        continue;
+                    }
+                }
+                normalize_quantities(child, RESOURCE_LIST_KEYS.contains(&k.as_str()));
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|c| normalize_quantities(c, false)),
+        _ => {}
+    }
+}
+
+type FieldProblem = (String, String);
+
+fn check_list(
+    list: Option<&std::collections::BTreeMap<String, K8sQuantity>>,
+    path: &str,
+) -> Result<(), FieldProblem> {
+    for (name, q) in list.into_iter().flatten() {
+        if let Err(e) = Quantity::parse(&q.0) {
+            return Err((
+                format!("{path}.{name}"),
+                format!("invalid quantity {:?}: {e}", q.0),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Object {
+    pub fn kind(&self) -> &str {
+        match self {
+            Object::Node(_) => "Node",
+            Object::Pod(_) => "Pod",
+            Object::Namespace(_) => "Namespace",
+            Object::PersistentVolume(_) => "PersistentVolume",
+            Object::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
+            Object::StorageClass(_) => "StorageClass",
+            Object::CSINode(_) => "CSINode",
+            Object::PodDisruptionBudget(_) => "PodDisruptionBudget",
+            Object::PriorityClass(_) => "PriorityClass",
+            Object::Service(_) => "Service",
+            Object::ReplicaSet(_) => "ReplicaSet",
+            Object::StatefulSet(_) => "StatefulSet",
+            Object::ReplicationController(_) => "ReplicationController",
+            Object::Custom { kind, .. } => kind,
+        }
+    }
+
+    pub fn meta(&self) -> &ObjectMeta {
+        match self {
+            Object::Node(o) => &o.metadata,
+            Object::Pod(o) => &o.metadata,
+            Object::Namespace(o) => &o.metadata,
+            Object::PersistentVolume(o) => &o.metadata,
+            Object::PersistentVolumeClaim(o) => &o.metadata,
+            Object::StorageClass(o) => &o.metadata,
+            Object::CSINode(o) => &o.metadata,
+            Object::PodDisruptionBudget(o) => &o.metadata,
+            Object::PriorityClass(o) => &o.metadata,
+            Object::Service(o) => &o.metadata,
+            Object::ReplicaSet(o) => &o.metadata,
+            Object::StatefulSet(o) => &o.metadata,
+            Object::ReplicationController(o) => &o.metadata,
+            Object::Custom { meta, .. } => meta,
+        }
+    }
+
+    pub fn meta_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Object::Node(o) => &mut o.metadata,
+            Object::Pod(o) => &mut o.metadata,
+            Object::Namespace(o) => &mut o.metadata,
+            Object::PersistentVolume(o) => &mut o.metadata,
+            Object::PersistentVolumeClaim(o) => &mut o.metadata,
+            Object::StorageClass(o) => &mut o.metadata,
+            Object::CSINode(o) => &mut o.metadata,
+            Object::PodDisruptionBudget(o) => &mut o.metadata,
+            Object::PriorityClass(o) => &mut o.metadata,
+            Object::Service(o) => &mut o.metadata,
+            Object::ReplicaSet(o) => &mut o.metadata,
+            Object::StatefulSet(o) => &mut o.metadata,
+            Object::ReplicationController(o) => &mut o.metadata,
+            Object::Custom { meta, .. } => meta,
+        }
+    }
+
+    /// `namespace/name` for namespaced kinds, `name` otherwise.
+    pub fn key(&self) -> String {
+        let m = self.meta();
+        let name = m.name.as_deref().unwrap_or("");
+        if is_namespaced(self.kind()) {
+            format!("{}/{name}", m.namespace.as_deref().unwrap_or("default"))
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// Fills in what an API server would always have: the namespace and a UID.
+    pub fn normalize(&mut self) {
+        let kind = self.kind().to_string();
+        let key_ns = is_namespaced(&kind);
+        let m = self.meta_mut();
+        if key_ns && m.namespace.as_deref().is_none_or(str::is_empty) {
+            m.namespace = Some("default".into());
+        }
+        if m.uid.as_deref().is_none_or(str::is_empty) {
+            let ns = m.namespace.clone().unwrap_or_default();
+            m.uid = Some(format!(
+                "kubestep-{}-{ns}-{}",
+                kind.to_lowercase(),
+                m.name.as_deref().unwrap_or("")
+            ));
+        }
+    }
+
+    fn validate_quantities(&self) -> Result<(), FieldProblem> {
+        match self {
+            Object::Pod(p) => {
+                let Some(spec) = &p.spec else { return Ok(()) };
+                for (group, list) in [
+                    ("containers", Some(&spec.containers)),
+                    ("initContainers", spec.init_containers.as_ref()),
+                ] {
+                    for (i, c) in list.into_iter().flatten().enumerate() {
+                        let r = c.resources.as_ref();
+                        check_list(
+                            r.and_then(|r| r.requests.as_ref()),
+                            &format!("spec.{group}[{i}].resources.requests"),
+                        )?;
+                        check_list(
+                            r.and_then(|r| r.limits.as_ref()),
+                            &format!("spec.{group}[{i}].resources.limits"),
+                        )?;
+                    }
+                }
+                check_list(spec.overhead.as_ref(), "spec.overhead")?;
+                let r = spec.resources.as_ref();
+                check_list(
+                    r.and_then(|r| r.requests.as_ref()),
+                    "spec.resources.requests",
+                )?;
+                check_list(r.and_then(|r| r.limits.as_ref()), "spec.resources.limits")
+            }
+            Object::Node(n) => {
+                let s = n.status.as_ref();
+                check_list(s.and_then(|s| s.allocatable.as_ref()), "status.allocatable")?;
+                check_list(s.and_then(|s| s.capacity.as_ref()), "status.capacity")
+            }
+            Object::PersistentVolumeClaim(c) => {
+                let r = c.spec.as_ref().and_then(|s| s.resources.as_ref());
+                check_list(
+                    r.and_then(|r| r.requests.as_ref()),
+                    "spec.resources.requests",
+                )
+            }
+            Object::PersistentVolume(v) => check_list(
+                v.spec.as_ref().and_then(|s| s.capacity.as_ref()),
+                "spec.capacity",
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_become_quantities() {
+        let v = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+            "status": {"allocatable": {"cpu": 4, "memory": "8Gi", "pods": 110}}});
+        let Some(Object::Node(n)) = from_value(v).unwrap() else {
+            panic!()
+        };
+        assert_eq!(n.status.unwrap().allocatable.unwrap()["cpu"].0, "4");
+    }
+
+    #[test]
+    fn csinode_counts_stay_numbers() {
+        let v = json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "n"},
+            "spec": {"drivers": [{"name": "d", "nodeID": "n", "allocatable": {"count": 3}}]}});
+        assert!(matches!(from_value(v), Ok(Some(Object::CSINode(_)))));
+    }
+
+    #[test]
+    fn errors_name_object_and_field() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "lots"}}}]}});
+        let e = from_value(v).unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "Pod ns/p: spec.containers[0].resources.requests.cpu: invalid quantity \"lots\""
+            ),
+            "{e}"
+        );
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": "x"}});
+        let e = from_value(v).unwrap_err().to_string();
+        assert!(e.starts_with("Pod p: spec.containers: invalid type"), "{e}");
+        let v = json!({"apiVersion": "v2", "kind": "Node", "metadata": {"name": "n"}});
+        assert!(
+            from_value(v)
+                .unwrap_err()
+                .to_string()
+                .contains("\"v2\" is not supported for Node")
+        );
+        let v = json!({"apiVersion": "v1", "kind": "Node", "metadata": {}});
+        assert_eq!(
+            from_value(v).unwrap_err().to_string(),
+            "Node (unnamed): metadata.name: Required value"
+        );
+    }
+
+    #[test]
+    fn unknown_kinds_are_skipped_and_defaults_filled() {
+        assert!(
+            from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}))
+                .unwrap()
+                .is_none()
+        );
+        let mut o = from_value(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}))
+            .unwrap()
+            .unwrap();
+        o.normalize();
+        assert_eq!(o.key(), "default/p");
+        assert!(o.meta().uid.is_some());
+    }
+}

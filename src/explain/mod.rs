@@ -1,0 +1,330 @@
+//! From a finished scheduling cycle to an explanation: the decision, the exact
+//! kube-scheduler message, each node's verdict, and the score breakdown.
+
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
+
+use crate::cluster::ClusterState;
+use crate::config::KubeSchedulerConfiguration;
+use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
+use crate::framework::profile::{ExtensionPoint, Framework};
+use crate::framework::{Code, PodInfo, Status};
+use crate::plugins::registry;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    #[error("configuration: profile {profile:?}: {message}")]
+    Profile { profile: String, message: String },
+    #[error(
+        "pod {pod} has schedulerName {scheduler:?}, but the configuration has no such profile (profiles: {profiles})"
+    )]
+    NoProfile {
+        pod: String,
+        scheduler: String,
+        profiles: String,
+    },
+}
+
+/// A plugin's status as the conformance cases spell it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PluginStatus {
+    pub plugin: String,
+    pub code: Code,
+    pub reasons: Vec<String>,
+}
+
+impl PluginStatus {
+    fn from_status(s: &Status, plugin_fallback: &str) -> PluginStatus {
+        let plugin = if s.plugin().is_empty() {
+            plugin_fallback.to_string()
+        } else {
+            s.plugin().to_string()
+        };
+        PluginStatus {
+            plugin,
+            code: s.code(),
+            reasons: s.reasons().iter().map(|r| r.to_string()).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeScores {
+    /// Final (normalized × weight) score per plugin.
+    pub plugins: BTreeMap<String, i64>,
+    pub total: i64,
+    pub raw: BTreeMap<String, i64>,
+    pub normalized: BTreeMap<String, i64>,
+}
+
+/// Everything `kubestep explain` reports for one pod.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub pod: String,
+    pub profile: String,
+    pub pre_enqueue: Option<PluginStatus>,
+    pub prefilter: Option<PluginStatus>,
+    pub feasible: Vec<String>,
+    pub filter: BTreeMap<String, PluginStatus>,
+    pub scores: Option<BTreeMap<String, NodeScores>>,
+    pub selected: Vec<String>,
+    /// The node kubestep would bind (upstream's heap pick among `selected`).
+    pub bound: Option<String>,
+    pub message: Option<String>,
+    pub nominated_node: Option<String>,
+    pub victims: Vec<String>,
+    /// Every Filter plugin's verdict on every node examined (kubestep's addition).
+    pub all_filters: BTreeMap<String, BTreeMap<String, FilterCell>>,
+    /// Nodes upstream did not examine because enough feasible nodes were found first.
+    pub not_evaluated: Vec<String>,
+    pub num_nodes: usize,
+    /// Score plugin weights in this profile.
+    pub weights: BTreeMap<String, i64>,
+}
+
+impl Explanation {
+    pub fn fits(&self) -> bool {
+        self.pre_enqueue.is_none() && !self.selected.is_empty()
+    }
+}
+
+/// Builds every profile's framework.
+pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>, ExplainError> {
+    let reg = registry::in_tree();
+    config
+        .profiles
+        .iter()
+        .map(|p| {
+            Framework::new(&reg, p).map_err(|message| ExplainError::Profile {
+                profile: p.scheduler_name.clone(),
+                message,
+            })
+        })
+        .collect()
+}
+
+/// Runs one scheduling cycle for `pod` over `cluster` and explains it.
+pub fn explain(
+    cluster: &ClusterState,
+    config: &KubeSchedulerConfiguration,
+    pod: Arc<Pod>,
+) -> Result<Explanation, ExplainError> {
+    let fwks = frameworks(config)?;
+    let pi = Arc::new(PodInfo::new(pod));
+    let fwk = fwks
+        .iter()
+        .find(|f| f.profile_name == pi.scheduler_name())
+        .ok_or_else(|| ExplainError::NoProfile {
+            pod: pi.key.clone(),
+            scheduler: pi.scheduler_name().to_string(),
+            profiles: fwks
+                .iter()
+                .map(|f| f.profile_name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+
+    let mut snapshot = cluster.snapshot();
+    // Explaining a pod already in the cluster: it must not count against itself.
+    let own_node = cluster
+        .pod(&pi.key)
+        .map(|p| crate::cluster::node_name(p).to_string())
+        .unwrap_or_default();
+    if !own_node.is_empty() {
+        snapshot.remove_pod(&own_node, &pi.key);
+    }
+    let listers = &cluster.listers;
+    let mut nominator = cluster.nominator();
+    nominator.remove(&pi.uid);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(config.parallelism.clamp(1, 4) as usize)
+        .build()
+        .ok();
+    let env = CycleEnv {
+        framework: fwk,
+        snapshot: &snapshot,
+        listers,
+        nominator: &nominator,
+        percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
+        pool: pool.as_ref(),
+    };
+
+    let h = env.handle();
+    let pre_enqueue = fwk
+        .plugins(ExtensionPoint::PreEnqueue)
+        .iter()
+        .find_map(|e| {
+            let s = e.plugin.as_pre_enqueue()?.pre_enqueue(&h, &pi);
+            (!s.is_success()).then(|| PluginStatus::from_status(&s.with_plugin(e.name), e.name))
+        });
+
+    let mut cycle = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
+    let outcome = cycle.run(&env).clone();
+    Ok(build(
+        &cycle,
+        &outcome,
+        &env,
+        pre_enqueue,
+        !pi.node_name().is_empty(),
+    ))
+}
+
+fn build(
+    cycle: &SchedulingCycle,
+    outcome: &CycleOutcome,
+    env: &CycleEnv,
+    pre_enqueue: Option<PluginStatus>,
+    already_bound: bool,
+) -> Explanation {
+    let snap = env.snapshot;
+    let name = |i: usize| snap.list()[i].name().to_string();
+    let mut feasible: Vec<String> = cycle.feasible.iter().map(|&i| name(i)).collect();
+    feasible.sort();
+
+    let prefilter_status = cycle.pre_filter.status();
+    let prefilter = prefilter_status.is_rejected().then(|| {
+        PluginStatus::from_status(
+            &prefilter_status,
+            &cycle.pre_filter.plugins_with_nodes.join(","),
+        )
+    });
+
+    let mut filter = BTreeMap::new();
+    if prefilter.is_none() {
+        let nts = &cycle.diagnosis.node_to_status;
+        for (node, s) in nts.iter() {
+            filter.insert(node.to_string(), PluginStatus::from_status(s, ""));
+        }
+        // Nodes a PreFilter plugin left out carry the narrowing plugins' absent status.
+        if let Some(names) = cycle
+            .pre_filter
+            .result
+            .as_ref()
+            .and_then(|r| r.node_names.as_ref())
+        {
+            let plugins = cycle.pre_filter.plugins_with_nodes.join(",");
+            for n in snap.list() {
+                if !names.contains(n.name()) && !nts.contains(n.name()) {
+                    filter.insert(
+                        n.name().to_string(),
+                        PluginStatus::from_status(nts.absent(), &plugins),
+                    );
+                }
+            }
+        }
+    }
+
+    let mut all_filters: BTreeMap<String, BTreeMap<String, FilterCell>> = BTreeMap::new();
+    if let Some(m) = &cycle.matrix {
+        for (row, &idx) in m.nodes.iter().enumerate() {
+            let cells = m
+                .plugins
+                .iter()
+                .enumerate()
+                .map(|(col, p)| (p.to_string(), m.cell(row, col)))
+                .collect();
+            all_filters.insert(name(idx), cells);
+        }
+    }
+
+    let scores = cycle.scores.as_ref().map(|t| {
+        t.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, &idx)| {
+                let mut ns = NodeScores {
+                    plugins: BTreeMap::new(),
+                    total: t.totals.get(i).copied().unwrap_or(0),
+                    raw: BTreeMap::new(),
+                    normalized: BTreeMap::new(),
+                };
+                for p in &t.plugins {
+                    ns.plugins.insert(p.name.to_string(), p.weighted(i));
+                    ns.raw.insert(p.name.to_string(), p.raw[i]);
+                    ns.normalized.insert(p.name.to_string(), p.normalized[i]);
+                }
+                (name(idx), ns)
+            })
+            .collect()
+    });
+
+    let mut selected: Vec<String> = cycle
+        .best_nodes(snap)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    selected.sort();
+
+    let gated = pre_enqueue.is_some();
+    let attempted = !gated && !already_bound;
+    let (mut bound, mut message, mut nominated_node, mut victims) = (None, None, None, Vec::new());
+    if attempted {
+        match outcome {
+            CycleOutcome::Selected { node, .. } => bound = Some(node.clone()),
+            CycleOutcome::Unschedulable {
+                fit_error,
+                post_filter,
+                ..
+            } => {
+                message = Some(fit_error.message());
+                if let Some(r) = post_filter {
+                    if !r.nominated_node_name.is_empty() {
+                        nominated_node = Some(r.nominated_node_name.clone());
+                    }
+                    victims = r.victims.clone();
+                    victims.sort();
+                }
+            }
+            CycleOutcome::Error(s) => message = Some(s.message()),
+        }
+    }
+
+    let evaluated: std::collections::BTreeSet<&str> = cycle
+        .feasible
+        .iter()
+        .map(|&i| snap.list()[i].name())
+        .chain(filter.keys().map(String::as_str))
+        .collect();
+    let not_evaluated = if prefilter.is_some() {
+        Vec::new()
+    } else {
+        snap.list()
+            .iter()
+            .map(|n| n.name())
+            .filter(|n| !evaluated.contains(n))
+            .map(str::to_string)
+            .collect()
+    };
+
+    let weights = env
+        .framework
+        .plugins(ExtensionPoint::Score)
+        .iter()
+        .map(|e| (e.name.to_string(), env.framework.score_weight(e.name)))
+        .collect();
+
+    Explanation {
+        pod: cycle.pod.key.clone(),
+        profile: env.framework.profile_name.clone(),
+        pre_enqueue,
+        prefilter,
+        feasible,
+        filter,
+        scores,
+        selected,
+        bound,
+        message,
+        nominated_node,
+        victims,
+        all_filters,
+        not_evaluated,
+        num_nodes: snap.num_nodes(),
+        weights,
+    }
+}

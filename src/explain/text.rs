@@ -1,0 +1,176 @@
+//! The human-readable form of an explanation: the verdict in one line, a node table, and
+//! the score breakdown of the best nodes.
+
+use std::fmt::Write;
+
+use super::Explanation;
+
+/// How many nodes the score breakdown shows.
+const TOP_NODES: usize = 3;
+
+pub fn render(e: &Explanation) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", verdict(e));
+    if e.prefilter.is_none() {
+        out.push('\n');
+        node_table(e, &mut out);
+    }
+    if let Some(scores) = &e.scores {
+        out.push('\n');
+        breakdown(e, scores, &mut out);
+    }
+    if !e.victims.is_empty() {
+        let _ = writeln!(out, "\npreemption victims: {}", e.victims.join(", "));
+    }
+    out
+}
+
+fn verdict(e: &Explanation) -> String {
+    if let Some(pe) = &e.pre_enqueue {
+        let what = if e.selected.is_empty() {
+            "would fit no node".to_string()
+        } else {
+            format!("would fit {}", e.selected.join(", "))
+        };
+        return format!(
+            "{}: gated at PreEnqueue by {}: {} (ungated it {what})",
+            e.pod,
+            pe.plugin,
+            pe.reasons.join(", ")
+        );
+    }
+    if let Some(node) = &e.bound {
+        let ties = if e.selected.len() > 1 {
+            format!("; tied with {}", tied(e, node))
+        } else {
+            String::new()
+        };
+        let of = if e.feasible.len() > 1 {
+            format!(", best of {} feasible nodes", e.feasible.len())
+        } else {
+            String::new()
+        };
+        return format!("{}: schedulable on {node}{of}{ties}", e.pod);
+    }
+    if e.message.is_none() && !e.selected.is_empty() {
+        return format!(
+            "{}: already bound; the framework would choose {}",
+            e.pod,
+            e.selected.join(", ")
+        );
+    }
+    let mut s = format!(
+        "{}: unschedulable: {}",
+        e.pod,
+        e.message.as_deref().unwrap_or("no node fits")
+    );
+    if let Some(n) = &e.nominated_node {
+        let _ = write!(
+            s,
+            "\n  preemption nominated {n} (evicting {})",
+            e.victims.join(", ")
+        );
+    }
+    s
+}
+
+fn tied(e: &Explanation, chosen: &str) -> String {
+    e.selected
+        .iter()
+        .filter(|n| *n != chosen)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn node_table(e: &Explanation, out: &mut String) {
+    let mut rows: Vec<[String; 4]> = Vec::new();
+    let mut names: Vec<&String> = e.feasible.iter().chain(e.filter.keys()).collect();
+    names.sort();
+    names.dedup();
+    for n in names {
+        if let Some(f) = e.filter.get(n) {
+            rows.push([
+                n.clone(),
+                "✗".into(),
+                f.plugin.clone(),
+                f.reasons.join(", "),
+            ]);
+        } else {
+            let score = e
+                .scores
+                .as_ref()
+                .and_then(|s| s.get(n))
+                .map(|s| format!("score {}", s.total));
+            let mark = if e.selected.contains(n) {
+                "✓ best"
+            } else {
+                "✓"
+            };
+            rows.push([
+                n.clone(),
+                mark.into(),
+                String::new(),
+                score.unwrap_or_else(|| "feasible".into()),
+            ]);
+        }
+    }
+    for n in &e.not_evaluated {
+        rows.push([
+            n.clone(),
+            "–".into(),
+            String::new(),
+            "not evaluated (enough feasible nodes found)".into(),
+        ]);
+    }
+    let header = [
+        "NODE".to_string(),
+        "".into(),
+        "PLUGIN".into(),
+        "REASON / SCORE".into(),
+    ];
+    let w: Vec<usize> = (0..3)
+        .map(|i| {
+            rows.iter()
+                .chain([&header])
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in std::iter::once(&header).chain(rows.iter()) {
+        let _ = writeln!(
+            out,
+            "{:w0$}  {:w1$}  {:w2$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2]
+        );
+    }
+}
+
+fn breakdown(
+    e: &Explanation,
+    scores: &std::collections::BTreeMap<String, super::NodeScores>,
+    out: &mut String,
+) {
+    let mut ranked: Vec<(&String, &super::NodeScores)> = scores.iter().collect();
+    ranked.sort_by(|a, b| b.1.total.cmp(&a.1.total).then(a.0.cmp(b.0)));
+    let _ = writeln!(out, "score breakdown (raw → normalized × weight = score):");
+    for (node, s) in ranked.into_iter().take(TOP_NODES) {
+        let _ = writeln!(out, "  {node}  total {}", s.total);
+        for (plugin, weighted) in &s.plugins {
+            let raw = s.raw.get(plugin).copied().unwrap_or(0);
+            let norm = s.normalized.get(plugin).copied().unwrap_or(0);
+            let weight = e.weights.get(plugin).copied().unwrap_or(1);
+            let _ = writeln!(
+                out,
+                "    {plugin:<34} {raw:>6} → {norm:>3} × {weight} = {weighted}"
+            );
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! Scheduler: the profiles of a configuration over one cluster, scheduling pods one after
+//! another as kube-scheduler's `ScheduleOne` does, with each placement assumed into the
+//! snapshot before the next pod. The queue, Permit and the binding cycle build on it.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::cluster::ClusterState;
+use crate::config::KubeSchedulerConfiguration;
+use crate::explain::{ExplainError, frameworks};
+use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
+use crate::framework::listers::Listers;
+use crate::framework::nominator::Nominator;
+use crate::framework::{Framework, PodInfo, Snapshot};
+
+pub struct Scheduler {
+    pub config: KubeSchedulerConfiguration,
+    pub frameworks: Vec<Framework>,
+    pub snapshot: Snapshot,
+    pub listers: Listers,
+    pub nominator: Nominator,
+    /// Where the next node search starts (upstream `nextStartNodeIndex`).
+    pub next_start_node_index: usize,
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl Scheduler {
+    pub fn new(
+        config: KubeSchedulerConfiguration,
+        cluster: &ClusterState,
+    ) -> Result<Scheduler, ExplainError> {
+        let frameworks = frameworks(&config)?;
+        // More workers than cores only adds contention; results do not depend on the count.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = (config.parallelism.max(1) as usize).min(cores);
+        let pool = (threads > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .ok()
+            })
+            .flatten();
+        Ok(Scheduler {
+            config,
+            frameworks,
+            snapshot: cluster.snapshot(),
+            listers: cluster.listers.clone(),
+            nominator: cluster.nominator(),
+            next_start_node_index: 0,
+            pool,
+        })
+    }
+
+    pub fn framework_for(&self, pod: &PodInfo) -> Option<&Framework> {
+        self.frameworks
+            .iter()
+            .find(|f| f.profile_name == pod.scheduler_name())
+    }
+
+    pub fn env<'a>(&'a self, fwk: &'a Framework) -> CycleEnv<'a> {
+        CycleEnv {
+            framework: fwk,
+            snapshot: &self.snapshot,
+            listers: &self.listers,
+            nominator: &self.nominator,
+            percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score.unwrap_or(0),
+            pool: self.pool.as_ref(),
+        }
+    }
+
+    /// Runs one scheduling cycle; a chosen host is assumed into the snapshot.
+    /// Returns `None` when no profile handles the pod.
+    pub fn schedule_one(&mut self, pod: Arc<PodInfo>, detail: Detail) -> Option<SchedulingCycle> {
+        let fwk_index = self
+            .frameworks
+            .iter()
+            .position(|f| f.profile_name == pod.scheduler_name())?;
+        let mut cycle = SchedulingCycle::new(pod, detail, self.next_start_node_index);
+        {
+            let env = self.env(&self.frameworks[fwk_index]);
+            cycle.run(&env);
+        }
+        if let Some(next) = cycle.next_start_node_index {
+            self.next_start_node_index = next;
+        }
+        if let Some(CycleOutcome::Selected { node, .. }) = &cycle.outcome {
+            let node = node.clone();
+            self.assume(&cycle.pod, &node);
+        }
+        Some(cycle)
+    }
+
+    /// Places a pod on a node in the snapshot (upstream `AssumePod`).
+    pub fn assume(&mut self, pod: &PodInfo, node: &str) -> Arc<PodInfo> {
+        let assumed = Arc::new(PodInfo::new(Arc::new(with_node_name(&pod.pod, node))));
+        self.nominator.remove(&pod.uid);
+        self.snapshot.add_pod(assumed.clone());
+        assumed
+    }
+}
+
+/// A copy of the pod bound to `node`.
+pub fn with_node_name(pod: &Pod, node: &str) -> Pod {
+    let mut p = pod.clone();
+    p.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+    p
+}

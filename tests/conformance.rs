@@ -1,0 +1,185 @@
+//! The conformance corpus: cases whose expected results come from the real kube-scheduler
+//! v1.35.4 (tests/conformance/FORMAT.md). Every case runs through `explain` and every
+//! field of expected.json is compared; failures name the case and the field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use kubestep::cluster::{ClusterState, Object, manifest};
+use kubestep::config;
+use kubestep::explain::{self, Explanation};
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
+}
+
+fn run_case(dir: &Path) -> Result<Explanation, String> {
+    let cluster = ClusterState::load(&[&dir.join("cluster.yaml")]).map_err(|e| e.to_string())?;
+    let cfg_path = dir.join("config.yaml");
+    let mut cfg = if cfg_path.exists() {
+        config::load_file(&cfg_path).map_err(|e| e.to_string())?
+    } else {
+        config::default_configuration()
+    };
+    // FORMAT.md: percentageOfNodesToScore counts as 100 (every node is checked).
+    cfg.percentage_of_nodes_to_score = Some(100);
+    let (objs, _) = manifest::load_file(&dir.join("pod.yaml")).map_err(|e| e.to_string())?;
+    let pod = objs
+        .into_iter()
+        .find_map(|mut o| {
+            o.value.normalize();
+            match o.value {
+                Object::Pod(p) => Some(p),
+                _ => None,
+            }
+        })
+        .ok_or("pod.yaml has no Pod")?;
+    explain::explain(&cluster, &cfg, Arc::new(pod)).map_err(|e| e.to_string())
+}
+
+/// The fields expected.json holds, from our explanation, in the same shape.
+fn actual_fields(e: &Explanation) -> Value {
+    let status = |s: &explain::PluginStatus| json!({"plugin": s.plugin, "code": s.code, "reasons": s.reasons});
+    let scores = e.scores.as_ref().map(|m| {
+        m.iter()
+            .map(|(n, s)| (n.clone(), json!({"plugins": s.plugins, "total": s.total})))
+            .collect::<serde_json::Map<_, _>>()
+    });
+    json!({
+        "pod": e.pod,
+        "prefilter": e.prefilter.as_ref().map(status),
+        "feasible": e.feasible,
+        "filter": e.filter.iter().map(|(n, s)| (n.clone(), status(s))).collect::<serde_json::Map<_, _>>(),
+        "scores": scores,
+        "selected": e.selected,
+        "message": e.message,
+        "nominatedNode": e.nominated_node,
+        "victims": e.victims,
+        "preEnqueue": e.pre_enqueue.as_ref().map(status),
+    })
+}
+
+/// Paths (field.sub.sub) where two JSON values differ, with both sides.
+fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(w), Value::Object(g)) => {
+            let keys: std::collections::BTreeSet<&String> = w.keys().chain(g.keys()).collect();
+            for k in keys {
+                let p = format!("{path}.{k}");
+                match (w.get(k), g.get(k)) {
+                    (Some(a), Some(b)) => diff(&p, a, b, out),
+                    (Some(a), None) => out.push(format!("{p}: expected {a}, missing")),
+                    (None, Some(b)) => out.push(format!("{p}: unexpected {b}")),
+                    (None, None) => {}
+                }
+            }
+        }
+        _ if want != got => out.push(format!("{path}: expected {want}, got {got}")),
+        _ => {}
+    }
+}
+
+fn check_case(dir: &Path) -> Vec<String> {
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("?")
+        .to_string();
+    let expected: Value = match std::fs::read_to_string(dir.join("expected.json"))
+        .map(|t| serde_json::from_str(&t))
+    {
+        Ok(Ok(v)) => v,
+        other => return vec![format!("{name}: cannot read expected.json: {other:?}")],
+    };
+    let e = match run_case(dir) {
+        Ok(e) => e,
+        Err(err) => return vec![format!("{name}: explain failed: {err}")],
+    };
+    let got = actual_fields(&e);
+    let mut problems = Vec::new();
+    let compared = [
+        "pod",
+        "prefilter",
+        "feasible",
+        "filter",
+        "scores",
+        "selected",
+        "message",
+        "nominatedNode",
+        "victims",
+        "preEnqueue",
+    ];
+    for field in compared {
+        diff(field, &expected[field], &got[field], &mut problems);
+    }
+    // The real scheduler picked one of the tied best nodes; ours must be among them too.
+    if let Some(bound) = expected["bound"].as_str() {
+        if !e.selected.iter().any(|s| s == bound) {
+            problems.push(format!(
+                "bound: the real scheduler bound {bound}, which is not among {:?}",
+                e.selected
+            ));
+        }
+        if e.bound.is_none() {
+            problems.push("bound: expected the pod to bind, kubestep did not".into());
+        }
+    } else if e.bound.is_some() {
+        problems.push(format!(
+            "bound: expected no binding, kubestep would bind to {:?}",
+            e.bound
+        ));
+    }
+    problems
+        .into_iter()
+        .map(|p| format!("{name}: {p}"))
+        .collect()
+}
+
+#[test]
+fn every_public_conformance_case_matches_kube_scheduler() {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+        .expect("tests/conformance/cases exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("expected.json").exists())
+        .collect();
+    dirs.sort();
+    assert!(
+        dirs.len() >= 300,
+        "expected at least 300 cases, found {}",
+        dirs.len()
+    );
+    let only = std::env::var("KUBESTEP_CASE").ok();
+    let mut failures: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut ran = 0;
+    for d in &dirs {
+        let name = d
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        ran += 1;
+        let problems = check_case(d);
+        if !problems.is_empty() {
+            failures.insert(name, problems);
+        }
+    }
+    if !failures.is_empty() {
+        let mut report = String::new();
+        for problems in failures.values() {
+            for p in problems.iter().take(8) {
+                report.push_str(p);
+                report.push('\n');
+            }
+        }
+        panic!(
+            "{} of {ran} conformance cases differ from kube-scheduler v1.35.4:\n{report}",
+            failures.len()
+        );
+    }
+}
