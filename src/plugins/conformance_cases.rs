@@ -1,24 +1,25 @@
 //! Test support: runs one plugin alone over the public conformance cases
 //! (`tests/conformance/cases/NNNN`) and checks the parts of `expected.json` that belong to
 //! it: its PreFilter rejection, its Filter verdict on the nodes it rejected and on the
-//! feasible nodes, and its final (normalized, weighted) scores.
+//! feasible nodes, and its final (normalized, weighted) scores. The plugin is the one the
+//! case's profile builds (so its args come from config.yaml), and it is checked at the
+//! extension points that profile enables it at.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::Value;
 
-use crate::framework::listers::{Listers, ns_key};
+use crate::cluster::{ClusterState, Object, manifest};
+use crate::framework::listers::Listers;
 use crate::framework::plugin::{NodeScore, Plugin};
+use crate::framework::profile::{ExtensionPoint, Framework};
 use crate::framework::{CycleState, NodeInfo, PodInfo, Snapshot};
 use crate::plugins::testing::Env;
 
 pub struct Case {
-    pub id: String,
     pub env: Env,
     pub pod: Arc<PodInfo>,
-    pub config: Option<Value>,
     pub expected: Value,
 }
 
@@ -26,96 +27,40 @@ fn cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
 }
 
-fn yaml_docs(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    serde_saphyr::from_multiple::<Value>(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .into_iter()
-        .filter(|v| !v.is_null())
-        .collect()
-}
-
-fn pod_info(mut v: Value, n: usize) -> Arc<PodInfo> {
-    let meta = &mut v["metadata"];
-    if meta["namespace"].as_str().is_none_or(str::is_empty) {
-        meta["namespace"] = Value::from("default");
-    }
-    if meta["uid"].is_null() {
-        meta["uid"] = Value::from(format!("uid-{n}"));
-    }
-    let pod: Pod = serde_json::from_value(v).expect("pod");
-    Arc::new(PodInfo::new(Arc::new(pod)))
-}
-
 pub fn load(id: &str) -> Case {
     let dir = cases_dir().join(id);
-    let mut nodes: Vec<Arc<Node>> = Vec::new();
-    let mut pods = Vec::new();
-    let mut listers = Listers::default();
-    for (n, doc) in yaml_docs(&dir.join("cluster.yaml")).into_iter().enumerate() {
-        let name = doc["metadata"]["name"].as_str().unwrap_or("").to_string();
-        let ns = doc["metadata"]["namespace"]
-            .as_str()
-            .filter(|s| !s.is_empty())
-            .unwrap_or("default")
-            .to_string();
-        match doc["kind"].as_str().unwrap_or("") {
-            "Node" => nodes.push(Arc::new(serde_json::from_value(doc).expect("node"))),
-            "Pod" => pods.push(pod_info(doc, n)),
-            "Namespace" => {
-                listers
-                    .namespaces
-                    .insert(name, Arc::new(serde_json::from_value(doc).expect("ns")));
-            }
-            "Service" => {
-                listers.services.insert(
-                    ns_key(&ns, &name),
-                    Arc::new(serde_json::from_value(doc).expect("svc")),
-                );
-            }
-            "ReplicaSet" => {
-                listers.replica_sets.insert(
-                    ns_key(&ns, &name),
-                    Arc::new(serde_json::from_value(doc).expect("rs")),
-                );
-            }
-            "StatefulSet" => {
-                listers.stateful_sets.insert(
-                    ns_key(&ns, &name),
-                    Arc::new(serde_json::from_value(doc).expect("ss")),
-                );
-            }
-            "ReplicationController" => {
-                listers.replication_controllers.insert(
-                    ns_key(&ns, &name),
-                    Arc::new(serde_json::from_value(doc).expect("rc")),
-                );
-            }
-            _ => {}
-        }
-    }
-    let bound: Vec<Arc<PodInfo>> = pods
+    let cluster = ClusterState::load(&[&dir.join("cluster.yaml")]).expect("cluster.yaml");
+    let (objs, _) = manifest::load_file(&dir.join("pod.yaml")).expect("pod.yaml");
+    let pod = objs
         .into_iter()
-        .filter(|p| !p.node_name().is_empty())
-        .collect();
-    let pod_doc = yaml_docs(&dir.join("pod.yaml"))
-        .into_iter()
-        .next()
-        .expect("pod.yaml");
+        .find_map(|mut o| {
+            o.value.normalize();
+            match o.value {
+                Object::Pod(p) => Some(p),
+                _ => None,
+            }
+        })
+        .expect("a Pod in pod.yaml");
     let config_path = dir.join("config.yaml");
-    let config = config_path
-        .exists()
-        .then(|| yaml_docs(&config_path).into_iter().next())
-        .flatten();
+    let cfg = if config_path.exists() {
+        crate::config::load_file(&config_path).expect("config.yaml")
+    } else {
+        crate::config::default_configuration()
+    };
+    let framework = Framework::new(&crate::plugins::registry::in_tree(), &cfg.profiles[0])
+        .expect("the case's profile builds");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("expected.json")).expect("expected.json"),
     )
     .expect("expected.json");
     Case {
-        id: id.to_string(),
-        env: Env::new(Snapshot::new(nodes, bound), listers),
-        pod: pod_info(pod_doc, usize::MAX),
-        config,
+        env: Env {
+            framework,
+            snapshot: cluster.snapshot(),
+            listers: cluster.listers.clone(),
+            nominator: cluster.nominator(),
+        },
+        pod: Arc::new(PodInfo::new(Arc::new(pod))),
         expected,
     }
 }
@@ -133,48 +78,14 @@ pub fn all_case_ids() -> Vec<String> {
 }
 
 impl Case {
-    fn profile(&self) -> Option<&Value> {
-        self.config.as_ref().map(|c| &c["profiles"][0])
-    }
-
-    /// The plugin's args from `pluginConfig`, if any.
-    pub fn plugin_args(&self, name: &str) -> Option<&Value> {
-        self.profile()?["pluginConfig"]
-            .as_array()?
+    /// The plugin as the profile built it, if it runs at `ep`.
+    fn plugin_at(&self, ep: ExtensionPoint, name: &str) -> Option<&dyn Plugin> {
+        self.env
+            .framework
+            .plugins(ep)
             .iter()
-            .find(|pc| pc["name"] == name)
-            .map(|pc| &pc["args"])
-    }
-
-    /// Whether the config mentions the plugin in its plugin sets at all.
-    fn config_mentions(&self, name: &str) -> bool {
-        let Some(p) = self.profile() else {
-            return false;
-        };
-        let text = p["plugins"].to_string();
-        text.contains(&format!("\"{name}\"")) || text.contains("\"*\"")
-    }
-
-    /// The plugin's score weight: an explicit weight in the score or multiPoint sets,
-    /// else `default`.
-    fn weight(&self, name: &str, default: i64) -> i64 {
-        let Some(p) = self.profile() else {
-            return default;
-        };
-        for set in ["score", "multiPoint"] {
-            for e in p["plugins"][set]["enabled"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                if e["name"] == name
-                    && let Some(w) = e["weight"].as_i64().filter(|&w| w > 0)
-                {
-                    return w;
-                }
-            }
-        }
-        default
+            .find(|e| e.name == name)
+            .map(|e| e.plugin.as_ref())
     }
 }
 
@@ -209,8 +120,7 @@ fn expected_status(v: &Value) -> (String, Vec<String>) {
 }
 
 /// Checks one plugin against one case; returns a list of mismatches.
-pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Coverage) -> Vec<String> {
-    let name = pl.name();
+pub fn check(case: &Case, name: &str, cov: &mut Coverage) -> Vec<String> {
     let mut errs = Vec::new();
     let h = case.env.handle();
     let pod = &case.pod;
@@ -218,7 +128,10 @@ pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Covera
     cov.cases += 1;
     let mut state = CycleState::new();
     let mut filter_skipped = false;
-    if let Some(pf) = pl.as_pre_filter() {
+    if let Some(pf) = case
+        .plugin_at(ExtensionPoint::PreFilter, name)
+        .and_then(|p| p.as_pre_filter())
+    {
         let (_, s) = pf.pre_filter(&h, &mut state, pod);
         let exp_pf = &exp["prefilter"];
         if !exp_pf.is_null() {
@@ -242,7 +155,10 @@ pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Covera
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    if let Some(f) = pl.as_filter() {
+    if let Some(f) = case
+        .plugin_at(ExtensionPoint::Filter, name)
+        .and_then(|p| p.as_filter())
+    {
         for node in h.snapshot.list() {
             let s = if filter_skipped {
                 crate::framework::Status::success()
@@ -266,6 +182,9 @@ pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Covera
     let Some(exp_scores) = exp["scores"].as_object() else {
         return errs;
     };
+    let Some(pl) = case.plugin_at(ExtensionPoint::Score, name) else {
+        return errs;
+    };
     let Some(sc) = pl.as_score() else {
         return errs;
     };
@@ -273,16 +192,17 @@ pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Covera
         .values()
         .any(|v| v["plugins"].get(name).is_some());
     let nodes: Vec<&NodeInfo> = feasible.iter().filter_map(|n| h.snapshot.get(n)).collect();
-    let s = match pl.as_pre_score() {
+    let pre_score = case
+        .plugin_at(ExtensionPoint::PreScore, name)
+        .and_then(|p| p.as_pre_score());
+    let s = match pre_score {
         Some(ps) => ps.pre_score(&h, &mut state, pod, &nodes),
         None => crate::framework::Status::success(),
     };
     if !scored {
-        if !case.config_mentions(name) {
-            cov.pre_score_skips += 1;
-            if !s.is_skip() {
-                errs.push(format!("prescore: got {s}, want Skip"));
-            }
+        cov.pre_score_skips += 1;
+        if !s.is_skip() {
+            errs.push(format!("prescore: got {s}, want Skip"));
         }
         return errs;
     }
@@ -308,7 +228,7 @@ pub fn check(case: &Case, pl: &dyn Plugin, default_weight: i64, cov: &mut Covera
             errs.push(format!("normalize: {st}"));
         }
     }
-    let w = case.weight(name, default_weight);
+    let w = case.env.framework.score_weight(name);
     for ns in &scores {
         let want = exp_scores[ns.name]["plugins"][name].as_i64();
         if want != Some(ns.score * w) {

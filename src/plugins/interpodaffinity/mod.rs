@@ -166,18 +166,7 @@ mod case_tests {
         let mut failures = Vec::new();
         for id in all_case_ids() {
             let case = load(&id);
-            let pl = match case.plugin_args(NAME) {
-                None => InterPodAffinity::default(),
-                Some(args) => InterPodAffinity::new(
-                    args["hardPodAffinityWeight"]
-                        .as_i64()
-                        .map_or(DEFAULT_HARD_POD_AFFINITY_WEIGHT, |w| w as i32),
-                    args["ignorePreferredTermsOfExistingPods"]
-                        .as_bool()
-                        .unwrap_or(false),
-                ),
-            };
-            for e in check(&case, &pl, 2, &mut cov) {
+            for e in check(&case, NAME, &mut cov) {
                 failures.push(format!("{id}: {e}"));
             }
         }

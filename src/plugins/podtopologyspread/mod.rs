@@ -93,19 +93,7 @@ mod tests {
         let mut failures = Vec::new();
         for id in all_case_ids() {
             let case = load(&id);
-            let pl = match case.plugin_args(NAME) {
-                None => PodTopologySpread::default(),
-                Some(args) => {
-                    let constraints: Vec<TopologySpreadConstraint> =
-                        serde_json::from_value(args["defaultConstraints"].clone())
-                            .unwrap_or_default();
-                    let system = args["defaultingType"]
-                        .as_str()
-                        .is_none_or(|t| t == "System");
-                    PodTopologySpread::new(constraints, system)
-                }
-            };
-            for e in check(&case, &pl, 2, &mut cov) {
+            for e in check(&case, NAME, &mut cov) {
                 failures.push(format!("{id}: {e}"));
             }
         }
