@@ -126,6 +126,22 @@ pub struct WeightedAffinityTerm {
     pub weight: i32,
 }
 
+/// The message of upstream's `utilerrors.NewAggregate`: one error as is, several
+/// (distinct) ones joined with ", " inside brackets.
+fn aggregate_error(errs: &[String]) -> Option<String> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for e in errs {
+        if !distinct.contains(&e.as_str()) {
+            distinct.push(e);
+        }
+    }
+    match distinct.len() {
+        0 => None,
+        1 => Some(distinct[0].to_string()),
+        _ => Some(format!("[{}]", distinct.join(", "))),
+    }
+}
+
 /// A pod with what the scheduler derives from it once (`framework.PodInfo`).
 #[derive(Debug, Clone)]
 pub struct PodInfo {
@@ -258,7 +274,7 @@ impl PodInfo {
             required_anti_affinity_terms,
             preferred_affinity_terms,
             preferred_anti_affinity_terms,
-            parse_error: (!errs.is_empty()).then(|| errs.join(", ")),
+            parse_error: aggregate_error(&errs),
             resource,
             host_ports,
             pod,
@@ -369,6 +385,18 @@ mod tests {
         assert!(t[1].namespaces.is_empty());
         assert!(t[0].matches(&pi, &Labels::new()));
         assert!(t[1].matches(&pi, &Labels::new()));
+    }
+
+    #[test]
+    fn several_parse_errors_aggregate_in_brackets() {
+        let bad = json!({"labelSelector": {"matchExpressions": [{"key": "a", "operator": "Bad"}]}, "topologyKey": "zone"});
+        let pi = pod_info(json!({"metadata": {"name": "p"}, "spec": {"containers": [],
+            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [bad.clone()]},
+                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [bad]}}}}));
+        assert_eq!(
+            pi.parse_error.as_deref().unwrap(),
+            "[requiredAffinityTerms: \"Bad\" is not a valid label selector operator, requiredAntiAffinityTerms: \"Bad\" is not a valid label selector operator]"
+        );
     }
 
     #[test]

@@ -6,12 +6,14 @@ pub mod default_preemption;
 pub mod dynamic_resources;
 pub mod helper;
 pub mod image_locality;
+pub mod interpodaffinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_unschedulable;
 pub mod noderesources;
 pub mod nodevolumelimits;
+pub mod podtopologyspread;
 pub mod queue_sort;
 pub mod registry;
 pub mod scheduling_gates;
@@ -20,5 +22,7 @@ pub mod volume_restrictions;
 pub mod volume_zone;
 pub mod volumebinding;
 
+#[cfg(test)]
+pub mod conformance_cases;
 #[cfg(test)]
 pub mod testing;

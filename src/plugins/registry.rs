@@ -129,6 +129,49 @@ fn default_preemption(ctx: &FactoryContext) -> Built {
     )))
 }
 
+fn validation_error(errs: &[config::FieldError]) -> Option<String> {
+    (!errs.is_empty()).then(|| {
+        errs.iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
+}
+
+fn pod_topology_spread(ctx: &FactoryContext) -> Built {
+    let args = match ctx.args {
+        None => config::PodTopologySpreadArgs::default(),
+        Some(a) if a.is_absent() => config::PodTopologySpreadArgs::default(),
+        Some(PluginArgs::PodTopologySpread(a)) => a.clone(),
+        Some(other) => return Err(wrong_args("PodTopologySpreadArgs", other)),
+    };
+    let errs = config::validation::validate_pod_topology_spread_args(&FieldPath::root(), &args);
+    if let Some(e) = validation_error(&errs) {
+        return Err(e);
+    }
+    Ok(Arc::new(podtopologyspread::PodTopologySpread::new(
+        args.default_constraints.clone(),
+        args.is_system_defaulted(),
+    )))
+}
+
+fn inter_pod_affinity(ctx: &FactoryContext) -> Built {
+    let args = match ctx.args {
+        None => config::InterPodAffinityArgs::default(),
+        Some(a) if a.is_absent() => config::InterPodAffinityArgs::default(),
+        Some(PluginArgs::InterPodAffinity(a)) => a.clone(),
+        Some(other) => return Err(wrong_args("InterPodAffinityArgs", other)),
+    };
+    let errs = config::validation::validate_inter_pod_affinity_args(&FieldPath::root(), &args);
+    if let Some(e) = validation_error(&errs) {
+        return Err(e);
+    }
+    Ok(Arc::new(interpodaffinity::InterPodAffinity::new(
+        args.hard_pod_affinity_weight,
+        args.ignore_preferred_terms_of_existing_pods,
+    )))
+}
+
 /// Every in-tree plugin kubestep implements.
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
@@ -153,6 +196,8 @@ pub fn in_tree() -> Registry {
         noderesources::balanced_allocation::NAME,
         balanced_allocation,
     );
+    r.register(podtopologyspread::NAME, pod_topology_spread);
+    r.register(interpodaffinity::NAME, inter_pod_affinity);
     r.register(
         image_locality::NAME,
         simple::<image_locality::ImageLocality>,

@@ -1,0 +1,177 @@
+//! InterPodAffinity: required pod affinity / anti-affinity (of the incoming pod, and the
+//! anti-affinity of pods already running) filter nodes by topology domain; preferred terms
+//! of both sides, and existing pods' required affinity, score them.
+
+use crate::api::labels::{Selector, empty_labels};
+use crate::framework::listers::Listers;
+use crate::framework::plugin::{
+    FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
+};
+use crate::framework::types::AffinityTerm;
+
+pub mod filtering;
+pub mod scoring;
+
+pub const NAME: &str = "InterPodAffinity";
+pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+pub const ERR_REASON_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
+pub const ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+    "node(s) didn't match pod anti-affinity rules";
+
+/// Upstream's `InterPodAffinityArgs` defaults.
+pub const DEFAULT_HARD_POD_AFFINITY_WEIGHT: i32 = 1;
+
+#[derive(Debug, Clone)]
+pub struct InterPodAffinity {
+    /// Score weight of an existing pod's required affinity term matching the incoming pod.
+    hard_pod_affinity_weight: i32,
+    /// Skip scoring entirely for pods without preferred (anti-)affinity of their own.
+    ignore_preferred_terms_of_existing_pods: bool,
+}
+
+impl InterPodAffinity {
+    pub fn new(
+        hard_pod_affinity_weight: i32,
+        ignore_preferred_terms_of_existing_pods: bool,
+    ) -> InterPodAffinity {
+        InterPodAffinity {
+            hard_pod_affinity_weight,
+            ignore_preferred_terms_of_existing_pods,
+        }
+    }
+
+    pub fn hard_pod_affinity_weight(&self) -> i32 {
+        self.hard_pod_affinity_weight
+    }
+
+    pub fn ignore_preferred_terms_of_existing_pods(&self) -> bool {
+        self.ignore_preferred_terms_of_existing_pods
+    }
+}
+
+impl Default for InterPodAffinity {
+    fn default() -> Self {
+        InterPodAffinity::new(DEFAULT_HARD_POD_AFFINITY_WEIGHT, false)
+    }
+}
+
+impl Plugin for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+/// For one of the incoming pod's terms: a non-empty namespaceSelector is resolved, through
+/// the Namespace lister, into the names of the namespaces it selects, and then becomes a
+/// selector of nothing. An empty selector (`{}`) stays: it matches every namespace. So the
+/// incoming pod's terms are matched without namespace labels afterwards.
+pub fn merge_term_namespaces(term: &mut AffinityTerm, listers: &Listers) {
+    if term.namespace_selector.is_empty() {
+        return;
+    }
+    for (key, ns) in &listers.namespaces {
+        let labels = ns.metadata.labels.as_ref().unwrap_or(empty_labels());
+        if term.namespace_selector.matches(labels) {
+            term.namespaces
+                .insert(ns.metadata.name.clone().unwrap_or_else(|| key.clone()));
+        }
+    }
+    term.namespace_selector = Selector::nothing();
+}
+
+/// How a term reads in the CycleState pane.
+pub fn describe_term(t: &AffinityTerm) -> String {
+    let mut ns: Vec<&str> = t.namespaces.iter().map(String::as_str).collect();
+    ns.sort_unstable();
+    let mut s = format!(
+        "topologyKey={} selector={} namespaces=[{}]",
+        t.topology_key,
+        t.selector,
+        ns.join(",")
+    );
+    if !t.namespace_selector.is_nothing() {
+        s.push_str(&format!(" namespaceSelector={}", t.namespace_selector));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::testing::pod;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    #[test]
+    fn namespace_selector_resolution() {
+        let mut listers = Listers::default();
+        for (name, labels) in [
+            ("a", json!({"team": "x"})),
+            ("b", json!({"team": "y"})),
+            ("c", json!(null)),
+        ] {
+            let mut v = json!({"metadata": {"name": name}});
+            if !labels.is_null() {
+                v["metadata"]["labels"] = labels;
+            }
+            listers.namespaces.insert(
+                name.to_string(),
+                Arc::new(serde_json::from_value(v).unwrap()),
+            );
+        }
+        let p = pod(
+            json!({"metadata": {"name": "p", "namespace": "z"}, "spec": {"containers": [],
+            "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {}, "topologyKey": "k", "namespaceSelector": {"matchLabels": {"team": "x"}}, "namespaces": ["q"]},
+                {"labelSelector": {}, "topologyKey": "k", "namespaceSelector": {}},
+                {"labelSelector": {}, "topologyKey": "k", "namespaceSelector": {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}},
+                {"labelSelector": {}, "topologyKey": "k"}]}}}}),
+        );
+        let mut terms = p.required_affinity_terms.clone();
+        for t in &mut terms {
+            merge_term_namespaces(t, &listers);
+        }
+        let names = |t: &AffinityTerm| t.namespaces.iter().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&terms[0]), ["a", "q"]);
+        assert!(terms[0].namespace_selector.is_nothing());
+        assert!(names(&terms[1]).is_empty());
+        assert!(terms[1].namespace_selector.is_empty());
+        assert_eq!(names(&terms[2]), ["c"]);
+        assert_eq!(names(&terms[3]), ["z"]);
+        assert!(terms[3].namespace_selector.is_nothing());
+    }
+}
+
+#[cfg(test)]
+mod case_tests {
+    use super::*;
+    use crate::plugins::conformance_cases::{Coverage, all_case_ids, check, load};
+
+    #[test]
+    fn conformance_cases() {
+        let mut cov = Coverage::default();
+        let mut failures = Vec::new();
+        for id in all_case_ids() {
+            let case = load(&id);
+            for e in check(&case, NAME, &mut cov) {
+                failures.push(format!("{id}: {e}"));
+            }
+        }
+        println!("{cov:?}");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(cov.filter_rejections > 100 && cov.scored_cases > 20);
+    }
+}

@@ -1,0 +1,104 @@
+//! PodTopologySpread: spreads pods matching each constraint's selector evenly over the
+//! domains of its topology key. DoNotSchedule constraints filter nodes (the skew after
+//! placing the pod must stay within maxSkew); ScheduleAnyway constraints score them.
+//! Pods without constraints get the default constraints (system: hostname maxSkew 3 and
+//! zone maxSkew 5, ScheduleAnyway), selecting the pods of the same Services and controller.
+
+use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+
+use crate::framework::plugin::{
+    FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
+};
+
+pub mod common;
+pub mod filtering;
+pub mod scoring;
+
+pub const NAME: &str = "PodTopologySpread";
+pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints";
+pub const ERR_REASON_NODE_LABEL_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints (missing required label)";
+
+#[derive(Debug, Clone)]
+pub struct PodTopologySpread {
+    /// `defaultingType: System`: the system default constraints are in use, and nodes
+    /// missing a topology key still score.
+    system_defaulted: bool,
+    default_constraints: Vec<TopologySpreadConstraint>,
+}
+
+impl PodTopologySpread {
+    /// Builds the plugin from `PodTopologySpreadArgs`: `defaultConstraints`, and whether
+    /// `defaultingType` is System (which replaces them with the system defaults).
+    pub fn new(
+        default_constraints: Vec<TopologySpreadConstraint>,
+        system_defaulting: bool,
+    ) -> PodTopologySpread {
+        if system_defaulting {
+            PodTopologySpread {
+                system_defaulted: true,
+                default_constraints: common::system_default_constraints(),
+            }
+        } else {
+            PodTopologySpread {
+                system_defaulted: false,
+                default_constraints,
+            }
+        }
+    }
+
+    pub fn default_constraints(&self) -> &[TopologySpreadConstraint] {
+        &self.default_constraints
+    }
+
+    pub fn system_defaulted(&self) -> bool {
+        self.system_defaulted
+    }
+}
+
+impl Default for PodTopologySpread {
+    /// Upstream's default args: `defaultingType: System`.
+    fn default() -> Self {
+        PodTopologySpread::new(Vec::new(), true)
+    }
+}
+
+impl Plugin for PodTopologySpread {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugins::conformance_cases::{Coverage, all_case_ids, check, load};
+
+    #[test]
+    fn conformance_cases() {
+        let mut cov = Coverage::default();
+        let mut failures = Vec::new();
+        for id in all_case_ids() {
+            let case = load(&id);
+            for e in check(&case, NAME, &mut cov) {
+                failures.push(format!("{id}: {e}"));
+            }
+        }
+        println!("{cov:?}");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        assert!(cov.filter_rejections > 50 && cov.scored_cases > 15);
+    }
+}
