@@ -88,34 +88,52 @@ pub fn make_nodes(n: usize, seed: u64) -> Vec<Node> {
         .collect()
 }
 
-pub fn make_pods(workload: Workload, n: usize, seed: u64) -> Vec<Pod> {
+/// The pods a workload measures, after its (untimed) init pods, as scheduler_perf does:
+/// basic = cpu/memory requests only; anti-affinity = SchedulingPodAntiAffinity (every pod
+/// labelled color=green, required anti-affinity to color=green on the hostname);
+/// topology-spread = TopologySpreading (color=blue, maxSkew 5 over zones, DoNotSchedule).
+pub fn make_pods(workload: Workload, n: usize, seed: u64, namespace: &str, offset: usize) -> Vec<Pod> {
     let mut rng = Rng(seed ^ 0x5EED);
     (0..n)
         .map(|i| {
-            let cpu = rng.pick(&["100m", "250m", "500m", "1"]);
-            let mem = rng.pick(&["128Mi", "256Mi", "512Mi", "1Gi", "2Gi"]);
-            let mut spec = json!({"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": cpu, "memory": mem}}}]});
-            let app = match workload {
-                Workload::Basic => "basic",
+            let (cpu, mem) = match workload {
+                Workload::Basic => (*rng.pick(&["100m", "250m", "500m", "1"]), *rng.pick(&["128Mi", "256Mi", "512Mi", "1Gi", "2Gi"])),
+                _ => ("100m", "500Mi"),
+            };
+            let mut spec = json!({"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10",
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": {"cpu": cpu, "memory": mem}, "limits": {"cpu": cpu, "memory": mem}}}]});
+            let labels = match workload {
+                Workload::Basic => json!({"app": "basic"}),
                 Workload::AntiAffinity => {
                     spec["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                        {"labelSelector": {"matchLabels": {"app": "anti"}}, "topologyKey": "kubernetes.io/hostname"}]}});
-                    "anti"
+                        {"labelSelector": {"matchLabels": {"color": "green"}}, "topologyKey": "kubernetes.io/hostname",
+                         "namespaces": ["sched-0", "sched-1"]}]}});
+                    json!({"color": "green"})
                 }
                 Workload::TopologySpread => {
-                    spec["topologySpreadConstraints"] = json!([{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "spread"}}}]);
-                    "spread"
+                    spec["topologySpreadConstraints"] = json!([{"maxSkew": 5, "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"color": "blue"}}}]);
+                    json!({"color": "blue"})
                 }
             };
+            let i = i + offset;
             serde_json::from_value(json!({
-                "metadata": {"name": format!("pod-{i:06}"), "namespace": "bench", "uid": format!("uid-{i}"), "labels": {"app": app}},
+                "metadata": {"name": format!("pod-{i:06}"), "namespace": namespace, "uid": format!("uid-{i}"), "labels": labels},
                 "spec": spec
             }))
             .unwrap_or_default()
         })
         .collect()
+}
+
+/// Untimed pods scheduled before measuring, as scheduler_perf's initPods.
+pub fn init_pods(workload: Workload) -> (Workload, usize) {
+    match workload {
+        Workload::Basic => (Workload::Basic, 0),
+        Workload::AntiAffinity => (Workload::AntiAffinity, 1000),
+        Workload::TopologySpread => (Workload::Basic, 5000),
+    }
 }
 
 /// Peak resident memory of this process, from /proc (Linux only).
@@ -138,16 +156,16 @@ pub fn run(
         cluster.add(Object::Node(n));
     }
     let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
-    let pending: Vec<Arc<PodInfo>> = make_pods(workload, pods, 7)
-        .into_iter()
-        .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
-        .collect();
+    let to_infos = |v: Vec<Pod>| -> Vec<Arc<PodInfo>> { v.into_iter().map(|p| Arc::new(PodInfo::new(Arc::new(p)))).collect() };
+    let (init_kind, init_count) = init_pods(workload);
+    for pod in to_infos(make_pods(init_kind, init_count, 3, "sched-0", 0)) {
+        sched.schedule_one(pod, Detail::Decision);
+    }
+    let pending = to_infos(make_pods(workload, pods, 7, "sched-1", init_count));
     let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
     let started = Instant::now();
     for pod in pending {
-        let Some(cycle) = sched.schedule_one(pod, detail) else {
-            continue;
-        };
+        let Some(cycle) = sched.schedule_one(pod, detail) else { continue };
         match cycle.outcome {
             Some(CycleOutcome::Selected { .. }) => scheduled += 1,
             _ => unschedulable += 1,

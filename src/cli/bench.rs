@@ -22,8 +22,10 @@ pub struct BenchArgs {
     workload: WorkloadArg,
     #[arg(long, default_value_t = 5000)]
     nodes: usize,
-    #[arg(long, default_value_t = 10000)]
-    pods: usize,
+    /// Measured pods (after the workload's untimed init pods); default 10000 for basic,
+    /// 2000 for anti-affinity, 5000 for topology-spread, as in scheduler_perf.
+    #[arg(long)]
+    pods: Option<usize>,
     /// Also compute and keep every Filter plugin's verdict on every node and all scores.
     #[arg(long)]
     full: bool,
@@ -56,7 +58,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Some(p) => kubestep::config::load_file(p)?,
             None => kubestep::config::default_configuration(),
         };
-        let r = bench::run(w, a.nodes, a.pods, detail, cfg).map_err(anyhow::Error::msg)?;
+        let pods = a.pods.unwrap_or(match w {
+            Workload::Basic => 10000,
+            Workload::AntiAffinity => 2000,
+            Workload::TopologySpread => 5000,
+        });
+        let r = bench::run(w, a.nodes, pods, detail, cfg).map_err(anyhow::Error::msg)?;
         if a.json {
             println!("{}", serde_json::to_string(&r)?);
         } else {
