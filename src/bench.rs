@@ -49,6 +49,8 @@ pub struct BenchReport {
     /// Filter verdicts and score entries kept across all cycles (full detail).
     pub cells_kept: u64,
     pub peak_rss_mib: Option<f64>,
+    /// Mean microseconds per measured pod spent in each phase (from the cycle traces).
+    pub phase_micros: std::collections::BTreeMap<String, f64>,
 }
 
 /// splitmix64: small, deterministic, good enough for generating fixtures.
@@ -92,7 +94,13 @@ pub fn make_nodes(n: usize, seed: u64) -> Vec<Node> {
 /// basic = cpu/memory requests only; anti-affinity = SchedulingPodAntiAffinity (every pod
 /// labelled color=green, required anti-affinity to color=green on the hostname);
 /// topology-spread = TopologySpreading (color=blue, maxSkew 5 over zones, DoNotSchedule).
-pub fn make_pods(workload: Workload, n: usize, seed: u64, namespace: &str, offset: usize) -> Vec<Pod> {
+pub fn make_pods(
+    workload: Workload,
+    n: usize,
+    seed: u64,
+    namespace: &str,
+    offset: usize,
+) -> Vec<Pod> {
     let mut rng = Rng(seed ^ 0x5EED);
     (0..n)
         .map(|i| {
@@ -156,16 +164,26 @@ pub fn run(
         cluster.add(Object::Node(n));
     }
     let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
-    let to_infos = |v: Vec<Pod>| -> Vec<Arc<PodInfo>> { v.into_iter().map(|p| Arc::new(PodInfo::new(Arc::new(p)))).collect() };
+    let to_infos = |v: Vec<Pod>| -> Vec<Arc<PodInfo>> {
+        v.into_iter()
+            .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
+            .collect()
+    };
     let (init_kind, init_count) = init_pods(workload);
     for pod in to_infos(make_pods(init_kind, init_count, 3, "sched-0", 0)) {
         sched.schedule_one(pod, Detail::Decision);
     }
     let pending = to_infos(make_pods(workload, pods, 7, "sched-1", init_count));
     let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
+    let mut phases: std::collections::BTreeMap<String, Duration> = Default::default();
     let started = Instant::now();
     for pod in pending {
-        let Some(cycle) = sched.schedule_one(pod, detail) else { continue };
+        let Some(cycle) = sched.schedule_one(pod, detail) else {
+            continue;
+        };
+        for run in &cycle.trace {
+            *phases.entry(run.phase.as_str().to_string()).or_default() += run.duration;
+        }
         match cycle.outcome {
             Some(CycleOutcome::Selected { .. }) => scheduled += 1,
             _ => unschedulable += 1,
@@ -189,5 +207,9 @@ pub fn run(
         pods_per_second: pods as f64 / elapsed.as_secs_f64(),
         cells_kept: cells,
         peak_rss_mib: peak_rss_mib(),
+        phase_micros: phases
+            .into_iter()
+            .map(|(k, v)| (k, v.as_secs_f64() * 1e6 / pods.max(1) as f64))
+            .collect(),
     })
 }

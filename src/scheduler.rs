@@ -80,7 +80,16 @@ impl Scheduler {
         let mut cycle = SchedulingCycle::new(pod, detail, self.next_start_node_index);
         {
             let env = self.env(&self.frameworks[fwk_index]);
-            cycle.run(&env);
+            // Run the whole cycle on a pool thread, so this thread takes part in the
+            // parallel Filter/Score work instead of waking the pool for every wave.
+            match &self.pool {
+                Some(pool) => pool.install(|| {
+                    cycle.run(&env);
+                }),
+                None => {
+                    cycle.run(&env);
+                }
+            }
         }
         if let Some(next) = cycle.next_start_node_index {
             self.next_start_node_index = next;
@@ -94,7 +103,7 @@ impl Scheduler {
 
     /// Places a pod on a node in the snapshot (upstream `AssumePod`).
     pub fn assume(&mut self, pod: &PodInfo, node: &str) -> Arc<PodInfo> {
-        let assumed = Arc::new(PodInfo::new(Arc::new(with_node_name(&pod.pod, node))));
+        let assumed = Arc::new(pod.bound_to(node));
         self.nominator.remove(&pod.uid);
         self.snapshot.add_pod(assumed.clone());
         assumed

@@ -79,6 +79,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 r.pods_per_second,
                 r.peak_rss_mib.unwrap_or(0.0)
             );
+            let phases: Vec<String> = r
+                .phase_micros
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}µs"))
+                .collect();
+            println!("{:<16} per pod: {}", "", phases.join(", "));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -2,6 +2,8 @@
 //! incrementally as upstream's scheduler cache does.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Taint};
@@ -98,7 +100,7 @@ pub struct NodeInfo {
     pub non_zero_requested: Resource,
     pub allocatable: Resource,
     /// Image name (every name listed in status.images) → size in bytes.
-    pub images: HashMap<String, i64>,
+    pub images: FxHashMap<String, i64>,
     /// `namespace/claim` → number of pods on this node using it.
     pub pvc_ref_counts: HashMap<String, i32>,
     pub generation: u64,
@@ -111,7 +113,7 @@ impl NodeInfo {
         let allocatable = Resource::from_list(&to_resource_list(
             status.and_then(|s| s.allocatable.as_ref()),
         ));
-        let mut images = HashMap::new();
+        let mut images = FxHashMap::default();
         for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
             let size = img.size_bytes.unwrap_or(0);
             for n in img.names.iter().flatten() {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::cycle_state::CycleState;
 use super::node_info::NodeInfo;
-use super::plugin::{Handle, PreFilterResult};
+use super::plugin::{FilterPlugin, Handle, PreFilterResult};
 use super::profile::{ExtensionPoint, Framework, PluginEntry};
 use super::status::{Code, Status};
 use super::types::PodInfo;
@@ -104,6 +104,16 @@ impl Framework {
             }
         }
         Status::success()
+    }
+
+    /// The Filter plugins PreFilter did not skip, in order, ready to call per node.
+    pub fn active_filters(&self, state: &CycleState) -> Vec<(&'static str, &dyn FilterPlugin)> {
+        self.plugins(ExtensionPoint::Filter)
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !state.is_filter_skipped_at(*i))
+            .filter_map(|(_, e)| Some((e.name, e.plugin.as_filter()?)))
+            .collect()
     }
 
     /// One Filter plugin; Success when PreFilter asked to skip it.
@@ -281,4 +291,21 @@ mod tests {
         err.apply("X", None, Status::code_only(Code::Wait));
         assert_eq!(err.status().code(), Code::Error);
     }
+}
+
+/// Runs a prepared list of Filter plugins on one node, stopping at the first failure.
+pub fn run_filter_list(
+    list: &[(&'static str, &dyn FilterPlugin)],
+    h: &Handle,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Status {
+    for (name, f) in list {
+        let s = f.filter(h, state, pod, node);
+        if !s.is_success() {
+            return filter_status(name, s);
+        }
+    }
+    Status::success()
 }

@@ -4,6 +4,8 @@
 //! pods are added and removed in place, and only node changes rebuild the order.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Node;
@@ -14,14 +16,14 @@ use super::types::PodInfo;
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     nodes: Vec<NodeInfo>,
-    index: HashMap<String, usize>,
+    index: FxHashMap<String, usize>,
     /// Indices (in list order) of nodes with pods that have (anti-)affinity.
     with_affinity: Vec<usize>,
     with_required_anti_affinity: Vec<usize>,
     /// `namespace/claim` → number of scheduled pods using it.
     used_pvcs: HashMap<String, i32>,
     /// Image name → number of nodes that have it.
-    image_nodes: HashMap<String, usize>,
+    image_nodes: FxHashMap<String, usize>,
     /// Pods whose node is not (yet) in the snapshot, kept until it appears.
     orphans: HashMap<String, Vec<Arc<PodInfo>>>,
     /// Upstream's node tree: zones in order of first appearance, names in insertion order.

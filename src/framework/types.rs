@@ -162,7 +162,7 @@ pub struct PodInfo {
     pub host_ports: Vec<HostPort>,
     /// Images of init containers then containers, tagged ":latest" when untagged (what
     /// ImageLocality looks up on nodes).
-    pub images: Vec<String>,
+    pub images: Arc<[String]>,
 }
 
 /// Appends ":latest" to an image without a tag, as upstream's ImageLocality does.
@@ -260,9 +260,10 @@ impl PodInfo {
                     .flatten()
                     .chain(s.containers.iter())
                     .map(|c| normalized_image_name(c.image.as_deref().unwrap_or("")))
-                    .collect()
+                    .collect::<Vec<_>>()
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into();
         PodInfo {
             images,
             key: format!("{namespace}/{name}"),
@@ -278,6 +279,17 @@ impl PodInfo {
             resource,
             host_ports,
             pod,
+        }
+    }
+
+    /// The same pod placed on `node` (what the scheduler assumes before binding), reusing
+    /// everything derived from the spec.
+    pub fn bound_to(&self, node: &str) -> PodInfo {
+        let mut pod = (*self.pod).clone();
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+        PodInfo {
+            pod: Arc::new(pod),
+            ..self.clone()
         }
     }
 

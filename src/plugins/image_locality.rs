@@ -12,16 +12,7 @@ const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 #[derive(Debug, Default)]
 pub struct ImageLocality;
 
-/// Appends ":latest" to an image without a tag, as upstream does.
-pub fn normalized_image_name(name: &str) -> String {
-    let colon = name.rfind(':').map(|i| i as i64).unwrap_or(-1);
-    let slash = name.rfind('/').map(|i| i as i64).unwrap_or(-1);
-    if colon <= slash {
-        format!("{name}:latest")
-    } else {
-        name.to_string()
-    }
-}
+pub use crate::framework::types::normalized_image_name;
 
 fn calculate_priority(sum: i64, num_containers: usize) -> i64 {
     let max_threshold = MAX_CONTAINER_THRESHOLD * num_containers as i64;
@@ -53,27 +44,17 @@ impl ScorePlugin for ImageLocality {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status) {
-        let Some(spec) = pod.pod.spec.as_ref() else {
-            return (0, Status::success());
-        };
         let total = h.snapshot.num_nodes();
-        let containers = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(spec.containers.iter());
         let mut sum = 0i64;
-        let mut count = 0usize;
-        for c in containers {
-            count += 1;
-            let name = normalized_image_name(c.image.as_deref().unwrap_or(""));
-            if let Some(&size) = node.images.get(&name) {
+        for name in pod.images.iter() {
+            if let Some(&size) = node.images.get(name) {
                 if total > 0 {
-                    let spread = h.snapshot.image_num_nodes(&name) as f64 / total as f64;
+                    let spread = h.snapshot.image_num_nodes(name) as f64 / total as f64;
                     sum += (size as f64 * spread) as i64;
                 }
             }
         }
+        let count = pod.images.len();
         (calculate_priority(sum, count), Status::success())
     }
 }

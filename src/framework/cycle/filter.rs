@@ -16,7 +16,7 @@ use super::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};
 use crate::framework::cycle_state::CycleState;
 use crate::framework::node_info::NodeInfo;
 use crate::framework::profile::ExtensionPoint;
-use crate::framework::runtime::filter_status;
+use crate::framework::runtime::{filter_status, run_filter_list};
 use crate::framework::status::{Code, Status};
 
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -104,24 +104,20 @@ impl FilterMatrix {
         }
     }
 
-    fn push_column(&mut self, results: &[Option<Status>]) {
-        self.cells.reserve(results.len());
-        for r in results {
-            let code = match r {
-                None => CELL_SKIPPED,
-                Some(s) if s.is_success() => CELL_PASS,
-                Some(s) => {
-                    let i = match self.statuses.iter().position(|x| x == s) {
-                        Some(i) => i,
-                        None => {
-                            self.statuses.push(s.clone());
-                            self.statuses.len() - 1
-                        }
-                    };
-                    CELL_STATUS_BASE + i as u32
+    /// Appends one plugin's column: all Skipped, or Pass except the listed failures.
+    fn push_sparse_column(&mut self, skipped: bool, failures: &[(usize, Status)]) {
+        let base = self.cells.len();
+        let fill = if skipped { CELL_SKIPPED } else { CELL_PASS };
+        self.cells.resize(base + self.nodes.len(), fill);
+        for (row, s) in failures {
+            let i = match self.statuses.iter().position(|x| x == s) {
+                Some(i) => i,
+                None => {
+                    self.statuses.push(s.clone());
+                    self.statuses.len() - 1
                 }
             };
-            self.cells.push(code);
+            self.cells[base + row] = CELL_STATUS_BASE + i as u32;
         }
     }
 
@@ -335,31 +331,32 @@ impl SchedulingCycle {
         let skipped = self.state.is_filter_skipped(e.name);
         let state = &self.state;
         let pod = &self.pod;
-        let eval = |ci: usize| -> Option<Status> {
-            if skipped || (!full && p.first_failure[ci].is_some()) {
-                return None;
-            }
-            let (st, node) = match p.nominated.get(ci).and_then(|o| o.as_deref()) {
-                Some((st, node)) => (st, node),
-                None => (state, &env.snapshot.list()[p.candidates[ci]]),
-            };
-            let f = e.plugin.as_filter()?;
-            Some(filter_status(e.name, f.filter(&h, st, pod, node)))
-        };
-        let results: Vec<Option<Status>> = par_map(env, p.candidates.len(), eval);
-        let mut rejected = 0;
-        for (ci, r) in results.iter().enumerate() {
-            if let Some(s) = r {
-                if !s.is_success() {
-                    rejected += 1;
-                    if p.first_failure[ci].is_none() {
-                        p.first_failure[ci] = Some(s.clone());
-                    }
+        // Only failures are materialized; passing nodes (the common case) cost nothing.
+        let failures: Vec<(usize, Status)> = if skipped {
+            Vec::new()
+        } else {
+            let eval = |ci: usize| -> Option<(usize, Status)> {
+                if !full && p.first_failure[ci].is_some() {
+                    return None;
                 }
+                let (st, node) = match p.nominated.get(ci).and_then(|o| o.as_deref()) {
+                    Some((st, node)) => (st, node),
+                    None => (state, &env.snapshot.list()[p.candidates[ci]]),
+                };
+                let f = e.plugin.as_filter()?;
+                let s = filter_status(e.name, f.filter(&h, st, pod, node));
+                (!s.is_success()).then_some((ci, s))
+            };
+            par_filter_map(env, p.candidates.len(), eval)
+        };
+        let rejected = failures.len();
+        for (ci, s) in &failures {
+            if p.first_failure[*ci].is_none() {
+                p.first_failure[*ci] = Some(s.clone());
             }
         }
         if let Some(m) = self.matrix.as_mut() {
-            m.push_column(&results);
+            m.push_sparse_column(skipped, &failures);
         }
         let summary = if skipped {
             Status::skip()
@@ -412,6 +409,11 @@ impl SchedulingCycle {
             self.feasible = p.candidates.iter().take(p.num_to_find).copied().collect();
             search.stopped = true;
         }
+        // Without nominated pods every node runs the same plugin list: prepare it once.
+        let active = env
+            .nominator
+            .is_empty()
+            .then(|| env.framework.active_filters(&self.state));
         let mut next = 0;
         while !search.stopped && next < p.candidates.len() {
             let need = p.num_to_find.saturating_sub(self.feasible.len()) + 1;
@@ -420,8 +422,12 @@ impl SchedulingCycle {
             let pod = &self.pod;
             let results: Vec<Status> = par_map(env, wave, |i| {
                 let node = &env.snapshot.list()[p.candidates[next + i]];
-                env.framework
-                    .run_filter_plugins_with_nominated_pods(&h, state, pod, node)
+                match &active {
+                    Some(list) => run_filter_list(list, &h, state, pod, node),
+                    None => env
+                        .framework
+                        .run_filter_plugins_with_nominated_pods(&h, state, pod, node),
+                }
             });
             for (i, s) in results.into_iter().enumerate() {
                 if search.consume(self, env, p.candidates[next + i], s) {
@@ -513,6 +519,24 @@ impl Search {
         cycle.diagnosis.add_plugin_status(&s);
         cycle.diagnosis.node_to_status.set(name, s);
         false
+    }
+}
+
+/// Filter-maps `0..n` in parallel on the configured pool, keeping order.
+fn par_filter_map<T: Send>(
+    env: &CycleEnv,
+    n: usize,
+    f: impl Fn(usize) -> Option<T> + Sync + Send,
+) -> Vec<T> {
+    match env.pool {
+        Some(pool) if n > 64 => pool.install(|| {
+            (0..n)
+                .into_par_iter()
+                .with_min_len(32)
+                .filter_map(&f)
+                .collect()
+        }),
+        _ => (0..n).filter_map(f).collect(),
     }
 }
 

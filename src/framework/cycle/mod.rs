@@ -90,7 +90,7 @@ impl<'a> CycleEnv<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct PluginRun {
     pub phase: Phase,
-    pub plugin: String,
+    pub plugin: std::borrow::Cow<'static, str>,
     pub code: Code,
     pub message: String,
     #[serde(serialize_with = "ser_micros")]
@@ -239,7 +239,7 @@ impl SchedulingCycle {
             Phase::PreFilter => self.advance_pre_filter(env),
             Phase::Filter => self.advance_filter(env, one_plugin),
             Phase::PostFilter => self.advance_post_filter(env),
-            Phase::PreScore => self.advance_pre_score(env),
+            Phase::PreScore => self.advance_pre_score(env, !one_plugin),
             Phase::Score => self.advance_score(env, !one_plugin),
             Phase::NormalizeScore => self.advance_normalize(env),
             Phase::SelectHost => self.select_host(env),
@@ -252,10 +252,10 @@ impl SchedulingCycle {
         self.cursor = 0;
     }
 
-    fn record(&mut self, plugin: &str, status: &Status, started: Instant) {
+    fn record(&mut self, plugin: &'static str, status: &Status, started: Instant) {
         self.trace.push(PluginRun {
             phase: self.phase,
-            plugin: plugin.to_string(),
+            plugin: plugin.into(),
             code: status.code(),
             message: status.message(),
             duration: started.elapsed(),

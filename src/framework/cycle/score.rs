@@ -43,17 +43,18 @@ pub struct ScoreTable {
 }
 
 impl SchedulingCycle {
-    pub(super) fn advance_pre_score(&mut self, env: &CycleEnv) {
+    /// Runs the next PreScore plugin, or with `all` every remaining one.
+    pub(super) fn advance_pre_score(&mut self, env: &CycleEnv, all: bool) {
         let plugins = env.framework.plugins(ExtensionPoint::PreScore);
-        if let Some(e) = plugins.get(self.cursor) {
+        let h = env.handle();
+        let nodes: Vec<_> = self
+            .feasible
+            .iter()
+            .map(|&i| &env.snapshot.list()[i])
+            .collect();
+        while let Some(e) = plugins.get(self.cursor) {
             self.cursor += 1;
             let started = Instant::now();
-            let h = env.handle();
-            let nodes: Vec<_> = self
-                .feasible
-                .iter()
-                .map(|&i| &env.snapshot.list()[i])
-                .collect();
             let s = match e.plugin.as_pre_score() {
                 Some(p) => p.pre_score(&h, &mut self.state, &self.pod, &nodes),
                 None => Status::success(),
@@ -71,7 +72,7 @@ impl SchedulingCycle {
                 ));
                 return self.finish(CycleOutcome::Error(err));
             }
-            if self.cursor < plugins.len() {
+            if !all && self.cursor < plugins.len() {
                 return;
             }
         }
@@ -133,34 +134,46 @@ impl SchedulingCycle {
         let pod = &self.pod;
         let nodes = &table.nodes;
         let width = plugins.len();
-        // Row-major results: node i, plugin k at i * width + k.
-        let score_node = |i: usize| -> Vec<(i64, Status)> {
+        // Row-major scores: node i, plugin k at i * width + k; failures kept aside (rare).
+        let mut flat = vec![0i64; nodes.len() * width];
+        let score_row = |i: usize, row: &mut [i64]| -> Option<(usize, Status)> {
             let node = &env.snapshot.list()[nodes[i]];
-            plugins
-                .iter()
-                .map(|(_, p)| p.score(&h, state, pod, node))
-                .collect()
+            let mut failed = None;
+            for (k, (_, p)) in plugins.iter().enumerate() {
+                let (v, st) = p.score(&h, state, pod, node);
+                row[k] = v;
+                if failed.is_none() && !st.is_success() {
+                    failed = Some((k, st));
+                }
+            }
+            failed
         };
-        let rows: Vec<Vec<(i64, Status)>> = match env.pool {
-            Some(pool) if nodes.len() > 64 => pool.install(|| {
-                (0..nodes.len())
-                    .into_par_iter()
+        let failures: Vec<(usize, usize, Status)> = match env.pool {
+            Some(pool) if nodes.len() > 64 && width > 0 => pool.install(|| {
+                flat.par_chunks_mut(width)
+                    .enumerate()
                     .with_min_len(32)
-                    .map(score_node)
+                    .filter_map(|(i, row)| score_row(i, row).map(|(k, s)| (i, k, s)))
                     .collect()
             }),
-            _ => (0..nodes.len()).map(score_node).collect(),
+            _ if width > 0 => flat
+                .chunks_mut(width)
+                .enumerate()
+                .filter_map(|(i, row)| score_row(i, row).map(|(k, s)| (i, k, s)))
+                .collect(),
+            _ => Vec::new(),
         };
+        let n_nodes = nodes.len();
         self.cursor = last;
         let mut failure: Option<(&'static str, Status)> = None;
         let per_plugin = started.elapsed() / width.max(1) as u32;
         for (k, (name, _)) in plugins.iter().enumerate() {
-            let raw: Vec<i64> = rows.iter().map(|r| r[k].0).collect();
-            let failed = rows
+            let raw: Vec<i64> = (0..n_nodes).map(|i| flat[i * width + k]).collect();
+            let failed = failures
                 .iter()
-                .map(|r| &r[k].1)
-                .find(|s| !s.is_success())
-                .cloned();
+                .filter(|(_, fk, _)| *fk == k)
+                .min_by_key(|(i, _, _)| *i)
+                .map(|(_, _, s)| s.clone());
             if let Some(t) = self.scores.as_mut() {
                 if let Some(ps) = t.plugins.iter_mut().find(|p| p.name == *name) {
                     ps.normalized = raw.clone();
@@ -170,7 +183,7 @@ impl SchedulingCycle {
             let status = failed.clone().unwrap_or_default();
             self.trace.push(PluginRun {
                 phase: self.phase,
-                plugin: name.to_string(),
+                plugin: (*name).into(),
                 code: status.code(),
                 message: status.message(),
                 duration: per_plugin,

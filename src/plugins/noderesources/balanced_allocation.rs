@@ -98,17 +98,14 @@ impl ScorePlugin for BalancedAllocation {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status) {
-        let reqs = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Ok(s) => s.pod_requests.clone(),
-            Err(_) => {
-                let r = self.scorer.pod_requests(pod);
-                if r.iter().all(|&v| v == 0) {
-                    return (0, Status::success());
-                }
-                r
-            }
-        };
-        (self.scorer.score(node, &reqs), Status::success())
+        if let Ok(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            return (self.scorer.score(node, &s.pod_requests), Status::success());
+        }
+        let r = self.scorer.pod_requests(pod);
+        if r.iter().all(|&v| v == 0) {
+            return (0, Status::success());
+        }
+        (self.scorer.score(node, &r), Status::success())
     }
 }
 

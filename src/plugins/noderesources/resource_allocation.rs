@@ -53,7 +53,7 @@ pub struct ResourceAllocationScorer {
 }
 
 /// Per-resource values for one node; configurations name a handful of resources.
-type Values = smallvec::SmallVec<[i64; 8]>;
+type Values = smallvec::SmallVec<[i64; 4]>;
 
 impl ResourceAllocationScorer {
     pub fn new(
@@ -233,7 +233,7 @@ pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
 
 /// One minus the standard deviation of the requested fractions, times 100, truncated.
 pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
-    let mut fractions: smallvec::SmallVec<[f64; 8]> = smallvec::SmallVec::new();
+    let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
     let mut total = 0.0f64;
     for i in 0..requested.len() {
         if allocatable[i] == 0 {
