@@ -172,9 +172,8 @@ impl Selector {
     }
 
     pub fn add(&mut self, r: Requirement) {
-        match &mut self.requirements {
-            Some(v) => v.push(r),
-            None => {}
+        if let Some(v) = &mut self.requirements {
+            v.push(r)
         }
     }
 
@@ -229,12 +228,12 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
-    if let Some(p) = prefix {
-        if p.is_empty() || p.len() > 253 || !is_dns_subdomain(p) {
-            return Err(format!(
-                "key: Invalid value: {key:?}: prefix part must be a DNS subdomain"
-            ));
-        }
+    if let Some(p) = prefix
+        && (p.is_empty() || p.len() > 253 || !is_dns_subdomain(p))
+    {
+        return Err(format!(
+            "key: Invalid value: {key:?}: prefix part must be a DNS subdomain"
+        ));
     }
     if name.is_empty() || name.len() > 63 || !is_qualified_name_part(name) {
         return Err(format!(

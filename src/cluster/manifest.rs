@@ -27,7 +27,7 @@ pub enum ManifestError {
     Object {
         file: String,
         line: usize,
-        error: ObjectError,
+        error: Box<ObjectError>,
     },
 }
 
@@ -193,7 +193,7 @@ fn collect(
             return Err(ManifestError::Object {
                 file: file.to_string(),
                 line,
-                error,
+                error: Box::new(error),
             });
         }
     }

@@ -20,7 +20,7 @@ use crate::framework::{PodInfo, Snapshot};
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     #[error(transparent)]
-    Manifest(#[from] ManifestError),
+    Manifest(#[from] Box<ManifestError>),
     #[error("{file}:{line}: duplicate {kind} {key} (first defined at {first})")]
     Duplicate {
         file: String,
@@ -52,7 +52,7 @@ impl ClusterState {
         let mut objects = Vec::new();
         let mut notes = Vec::new();
         for p in paths {
-            let (objs, n) = manifest::load_file(p)?;
+            let (objs, n) = manifest::load_file(p).map_err(Box::new)?;
             objects.extend(objs);
             notes.extend(n.0);
         }

@@ -18,6 +18,9 @@ use crate::api::quantity::Quantity;
 /// API group/version of the scheduler-plugins PodGroup (gang scheduling).
 pub const POD_GROUP_API_VERSION: &str = "scheduling.x-k8s.io/v1alpha1";
 
+/// Objects are parsed once and moved into `Arc`s, so the size spread between kinds costs
+/// nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Object {
     Node(Node),
@@ -220,11 +223,9 @@ fn normalize_quantities(v: &mut Value, in_resource_list: bool) {
     match v {
         Value::Object(m) => {
             for (k, child) in m.iter_mut() {
-                if in_resource_list {
-                    if let Value::Number(n) = child {
-                        *child = Value::String(n.to_string());
-                        continue;
-                    }
+                if in_resource_list && let Value::Number(n) = child {
+                    *child = Value::String(n.to_string());
+                    continue;
                 }
                 normalize_quantities(child, RESOURCE_LIST_KEYS.contains(&k.as_str()));
             }

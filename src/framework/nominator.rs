@@ -23,12 +23,12 @@ impl Nominator {
     }
 
     pub fn remove(&mut self, uid: &str) {
-        if let Some(node) = self.node_of.remove(uid) {
-            if let Some(list) = self.by_node.get_mut(&node) {
-                list.retain(|p| p.uid != uid);
-                if list.is_empty() {
-                    self.by_node.remove(&node);
-                }
+        if let Some(node) = self.node_of.remove(uid)
+            && let Some(list) = self.by_node.get_mut(&node)
+        {
+            list.retain(|p| p.uid != uid);
+            if list.is_empty() {
+                self.by_node.remove(&node);
             }
         }
     }

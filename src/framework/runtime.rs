@@ -255,6 +255,23 @@ pub fn filter_status(name: &'static str, s: Status) -> Status {
     Status::error(format!("running {name:?} filter plugin: {}", s.message())).with_plugin(name)
 }
 
+/// Runs a prepared list of Filter plugins on one node, stopping at the first failure.
+pub fn run_filter_list(
+    list: &[(&'static str, &dyn FilterPlugin)],
+    h: &Handle,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Status {
+    for (name, f) in list {
+        let s = f.filter(h, state, pod, node);
+        if !s.is_success() {
+            return filter_status(name, s);
+        }
+    }
+    Status::success()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,21 +308,4 @@ mod tests {
         err.apply("X", None, Status::code_only(Code::Wait));
         assert_eq!(err.status().code(), Code::Error);
     }
-}
-
-/// Runs a prepared list of Filter plugins on one node, stopping at the first failure.
-pub fn run_filter_list(
-    list: &[(&'static str, &dyn FilterPlugin)],
-    h: &Handle,
-    state: &CycleState,
-    pod: &PodInfo,
-    node: &NodeInfo,
-) -> Status {
-    for (name, f) in list {
-        let s = f.filter(h, state, pod, node);
-        if !s.is_success() {
-            return filter_status(name, s);
-        }
-    }
-    Status::success()
 }

@@ -47,11 +47,11 @@ impl ScorePlugin for ImageLocality {
         let total = h.snapshot.num_nodes();
         let mut sum = 0i64;
         for name in pod.images.iter() {
-            if let Some(&size) = node.images.get(name) {
-                if total > 0 {
-                    let spread = h.snapshot.image_num_nodes(name) as f64 / total as f64;
-                    sum += (size as f64 * spread) as i64;
-                }
+            if let Some(&size) = node.images.get(name)
+                && total > 0
+            {
+                let spread = h.snapshot.image_num_nodes(name) as f64 / total as f64;
+                sum += (size as f64 * spread) as i64;
             }
         }
         let count = pod.images.len();

@@ -227,10 +227,10 @@ impl PreFilterPlugin for NodeAffinity {
 
 impl FilterPlugin for NodeAffinity {
     fn filter(&self, _h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        if let Some(sel) = &self.added_node_selector {
-            if !sel.matches(node.name(), node.labels()) {
-                return Status::unresolvable(ERR_REASON_ENFORCED);
-            }
+        if let Some(sel) = &self.added_node_selector
+            && !sel.matches(node.name(), node.labels())
+        {
+            return Status::unresolvable(ERR_REASON_ENFORCED);
         }
         let matched = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
             Ok(s) => s.required.matches(node.name(), node.labels()),

@@ -112,7 +112,7 @@ pub enum CycleOutcome {
     },
     /// No node fits; PostFilter (preemption) may have nominated one.
     Unschedulable {
-        fit_error: FitError,
+        fit_error: Box<FitError>,
         post_filter: Option<PostFilterResult>,
         status: Status,
     },
@@ -321,7 +321,7 @@ impl SchedulingCycle {
         } else {
             let fit_error = self.fit_error(env);
             self.finish(CycleOutcome::Unschedulable {
-                fit_error,
+                fit_error: Box::new(fit_error),
                 post_filter: None,
                 status: Status::unschedulable(""),
             });
@@ -401,7 +401,7 @@ impl SchedulingCycle {
         self.diagnosis.post_filter_msg = status.message();
         let fit_error = self.fit_error(env);
         self.finish(CycleOutcome::Unschedulable {
-            fit_error,
+            fit_error: Box::new(fit_error),
             post_filter: result,
             status,
         });

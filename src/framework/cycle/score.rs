@@ -174,11 +174,11 @@ impl SchedulingCycle {
                 .filter(|(_, fk, _)| *fk == k)
                 .min_by_key(|(i, _, _)| *i)
                 .map(|(_, _, s)| s.clone());
-            if let Some(t) = self.scores.as_mut() {
-                if let Some(ps) = t.plugins.iter_mut().find(|p| p.name == *name) {
-                    ps.normalized = raw.clone();
-                    ps.raw = raw;
-                }
+            if let Some(t) = self.scores.as_mut()
+                && let Some(ps) = t.plugins.iter_mut().find(|p| p.name == *name)
+            {
+                ps.normalized = raw.clone();
+                ps.raw = raw;
             }
             let status = failed.clone().unwrap_or_default();
             self.trace.push(PluginRun {
@@ -249,7 +249,7 @@ impl SchedulingCycle {
                 "running Normalize on Score plugins: plugin {name:?} failed with: {}",
                 s.message()
             ));
-            return self.finish(CycleOutcome::Error(err));
+            self.finish(CycleOutcome::Error(err))
         }
     }
 
