@@ -8,11 +8,54 @@ use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
-use crate::explain::{ExplainError, frameworks};
+use crate::config::{ConfigError, FieldPath, PluginArgs};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::listers::Listers;
 use crate::framework::nominator::Nominator;
 use crate::framework::{Framework, PodInfo, Snapshot};
+use crate::plugins::registry;
+
+/// Why a configuration cannot be turned into running profiles.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{file}: profiles[{index}] ({profile}): {message}")]
+    Profile {
+        file: String,
+        index: usize,
+        profile: String,
+        message: String,
+    },
+}
+
+/// Builds every profile's framework, reporting problems against the configuration file.
+pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>, SetupError> {
+    let reg = registry::in_tree();
+    let mut out = Vec::new();
+    for (i, p) in config.profiles.iter().enumerate() {
+        // NodeResourcesFit validates its args when built (upstream's config validation
+        // skips them); check them here so errors point at the file, line and field.
+        if let Some(PluginArgs::NodeResourcesFit(a)) = p.plugin_args("NodeResourcesFit") {
+            let path = config
+                .plugin_config_path(i, "NodeResourcesFit")
+                .unwrap_or_else(|| FieldPath::new("profiles"))
+                .child("args");
+            let errs = crate::config::validate_node_resources_fit_args(a, &path);
+            if !errs.is_empty() {
+                return Err(config.locate_errors(errs).into());
+            }
+        }
+        let f = Framework::new(&reg, p).map_err(|message| SetupError::Profile {
+            file: config.source.name.clone(),
+            index: i,
+            profile: p.scheduler_name.clone(),
+            message,
+        })?;
+        out.push(f);
+    }
+    Ok(out)
+}
 
 pub struct Scheduler {
     pub config: KubeSchedulerConfiguration,
@@ -29,7 +72,7 @@ impl Scheduler {
     pub fn new(
         config: KubeSchedulerConfiguration,
         cluster: &ClusterState,
-    ) -> Result<Scheduler, ExplainError> {
+    ) -> Result<Scheduler, SetupError> {
         let frameworks = frameworks(&config)?;
         // More workers than cores only adds contention; results do not depend on the count.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -12,14 +12,14 @@ use serde::Serialize;
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
-use crate::framework::profile::{ExtensionPoint, Framework};
+use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
-use crate::plugins::registry;
+use crate::scheduler::{SetupError, frameworks};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
-    #[error("configuration: profile {profile:?}: {message}")]
-    Profile { profile: String, message: String },
+    #[error(transparent)]
+    Setup(#[from] SetupError),
     #[error(
         "pod {pod} has schedulerName {scheduler:?}, but the configuration has no such profile (profiles: {profiles})"
     )]
@@ -92,21 +92,6 @@ impl Explanation {
     pub fn fits(&self) -> bool {
         self.pre_enqueue.is_none() && !self.selected.is_empty()
     }
-}
-
-/// Builds every profile's framework.
-pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>, ExplainError> {
-    let reg = registry::in_tree();
-    config
-        .profiles
-        .iter()
-        .map(|p| {
-            Framework::new(&reg, p).map_err(|message| ExplainError::Profile {
-                profile: p.scheduler_name.clone(),
-                message,
-            })
-        })
-        .collect()
 }
 
 /// Runs one scheduling cycle for `pod` over `cluster` and explains it.

@@ -1,0 +1,218 @@
+//! `kubestep explain` as a user runs it: exit codes, output, and one clear line for each
+//! kind of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kubestep"))
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn data(name: &str) -> String {
+    root()
+        .join("tests/data/bad")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn example() -> String {
+    root()
+        .join("recordings/example-cluster.yaml")
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().expect("kubestep runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn fits_exit_zero_with_text_verdict() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--pod",
+        "shop/checkout-7d9f6c8b5-w8r2t",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("shop/checkout-7d9f6c8b5-w8r2t: schedulable on "),
+        "{out}"
+    );
+    assert!(out.contains("score breakdown"), "{out}");
+}
+
+#[test]
+fn unschedulable_exit_one_with_exact_message() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--pod",
+        "ml/trainer-llm-0",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json output");
+    let msg = v["message"].as_str().expect("message");
+    assert!(msg.starts_with("0/6 nodes are available: "), "{msg}");
+    assert!(msg.contains("Insufficient nvidia.com/gpu"), "{msg}");
+    assert!(
+        msg.ends_with("Preemption is not helpful for scheduling."),
+        "{msg}"
+    );
+    assert_eq!(v["feasible"], serde_json::json!([]));
+    assert!(v["allFilters"].as_object().is_some_and(|m| m.len() == 6));
+}
+
+fn assert_bad_input(o: &Output, needles: &[&str]) {
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout: {} stderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    let err = stderr(o);
+    assert!(err.starts_with("kubestep: "), "{err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "{err:?} should mention {n:?}");
+    }
+}
+
+#[test]
+fn malformed_yaml_names_file_and_line() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &data("malformed.yaml"),
+        "--pod",
+        "default/x",
+    ]);
+    assert_bad_input(&o, &["malformed.yaml:"]);
+}
+
+#[test]
+fn invalid_quantity_names_object_and_field() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &data("bad-quantity.yaml"),
+        "--pod",
+        "shop/web",
+    ]);
+    assert_bad_input(
+        &o,
+        &[
+            "bad-quantity.yaml:8:",
+            "Pod shop/web",
+            "spec.containers[0].resources.requests.cpu",
+            "\"two\"",
+        ],
+    );
+}
+
+#[test]
+fn wrong_field_type_names_the_field() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &data("wrong-field.yaml"),
+        "--pod",
+        "default/web",
+    ]);
+    assert_bad_input(&o, &["wrong-field.yaml:1:", "Pod web", "spec.containers"]);
+}
+
+#[test]
+fn unknown_kinds_are_skipped() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &data("unknown-kind.yaml"),
+        "--pod",
+        "default/web",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn unknown_plugin_is_a_configuration_error() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--config",
+        &data("unknown-plugin.yaml"),
+        "--pod",
+        "ml/trainer-llm-0",
+    ]);
+    assert_bad_input(
+        &o,
+        &[
+            "unknown-plugin.yaml",
+            "profiles[0]",
+            "FilterPlugin \"NoSuchPlugin\" does not exist",
+        ],
+    );
+}
+
+#[test]
+fn invalid_plugin_args_name_the_plugin() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--config",
+        &data("bad-args.yaml"),
+        "--pod",
+        "ml/trainer-llm-0",
+    ]);
+    assert_bad_input(
+        &o,
+        &[
+            "bad-args.yaml:9:",
+            "profiles[0].pluginConfig[0].args.scoringStrategy.type",
+            "Fastest",
+        ],
+    );
+}
+
+#[test]
+fn missing_pod_is_named() {
+    let o = run(&["explain", "--cluster", &example(), "--pod", "shop/nope"]);
+    assert_bad_input(&o, &["pod shop/nope does not exist in the cluster"]);
+}
+
+#[test]
+fn missing_file_is_named() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        "/nonexistent/cluster.yaml",
+        "--pod",
+        "a/b",
+    ]);
+    assert_bad_input(&o, &["/nonexistent/cluster.yaml"]);
+}
