@@ -108,6 +108,7 @@ impl Scheduler {
             snapshot: &self.snapshot,
             listers: &self.listers,
             nominator: &self.nominator,
+            waiting: &crate::framework::waiting::NO_WAITING,
             percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score.unwrap_or(0),
             pool: self.pool.as_ref(),
         }

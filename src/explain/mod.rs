@@ -136,6 +136,7 @@ pub fn explain(
         snapshot: &snapshot,
         listers,
         nominator: &nominator,
+        waiting: &crate::framework::waiting::NO_WAITING,
         percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
         pool: pool.as_ref(),
     };

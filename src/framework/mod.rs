@@ -16,6 +16,7 @@ pub mod select;
 pub mod snapshot;
 pub mod status;
 pub mod types;
+pub mod waiting;
 
 pub use cycle::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};
 pub use cycle_state::{CycleState, RenderState, StateTree};

@@ -18,6 +18,7 @@ use super::queued::QueuedPodInfo;
 use super::snapshot::Snapshot;
 use super::status::Status;
 use super::types::PodInfo;
+use super::waiting::WaitingPods;
 
 /// Scores are in [MIN_NODE_SCORE, MAX_NODE_SCORE] after NormalizeScore.
 pub const MAX_NODE_SCORE: i64 = 100;
@@ -33,6 +34,7 @@ pub struct Handle<'a> {
     pub snapshot: &'a Snapshot,
     pub listers: &'a Listers,
     pub nominator: &'a Nominator,
+    pub waiting: &'a WaitingPods,
 }
 
 /// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.

@@ -857,6 +857,7 @@ mod tests {
             snapshot: &snapshot,
             listers: &listers,
             nominator: &nominator,
+            waiting: &crate::framework::waiting::NO_WAITING,
         };
         let m = NodeToStatus::new(Status::unschedulable("Insufficient cpu"));
         let preemptor = pod("p", 10, None);

@@ -418,6 +418,7 @@ mod tests {
                 snapshot: &self.snapshot,
                 listers: &self.listers,
                 nominator: &self.nominator,
+                waiting: &crate::framework::waiting::NO_WAITING,
                 percentage_of_nodes_to_score: 100,
                 pool: None,
             };
@@ -894,6 +895,7 @@ mod tests {
             snapshot: &w.snapshot,
             listers: &w.listers,
             nominator: &w.nominator,
+            waiting: &crate::framework::waiting::NO_WAITING,
         };
         let run = |pl: DefaultPreemption| {
             let mut state = r.state.clone();
@@ -949,6 +951,7 @@ mod tests {
             snapshot: &w.snapshot,
             listers: &w.listers,
             nominator: &w.nominator,
+            waiting: &crate::framework::waiting::NO_WAITING,
         };
         let mut state = r.state.clone();
         let pl = DefaultPreemption::new(10, 5).with_seed(37);
@@ -986,6 +989,7 @@ mod tests {
             snapshot: &w.snapshot,
             listers: &w.listers,
             nominator: &w.nominator,
+            waiting: &crate::framework::waiting::NO_WAITING,
         };
         let mut state = r.state.clone();
         let (res, s) = DefaultPreemption::new(10, 0).post_filter(&h, &mut state, &w.pod, &statuses);
@@ -1067,6 +1071,7 @@ mod tests {
                 snapshot: &w.snapshot,
                 listers: &w.listers,
                 nominator: &w.nominator,
+                waiting: &crate::framework::waiting::NO_WAITING,
             };
             pl.pod_eligible_to_preempt_others(&h, &w.pod, &n1_status)
         };

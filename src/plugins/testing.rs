@@ -36,6 +36,7 @@ pub struct Env {
     pub snapshot: Snapshot,
     pub listers: Listers,
     pub nominator: Nominator,
+    pub waiting: crate::framework::waiting::WaitingPods,
 }
 
 impl Env {
@@ -45,6 +46,7 @@ impl Env {
             snapshot,
             listers,
             nominator: Nominator::default(),
+            waiting: Default::default(),
         }
     }
 
@@ -54,6 +56,7 @@ impl Env {
             snapshot: &self.snapshot,
             listers: &self.listers,
             nominator: &self.nominator,
+            waiting: &self.waiting,
         }
     }
 }

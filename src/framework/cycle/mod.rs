@@ -70,6 +70,7 @@ pub struct CycleEnv<'a> {
     pub snapshot: &'a Snapshot,
     pub listers: &'a Listers,
     pub nominator: &'a Nominator,
+    pub waiting: &'a crate::framework::waiting::WaitingPods,
     /// The configuration's global percentageOfNodesToScore (0 = adaptive).
     pub percentage_of_nodes_to_score: i32,
     pub pool: Option<&'a rayon::ThreadPool>,
@@ -82,6 +83,7 @@ impl<'a> CycleEnv<'a> {
             snapshot: self.snapshot,
             listers: self.listers,
             nominator: self.nominator,
+            waiting: self.waiting,
         }
     }
 }
