@@ -59,6 +59,7 @@ pub fn load(id: &str) -> Case {
             snapshot: cluster.snapshot(),
             listers: cluster.listers.clone(),
             nominator: cluster.nominator(),
+            waiting: Default::default(),
         },
         pod: Arc::new(PodInfo::new(Arc::new(pod))),
         expected,
