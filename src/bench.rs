@@ -171,14 +171,14 @@ pub fn run(
     };
     let (init_kind, init_count) = init_pods(workload);
     for pod in to_infos(make_pods(init_kind, init_count, 3, "sched-0", 0)) {
-        sched.schedule_one(pod, Detail::Decision);
+        sched.schedule_one(pod, Detail::Decision, &cluster.listers);
     }
     let pending = to_infos(make_pods(workload, pods, 7, "sched-1", init_count));
     let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
     let mut phases: std::collections::BTreeMap<String, Duration> = Default::default();
     let started = Instant::now();
     for pod in pending {
-        let Some(cycle) = sched.schedule_one(pod, detail) else {
+        let Some(cycle) = sched.schedule_one(pod, detail, &cluster.listers) else {
             continue;
         };
         for run in &cycle.trace {

@@ -12,6 +12,7 @@ use crate::config::{ConfigError, FieldPath, PluginArgs};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::listers::Listers;
 use crate::framework::nominator::Nominator;
+use crate::framework::waiting::{NO_WAITING, WaitingPods};
 use crate::framework::{Framework, PodInfo, Snapshot};
 use crate::plugins::registry;
 
@@ -61,7 +62,6 @@ pub struct Scheduler {
     pub config: KubeSchedulerConfiguration,
     pub frameworks: Vec<Framework>,
     pub snapshot: Snapshot,
-    pub listers: Listers,
     pub nominator: Nominator,
     /// Where the next node search starts (upstream `nextStartNodeIndex`).
     pub next_start_node_index: usize,
@@ -89,7 +89,6 @@ impl Scheduler {
             config,
             frameworks,
             snapshot: cluster.snapshot(),
-            listers: cluster.listers.clone(),
             nominator: cluster.nominator(),
             next_start_node_index: 0,
             pool,
@@ -102,13 +101,13 @@ impl Scheduler {
             .find(|f| f.profile_name == pod.scheduler_name())
     }
 
-    pub fn env<'a>(&'a self, fwk: &'a Framework) -> CycleEnv<'a> {
+    pub fn env<'a>(&'a self, fwk: &'a Framework, listers: &'a Listers, waiting: &'a WaitingPods) -> CycleEnv<'a> {
         CycleEnv {
             framework: fwk,
             snapshot: &self.snapshot,
-            listers: &self.listers,
+            listers,
             nominator: &self.nominator,
-            waiting: &crate::framework::waiting::NO_WAITING,
+            waiting,
             percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score.unwrap_or(0),
             pool: self.pool.as_ref(),
         }
@@ -116,14 +115,14 @@ impl Scheduler {
 
     /// Runs one scheduling cycle; a chosen host is assumed into the snapshot.
     /// Returns `None` when no profile handles the pod.
-    pub fn schedule_one(&mut self, pod: Arc<PodInfo>, detail: Detail) -> Option<SchedulingCycle> {
+    pub fn schedule_one(&mut self, pod: Arc<PodInfo>, detail: Detail, listers: &Listers) -> Option<SchedulingCycle> {
         let fwk_index = self
             .frameworks
             .iter()
             .position(|f| f.profile_name == pod.scheduler_name())?;
         let mut cycle = SchedulingCycle::new(pod, detail, self.next_start_node_index);
         {
-            let env = self.env(&self.frameworks[fwk_index]);
+            let env = self.env(&self.frameworks[fwk_index], listers, &NO_WAITING);
             // Run the whole cycle on a pool thread, so this thread takes part in the
             // parallel Filter/Score work instead of waking the pool for every wave.
             match &self.pool {
@@ -143,6 +142,14 @@ impl Scheduler {
             self.assume(&cycle.pod, &node);
         }
         Some(cycle)
+    }
+
+    /// Runs `f` on the scheduler's thread pool (so the caller takes part in parallel work).
+    pub fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
     }
 
     /// Places a pod on a node in the snapshot (upstream `AssumePod`).
