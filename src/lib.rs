@@ -9,4 +9,5 @@ pub mod config;
 pub mod explain;
 pub mod framework;
 pub mod plugins;
+pub mod recording;
 pub mod scheduler;

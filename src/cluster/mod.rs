@@ -4,7 +4,7 @@
 pub mod manifest;
 pub mod object;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,6 +16,38 @@ pub use object::{Object, ObjectError};
 use crate::framework::listers::Listers;
 use crate::framework::nominator::Nominator;
 use crate::framework::{PodInfo, Snapshot};
+
+/// An object as the cluster keeps it, for change notifications.
+#[derive(Debug, Clone)]
+pub enum Stored {
+    Node(Arc<Node>),
+    Pod(Arc<Pod>),
+    Other { kind: String, value: serde_json::Value },
+}
+
+impl Stored {
+    fn of(obj: &Object) -> Stored {
+        match obj {
+            Object::Node(n) => Stored::Node(Arc::new(n.clone())),
+            Object::Pod(p) => Stored::Pod(Arc::new(p.clone())),
+            Object::Custom { kind, value, .. } => Stored::Other { kind: kind.clone(), value: value.clone() },
+            other => Stored::Other { kind: other.kind().to_string(), value: other.to_value() },
+        }
+    }
+
+    fn other<T: serde::Serialize>(kind: &str, v: &T) -> Stored {
+        Stored::Other { kind: kind.to_string(), value: serde_json::to_value(v).unwrap_or_default() }
+    }
+}
+
+/// What an add, update or delete did: the object before and after.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub kind: String,
+    pub key: String,
+    pub old: Option<Stored>,
+    pub new: Option<Stored>,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -39,8 +71,10 @@ pub struct ClusterState {
     node_index: std::collections::HashMap<String, usize>,
     /// Pods by `namespace/name`.
     pods: BTreeMap<String, Arc<Pod>>,
-    /// Pod keys in the order they were added.
-    pod_order: Vec<String>,
+    /// Pod keys in the order they were added (by sequence number), so deletions are cheap.
+    pod_order: BTreeMap<u64, String>,
+    pod_seq: HashMap<String, u64>,
+    next_seq: u64,
     pub listers: Listers,
     /// What loading skipped or adjusted, for the user to read.
     pub notes: Vec<String>,
@@ -90,71 +124,119 @@ impl ClusterState {
 
     /// Adds or replaces an object.
     pub fn add(&mut self, obj: Object) {
+        self.upsert(obj);
+    }
+
+    /// Adds or replaces an object and says what changed (for the queue's event handling).
+    pub fn upsert(&mut self, obj: Object) -> Option<Change> {
         let key = obj.key();
-        let l = &mut self.listers;
-        match obj {
-            Object::Node(n) => match self.node_index.get(&key) {
-                Some(&i) => self.nodes[i] = Arc::new(n),
-                None => {
-                    self.node_index.insert(key, self.nodes.len());
-                    self.nodes.push(Arc::new(n));
+        let kind = obj.kind().to_string();
+        let new = Stored::of(&obj);
+        let old = match obj {
+            Object::Node(n) => {
+                let n = Arc::new(n);
+                match self.node_index.get(&key) {
+                    Some(&i) => Some(Stored::Node(std::mem::replace(&mut self.nodes[i], n))),
+                    None => {
+                        self.node_index.insert(key.clone(), self.nodes.len());
+                        self.nodes.push(n);
+                        None
+                    }
                 }
-            },
+            }
             Object::Pod(p) => {
-                let phase = p
-                    .status
-                    .as_ref()
-                    .and_then(|s| s.phase.as_deref())
-                    .unwrap_or("");
+                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
                 if phase == "Succeeded" || phase == "Failed" {
-                    // The scheduler's informer never sees finished pods.
+                    // The scheduler's informer never sees finished pods: a pod that
+                    // finishes is, to it, deleted.
                     self.notes.push(format!("ignored Pod {key}: phase {phase}"));
-                    return;
+                    return self.remove("Pod", &key);
                 }
-                if self.pods.insert(key.clone(), Arc::new(p)).is_none() {
-                    self.pod_order.push(key);
+                let old = self.pods.insert(key.clone(), Arc::new(p));
+                if old.is_none() {
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    self.pod_order.insert(seq, key.clone());
+                    self.pod_seq.insert(key.clone(), seq);
                 }
+                old.map(Stored::Pod)
             }
-            Object::Namespace(o) => {
-                l.namespaces.insert(key, Arc::new(o));
-            }
-            Object::PersistentVolume(o) => {
-                l.pvs.insert(key, Arc::new(o));
-            }
-            Object::PersistentVolumeClaim(o) => {
-                l.pvcs.insert(key, Arc::new(o));
-            }
-            Object::StorageClass(o) => {
-                l.storage_classes.insert(key, Arc::new(o));
-            }
-            Object::CSINode(o) => {
-                l.csi_nodes.insert(key, Arc::new(o));
-            }
-            Object::PodDisruptionBudget(o) => {
-                l.pdbs.insert(key, Arc::new(o));
-            }
-            Object::PriorityClass(o) => {
-                l.priority_classes.insert(key, Arc::new(o));
-            }
-            Object::Service(o) => {
-                l.services.insert(key, Arc::new(o));
-            }
-            Object::ReplicaSet(o) => {
-                l.replica_sets.insert(key, Arc::new(o));
-            }
-            Object::StatefulSet(o) => {
-                l.stateful_sets.insert(key, Arc::new(o));
-            }
-            Object::ReplicationController(o) => {
-                l.replication_controllers.insert(key, Arc::new(o));
-            }
-            Object::Custom { kind, value, .. } => {
-                l.custom
-                    .entry(kind)
-                    .or_default()
-                    .insert(key, Arc::new(value));
-            }
+            other => self.listers_insert(other, &key),
+        };
+        Some(Change { kind, key, old, new: Some(new) })
+    }
+
+    fn listers_insert(&mut self, obj: Object, key: &str) -> Option<Stored> {
+        let l = &mut self.listers;
+        let key = key.to_string();
+        fn put<T: serde::Serialize>(m: &mut BTreeMap<String, Arc<T>>, key: String, v: T, kind: &str) -> Option<Stored> {
+            m.insert(key, Arc::new(v)).map(|o| Stored::other(kind, &*o))
         }
+        match obj {
+            Object::Namespace(o) => put(&mut l.namespaces, key, o, "Namespace"),
+            Object::PersistentVolume(o) => put(&mut l.pvs, key, o, "PersistentVolume"),
+            Object::PersistentVolumeClaim(o) => put(&mut l.pvcs, key, o, "PersistentVolumeClaim"),
+            Object::StorageClass(o) => put(&mut l.storage_classes, key, o, "StorageClass"),
+            Object::CSINode(o) => put(&mut l.csi_nodes, key, o, "CSINode"),
+            Object::PodDisruptionBudget(o) => put(&mut l.pdbs, key, o, "PodDisruptionBudget"),
+            Object::PriorityClass(o) => put(&mut l.priority_classes, key, o, "PriorityClass"),
+            Object::Service(o) => put(&mut l.services, key, o, "Service"),
+            Object::ReplicaSet(o) => put(&mut l.replica_sets, key, o, "ReplicaSet"),
+            Object::StatefulSet(o) => put(&mut l.stateful_sets, key, o, "StatefulSet"),
+            Object::ReplicationController(o) => put(&mut l.replication_controllers, key, o, "ReplicationController"),
+            Object::Custom { kind, value, .. } => l
+                .custom
+                .entry(kind.clone())
+                .or_default()
+                .insert(key, Arc::new(value))
+                .map(|o| Stored::Other { kind, value: (*o).clone() }),
+            Object::Node(_) | Object::Pod(_) => None,
+        }
+    }
+
+    /// Removes an object by kind and key (`namespace/name` or `name`).
+    pub fn remove(&mut self, kind: &str, key: &str) -> Option<Change> {
+        let l = &mut self.listers;
+        fn take<T: serde::Serialize>(m: &mut BTreeMap<String, Arc<T>>, key: &str, kind: &str) -> Option<Stored> {
+            m.remove(key).map(|o| Stored::other(kind, &*o))
+        }
+        let old = match kind {
+            "Node" => {
+                let i = self.node_index.remove(key)?;
+                let n = self.nodes.remove(i);
+                self.node_index = self
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.metadata.name.clone().unwrap_or_default(), i))
+                    .collect();
+                Some(Stored::Node(n))
+            }
+            "Pod" => {
+                let p = self.pods.remove(key)?;
+                if let Some(seq) = self.pod_seq.remove(key) {
+                    self.pod_order.remove(&seq);
+                }
+                Some(Stored::Pod(p))
+            }
+            "Namespace" => take(&mut l.namespaces, key, kind),
+            "PersistentVolume" => take(&mut l.pvs, key, kind),
+            "PersistentVolumeClaim" => take(&mut l.pvcs, key, kind),
+            "StorageClass" => take(&mut l.storage_classes, key, kind),
+            "CSINode" => take(&mut l.csi_nodes, key, kind),
+            "PodDisruptionBudget" => take(&mut l.pdbs, key, kind),
+            "PriorityClass" => take(&mut l.priority_classes, key, kind),
+            "Service" => take(&mut l.services, key, kind),
+            "ReplicaSet" => take(&mut l.replica_sets, key, kind),
+            "StatefulSet" => take(&mut l.stateful_sets, key, kind),
+            "ReplicationController" => take(&mut l.replication_controllers, key, kind),
+            other => l
+                .custom
+                .get_mut(other)
+                .and_then(|m| m.remove(key))
+                .map(|v| Stored::Other { kind: other.to_string(), value: (*v).clone() }),
+        }?;
+        Some(Change { kind: kind.to_string(), key: key.to_string(), old: Some(old), new: None })
     }
 
     /// What the Priority admission plugin would have set: `spec.priority` from the pod's
@@ -205,7 +287,7 @@ impl ClusterState {
 
     /// Pods in the order they were added.
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
-        self.pod_order.iter().filter_map(|k| self.pods.get(k))
+        self.pod_order.values().filter_map(|k| self.pods.get(k))
     }
 
     /// Pods not bound to a node, in the order they were added.

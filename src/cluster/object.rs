@@ -95,6 +95,65 @@ pub fn is_namespaced(kind: &str) -> bool {
     )
 }
 
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(borrow, default)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(rename = "apiVersion", borrow, default)]
+    api_version: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Parses one object from JSON text, as an API server serves it. Fast path for
+/// recordings: typed parsing straight from the text, falling back to `from_value` (which
+/// accepts numeric quantities and names the failing field) when that fails.
+pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
+    let head: Head = serde_json::from_str(text).map_err(|e| ObjectError {
+        kind: String::new(),
+        name: String::new(),
+        field: String::new(),
+        message: e.to_string(),
+    })?;
+    let kind = head.kind.as_deref().unwrap_or("");
+    let Some((_, versions)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+        if kind.is_empty() {
+            return from_value(serde_json::from_str(text).unwrap_or_default());
+        }
+        return Ok(None);
+    };
+    if !versions.contains(&head.api_version.as_deref().unwrap_or("")) {
+        return from_value(serde_json::from_str(text).unwrap_or_default());
+    }
+    let typed = match kind {
+        "Node" => serde_json::from_str(text).map(Object::Node).ok(),
+        "Pod" => serde_json::from_str(text).map(Object::Pod).ok(),
+        "Namespace" => serde_json::from_str(text).map(Object::Namespace).ok(),
+        "PersistentVolume" => serde_json::from_str(text).map(Object::PersistentVolume).ok(),
+        "PersistentVolumeClaim" => serde_json::from_str(text).map(Object::PersistentVolumeClaim).ok(),
+        _ => None,
+    };
+    match typed {
+        Some(obj) if obj.meta().name.as_deref().is_some_and(|n| !n.is_empty()) => {
+            let name = obj.key();
+            obj.validate_quantities().map_err(|(field, message)| ObjectError {
+                kind: kind.to_string(),
+                name,
+                field,
+                message,
+            })?;
+            Ok(Some(obj))
+        }
+        _ => {
+            let v: Value = serde_json::from_str(text).map_err(|e| ObjectError {
+                kind: kind.to_string(),
+                name: String::new(),
+                field: String::new(),
+                message: e.to_string(),
+            })?;
+            from_value(v)
+        }
+    }
+}
+
 /// Parses one object; `Ok(None)` for kinds kubestep does not use.
 pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
     let kind = v
@@ -308,6 +367,27 @@ impl Object {
             Object::ReplicationController(o) => &mut o.metadata,
             Object::Custom { meta, .. } => meta,
         }
+    }
+
+    /// The object as JSON (what the API server would serve).
+    pub fn to_value(&self) -> Value {
+        let v = match self {
+            Object::Node(o) => serde_json::to_value(o),
+            Object::Pod(o) => serde_json::to_value(o),
+            Object::Namespace(o) => serde_json::to_value(o),
+            Object::PersistentVolume(o) => serde_json::to_value(o),
+            Object::PersistentVolumeClaim(o) => serde_json::to_value(o),
+            Object::StorageClass(o) => serde_json::to_value(o),
+            Object::CSINode(o) => serde_json::to_value(o),
+            Object::PodDisruptionBudget(o) => serde_json::to_value(o),
+            Object::PriorityClass(o) => serde_json::to_value(o),
+            Object::Service(o) => serde_json::to_value(o),
+            Object::ReplicaSet(o) => serde_json::to_value(o),
+            Object::StatefulSet(o) => serde_json::to_value(o),
+            Object::ReplicationController(o) => serde_json::to_value(o),
+            Object::Custom { value, .. } => Ok(value.clone()),
+        };
+        v.unwrap_or_default()
     }
 
     /// `namespace/name` for namespaced kinds, `name` otherwise.

@@ -1,0 +1,227 @@
+//! Reading recordings: JSON Lines, gzip or not, or plain manifests as a snapshot at time
+//! zero. A corrupt or truncated line names its line number and is skipped with a warning
+//! (or, in strict mode, is an error); a newer format version is refused.
+
+use std::io::{BufReader, Read};
+use std::path::Path;
+
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::{Event, EventType, Header, MAGIC, Recording, VERSION};
+use crate::cluster::{manifest, object};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
+    #[error("{file}:{line}: {message}")]
+    Line { file: String, line: usize, message: String },
+    #[error(
+        "{file}: recording format version {version} is newer than this kubestep understands (up to {VERSION}); upgrade kubestep"
+    )]
+    NewerVersion { file: String, version: u32 },
+    #[error(transparent)]
+    Manifest(#[from] Box<manifest::ManifestError>),
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadOptions {
+    /// Reject the recording at the first bad line instead of skipping it.
+    pub strict: bool,
+}
+
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    at: Timestamp,
+    #[serde(rename = "type")]
+    kind: EventType,
+    #[serde(borrow)]
+    object: &'a RawValue,
+}
+
+/// Whether the text (its first line) is a kubestep recording header.
+pub fn is_recording(first_line: &str) -> bool {
+    first_line.trim_start().starts_with('{') && first_line.contains("\"kubestep\"")
+}
+
+pub fn read_file(path: &Path, opts: ReadOptions) -> Result<Recording, ReadError> {
+    let file = path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|error| ReadError::Io { file: file.clone(), error })?;
+    let mut reader: Box<dyn Read> = Box::new(f);
+    let mut magic = [0u8; 2];
+    let gz = {
+        let mut f2 = std::fs::File::open(path).map_err(|error| ReadError::Io { file: file.clone(), error })?;
+        f2.read(&mut magic).map(|n| n == 2 && magic == [0x1f, 0x8b]).unwrap_or(false)
+    };
+    if gz {
+        reader = Box::new(flate2::read::MultiGzDecoder::new(reader));
+    }
+    // A recorder killed mid-write leaves a gzip stream without its trailer: keep what was
+    // decoded and say so.
+    let mut bytes = Vec::new();
+    let mut buf = BufReader::new(reader);
+    let mut cut_short = None;
+    loop {
+        let mut chunk = [0u8; 64 * 1024];
+        match buf.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            Err(e) if gz && !bytes.is_empty() => {
+                cut_short = Some(e.to_string());
+                break;
+            }
+            Err(error) => return Err(ReadError::Io { file, error }),
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut rec = read_str(&text, &file, opts)?;
+    if let Some(e) = cut_short {
+        rec.warnings.push(format!("{file}: compressed stream ends early ({e}); read what was complete"));
+    }
+    Ok(rec)
+}
+
+/// Reads recording text (or manifest text) named `file` in messages.
+pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, ReadError> {
+    let first = text.lines().next().unwrap_or("");
+    if !is_recording(first) {
+        return from_manifest(text, file);
+    }
+    let header: Header = serde_json::from_str(first)
+        .map_err(|e| ReadError::Line { file: file.into(), line: 1, message: format!("bad recording header: {e}") })?;
+    if header.kubestep != MAGIC {
+        return Err(ReadError::Line {
+            file: file.into(),
+            line: 1,
+            message: format!("not a kubestep recording (\"kubestep\" is {:?})", header.kubestep),
+        });
+    }
+    if header.version > VERSION {
+        return Err(ReadError::NewerVersion { file: file.into(), version: header.version });
+    }
+    let mut rec = Recording { header, events: Vec::new(), warnings: Vec::new(), skipped: 0 };
+    let total = text.lines().count();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(Some(ev)) => rec.events.push(Event { line: n, ..ev }),
+            Ok(None) => rec.skipped += 1,
+            Err(message) => {
+                let truncated = n == total && !line.trim_end().ends_with('}');
+                let what = if truncated { "truncated last line" } else { "bad line" };
+                if opts.strict {
+                    return Err(ReadError::Line { file: file.into(), line: n, message: format!("{what}: {message}") });
+                }
+                rec.warnings.push(format!("{file}:{n}: {what} skipped: {message}"));
+            }
+        }
+    }
+    // Events are applied in time order; a stable sort keeps same-time events in file order.
+    rec.events.sort_by_key(|e| e.at);
+    Ok(rec)
+}
+
+fn parse_line(line: &str) -> Result<Option<Event>, String> {
+    let raw: RawEvent = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    match object::from_json_str(raw.object.get()) {
+        Ok(Some(mut obj)) => {
+            obj.normalize();
+            Ok(Some(Event { at: raw.at, kind: raw.kind, object: obj, line: 0 }))
+        }
+        Ok(None) => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A manifest as a recording: every object added at time zero.
+fn from_manifest(text: &str, file: &str) -> Result<Recording, ReadError> {
+    let (objs, notes) = manifest::parse_str(text, file).map_err(Box::new)?;
+    let start = Timestamp::UNIX_EPOCH;
+    let events = objs
+        .into_iter()
+        .map(|mut o| {
+            o.value.normalize();
+            Event { at: start, kind: EventType::Added, object: o.value, line: o.line }
+        })
+        .collect();
+    let mut header = Header::new(start);
+    header.description = Some(format!("manifest {file}"));
+    Ok(Recording { header, events, warnings: notes.0, skipped: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = r#"{"kubestep":"recording","version":1,"started":"2026-01-01T00:00:00Z"}"#;
+
+    fn node_line(at: &str, t: &str, name: &str) -> String {
+        format!(
+            r#"{{"at":"{at}","type":"{t}","object":{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}},"status":{{"allocatable":{{"cpu":"4"}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn reads_events_in_time_order() {
+        let text = [
+            HEADER.to_string(),
+            node_line("2026-01-01T00:00:05Z", "ADDED", "b"),
+            node_line("2026-01-01T00:00:01Z", "ADDED", "a"),
+            r#"{"at":"2026-01-01T00:00:02Z","type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}}"#.to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 2);
+        assert_eq!(r.events[0].object.key(), "a");
+        assert_eq!(r.events[0].line, 3);
+        assert_eq!(r.skipped, 1);
+    }
+
+    #[test]
+    fn bad_and_truncated_lines_are_skipped_or_refused() {
+        let text = [
+            HEADER.to_string(),
+            node_line("2026-01-01T00:00:01Z", "ADDED", "a"),
+            "{not json".to_string(),
+            node_line("2026-01-01T00:00:02Z", "ADDED", "b")[..60].to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 1);
+        assert!(r.warnings[0].starts_with("r.jsonl:3: bad line skipped"), "{:?}", r.warnings);
+        assert!(r.warnings[1].starts_with("r.jsonl:4: truncated last line skipped"), "{:?}", r.warnings);
+        let e = read_str(&text, "r.jsonl", ReadOptions { strict: true }).unwrap_err().to_string();
+        assert!(e.starts_with("r.jsonl:3: bad line"), "{e}");
+    }
+
+    #[test]
+    fn newer_versions_are_refused() {
+        let text = r#"{"kubestep":"recording","version":99,"started":"2026-01-01T00:00:00Z"}"#;
+        let e = read_str(text, "new.jsonl", ReadOptions::default()).unwrap_err().to_string();
+        assert!(e.contains("version 99 is newer"), "{e}");
+    }
+
+    #[test]
+    fn objects_missing_required_fields_are_named() {
+        let text = [
+            HEADER.to_string(),
+            r#"{"at":"2026-01-01T00:00:01Z","type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"x"}}}"#.to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        assert!(r.warnings[0].contains("metadata.name: Required value"), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn manifests_are_a_snapshot_at_zero() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n";
+        let r = read_str(text, "m.yaml", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 1);
+        assert_eq!(r.start(), Timestamp::UNIX_EPOCH);
+    }
+}
