@@ -65,6 +65,9 @@ pub struct Scheduler {
     pub nominator: Nominator,
     /// Where the next node search starts (upstream `nextStartNodeIndex`).
     pub next_start_node_index: usize,
+    /// The engine's clock, given to plugins as `Handle::now`: the wall clock when the
+    /// scheduler is created; drivers that keep virtual time (replay, tests) set it.
+    pub now: jiff::Timestamp,
     pool: Option<rayon::ThreadPool>,
 }
 
@@ -92,6 +95,7 @@ impl Scheduler {
             listers: cluster.listers.clone(),
             nominator: cluster.nominator(),
             next_start_node_index: 0,
+            now: jiff::Timestamp::now(),
             pool,
         })
     }
@@ -109,6 +113,7 @@ impl Scheduler {
             listers: &self.listers,
             nominator: &self.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
+            now: self.now,
             percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score.unwrap_or(0),
             pool: self.pool.as_ref(),
         }

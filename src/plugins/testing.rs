@@ -37,6 +37,13 @@ pub struct Env {
     pub listers: Listers,
     pub nominator: Nominator,
     pub waiting: crate::framework::waiting::WaitingPods,
+    /// The clock plugins see; a fixed instant so tests repeat.
+    pub now: jiff::Timestamp,
+}
+
+/// The instant test environments start at.
+pub fn test_now() -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_900_000_000).expect("a valid instant")
 }
 
 impl Env {
@@ -47,6 +54,7 @@ impl Env {
             listers,
             nominator: Nominator::default(),
             waiting: Default::default(),
+            now: test_now(),
         }
     }
 
@@ -57,6 +65,7 @@ impl Env {
             listers: &self.listers,
             nominator: &self.nominator,
             waiting: &self.waiting,
+            now: self.now,
         }
     }
 }
