@@ -111,7 +111,9 @@ impl ClusterState {
                     self.notes.push(format!("ignored Pod {key}: phase {phase}"));
                     return;
                 }
-                if self.pods.insert(key.clone(), Arc::new(p)).is_none() {
+                let p = Arc::new(p);
+                l.pods.insert(key.clone(), p.clone());
+                if self.pods.insert(key.clone(), p).is_none() {
                     self.pod_order.push(key);
                 }
             }
@@ -187,6 +189,8 @@ impl ClusterState {
                     s.preemption_policy = class.preemption_policy.clone();
                 }
             }
+            // The pod lister holds the same object.
+            self.listers.pods.insert(key.clone(), pod.clone());
             let cname = class.metadata.name.clone().unwrap_or_default();
             self.notes.push(format!(
                 "Pod {key}: priority {} from PriorityClass {cname}",
@@ -300,6 +304,14 @@ value: 1000
             Some(1000)
         );
         assert!(cs.notes.iter().any(|n| n.contains("phase Succeeded")));
+        let listed: Vec<&String> = cs.listers.pods.keys().collect();
+        assert_eq!(listed, ["default/bound", "team/pending"]);
+        let lister_priority = cs.listers.pods["team/pending"]
+            .spec
+            .as_ref()
+            .unwrap()
+            .priority;
+        assert_eq!(lister_priority, Some(1000));
     }
 
     #[test]

@@ -77,7 +77,8 @@ pub fn filter(p: &dyn FilterPlugin, pod: &PodInfo, node: &NodeInfo) -> Status {
 }
 
 /// Listers from objects given as JSON with their `kind` (PersistentVolumeClaim,
-/// PersistentVolume, StorageClass, CSINode); a claim without a namespace is in `default`.
+/// PersistentVolume, StorageClass, CSINode, Pod, and PodGroup kept as JSON); namespaced
+/// objects without a namespace are in `default`.
 pub fn listers(objs: &[serde_json::Value]) -> Listers {
     fn parse<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> T {
         serde_json::from_value(v.clone()).expect("test object JSON")
@@ -106,6 +107,17 @@ pub fn listers(objs: &[serde_json::Value]) -> Listers {
             }
             "CSINode" => {
                 l.csi_nodes.insert(name, Arc::new(parse(v)));
+            }
+            "Pod" => {
+                let p = pod(v.clone());
+                l.pods.insert(p.key.clone(), p.pod.clone());
+            }
+            "PodGroup" => {
+                let ns = v["metadata"]["namespace"].as_str().unwrap_or("default");
+                l.custom
+                    .entry(kind.to_string())
+                    .or_default()
+                    .insert(format!("{ns}/{name}"), Arc::new(v.clone()));
             }
             other => panic!("testing::listers: unsupported kind {other:?}"),
         }
