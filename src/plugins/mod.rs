@@ -1,6 +1,8 @@
 //! The in-tree plugins of kube-scheduler v1.35, one module per plugin named as upstream,
-//! and the registry that maps plugin names to them.
+//! the out-of-tree Coscheduling (kubernetes-sigs/scheduler-plugins) users can enable, and
+//! the registry that maps plugin names to them.
 
+pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod dynamic_resources;

@@ -172,7 +172,13 @@ fn inter_pod_affinity(ctx: &FactoryContext) -> Built {
     )))
 }
 
-/// Every in-tree plugin kubestep implements.
+fn coscheduling(ctx: &FactoryContext) -> Built {
+    let args = coscheduling::CoschedulingArgs::from_plugin_args(ctx.args)?;
+    Ok(Arc::new(coscheduling::Coscheduling::new(args)?))
+}
+
+/// Every plugin kubestep implements: kube-scheduler's in-tree plugins, and the out-of-tree
+/// ones a profile may enable (Coscheduling).
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
     r.register(queue_sort::NAME, simple::<queue_sort::PrioritySort>);
@@ -221,6 +227,7 @@ pub fn in_tree() -> Registry {
         default_binder::NAME,
         simple::<default_binder::DefaultBinder>,
     );
+    r.register(coscheduling::NAME, coscheduling);
     r
 }
 
