@@ -582,3 +582,77 @@ fn state_renders_for_the_debugger() {
         format!("default/pg: {}", test_now() + SignedDuration::from_secs(60))
     );
 }
+
+#[test]
+fn a_profile_enables_both_plugins() {
+    let yaml = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: gang-scheduler
+  plugins:
+    queueSort:
+      enabled: [{name: Coscheduling}]
+      disabled: [{name: PrioritySort}]
+    preFilter:
+      enabled: [{name: Coscheduling}]
+    postFilter:
+      enabled: [{name: Coscheduling}]
+    reserve:
+      enabled: [{name: Coscheduling}]
+    permit:
+      enabled: [{name: Coscheduling}, {name: ManualApproval}]
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
+      podGroupBackoffSeconds: 5
+  - name: ManualApproval
+    args:
+      labelSelector: {matchLabels: {approve: me}}
+      timeoutSeconds: 300
+";
+    let cfg = crate::config::parse_str(yaml, "gang.yaml").unwrap();
+    let fwk =
+        crate::framework::Framework::new(&crate::plugins::registry::in_tree(), &cfg.profiles[0])
+            .unwrap();
+    use crate::framework::ExtensionPoint as P;
+    let names = |ep| -> Vec<&str> { fwk.plugins(ep).iter().map(|e| e.name).collect() };
+    assert_eq!(names(P::QueueSort), [NAME]);
+    assert_eq!(names(P::PreFilter).last(), Some(&NAME));
+    assert_eq!(
+        names(P::PostFilter),
+        ["DynamicResources", "DefaultPreemption", NAME]
+    );
+    assert_eq!(names(P::Reserve).last(), Some(&NAME));
+    assert_eq!(names(P::Permit), [NAME, "ManualApproval"]);
+    assert!(!names(P::Filter).contains(&NAME));
+    // ManualApproval took its args from the configuration.
+    let approval = fwk.plugins(P::Permit)[1].plugin.clone();
+    let env = cluster(&[]);
+    let run = |labels: Value| {
+        let p =
+            pod(json!({"metadata": {"name": "p", "labels": labels}, "spec": {"containers": []}}));
+        let permit = approval.as_permit().unwrap();
+        permit.permit(&env.handle(), &mut CycleState::new(), &p, "n1")
+    };
+    let (s, d) = run(json!({"approve": "me"}));
+    assert!(s.is_wait());
+    assert_eq!(d, Duration::from_secs(300));
+    assert!(
+        run(json!({"kubestep.io/approval": "manual"}))
+            .0
+            .is_success()
+    );
+
+    // Bad args fail the profile, naming the plugin.
+    let bad = yaml.replace("podGroupBackoffSeconds: 5", "podGroupBackoffSeconds: -5");
+    let cfg = crate::config::parse_str(&bad, "gang.yaml").unwrap();
+    let err =
+        crate::framework::Framework::new(&crate::plugins::registry::in_tree(), &cfg.profiles[0])
+            .err()
+            .unwrap();
+    assert_eq!(
+        err,
+        "initializing plugin \"Coscheduling\": podGroupBackoffSeconds: Invalid value: -5: must be greater than 0"
+    );
+}
