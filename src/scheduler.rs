@@ -65,6 +65,9 @@ pub struct Scheduler {
     pub nominator: Nominator,
     /// Where the next node search starts (upstream `nextStartNodeIndex`).
     pub next_start_node_index: usize,
+    /// The engine's clock, given to plugins as `Handle::now`: the wall clock when the
+    /// scheduler is created; drivers that keep virtual time (replay, tests) set it.
+    pub now: jiff::Timestamp,
     pool: Option<rayon::ThreadPool>,
 }
 
@@ -91,6 +94,7 @@ impl Scheduler {
             snapshot: cluster.snapshot(),
             nominator: cluster.nominator(),
             next_start_node_index: 0,
+            now: jiff::Timestamp::now(),
             pool,
         })
     }
@@ -108,6 +112,7 @@ impl Scheduler {
             listers,
             nominator: &self.nominator,
             waiting,
+            now: self.now,
             percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score.unwrap_or(0),
             pool: self.pool.as_ref(),
         }

@@ -152,7 +152,9 @@ impl ClusterState {
                     self.notes.push(format!("ignored Pod {key}: phase {phase}"));
                     return self.remove("Pod", &key);
                 }
-                let old = self.pods.insert(key.clone(), Arc::new(p));
+                let p = Arc::new(p);
+                self.listers.pods.insert(key.clone(), p.clone());
+                let old = self.pods.insert(key.clone(), p);
                 if old.is_none() {
                     let seq = self.next_seq;
                     self.next_seq += 1;
@@ -214,6 +216,7 @@ impl ClusterState {
             }
             "Pod" => {
                 let p = self.pods.remove(key)?;
+                l.pods.remove(key);
                 if let Some(seq) = self.pod_seq.remove(key) {
                     self.pod_order.remove(&seq);
                 }
@@ -269,6 +272,8 @@ impl ClusterState {
                     s.preemption_policy = class.preemption_policy.clone();
                 }
             }
+            // The pod lister holds the same object.
+            self.listers.pods.insert(key.clone(), pod.clone());
             let cname = class.metadata.name.clone().unwrap_or_default();
             self.notes.push(format!(
                 "Pod {key}: priority {} from PriorityClass {cname}",
@@ -382,6 +387,14 @@ value: 1000
             Some(1000)
         );
         assert!(cs.notes.iter().any(|n| n.contains("phase Succeeded")));
+        let listed: Vec<&String> = cs.listers.pods.keys().collect();
+        assert_eq!(listed, ["default/bound", "team/pending"]);
+        let lister_priority = cs.listers.pods["team/pending"]
+            .spec
+            .as_ref()
+            .unwrap()
+            .priority;
+        assert_eq!(lister_priority, Some(1000));
     }
 
     #[test]

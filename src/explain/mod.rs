@@ -137,6 +137,8 @@ pub fn explain(
         listers,
         nominator: &nominator,
         waiting: &crate::framework::waiting::NO_WAITING,
+        // A single cycle keeps no time-based state, so the wall clock changes nothing.
+        now: jiff::Timestamp::now(),
         percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
         pool: pool.as_ref(),
     };

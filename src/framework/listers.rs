@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service,
+    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -27,6 +27,10 @@ pub struct Listers {
     pub replica_sets: BTreeMap<String, Arc<ReplicaSet>>,
     pub stateful_sets: BTreeMap<String, Arc<StatefulSet>>,
     pub replication_controllers: BTreeMap<String, Arc<ReplicationController>>,
+    /// Every pod the scheduler's informer holds, pending and bound (finished pods never
+    /// appear), as loaded: upstream's pod lister. Out-of-tree plugins count pods with it
+    /// (Coscheduling counts a gang's members); placements are in the snapshot, not here.
+    pub pods: BTreeMap<String, Arc<Pod>>,
     /// Out-of-tree kinds (e.g. scheduling.x-k8s.io PodGroup) as raw JSON, by kind then key.
     pub custom: BTreeMap<String, BTreeMap<String, Arc<serde_json::Value>>>,
 }
@@ -54,6 +58,36 @@ impl Listers {
             .range(prefix.clone()..)
             .take_while(move |(k, _)| k.starts_with(&prefix))
             .map(|(_, v)| v)
+    }
+
+    /// Pods of a namespace whose label `key` has the value `value` (upstream's
+    /// `podLister.Pods(ns).List(SelectorFromSet{key: value})`), in key order.
+    pub fn pods_with_label<'a>(
+        &'a self,
+        namespace: &str,
+        key: &'a str,
+        value: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<Pod>> {
+        Listers::in_namespace(&self.pods, namespace).filter(move |p| {
+            p.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(key))
+                .is_some_and(|v| v == value)
+        })
+    }
+
+    /// One out-of-tree object (e.g. kind `PodGroup`, key `namespace/name`) as JSON.
+    pub fn custom_object(&self, kind: &str, key: &str) -> Option<&Arc<serde_json::Value>> {
+        self.custom.get(kind)?.get(key)
+    }
+
+    /// Every out-of-tree object of a kind, by key.
+    pub fn custom_objects(
+        &self,
+        kind: &str,
+    ) -> impl Iterator<Item = (&String, &Arc<serde_json::Value>)> {
+        self.custom.get(kind).into_iter().flatten()
     }
 
     pub fn in_namespace<'a, T>(

@@ -8,6 +8,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use jiff::Timestamp;
+
 use super::cycle_state::CycleState;
 use super::diagnosis::NodeToStatus;
 use super::listers::Listers;
@@ -27,7 +29,7 @@ pub const MIN_NODE_SCORE: i64 = 0;
 pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// What plugins can see of the scheduler: the framework they run in, the snapshot taken
-/// for this cycle, object listers and nominated pods.
+/// for this cycle, object listers, nominated pods, waiting pods and the time.
 #[derive(Clone, Copy)]
 pub struct Handle<'a> {
     pub framework: &'a Framework,
@@ -35,6 +37,10 @@ pub struct Handle<'a> {
     pub listers: &'a Listers,
     pub nominator: &'a Nominator,
     pub waiting: &'a WaitingPods,
+    /// The engine's clock at this step (the wall clock live, a virtual one in replay and
+    /// tests). Plugins whose upstream reads `time.Now()` (Coscheduling's group backoff and
+    /// failure times) read this instead, so runs stay repeatable.
+    pub now: Timestamp,
 }
 
 /// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.
@@ -128,6 +134,10 @@ pub trait PreEnqueuePlugin: Plugin {
 
 pub trait QueueSortPlugin: Plugin {
     fn less(&self, a: &QueuedPodInfo, b: &QueuedPodInfo) -> bool;
+    /// Lets a plugin whose order depends on cluster objects (Coscheduling reads PodGroup
+    /// creation times, as upstream reads them from its informer cache) take a fresh look at
+    /// them. The queue calls it when objects change, before ordering. Default: nothing.
+    fn refresh(&self, _listers: &Listers) {}
 }
 
 pub trait PreFilterPlugin: Plugin {

@@ -858,6 +858,7 @@ mod tests {
             listers: &listers,
             nominator: &nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
+            now: jiff::Timestamp::UNIX_EPOCH,
         };
         let m = NodeToStatus::new(Status::unschedulable("Insufficient cpu"));
         let preemptor = pod("p", 10, None);

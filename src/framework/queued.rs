@@ -1,10 +1,11 @@
 //! QueuedPodInfo: a pod as the scheduling queue holds it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
 
+use super::cycle_state::{RenderState, StateTree};
 use super::types::PodInfo;
 
 #[derive(Debug, Clone)]
@@ -30,5 +31,23 @@ impl QueuedPodInfo {
             pending_plugins: BTreeSet::new(),
             gating_plugin: None,
         }
+    }
+}
+
+/// Upstream's reserved CycleState key for pods a plugin asks the queue to move to the
+/// active queue once the cycle is over (Coscheduling names a gang's siblings there).
+pub const PODS_TO_ACTIVATE_KEY: &str = "kubernetes.io/pods-to-activate";
+
+/// The pods to activate after this cycle, by `namespace/name` (upstream `PodsToActivate`).
+/// The queue takes them from the cycle's state; pods it does not hold as unschedulable or
+/// backing off are left alone, as upstream's `Activate` does.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PodsToActivate {
+    pub pods: BTreeMap<String, Arc<k8s_openapi::api::core::v1::Pod>>,
+}
+
+impl RenderState for PodsToActivate {
+    fn render(&self) -> StateTree {
+        StateTree::list("pods", self.pods.keys().cloned())
     }
 }

@@ -60,6 +60,7 @@ pub fn load(id: &str) -> Case {
             listers: cluster.listers.clone(),
             nominator: cluster.nominator(),
             waiting: Default::default(),
+            now: crate::plugins::testing::test_now(),
         },
         pod: Arc::new(PodInfo::new(Arc::new(pod))),
         expected,

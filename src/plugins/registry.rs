@@ -172,7 +172,18 @@ fn inter_pod_affinity(ctx: &FactoryContext) -> Built {
     )))
 }
 
-/// Every in-tree plugin kubestep implements.
+fn coscheduling(ctx: &FactoryContext) -> Built {
+    let args = coscheduling::CoschedulingArgs::from_plugin_args(ctx.args)?;
+    Ok(Arc::new(coscheduling::Coscheduling::new(args)?))
+}
+
+fn manual_approval(ctx: &FactoryContext) -> Built {
+    let args = manual_approval::ManualApprovalArgs::from_plugin_args(ctx.args)?;
+    Ok(Arc::new(manual_approval::ManualApproval::new(&args)?))
+}
+
+/// Every plugin kubestep implements: kube-scheduler's in-tree plugins, and the out-of-tree
+/// ones a profile may enable (Coscheduling, ManualApproval).
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
     r.register(queue_sort::NAME, simple::<queue_sort::PrioritySort>);
@@ -221,6 +232,8 @@ pub fn in_tree() -> Registry {
         default_binder::NAME,
         simple::<default_binder::DefaultBinder>,
     );
+    r.register(coscheduling::NAME, coscheduling);
+    r.register(manual_approval::NAME, manual_approval);
     r
 }
 

@@ -37,6 +37,13 @@ pub struct Env {
     pub listers: Listers,
     pub nominator: Nominator,
     pub waiting: crate::framework::waiting::WaitingPods,
+    /// The clock plugins see; a fixed instant so tests repeat.
+    pub now: jiff::Timestamp,
+}
+
+/// The instant test environments start at.
+pub fn test_now() -> jiff::Timestamp {
+    jiff::Timestamp::from_second(1_900_000_000).expect("a valid instant")
 }
 
 impl Env {
@@ -47,6 +54,7 @@ impl Env {
             listers,
             nominator: Nominator::default(),
             waiting: Default::default(),
+            now: test_now(),
         }
     }
 
@@ -57,6 +65,7 @@ impl Env {
             listers: &self.listers,
             nominator: &self.nominator,
             waiting: &self.waiting,
+            now: self.now,
         }
     }
 }
@@ -68,7 +77,8 @@ pub fn filter(p: &dyn FilterPlugin, pod: &PodInfo, node: &NodeInfo) -> Status {
 }
 
 /// Listers from objects given as JSON with their `kind` (PersistentVolumeClaim,
-/// PersistentVolume, StorageClass, CSINode); a claim without a namespace is in `default`.
+/// PersistentVolume, StorageClass, CSINode, Pod, and PodGroup kept as JSON); namespaced
+/// objects without a namespace are in `default`.
 pub fn listers(objs: &[serde_json::Value]) -> Listers {
     fn parse<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> T {
         serde_json::from_value(v.clone()).expect("test object JSON")
@@ -97,6 +107,17 @@ pub fn listers(objs: &[serde_json::Value]) -> Listers {
             }
             "CSINode" => {
                 l.csi_nodes.insert(name, Arc::new(parse(v)));
+            }
+            "Pod" => {
+                let p = pod(v.clone());
+                l.pods.insert(p.key.clone(), p.pod.clone());
+            }
+            "PodGroup" => {
+                let ns = v["metadata"]["namespace"].as_str().unwrap_or("default");
+                l.custom
+                    .entry(kind.to_string())
+                    .or_default()
+                    .insert(format!("{ns}/{name}"), Arc::new(v.clone()));
             }
             other => panic!("testing::listers: unsupported kind {other:?}"),
         }

@@ -71,6 +71,8 @@ pub struct CycleEnv<'a> {
     pub listers: &'a Listers,
     pub nominator: &'a Nominator,
     pub waiting: &'a crate::framework::waiting::WaitingPods,
+    /// The engine's clock for this cycle (see `Handle::now`).
+    pub now: jiff::Timestamp,
     /// The configuration's global percentageOfNodesToScore (0 = adaptive).
     pub percentage_of_nodes_to_score: i32,
     pub pool: Option<&'a rayon::ThreadPool>,
@@ -84,6 +86,7 @@ impl<'a> CycleEnv<'a> {
             listers: self.listers,
             nominator: self.nominator,
             waiting: self.waiting,
+            now: self.now,
         }
     }
 }
