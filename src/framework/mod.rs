@@ -10,6 +10,7 @@ pub mod nominator;
 pub mod plugin;
 pub mod preemption;
 pub mod profile;
+pub mod queue;
 pub mod queued;
 pub mod runtime;
 pub mod select;

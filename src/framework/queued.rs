@@ -6,6 +6,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::cycle_state::{RenderState, StateTree};
+use super::queue::events::EventType;
 use super::types::PodInfo;
 
 #[derive(Debug, Clone)]
@@ -13,11 +14,30 @@ pub struct QueuedPodInfo {
     pub pod_info: Arc<PodInfo>,
     /// When the pod was added to the queue (or last failed); QueueSort ties break on it.
     pub timestamp: Timestamp,
+    /// Scheduling attempts (pops) so far.
     pub attempts: u32,
+    /// Failed attempts with rejector plugins; drives the backoff.
+    pub unschedulable_count: u32,
+    /// Failed attempts in a row that ended in an Error (no rejector); when non-zero it
+    /// drives the backoff instead of `unschedulable_count`.
+    pub consecutive_errors_count: u32,
+    /// When the pod first entered activeQ.
     pub initial_attempt_timestamp: Option<Timestamp>,
+    /// Plugins that rejected the pod in its last attempt (or gated it at PreEnqueue).
     pub unschedulable_plugins: BTreeSet<String>,
+    /// Plugins that answered Pending in its last attempt.
     pub pending_plugins: BTreeSet<String>,
+    /// The PreEnqueue plugin that holds the pod back, if any.
     pub gating_plugin: Option<String>,
+    /// The events the gating plugin registered: only those can release the pod.
+    pub gating_plugin_events: Vec<EventType>,
+    /// The gating plugin's message.
+    pub gating_message: Option<String>,
+    /// The message of the last failed attempt.
+    pub last_failure: Option<String>,
+    /// Order in which timestamps were given out: breaks ties between pods queued at the
+    /// same instant of the virtual clock (upstream's clock never repeats).
+    pub seq: u64,
 }
 
 impl QueuedPodInfo {
@@ -26,11 +46,38 @@ impl QueuedPodInfo {
             pod_info,
             timestamp,
             attempts: 0,
+            unschedulable_count: 0,
+            consecutive_errors_count: 0,
             initial_attempt_timestamp: None,
             unschedulable_plugins: BTreeSet::new(),
             pending_plugins: BTreeSet::new(),
             gating_plugin: None,
+            gating_plugin_events: Vec::new(),
+            gating_message: None,
+            last_failure: None,
+            seq: 0,
         }
+    }
+
+    pub fn uid(&self) -> &str {
+        &self.pod_info.uid
+    }
+
+    /// Held back by a PreEnqueue plugin.
+    pub fn gated(&self) -> bool {
+        self.gating_plugin.is_some()
+    }
+
+    /// Unschedulable and Pending plugins together: the plugins whose hints decide.
+    pub fn rejector_plugins(&self) -> BTreeSet<String> {
+        self.unschedulable_plugins
+            .union(&self.pending_plugins)
+            .cloned()
+            .collect()
+    }
+
+    pub fn has_rejectors(&self) -> bool {
+        !self.unschedulable_plugins.is_empty() || !self.pending_plugins.is_empty()
     }
 }
 

@@ -91,7 +91,7 @@ fn state_missing() -> Status {
 }
 
 /// Inline volumes this plugin checks for conflicts.
-fn needs_restrictions_check(v: &Volume) -> bool {
+pub(crate) fn needs_restrictions_check(v: &Volume) -> bool {
     v.gce_persistent_disk.is_some()
         || v.aws_elastic_block_store.is_some()
         || v.rbd.is_some()
@@ -103,7 +103,7 @@ fn have_overlap(a: &[String], b: &[String]) -> bool {
 }
 
 /// `isVolumeConflict`: does `volume` conflict with any volume of `pod`?
-fn is_volume_conflict(volume: &Volume, pod: &Pod) -> bool {
+pub(crate) fn is_volume_conflict(volume: &Volume, pod: &Pod) -> bool {
     let ro = |b: Option<bool>| b.unwrap_or(false);
     pod_volumes(pod).iter().any(|ev| {
         if let (Some(d), Some(e)) = (&volume.gce_persistent_disk, &ev.gce_persistent_disk)

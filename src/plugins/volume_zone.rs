@@ -32,7 +32,7 @@ pub struct VolumeZone;
 
 /// One topology label of one PV: the allowed values (a `__` list).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct PvTopology {
+pub(crate) struct PvTopology {
     pv_name: String,
     key: &'static str,
     values: BTreeSet<String>,
@@ -64,7 +64,7 @@ fn translate_to_ga_label(label: &str) -> &str {
 }
 
 /// `getPVTopologies`: the PV's topology labels; unparsable values are ignored.
-fn pv_topologies(pv: &PersistentVolume) -> Vec<PvTopology> {
+pub(crate) fn pv_topologies(pv: &PersistentVolume) -> Vec<PvTopology> {
     let labels = pv_labels(pv);
     TOPOLOGY_LABELS
         .iter()

@@ -102,7 +102,7 @@ impl RenderState for PreScoreState {
 }
 
 /// `SetMaxResource` over an empty Resource: known resources only, never below zero.
-fn pre_filter_resource(pod: &PodInfo) -> Resource {
+pub(crate) fn pre_filter_resource(pod: &PodInfo) -> Resource {
     let reqs = pod_resources::pod_requests_with(&pod.pod, false, None);
     let mut r = Resource::default();
     for (name, q) in &reqs {
@@ -122,13 +122,13 @@ fn pre_filter_resource(pod: &PodInfo) -> Resource {
 }
 
 /// A resource the node cannot give: its reason and whether no amount of preemption helps.
-struct Insufficient {
-    reason: String,
-    unresolvable: bool,
+pub(crate) struct Insufficient {
+    pub(crate) reason: String,
+    pub(crate) unresolvable: bool,
 }
 
 impl Fit {
-    fn fits_request(&self, req: &Resource, node: &NodeInfo) -> Vec<Insufficient> {
+    pub(crate) fn fits_request(&self, req: &Resource, node: &NodeInfo) -> Vec<Insufficient> {
         let mut out = Vec::new();
         let alloc = &node.allocatable;
         let used = &node.requested;

@@ -176,7 +176,7 @@ impl PodTopologySpread {
     /// The pod's own constraints for `action`, or, when it has none, the default
     /// constraints for `action` with the selector derived from its controllers and
     /// services. `what` is "hard" or "soft", for error messages.
-    pub(super) fn constraints_for(
+    pub(crate) fn constraints_for(
         &self,
         listers: &Listers,
         pod: &PodInfo,
