@@ -11,10 +11,12 @@ use serde::Serialize;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
+use crate::extender::{CallOutcome, ExtenderCall, MAX_EXTENDER_PRIORITY};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
+use crate::framework::plugin::MAX_NODE_SCORE;
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
-use crate::scheduler::{SetupError, frameworks};
+use crate::scheduler::{SetupError, extenders, frameworks};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
@@ -84,8 +86,10 @@ pub struct Explanation {
     /// Nodes upstream did not examine because enough feasible nodes were found first.
     pub not_evaluated: Vec<String>,
     pub num_nodes: usize,
-    /// Score plugin weights in this profile.
+    /// Score plugin weights in this profile, and the weights of scoring extenders.
     pub weights: BTreeMap<String, i64>,
+    /// Every extender call of the cycle (filter, prioritize), in order.
+    pub extenders: Vec<ExtenderCall>,
 }
 
 impl Explanation {
@@ -100,6 +104,7 @@ pub fn explain(
     config: &KubeSchedulerConfiguration,
     pod: Arc<Pod>,
 ) -> Result<Explanation, ExplainError> {
+    let exts = extenders(config)?;
     let fwks = frameworks(config)?;
     let pi = Arc::new(PodInfo::new(pod));
     let fwk = fwks
@@ -139,6 +144,7 @@ pub fn explain(
         waiting: &crate::framework::waiting::NO_WAITING,
         percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
         pool: pool.as_ref(),
+        extenders: &exts,
     };
 
     let h = env.handle();
@@ -181,11 +187,26 @@ fn build(
         )
     });
 
+    // Which extender last rejected each node (its status names no plugin).
+    let mut rejected_by: BTreeMap<&str, &str> = BTreeMap::new();
+    for call in &cycle.extender_calls {
+        if let CallOutcome::Filtered {
+            failed,
+            failed_and_unresolvable,
+            ..
+        } = &call.outcome
+        {
+            for n in failed.keys().chain(failed_and_unresolvable.keys()) {
+                rejected_by.insert(n, &call.extender);
+            }
+        }
+    }
     let mut filter = BTreeMap::new();
     if prefilter.is_none() {
         let nts = &cycle.diagnosis.node_to_status;
         for (node, s) in nts.iter() {
-            filter.insert(node.to_string(), PluginStatus::from_status(s, ""));
+            let fallback = rejected_by.get(node).copied().unwrap_or_default();
+            filter.insert(node.to_string(), PluginStatus::from_status(s, fallback));
         }
         // Nodes a PreFilter plugin left out carry the narrowing plugins' absent status.
         if let Some(names) = cycle
@@ -234,6 +255,17 @@ fn build(
                     ns.plugins.insert(p.name.to_string(), p.weighted(i));
                     ns.raw.insert(p.name.to_string(), p.raw[i]);
                     ns.normalized.insert(p.name.to_string(), p.normalized[i]);
+                }
+                // Extenders score 0..=10; "normalized" is that scaled to 0..=100.
+                for x in &t.extenders {
+                    let raw = x.raw.get(i).copied().unwrap_or(0);
+                    ns.plugins
+                        .insert(x.name.clone(), x.weighted.get(i).copied().unwrap_or(0));
+                    ns.raw.insert(x.name.clone(), raw);
+                    ns.normalized.insert(
+                        x.name.clone(),
+                        raw.wrapping_mul(MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY),
+                    );
                 }
                 (name(idx), ns)
             })
@@ -288,12 +320,15 @@ fn build(
             .collect()
     };
 
-    let weights = env
+    let mut weights: BTreeMap<String, i64> = env
         .framework
         .plugins(ExtensionPoint::Score)
         .iter()
         .map(|e| (e.name.to_string(), env.framework.score_weight(e.name)))
         .collect();
+    for x in cycle.scores.iter().flat_map(|t| &t.extenders) {
+        weights.insert(x.name.clone(), x.weight);
+    }
 
     Explanation {
         pod: cycle.pod.key.clone(),
@@ -312,5 +347,6 @@ fn build(
         not_evaluated,
         num_nodes: snap.num_nodes(),
         weights,
+        extenders: cycle.extender_calls.clone(),
     }
 }

@@ -27,7 +27,7 @@ pub const MIN_NODE_SCORE: i64 = 0;
 pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// What plugins can see of the scheduler: the framework they run in, the snapshot taken
-/// for this cycle, object listers and nominated pods.
+/// for this cycle, object listers, nominated pods and the extenders.
 #[derive(Clone, Copy)]
 pub struct Handle<'a> {
     pub framework: &'a Framework,
@@ -35,6 +35,8 @@ pub struct Handle<'a> {
     pub listers: &'a Listers,
     pub nominator: &'a Nominator,
     pub waiting: &'a WaitingPods,
+    /// The configured scheduler extenders (upstream `Handle.Extenders`).
+    pub extenders: &'a [crate::extender::Extender],
 }
 
 /// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.

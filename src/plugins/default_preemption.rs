@@ -421,6 +421,7 @@ mod tests {
                 waiting: &crate::framework::waiting::NO_WAITING,
                 percentage_of_nodes_to_score: 100,
                 pool: None,
+                extenders: &[],
             };
             let mut cycle = SchedulingCycle::new(self.pod.clone(), Detail::Decision, 0);
             let outcome = cycle.run(&env).clone();
@@ -896,6 +897,7 @@ mod tests {
             listers: &w.listers,
             nominator: &w.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
+            extenders: &[],
         };
         let run = |pl: DefaultPreemption| {
             let mut state = r.state.clone();
@@ -952,6 +954,7 @@ mod tests {
             listers: &w.listers,
             nominator: &w.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
+            extenders: &[],
         };
         let mut state = r.state.clone();
         let pl = DefaultPreemption::new(10, 5).with_seed(37);
@@ -990,6 +993,7 @@ mod tests {
             listers: &w.listers,
             nominator: &w.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
+            extenders: &[],
         };
         let mut state = r.state.clone();
         let (res, s) = DefaultPreemption::new(10, 0).post_filter(&h, &mut state, &w.pod, &statuses);
@@ -1072,6 +1076,7 @@ mod tests {
                 listers: &w.listers,
                 nominator: &w.nominator,
                 waiting: &crate::framework::waiting::NO_WAITING,
+                extenders: &[],
             };
             pl.pod_eligible_to_preempt_others(&h, &w.pod, &n1_status)
         };

@@ -57,6 +57,7 @@ impl Env {
             listers: &self.listers,
             nominator: &self.nominator,
             waiting: &self.waiting,
+            extenders: &[],
         }
     }
 }
