@@ -82,6 +82,10 @@ impl SchedulingCycle {
             if !ext.is_interested(&self.pod.pod) {
                 continue;
             }
+            if !ext.is_filter() {
+                // Upstream's call returns the nodes unchanged without asking the extender.
+                continue;
+            }
             let started = Instant::now();
             let sent = current.len();
             let answer = {
@@ -307,16 +311,20 @@ impl SchedulingCycle {
                             .collect(),
                         error: None,
                     });
-                    self.record_extender(
-                        ext,
-                        "prioritize",
-                        n,
-                        CallOutcome::Prioritized {
-                            weight,
-                            scores: list,
-                        },
-                        started,
-                    );
+                    // Extenders without a prioritize verb were not asked (their zeros
+                    // still count, as upstream).
+                    if ext.is_prioritizer() {
+                        self.record_extender(
+                            ext,
+                            "prioritize",
+                            n,
+                            CallOutcome::Prioritized {
+                                weight,
+                                scores: list,
+                            },
+                            started,
+                        );
+                    }
                 }
             }
         }
