@@ -33,6 +33,21 @@ struct Server {
 
 impl Server {
     fn start(handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static) -> Server {
+        Server::start_with(None, handler)
+    }
+
+    /// The same over TLS.
+    fn start_tls(
+        tls: Arc<rustls::ServerConfig>,
+        handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> Server {
+        Server::start_with(Some(tls), handler)
+    }
+
+    fn start_with(
+        tls: Option<Arc<rustls::ServerConfig>>,
+        handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let addr = listener.local_addr().expect("local addr");
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -48,8 +63,21 @@ impl Server {
                 if stopping.load(Ordering::SeqCst) {
                     break;
                 }
-                let (reqs, handler) = (reqs.clone(), handler.clone());
-                std::thread::spawn(move || serve(stream, &reqs, handler.as_ref()));
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+                let (reqs, handler, tls) = (reqs.clone(), handler.clone(), tls.clone());
+                std::thread::spawn(move || match tls {
+                    None => serve(stream, &reqs, handler.as_ref()),
+                    Some(cfg) => {
+                        let Ok(conn) = rustls::ServerConnection::new(cfg) else {
+                            return;
+                        };
+                        serve(
+                            rustls::StreamOwned::new(conn, stream),
+                            &reqs,
+                            handler.as_ref(),
+                        )
+                    }
+                });
             }
         });
         Server {
@@ -62,6 +90,10 @@ impl Server {
 
     fn url(&self) -> String {
         format!("http://{}/scheduler", self.addr)
+    }
+
+    fn https_url(&self) -> String {
+        format!("https://{}/scheduler", self.addr)
     }
 
     fn requests(&self) -> Vec<(String, Value)> {
@@ -80,30 +112,32 @@ impl Drop for Server {
 }
 
 /// One request on one connection, answered with `Connection: close`.
-fn serve(stream: TcpStream, reqs: &Mutex<Vec<(String, Value)>>, handler: &Handler) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut reader = BufReader::new(&stream);
-    let mut line = String::new();
-    if reader.read_line(&mut line).is_err() || line.is_empty() {
-        return;
-    }
-    let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
-            break;
+fn serve(mut stream: impl Read + Write, reqs: &Mutex<Vec<(String, Value)>>, handler: &Handler) {
+    let (path, body) = {
+        let mut reader = BufReader::new(&mut stream);
+        let mut line = String::new();
+        if reader.read_line(&mut line).is_err() || line.is_empty() {
+            return;
         }
-        if let Some((k, v)) = h.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            len = v.trim().parse().unwrap_or(0);
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap_or(0);
+            }
         }
-    }
-    let mut body = vec![0; len];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
+        let mut body = vec![0; len];
+        if reader.read_exact(&mut body).is_err() {
+            return;
+        }
+        (path, body)
+    };
     let value: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     reqs.lock()
         .expect("requests")
@@ -111,13 +145,12 @@ fn serve(stream: TcpStream, reqs: &Mutex<Vec<(String, Value)>>, handler: &Handle
     let verb = path.rsplit('/').next().unwrap_or("");
     let (code, answer) = handler(verb, &value);
     let text = answer.to_string();
-    let mut out = &stream;
     let _ = write!(
-        out,
+        stream,
         "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
         text.len()
     );
-    let _ = out.flush();
+    let _ = stream.flush();
 }
 
 /// A port nothing listens on.
@@ -387,6 +420,50 @@ fn extender_error_field_and_status_codes_fail_the_cycle() {
             ext.url()
         )
     );
+}
+
+#[test]
+fn nominated_node_goes_through_extenders_first() {
+    // The pod is nominated to n1, which the extender always rejects: upstream tries n1
+    // alone, then searches all nodes.
+    let ext = Server::start(|verb, args| match verb {
+        "filter" => {
+            let passed: Vec<Value> = args["NodeNames"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|n| n != "n1")
+                .collect();
+            (
+                200,
+                json!({"NodeNames": passed, "FailedNodes": {"n1": "reserved"}}),
+            )
+        }
+        _ => (404, Value::Null),
+    });
+    let docs = format!(
+        "{}{}{}apiVersion: v1
+kind: Pod
+metadata: {{name: p, namespace: default}}
+spec:
+  containers: [{{name: c, image: busybox}}]
+status: {{nominatedNodeName: n1}}
+",
+        node("n1"),
+        node("n2"),
+        node("n3")
+    );
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n  nodeCacheCapable: true\n",
+        ext.url()
+    ));
+    let c = schedule(&cluster(&docs), cfg);
+    assert_ne!(selected(&c), "n1");
+    let reqs = ext.requests();
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].1["NodeNames"], json!(["n1"]));
+    assert_eq!(reqs[1].1["NodeNames"].as_array().map(Vec::len), Some(3));
 }
 
 // ---------- unreachable extenders ----------
@@ -750,6 +827,133 @@ fn preempt_extender_gets_pods_and_bad_answers_are_errors() {
             .contains("expected at least one victim pod on node \"n1\""),
         "{}",
         status.message()
+    );
+}
+
+// ---------- HTTPS ----------
+
+fn tls_data(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/extender")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// The test server's TLS settings; with `client_ca`, clients must show a certificate
+/// signed by the test CA.
+fn server_tls(client_ca: bool) -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(tls_data("server.pem"))
+        .expect("server.pem")
+        .collect::<Result<_, _>>()
+        .expect("certificates");
+    let key = PrivateKeyDer::from_pem_file(tls_data("server-key.pem")).expect("server key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions");
+    let cfg = if client_ca {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(tls_data("ca.pem")).expect("ca.pem") {
+            roots.add(c.expect("ca")).expect("add ca");
+        }
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .expect("client verifier");
+        builder
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(certs, key)
+    } else {
+        builder.with_no_client_auth().with_single_cert(certs, key)
+    };
+    Arc::new(cfg.expect("server TLS config"))
+}
+
+fn pass_all(verb: &str, args: &Value) -> (u16, Value) {
+    match verb {
+        "filter" => (
+            200,
+            json!({"Nodes": node_objects(args, &["n1", "n2", "n3"])}),
+        ),
+        _ => (404, Value::Null),
+    }
+}
+
+fn filter_error(c: &SchedulingCycle) -> Option<String> {
+    match outcome(c) {
+        CycleOutcome::Error(s) => Some(s.message()),
+        _ => None,
+    }
+}
+
+#[test]
+fn https_extender_with_ca_or_without_verification() {
+    let ext = Server::start_tls(server_tls(false), pass_all);
+    // The test CA verifies the server.
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n  enableHTTPS: true\n  tlsConfig:\n    caFile: {}\n",
+        ext.https_url(),
+        tls_data("ca.pem")
+    ));
+    let c = schedule(&three_nodes(), cfg);
+    assert_eq!(filter_error(&c), None);
+    // enableHTTPS without a CA does not verify the server at all.
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n  enableHTTPS: true\n",
+        ext.https_url()
+    ));
+    assert_eq!(filter_error(&schedule(&three_nodes(), cfg)), None);
+    // Without either, the public roots do not know the test CA.
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n",
+        ext.https_url()
+    ));
+    let err = filter_error(&schedule(&three_nodes(), cfg)).expect("untrusted server");
+    assert_eq!(
+        err,
+        format!(
+            "Post \"{}/filter\": tls: failed to verify certificate: x509: certificate signed by unknown authority",
+            ext.https_url()
+        )
+    );
+    assert_eq!(ext.requests().len(), 2);
+}
+
+#[test]
+fn https_extender_requiring_a_client_certificate() {
+    let ext = Server::start_tls(server_tls(true), pass_all);
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n  tlsConfig:\n    caFile: {}\n    certFile: {}\n    keyFile: {}\n",
+        ext.https_url(),
+        tls_data("ca.pem"),
+        tls_data("client.pem"),
+        tls_data("client-key.pem")
+    ));
+    assert_eq!(filter_error(&schedule(&three_nodes(), cfg)), None);
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n  tlsConfig:\n    caFile: {}\n",
+        ext.https_url(),
+        tls_data("ca.pem")
+    ));
+    assert!(filter_error(&schedule(&three_nodes(), cfg)).is_some());
+    assert_eq!(ext.requests().len(), 1);
+}
+
+#[test]
+fn unusable_tls_settings_fail_scheduler_setup() {
+    let cfg = configuration(
+        "- urlPrefix: https://127.0.0.1:1\n  filterVerb: filter\n  tlsConfig:\n    insecure: true\n    caData: aGVsbG8=\n",
+    );
+    let err = Scheduler::new(cfg, &three_nodes())
+        .err()
+        .expect("setup fails")
+        .to_string();
+    assert_eq!(
+        err,
+        "scheduler.yaml: couldn't build extenders: specifying a root certificates file with the insecure flag is not allowed"
     );
 }
 

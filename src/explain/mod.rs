@@ -11,9 +11,8 @@ use serde::Serialize;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
-use crate::extender::{CallOutcome, ExtenderCall, MAX_EXTENDER_PRIORITY};
+use crate::extender::{CallOutcome, ExtenderCall};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
-use crate::framework::plugin::MAX_NODE_SCORE;
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
 use crate::scheduler::{SetupError, extenders, frameworks};
@@ -251,21 +250,12 @@ fn build(
                     raw: BTreeMap::new(),
                     normalized: BTreeMap::new(),
                 };
-                for p in &t.plugins {
-                    ns.plugins.insert(p.name.to_string(), p.weighted(i));
-                    ns.raw.insert(p.name.to_string(), p.raw[i]);
-                    ns.normalized.insert(p.name.to_string(), p.normalized[i]);
-                }
-                // Extenders score 0..=10; "normalized" is that scaled to 0..=100.
-                for x in &t.extenders {
-                    let raw = x.raw.get(i).copied().unwrap_or(0);
-                    ns.plugins
-                        .insert(x.name.clone(), x.weighted.get(i).copied().unwrap_or(0));
-                    ns.raw.insert(x.name.clone(), raw);
-                    ns.normalized.insert(
-                        x.name.clone(),
-                        raw.wrapping_mul(MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY),
-                    );
+                // Plugins and extenders (`extender:<urlPrefix>`, scores 0..=10 whose
+                // "normalized" value is scaled to 0..=100) side by side.
+                for col in t.breakdown(i) {
+                    ns.plugins.insert(col.name.to_string(), col.weighted);
+                    ns.raw.insert(col.name.to_string(), col.raw);
+                    ns.normalized.insert(col.name.to_string(), col.normalized);
                 }
                 (name(idx), ns)
             })

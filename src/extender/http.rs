@@ -127,7 +127,10 @@ fn cause(url: &str, e: ureq::Error) -> String {
             }
             io::ErrorKind::UnexpectedEof => "EOF".into(),
             io::ErrorKind::ConnectionReset => "read: connection reset by peer".into(),
-            _ => io.to_string(),
+            _ => {
+                let text = io.to_string();
+                go_tls_text(&text).map_or(text, str::to_string)
+            }
         },
         ureq::Error::BadUri(_) => match url.split_once("://") {
             Some((scheme, _)) if !matches!(scheme, "http" | "https") => {
@@ -135,8 +138,25 @@ fn cause(url: &str, e: ureq::Error) -> String {
             }
             _ => format!("invalid URL {}", go_quote(url)),
         },
-        other => other.to_string(),
+        other => {
+            let text = other.to_string();
+            go_tls_text(&text).map_or(text, str::to_string)
+        }
     }
+}
+
+/// Go's words for the certificate problems users meet most.
+fn go_tls_text(rustls_text: &str) -> Option<&'static str> {
+    let verify = rustls_text.strip_prefix("invalid peer certificate: ")?;
+    Some(match verify {
+        "UnknownIssuer" => {
+            "tls: failed to verify certificate: x509: certificate signed by unknown authority"
+        }
+        v if v.starts_with("Expired") || v.starts_with("NotValidYet") => {
+            "tls: failed to verify certificate: x509: certificate has expired or is not yet valid"
+        }
+        _ => return None,
+    })
 }
 
 /// Host and port of a URL, as Go's dialer names them.

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 pub use extenders::ExtenderScores;
 pub use filter::{FilterCell, FilterMatrix};
-pub use score::{PluginScores, ScoreTable};
+pub use score::{PluginScores, ScoreColumn, ScoreTable};
 
 use super::cycle_state::CycleState;
 use super::diagnosis::{Diagnosis, FitError};

@@ -6,6 +6,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Phase, PluginRun, SchedulingCycle};
+use crate::extender::MAX_EXTENDER_PRIORITY;
 use crate::framework::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::select::{Scored, select_host};
@@ -46,6 +47,45 @@ pub struct ScoreTable {
     pub randomizers: Vec<u64>,
     /// The node upstream's heap picks (index into `nodes`).
     pub chosen: Option<usize>,
+}
+
+/// One entry of a node's score breakdown: a Score plugin or an extender.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScoreColumn<'a> {
+    /// The plugin name, or `extender:<urlPrefix>`.
+    pub name: &'a str,
+    /// What the plugin's Score (0..=100) or the extender (0..=10) returned.
+    pub raw: i64,
+    /// After NormalizeScore; for extenders, the score scaled to 0..=100.
+    pub normalized: i64,
+    pub weight: i64,
+    /// What was added to the node's total.
+    pub weighted: i64,
+}
+
+impl ScoreTable {
+    /// The score breakdown of the `i`-th node: Score plugins in profile order, then
+    /// extenders in configuration order (upstream's `NodePluginScores.Scores`).
+    pub fn breakdown(&self, i: usize) -> Vec<ScoreColumn<'_>> {
+        let plugins = self.plugins.iter().map(|p| ScoreColumn {
+            name: p.name,
+            raw: p.raw.get(i).copied().unwrap_or(0),
+            normalized: p.normalized.get(i).copied().unwrap_or(0),
+            weight: p.weight,
+            weighted: p.normalized.get(i).copied().unwrap_or(0) * p.weight,
+        });
+        let extenders = self.extenders.iter().map(|x| {
+            let raw = x.raw.get(i).copied().unwrap_or(0);
+            ScoreColumn {
+                name: &x.name,
+                raw,
+                normalized: raw.wrapping_mul(MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY),
+                weight: x.weight,
+                weighted: x.weighted.get(i).copied().unwrap_or(0),
+            }
+        });
+        plugins.chain(extenders).collect()
+    }
 }
 
 impl SchedulingCycle {
