@@ -978,17 +978,9 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-#[test]
-fn explain_with_config_shows_extenders_in_json() {
-    let filter = Server::start(|verb, args| match verb {
-        "filter" => (
-            200,
-            json!({"Nodes": node_objects(args, &["n1", "n2"]), "FailedNodes": {"n3": "no GPU left"}}),
-        ),
-        _ => (404, Value::Null),
-    });
-    let scorer = favouring("n1");
-    let dir = temp_dir("explain");
+/// Runs `kubestep explain` on three nodes and `default/p` with these extenders.
+fn explain(tag: &str, extenders: &str, output: &str) -> (Option<i32>, String) {
+    let dir = temp_dir(tag);
     let cluster_file = dir.join("cluster.yaml");
     std::fs::write(
         &cluster_file,
@@ -1005,11 +997,7 @@ fn explain_with_config_shows_extenders_in_json() {
     std::fs::write(
         &config_file,
         format!(
-            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n\
-             - urlPrefix: {}\n  filterVerb: filter\n\
-             - urlPrefix: {}\n  prioritizeVerb: prioritize\n  weight: 4\n",
-            filter.url(),
-            scorer.url()
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n{extenders}"
         ),
     )
     .expect("write config");
@@ -1018,17 +1006,86 @@ fn explain_with_config_shows_extenders_in_json() {
         .arg(&cluster_file)
         .arg("--config")
         .arg(&config_file)
-        .args(["--pod", "default/p", "-o", "json"])
+        .args(["--pod", "default/p", "-o", output])
         .output()
         .expect("kubestep runs");
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.code() != Some(2),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("json output");
+    (out.status.code(), text)
+}
+
+#[test]
+fn explain_text_names_nodes_an_extender_left_out() {
+    let ext = Server::start(|verb, args| match verb {
+        "filter" => (
+            200,
+            json!({"Nodes": node_objects(args, &["n2"]), "FailedNodes": {"n1": "cold aisle"}}),
+        ),
+        _ => (404, Value::Null),
+    });
+    let broken = Server::start(|_, _| (503, Value::Null));
+    let (code, out) = explain(
+        "text",
+        &format!(
+            "- urlPrefix: {}\n  filterVerb: filter\n- urlPrefix: {}\n  filterVerb: filter\n  ignorable: true\n",
+            ext.url(),
+            broken.url()
+        ),
+        "text",
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("default/p: schedulable on n2"), "{out}");
+    let row = |n: &str| {
+        out.lines()
+            .find(|l| l.starts_with(n))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        row("n1").contains(&format!("extender:{}", ext.url())),
+        "{out}"
+    );
+    assert!(row("n1").contains("cold aisle"), "{out}");
+    assert!(
+        row("n3").contains("left out of the extender's answer"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "extender:{} filter ignored: failed filter with extender at URL {}/filter, code 503",
+            broken.url(),
+            broken.url()
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn explain_with_config_shows_extenders_in_json() {
+    let filter = Server::start(|verb, args| match verb {
+        "filter" => (
+            200,
+            json!({"Nodes": node_objects(args, &["n1", "n2"]), "FailedNodes": {"n3": "no GPU left"}}),
+        ),
+        _ => (404, Value::Null),
+    });
+    let scorer = favouring("n1");
+    let (code, out) = explain(
+        "json",
+        &format!(
+            "- urlPrefix: {}\n  filterVerb: filter\n- urlPrefix: {}\n  prioritizeVerb: prioritize\n  weight: 4\n",
+            filter.url(),
+            scorer.url()
+        ),
+        "json",
+    );
+    assert_eq!(code, Some(0), "{out}");
+    let v: Value = serde_json::from_str(&out).expect("json output");
     assert_eq!(v["bound"], "n1");
     let fname = format!("extender:{}", filter.url());
     let sname = format!("extender:{}", scorer.url());

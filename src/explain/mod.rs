@@ -293,11 +293,16 @@ fn build(
         }
     }
 
+    let dropped_by_extenders = cycle.extender_calls.iter().flat_map(|c| match &c.outcome {
+        CallOutcome::Filtered { dropped, .. } => dropped.as_slice(),
+        _ => &[],
+    });
     let evaluated: std::collections::BTreeSet<&str> = cycle
         .feasible
         .iter()
         .map(|&i| snap.list()[i].name())
         .chain(filter.keys().map(String::as_str))
+        .chain(dropped_by_extenders.map(String::as_str))
         .collect();
     let not_evaluated = if prefilter.is_some() {
         Vec::new()

@@ -127,6 +127,20 @@ fn node_table(e: &Explanation, out: &mut String) {
             ]);
         }
     }
+    for c in &e.extenders {
+        if let CallOutcome::Filtered { dropped, .. } = &c.outcome {
+            for n in dropped {
+                if !e.filter.contains_key(n) && !e.feasible.contains(n) {
+                    rows.push([
+                        n.clone(),
+                        "✗".into(),
+                        c.extender.clone(),
+                        "left out of the extender's answer (no reason given)".into(),
+                    ]);
+                }
+            }
+        }
+    }
     for n in &e.not_evaluated {
         rows.push([
             n.clone(),

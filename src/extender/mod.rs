@@ -484,6 +484,9 @@ pub enum CallOutcome {
         passed: Vec<String>,
         failed: BTreeMap<String, String>,
         failed_and_unresolvable: BTreeMap<String, String>,
+        /// Nodes sent that the answer neither passed nor failed: they leave the search
+        /// without a status, as upstream.
+        dropped: Vec<String>,
     },
     #[serde(rename_all = "camelCase")]
     Prioritized {

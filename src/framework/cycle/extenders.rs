@@ -6,7 +6,7 @@
 //! through; scoring extenders are called concurrently and their results applied in
 //! configuration order, which gives the same totals as upstream's goroutines.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -134,13 +134,21 @@ impl SchedulingCycle {
                             );
                         }
                     }
-                    let passed = next
+                    let name_of = |(i, n): &FeasibleNode| {
+                        n.as_ref()
+                            .unwrap_or(&env.snapshot.list()[*i])
+                            .name()
+                            .to_string()
+                    };
+                    let passed: Vec<String> = next.iter().map(name_of).collect();
+                    // Sent, but neither passed nor failed: gone without a status.
+                    let dropped = current
                         .iter()
-                        .map(|(i, n)| {
-                            n.as_ref()
-                                .unwrap_or(&env.snapshot.list()[*i])
-                                .name()
-                                .to_string()
+                        .map(name_of)
+                        .filter(|n| {
+                            !passed.contains(n)
+                                && !failed.contains_key(n)
+                                && !unresolvable.contains_key(n)
                         })
                         .collect();
                     self.record_extender(
@@ -151,6 +159,7 @@ impl SchedulingCycle {
                             passed,
                             failed,
                             failed_and_unresolvable: unresolvable,
+                            dropped,
                         },
                         started,
                     );
@@ -256,6 +265,7 @@ impl SchedulingCycle {
         let names: Vec<String> = (0..n)
             .map(|i| self.feasible_node(env.snapshot, i).name().to_string())
             .collect();
+        let feasible_names: BTreeSet<&str> = names.iter().map(String::as_str).collect();
         // Per node name, over all extenders (upstream's allNodeExtendersScores).
         let mut by_name: BTreeMap<&str, i64> = BTreeMap::new();
         let mut table = Vec::new();
@@ -285,7 +295,7 @@ impl SchedulingCycle {
                     let mut raw: BTreeMap<&str, i64> = BTreeMap::new();
                     let mut weighted: BTreeMap<&str, i64> = BTreeMap::new();
                     for hp in &list {
-                        let Some(name) = names.iter().find(|x| **x == hp.host) else {
+                        let Some(&name) = feasible_names.get(hp.host.as_str()) else {
                             // Hosts that are not feasible nodes are recorded but unused.
                             continue;
                         };
