@@ -423,6 +423,42 @@ fn extender_error_field_and_status_codes_fail_the_cycle() {
 }
 
 #[test]
+fn extender_filters_make_the_search_find_all_nodes_without_scoring() {
+    let ext = Server::start(|verb, args| match verb {
+        "filter" => (200, json!({"NodeNames": args["NodeNames"].clone()})),
+        _ => (404, Value::Null),
+    });
+    let text = format!(
+        "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    score:
+      disabled: [{{name: '*'}}]
+extenders:
+- urlPrefix: {}
+  filterVerb: filter
+  nodeCacheCapable: true
+",
+        ext.url()
+    );
+    let without = text.split("extenders:").next().unwrap_or_default();
+    let cfg = config::parse_str(without, "scheduler.yaml").expect("configuration");
+    // With neither score plugins nor extender filters one feasible node will do ...
+    assert_eq!(schedule(&three_nodes(), cfg).feasible.len(), 1);
+    // ... an extender filter makes the Filter phase find them all.
+    let cfg = config::parse_str(&text, "scheduler.yaml").expect("configuration");
+    let c = schedule(&three_nodes(), cfg);
+    assert_eq!(c.feasible.len(), 3);
+    let reqs = ext.requests();
+    assert_eq!(reqs[0].1["NodeNames"].as_array().map(Vec::len), Some(3));
+    let t = c.scores.as_ref().expect("scored");
+    // No score plugins but an extender: totals are the extenders' (0), not 1.
+    assert!(t.totals.iter().all(|&x| x == 0), "{:?}", t.totals);
+}
+
+#[test]
 fn nominated_node_goes_through_extenders_first() {
     // The pod is nominated to n1, which the extender always rejects: upstream tries n1
     // alone, then searches all nodes.
