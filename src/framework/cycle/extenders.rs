@@ -66,7 +66,7 @@ impl SchedulingCycle {
     pub(super) fn run_extender_filters(&mut self, env: &CycleEnv) -> Result<(), Status> {
         let mut current = self.take_feasible();
         let result = self.filter_with_extenders(env, &mut current);
-        self.put_feasible_mixed(env.snapshot, current);
+        self.put_feasible(env.snapshot, current);
         result
     }
 
@@ -170,7 +170,7 @@ impl SchedulingCycle {
         Ok(())
     }
 
-    fn put_feasible_mixed(&mut self, snapshot: &Snapshot, nodes: Vec<FeasibleNode>) {
+    fn put_feasible(&mut self, snapshot: &Snapshot, nodes: Vec<FeasibleNode>) {
         if nodes.iter().all(|(_, n)| n.is_none()) {
             self.feasible = nodes.into_iter().map(|(i, _)| i).collect();
             self.extender_feasible_nodes = None;
