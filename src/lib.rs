@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cluster;
 pub mod config;
 pub mod explain;
+pub mod extender;
 pub mod framework;
 pub mod plugins;
 pub mod recording;

@@ -2,13 +2,15 @@
 //! another as kube-scheduler's `ScheduleOne` does, with each placement assumed into the
 //! snapshot before the next pod. The queue, Permit and the binding cycle build on it.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
-use crate::config::{ConfigError, FieldPath, PluginArgs};
+use crate::config::{ConfigError, FieldPath, PluginArgs, Profile};
+use crate::extender::{self, Extender};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::listers::Listers;
 use crate::framework::nominator::Nominator;
@@ -28,13 +30,59 @@ pub enum SetupError {
         profile: String,
         message: String,
     },
+    #[error("{file}: couldn't build extenders: {message}")]
+    Extenders { file: String, message: String },
+}
+
+/// Builds the configuration's extenders, ignorable ones last (upstream `buildExtenders`).
+pub fn extenders(config: &KubeSchedulerConfiguration) -> Result<Vec<Extender>, SetupError> {
+    extender::build(&config.extenders).map_err(|e| SetupError::Extenders {
+        file: config.source.name.clone(),
+        message: e.0,
+    })
+}
+
+/// The profile with extender-managed resources marked `ignoredByScheduler` made
+/// NodeResourcesFit's ignored resources, as upstream's `buildExtenders` rewrites them.
+fn with_extender_ignored_resources<'p>(
+    config: &KubeSchedulerConfiguration,
+    profile: &'p Profile,
+    ignored: &[String],
+) -> Result<Cow<'p, Profile>, SetupError> {
+    if ignored.is_empty() {
+        return Ok(Cow::Borrowed(profile));
+    }
+    let mut p = profile.clone();
+    let fail = |message: &str| SetupError::Extenders {
+        file: config.source.name.clone(),
+        message: message.to_string(),
+    };
+    match p
+        .plugin_config
+        .iter_mut()
+        .find(|c| c.name == "NodeResourcesFit")
+    {
+        Some(c) => match &mut c.args {
+            PluginArgs::NodeResourcesFit(a) => a.ignored_resources = ignored.to_vec(),
+            _ => {
+                return Err(fail(
+                    "want args to be of type NodeResourcesFitArgs, got another type",
+                ));
+            }
+        },
+        None => return Err(fail("can't find NodeResourcesFitArgs in plugin config")),
+    }
+    Ok(Cow::Owned(p))
 }
 
 /// Builds every profile's framework, reporting problems against the configuration file.
 pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>, SetupError> {
     let reg = registry::in_tree();
+    let ignored = extender::ignored_extended_resources(&config.extenders);
     let mut out = Vec::new();
     for (i, p) in config.profiles.iter().enumerate() {
+        let p = with_extender_ignored_resources(config, p, &ignored)?;
+        let p = p.as_ref();
         // NodeResourcesFit validates its args when built (upstream's config validation
         // skips them); check them here so errors point at the file, line and field.
         if let Some(PluginArgs::NodeResourcesFit(a)) = p.plugin_args("NodeResourcesFit") {
@@ -61,6 +109,8 @@ pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>,
 pub struct Scheduler {
     pub config: KubeSchedulerConfiguration,
     pub frameworks: Vec<Framework>,
+    /// The configured extenders, ignorable ones last.
+    pub extenders: Vec<Extender>,
     pub snapshot: Snapshot,
     pub nominator: Nominator,
     /// Where the next node search starts (upstream `nextStartNodeIndex`).
@@ -76,6 +126,7 @@ impl Scheduler {
         config: KubeSchedulerConfiguration,
         cluster: &ClusterState,
     ) -> Result<Scheduler, SetupError> {
+        let extenders = extenders(&config)?;
         let frameworks = frameworks(&config)?;
         // More workers than cores only adds contention; results do not depend on the count.
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -91,6 +142,7 @@ impl Scheduler {
         Ok(Scheduler {
             config,
             frameworks,
+            extenders,
             snapshot: cluster.snapshot(),
             nominator: cluster.nominator(),
             next_start_node_index: 0,
@@ -105,7 +157,12 @@ impl Scheduler {
             .find(|f| f.profile_name == pod.scheduler_name())
     }
 
-    pub fn env<'a>(&'a self, fwk: &'a Framework, listers: &'a Listers, waiting: &'a WaitingPods) -> CycleEnv<'a> {
+    pub fn env<'a>(
+        &'a self,
+        fwk: &'a Framework,
+        listers: &'a Listers,
+        waiting: &'a WaitingPods,
+    ) -> CycleEnv<'a> {
         CycleEnv {
             framework: fwk,
             snapshot: &self.snapshot,
@@ -115,12 +172,18 @@ impl Scheduler {
             now: self.now,
             percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score.unwrap_or(0),
             pool: self.pool.as_ref(),
+            extenders: &self.extenders,
         }
     }
 
     /// Runs one scheduling cycle; a chosen host is assumed into the snapshot.
     /// Returns `None` when no profile handles the pod.
-    pub fn schedule_one(&mut self, pod: Arc<PodInfo>, detail: Detail, listers: &Listers) -> Option<SchedulingCycle> {
+    pub fn schedule_one(
+        &mut self,
+        pod: Arc<PodInfo>,
+        detail: Detail,
+        listers: &Listers,
+    ) -> Option<SchedulingCycle> {
         let fwk_index = self
             .frameworks
             .iter()
@@ -155,6 +218,16 @@ impl Scheduler {
             Some(pool) => pool.install(f),
             None => f(),
         }
+    }
+
+    /// Binds through the extenders first (upstream `extendersBinding`): `None` when no
+    /// binder extender is interested in the pod, so the profile's Bind plugins bind it.
+    pub fn extenders_binding(
+        &self,
+        pod: &PodInfo,
+        node: &str,
+    ) -> Option<Result<(), extender::ExtenderError>> {
+        extender::extenders_binding(&self.extenders, pod, node)
     }
 
     /// Places a pod on a node in the snapshot (upstream `AssumePod`).

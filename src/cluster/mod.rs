@@ -22,7 +22,10 @@ use crate::framework::{PodInfo, Snapshot};
 pub enum Stored {
     Node(Arc<Node>),
     Pod(Arc<Pod>),
-    Other { kind: String, value: serde_json::Value },
+    Other {
+        kind: String,
+        value: serde_json::Value,
+    },
 }
 
 impl Stored {
@@ -30,13 +33,22 @@ impl Stored {
         match obj {
             Object::Node(n) => Stored::Node(Arc::new(n.clone())),
             Object::Pod(p) => Stored::Pod(Arc::new(p.clone())),
-            Object::Custom { kind, value, .. } => Stored::Other { kind: kind.clone(), value: value.clone() },
-            other => Stored::Other { kind: other.kind().to_string(), value: other.to_value() },
+            Object::Custom { kind, value, .. } => Stored::Other {
+                kind: kind.clone(),
+                value: value.clone(),
+            },
+            other => Stored::Other {
+                kind: other.kind().to_string(),
+                value: other.to_value(),
+            },
         }
     }
 
     fn other<T: serde::Serialize>(kind: &str, v: &T) -> Stored {
-        Stored::Other { kind: kind.to_string(), value: serde_json::to_value(v).unwrap_or_default() }
+        Stored::Other {
+            kind: kind.to_string(),
+            value: serde_json::to_value(v).unwrap_or_default(),
+        }
     }
 }
 
@@ -145,7 +157,11 @@ impl ClusterState {
                 }
             }
             Object::Pod(p) => {
-                let phase = p.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+                let phase = p
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.phase.as_deref())
+                    .unwrap_or("");
                 if phase == "Succeeded" || phase == "Failed" {
                     // The scheduler's informer never sees finished pods: a pod that
                     // finishes is, to it, deleted.
@@ -165,13 +181,23 @@ impl ClusterState {
             }
             other => self.listers_insert(other, &key),
         };
-        Some(Change { kind, key, old, new: Some(new) })
+        Some(Change {
+            kind,
+            key,
+            old,
+            new: Some(new),
+        })
     }
 
     fn listers_insert(&mut self, obj: Object, key: &str) -> Option<Stored> {
         let l = &mut self.listers;
         let key = key.to_string();
-        fn put<T: serde::Serialize>(m: &mut BTreeMap<String, Arc<T>>, key: String, v: T, kind: &str) -> Option<Stored> {
+        fn put<T: serde::Serialize>(
+            m: &mut BTreeMap<String, Arc<T>>,
+            key: String,
+            v: T,
+            kind: &str,
+        ) -> Option<Stored> {
             m.insert(key, Arc::new(v)).map(|o| Stored::other(kind, &*o))
         }
         match obj {
@@ -185,13 +211,21 @@ impl ClusterState {
             Object::Service(o) => put(&mut l.services, key, o, "Service"),
             Object::ReplicaSet(o) => put(&mut l.replica_sets, key, o, "ReplicaSet"),
             Object::StatefulSet(o) => put(&mut l.stateful_sets, key, o, "StatefulSet"),
-            Object::ReplicationController(o) => put(&mut l.replication_controllers, key, o, "ReplicationController"),
+            Object::ReplicationController(o) => put(
+                &mut l.replication_controllers,
+                key,
+                o,
+                "ReplicationController",
+            ),
             Object::Custom { kind, value, .. } => l
                 .custom
                 .entry(kind.clone())
                 .or_default()
                 .insert(key, Arc::new(value))
-                .map(|o| Stored::Other { kind, value: (*o).clone() }),
+                .map(|o| Stored::Other {
+                    kind,
+                    value: (*o).clone(),
+                }),
             Object::Node(_) | Object::Pod(_) => None,
         }
     }
@@ -199,7 +233,11 @@ impl ClusterState {
     /// Removes an object by kind and key (`namespace/name` or `name`).
     pub fn remove(&mut self, kind: &str, key: &str) -> Option<Change> {
         let l = &mut self.listers;
-        fn take<T: serde::Serialize>(m: &mut BTreeMap<String, Arc<T>>, key: &str, kind: &str) -> Option<Stored> {
+        fn take<T: serde::Serialize>(
+            m: &mut BTreeMap<String, Arc<T>>,
+            key: &str,
+            kind: &str,
+        ) -> Option<Stored> {
             m.remove(key).map(|o| Stored::other(kind, &*o))
         }
         let old = match kind {
@@ -237,9 +275,17 @@ impl ClusterState {
                 .custom
                 .get_mut(other)
                 .and_then(|m| m.remove(key))
-                .map(|v| Stored::Other { kind: other.to_string(), value: (*v).clone() }),
+                .map(|v| Stored::Other {
+                    kind: other.to_string(),
+                    value: (*v).clone(),
+                }),
         }?;
-        Some(Change { kind: kind.to_string(), key: key.to_string(), old: Some(old), new: None })
+        Some(Change {
+            kind: kind.to_string(),
+            key: key.to_string(),
+            old: Some(old),
+            new: None,
+        })
     }
 
     /// What the Priority admission plugin would have set: `spec.priority` from the pod's

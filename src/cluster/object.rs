@@ -127,19 +127,24 @@ pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
         "Node" => serde_json::from_str(text).map(Object::Node).ok(),
         "Pod" => serde_json::from_str(text).map(Object::Pod).ok(),
         "Namespace" => serde_json::from_str(text).map(Object::Namespace).ok(),
-        "PersistentVolume" => serde_json::from_str(text).map(Object::PersistentVolume).ok(),
-        "PersistentVolumeClaim" => serde_json::from_str(text).map(Object::PersistentVolumeClaim).ok(),
+        "PersistentVolume" => serde_json::from_str(text)
+            .map(Object::PersistentVolume)
+            .ok(),
+        "PersistentVolumeClaim" => serde_json::from_str(text)
+            .map(Object::PersistentVolumeClaim)
+            .ok(),
         _ => None,
     };
     match typed {
         Some(obj) if obj.meta().name.as_deref().is_some_and(|n| !n.is_empty()) => {
             let name = obj.key();
-            obj.validate_quantities().map_err(|(field, message)| ObjectError {
-                kind: kind.to_string(),
-                name,
-                field,
-                message,
-            })?;
+            obj.validate_quantities()
+                .map_err(|(field, message)| ObjectError {
+                    kind: kind.to_string(),
+                    name,
+                    field,
+                    message,
+                })?;
             Ok(Some(obj))
         }
         _ => {

@@ -11,10 +11,11 @@ use serde::Serialize;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
+use crate::extender::{CallOutcome, ExtenderCall};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
-use crate::scheduler::{SetupError, frameworks};
+use crate::scheduler::{SetupError, extenders, frameworks};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {
@@ -84,8 +85,10 @@ pub struct Explanation {
     /// Nodes upstream did not examine because enough feasible nodes were found first.
     pub not_evaluated: Vec<String>,
     pub num_nodes: usize,
-    /// Score plugin weights in this profile.
+    /// Score plugin weights in this profile, and the weights of scoring extenders.
     pub weights: BTreeMap<String, i64>,
+    /// Every extender call of the cycle (filter, prioritize), in order.
+    pub extenders: Vec<ExtenderCall>,
 }
 
 impl Explanation {
@@ -100,6 +103,7 @@ pub fn explain(
     config: &KubeSchedulerConfiguration,
     pod: Arc<Pod>,
 ) -> Result<Explanation, ExplainError> {
+    let exts = extenders(config)?;
     let fwks = frameworks(config)?;
     let pi = Arc::new(PodInfo::new(pod));
     let fwk = fwks
@@ -141,6 +145,7 @@ pub fn explain(
         now: jiff::Timestamp::now(),
         percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
         pool: pool.as_ref(),
+        extenders: &exts,
     };
 
     let h = env.handle();
@@ -183,11 +188,26 @@ fn build(
         )
     });
 
+    // Which extender last rejected each node (its status names no plugin).
+    let mut rejected_by: BTreeMap<&str, &str> = BTreeMap::new();
+    for call in &cycle.extender_calls {
+        if let CallOutcome::Filtered {
+            failed,
+            failed_and_unresolvable,
+            ..
+        } = &call.outcome
+        {
+            for n in failed.keys().chain(failed_and_unresolvable.keys()) {
+                rejected_by.insert(n, &call.extender);
+            }
+        }
+    }
     let mut filter = BTreeMap::new();
     if prefilter.is_none() {
         let nts = &cycle.diagnosis.node_to_status;
         for (node, s) in nts.iter() {
-            filter.insert(node.to_string(), PluginStatus::from_status(s, ""));
+            let fallback = rejected_by.get(node).copied().unwrap_or_default();
+            filter.insert(node.to_string(), PluginStatus::from_status(s, fallback));
         }
         // Nodes a PreFilter plugin left out carry the narrowing plugins' absent status.
         if let Some(names) = cycle
@@ -232,10 +252,12 @@ fn build(
                     raw: BTreeMap::new(),
                     normalized: BTreeMap::new(),
                 };
-                for p in &t.plugins {
-                    ns.plugins.insert(p.name.to_string(), p.weighted(i));
-                    ns.raw.insert(p.name.to_string(), p.raw[i]);
-                    ns.normalized.insert(p.name.to_string(), p.normalized[i]);
+                // Plugins and extenders (`extender:<urlPrefix>`, scores 0..=10 whose
+                // "normalized" value is scaled to 0..=100) side by side.
+                for col in t.breakdown(i) {
+                    ns.plugins.insert(col.name.to_string(), col.weighted);
+                    ns.raw.insert(col.name.to_string(), col.raw);
+                    ns.normalized.insert(col.name.to_string(), col.normalized);
                 }
                 (name(idx), ns)
             })
@@ -273,11 +295,16 @@ fn build(
         }
     }
 
+    let dropped_by_extenders = cycle.extender_calls.iter().flat_map(|c| match &c.outcome {
+        CallOutcome::Filtered { dropped, .. } => dropped.as_slice(),
+        _ => &[],
+    });
     let evaluated: std::collections::BTreeSet<&str> = cycle
         .feasible
         .iter()
         .map(|&i| snap.list()[i].name())
         .chain(filter.keys().map(String::as_str))
+        .chain(dropped_by_extenders.map(String::as_str))
         .collect();
     let not_evaluated = if prefilter.is_some() {
         Vec::new()
@@ -290,12 +317,15 @@ fn build(
             .collect()
     };
 
-    let weights = env
+    let mut weights: BTreeMap<String, i64> = env
         .framework
         .plugins(ExtensionPoint::Score)
         .iter()
         .map(|e| (e.name.to_string(), env.framework.score_weight(e.name)))
         .collect();
+    for x in cycle.scores.iter().flat_map(|t| &t.extenders) {
+        weights.insert(x.name.clone(), x.weight);
+    }
 
     Explanation {
         pod: cycle.pod.key.clone(),
@@ -314,5 +344,6 @@ fn build(
         not_evaluated,
         num_nodes: snap.num_nodes(),
         weights,
+        extenders: cycle.extender_calls.clone(),
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::Explanation;
+use crate::extender::CallOutcome;
 
 /// How many nodes the score breakdown shows.
 const TOP_NODES: usize = 3;
@@ -22,7 +23,18 @@ pub fn render(e: &Explanation) -> String {
     if !e.victims.is_empty() {
         let _ = writeln!(out, "\npreemption victims: {}", e.victims.join(", "));
     }
+    extender_errors(e, &mut out);
     out
+}
+
+/// Failed extender calls: an ignored one explains a missing verdict or score.
+fn extender_errors(e: &Explanation, out: &mut String) {
+    for c in &e.extenders {
+        if let CallOutcome::Error { message, ignored } = &c.outcome {
+            let what = if *ignored { "ignored" } else { "failed" };
+            let _ = writeln!(out, "\n{} {} {what}: {message}", c.extender, c.verb);
+        }
+    }
 }
 
 fn verdict(e: &Explanation) -> String {
@@ -113,6 +125,20 @@ fn node_table(e: &Explanation, out: &mut String) {
                 String::new(),
                 score.unwrap_or_else(|| "feasible".into()),
             ]);
+        }
+    }
+    for c in &e.extenders {
+        if let CallOutcome::Filtered { dropped, .. } = &c.outcome {
+            for n in dropped {
+                if !e.filter.contains_key(n) && !e.feasible.contains(n) {
+                    rows.push([
+                        n.clone(),
+                        "✗".into(),
+                        c.extender.clone(),
+                        "left out of the extender's answer (no reason given)".into(),
+                    ]);
+                }
+            }
         }
     }
     for n in &e.not_evaluated {

@@ -29,7 +29,8 @@ pub const MIN_NODE_SCORE: i64 = 0;
 pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// What plugins can see of the scheduler: the framework they run in, the snapshot taken
-/// for this cycle, object listers, nominated pods, waiting pods and the time.
+/// for this cycle, object listers, nominated pods, waiting pods, the time and the
+/// extenders.
 #[derive(Clone, Copy)]
 pub struct Handle<'a> {
     pub framework: &'a Framework,
@@ -41,6 +42,8 @@ pub struct Handle<'a> {
     /// tests). Plugins whose upstream reads `time.Now()` (Coscheduling's group backoff and
     /// failure times) read this instead, so runs stay repeatable.
     pub now: Timestamp,
+    /// The configured scheduler extenders (upstream `Handle.Extenders`).
+    pub extenders: &'a [crate::extender::Extender],
 }
 
 /// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.

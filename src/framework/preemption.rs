@@ -19,11 +19,13 @@
 //!   candidates first, each group in dry-run order).
 //! * A pod without `status.startTime` counts as started "now"; the evaluator is given a
 //!   fixed instant for that.
+//! * Extenders that support preemption narrow the candidates down; upstream rebuilds the
+//!   list from a Go map, kubestep keeps the candidates' order.
 //!
 //! Deleting the victims and clearing lower-priority nominations are left to the driver,
 //! which reads them from the `PostFilterResult`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -40,6 +42,7 @@ use super::status::{Code, Status};
 use super::types::PodInfo;
 use crate::api::labels::Selector;
 use crate::config::field::go_quote;
+use crate::extender::{CallOutcome, ExtenderCall};
 
 /// The error when the snapshot has no nodes at all.
 pub const ERR_NO_NODES_AVAILABLE: &str = "no nodes available";
@@ -185,6 +188,8 @@ pub struct PreemptionTrace {
     /// Nodes the dry run examined, in the order it examined them.
     pub examined: Vec<(String, DryRunVerdict)>,
     pub candidates: Vec<Candidate>,
+    /// Calls to extenders that support preemption, in order.
+    pub extender_calls: Vec<ExtenderCall>,
     pub selected: Option<String>,
 }
 
@@ -228,6 +233,28 @@ impl RenderState for PreemptionTrace {
                 ))
             }),
         ));
+        if !self.extender_calls.is_empty() {
+            children.push(StateTree::list(
+                "extenders",
+                self.extender_calls.iter().map(|c| {
+                    StateTree::leaf(match &c.outcome {
+                        CallOutcome::Preempted { candidates } => format!(
+                            "{}: kept {} of {} candidate(s): {}",
+                            c.extender,
+                            candidates.len(),
+                            c.nodes,
+                            candidates.join(", ")
+                        ),
+                        CallOutcome::Error { message, ignored } => format!(
+                            "{}: error{}: {message}",
+                            c.extender,
+                            if *ignored { " (ignored)" } else { "" }
+                        ),
+                        other => format!("{}: {other:?}", c.extender),
+                    })
+                }),
+            ));
+        }
         children.push(StateTree::kv(
             "selected",
             self.selected.as_deref().unwrap_or("(none)"),
@@ -309,8 +336,11 @@ impl Evaluator<'_> {
             );
         }
 
-        // Scheduler extenders would filter the candidates here; kubestep has none that
-        // support preemption.
+        // Extenders that support preemption narrow the candidates down.
+        let candidates = match self.call_extenders(pod, candidates, &mut trace) {
+            Ok(c) => c,
+            Err(msg) => return (None, Status::error(msg), trace),
+        };
 
         let Some(best) = self.select_candidate(&candidates) else {
             return (None, Status::unschedulable(ERR_NO_CANDIDATE_NODE), trace);
@@ -325,6 +355,103 @@ impl Evaluator<'_> {
             victims: best.victim_keys(),
         };
         (Some(result), Status::success(), trace)
+    }
+
+    /// Upstream `callExtenders`: each interested extender that supports preemption gets
+    /// the candidates (node → victims) left by the previous one and answers with those it
+    /// keeps. `Err` is the error of an extender that is not ignorable. The candidates come
+    /// back in their original order, nodes an extender added after them by name (upstream
+    /// rebuilds them from a Go map, in random order).
+    fn call_extenders(
+        &self,
+        pod: &PodInfo,
+        candidates: Vec<Candidate>,
+        trace: &mut PreemptionTrace,
+    ) -> Result<Vec<Candidate>, String> {
+        let extenders = self.handle.extenders;
+        if extenders.is_empty() || candidates.is_empty() {
+            return Ok(candidates);
+        }
+        let mut victims: BTreeMap<String, NodeVictims> = candidates
+            .iter()
+            .map(|c| {
+                let v = NodeVictims {
+                    pods: c.victims.clone(),
+                    num_pdb_violations: c.num_pdb_violations,
+                };
+                (c.node.clone(), v)
+            })
+            .collect();
+        for ext in extenders {
+            if !ext.supports_preemption() || !ext.is_interested(&pod.pod) {
+                continue;
+            }
+            let sent = victims.len();
+            let call = |outcome| ExtenderCall {
+                extender: ext.name().to_string(),
+                verb: "preempt",
+                nodes: sent,
+                outcome,
+            };
+            let checked = ext
+                .process_preemption(&pod.pod, &victims, self.handle.snapshot)
+                .map_err(|e| e.0)
+                .and_then(|mut result| {
+                    let empty: Vec<String> = result
+                        .iter()
+                        .filter(|(_, v)| v.pods.is_empty())
+                        .map(|(n, _)| n.clone())
+                        .collect();
+                    for node in empty {
+                        if !ext.is_ignorable() {
+                            return Err(format!(
+                                "expected at least one victim pod on node {}",
+                                go_quote(&node)
+                            ));
+                        }
+                        // An ignorable extender's candidate without victims is dropped.
+                        result.remove(&node);
+                    }
+                    Ok(result)
+                });
+            match checked {
+                Err(message) => {
+                    let ignored = ext.is_ignorable();
+                    trace.extender_calls.push(call(CallOutcome::Error {
+                        message: message.clone(),
+                        ignored,
+                    }));
+                    if !ignored {
+                        return Err(message);
+                    }
+                }
+                Ok(result) => {
+                    trace.extender_calls.push(call(CallOutcome::Preempted {
+                        candidates: result.keys().cloned().collect(),
+                    }));
+                    victims = result;
+                    if victims.is_empty() {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(victims.len());
+        for c in &candidates {
+            if let Some(v) = victims.remove(&c.node) {
+                out.push(Candidate {
+                    node: c.node.clone(),
+                    victims: v.pods,
+                    num_pdb_violations: v.num_pdb_violations,
+                });
+            }
+        }
+        out.extend(victims.into_iter().map(|(node, v)| Candidate {
+            node,
+            victims: v.pods,
+            num_pdb_violations: v.num_pdb_violations,
+        }));
+        Ok(out)
     }
 
     /// Upstream `findCandidates`: the dry run over the nodes whose status is Unschedulable.
@@ -859,6 +986,7 @@ mod tests {
             nominator: &nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
+            extenders: &[],
         };
         let m = NodeToStatus::new(Status::unschedulable("Insufficient cpu"));
         let preemptor = pod("p", 10, None);

@@ -422,6 +422,7 @@ mod tests {
                 now: jiff::Timestamp::UNIX_EPOCH,
                 percentage_of_nodes_to_score: 100,
                 pool: None,
+                extenders: &[],
             };
             let mut cycle = SchedulingCycle::new(self.pod.clone(), Detail::Decision, 0);
             let outcome = cycle.run(&env).clone();
@@ -898,6 +899,7 @@ mod tests {
             nominator: &w.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
+            extenders: &[],
         };
         let run = |pl: DefaultPreemption| {
             let mut state = r.state.clone();
@@ -955,6 +957,7 @@ mod tests {
             nominator: &w.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
+            extenders: &[],
         };
         let mut state = r.state.clone();
         let pl = DefaultPreemption::new(10, 5).with_seed(37);
@@ -994,6 +997,7 @@ mod tests {
             nominator: &w.nominator,
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
+            extenders: &[],
         };
         let mut state = r.state.clone();
         let (res, s) = DefaultPreemption::new(10, 0).post_filter(&h, &mut state, &w.pod, &statuses);
@@ -1077,6 +1081,7 @@ mod tests {
                 nominator: &w.nominator,
                 waiting: &crate::framework::waiting::NO_WAITING,
                 now: jiff::Timestamp::UNIX_EPOCH,
+                extenders: &[],
             };
             pl.pod_eligible_to_preempt_others(&h, &w.pod, &n1_status)
         };

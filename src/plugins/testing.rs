@@ -66,6 +66,7 @@ impl Env {
             nominator: &self.nominator,
             waiting: &self.waiting,
             now: self.now,
+            extenders: &[],
         }
     }
 }

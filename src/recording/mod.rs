@@ -96,6 +96,8 @@ impl Recording {
     }
 
     pub fn end(&self) -> Timestamp {
-        self.events.last().map_or(self.header.started, |e| e.at.max(self.header.started))
+        self.events
+            .last()
+            .map_or(self.header.started, |e| e.at.max(self.header.started))
     }
 }

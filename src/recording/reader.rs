@@ -17,7 +17,11 @@ pub enum ReadError {
     #[error("{file}: {error}")]
     Io { file: String, error: std::io::Error },
     #[error("{file}:{line}: {message}")]
-    Line { file: String, line: usize, message: String },
+    Line {
+        file: String,
+        line: usize,
+        message: String,
+    },
     #[error(
         "{file}: recording format version {version} is newer than this kubestep understands (up to {VERSION}); upgrade kubestep"
     )]
@@ -48,12 +52,20 @@ pub fn is_recording(first_line: &str) -> bool {
 
 pub fn read_file(path: &Path, opts: ReadOptions) -> Result<Recording, ReadError> {
     let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|error| ReadError::Io { file: file.clone(), error })?;
+    let f = std::fs::File::open(path).map_err(|error| ReadError::Io {
+        file: file.clone(),
+        error,
+    })?;
     let mut reader: Box<dyn Read> = Box::new(f);
     let mut magic = [0u8; 2];
     let gz = {
-        let mut f2 = std::fs::File::open(path).map_err(|error| ReadError::Io { file: file.clone(), error })?;
-        f2.read(&mut magic).map(|n| n == 2 && magic == [0x1f, 0x8b]).unwrap_or(false)
+        let mut f2 = std::fs::File::open(path).map_err(|error| ReadError::Io {
+            file: file.clone(),
+            error,
+        })?;
+        f2.read(&mut magic)
+            .map(|n| n == 2 && magic == [0x1f, 0x8b])
+            .unwrap_or(false)
     };
     if gz {
         reader = Box::new(flate2::read::MultiGzDecoder::new(reader));
@@ -78,7 +90,9 @@ pub fn read_file(path: &Path, opts: ReadOptions) -> Result<Recording, ReadError>
     let text = String::from_utf8_lossy(&bytes);
     let mut rec = read_str(&text, &file, opts)?;
     if let Some(e) = cut_short {
-        rec.warnings.push(format!("{file}: compressed stream ends early ({e}); read what was complete"));
+        rec.warnings.push(format!(
+            "{file}: compressed stream ends early ({e}); read what was complete"
+        ));
     }
     Ok(rec)
 }
@@ -89,19 +103,33 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
     if !is_recording(first) {
         return from_manifest(text, file);
     }
-    let header: Header = serde_json::from_str(first)
-        .map_err(|e| ReadError::Line { file: file.into(), line: 1, message: format!("bad recording header: {e}") })?;
+    let header: Header = serde_json::from_str(first).map_err(|e| ReadError::Line {
+        file: file.into(),
+        line: 1,
+        message: format!("bad recording header: {e}"),
+    })?;
     if header.kubestep != MAGIC {
         return Err(ReadError::Line {
             file: file.into(),
             line: 1,
-            message: format!("not a kubestep recording (\"kubestep\" is {:?})", header.kubestep),
+            message: format!(
+                "not a kubestep recording (\"kubestep\" is {:?})",
+                header.kubestep
+            ),
         });
     }
     if header.version > VERSION {
-        return Err(ReadError::NewerVersion { file: file.into(), version: header.version });
+        return Err(ReadError::NewerVersion {
+            file: file.into(),
+            version: header.version,
+        });
     }
-    let mut rec = Recording { header, events: Vec::new(), warnings: Vec::new(), skipped: 0 };
+    let mut rec = Recording {
+        header,
+        events: Vec::new(),
+        warnings: Vec::new(),
+        skipped: 0,
+    };
     let total = text.lines().count();
     for (i, line) in text.lines().enumerate().skip(1) {
         let n = i + 1;
@@ -113,11 +141,20 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
             Ok(None) => rec.skipped += 1,
             Err(message) => {
                 let truncated = n == total && !line.trim_end().ends_with('}');
-                let what = if truncated { "truncated last line" } else { "bad line" };
+                let what = if truncated {
+                    "truncated last line"
+                } else {
+                    "bad line"
+                };
                 if opts.strict {
-                    return Err(ReadError::Line { file: file.into(), line: n, message: format!("{what}: {message}") });
+                    return Err(ReadError::Line {
+                        file: file.into(),
+                        line: n,
+                        message: format!("{what}: {message}"),
+                    });
                 }
-                rec.warnings.push(format!("{file}:{n}: {what} skipped: {message}"));
+                rec.warnings
+                    .push(format!("{file}:{n}: {what} skipped: {message}"));
             }
         }
     }
@@ -131,7 +168,12 @@ fn parse_line(line: &str) -> Result<Option<Event>, String> {
     match object::from_json_str(raw.object.get()) {
         Ok(Some(mut obj)) => {
             obj.normalize();
-            Ok(Some(Event { at: raw.at, kind: raw.kind, object: obj, line: 0 }))
+            Ok(Some(Event {
+                at: raw.at,
+                kind: raw.kind,
+                object: obj,
+                line: 0,
+            }))
         }
         Ok(None) => Ok(None),
         Err(e) => Err(e.to_string()),
@@ -146,12 +188,22 @@ fn from_manifest(text: &str, file: &str) -> Result<Recording, ReadError> {
         .into_iter()
         .map(|mut o| {
             o.value.normalize();
-            Event { at: start, kind: EventType::Added, object: o.value, line: o.line }
+            Event {
+                at: start,
+                kind: EventType::Added,
+                object: o.value,
+                line: o.line,
+            }
         })
         .collect();
     let mut header = Header::new(start);
     header.description = Some(format!("manifest {file}"));
-    Ok(Recording { header, events, warnings: notes.0, skipped: 0 })
+    Ok(Recording {
+        header,
+        events,
+        warnings: notes.0,
+        skipped: 0,
+    })
 }
 
 #[cfg(test)]
@@ -193,16 +245,28 @@ mod tests {
         .join("\n");
         let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
         assert_eq!(r.events.len(), 1);
-        assert!(r.warnings[0].starts_with("r.jsonl:3: bad line skipped"), "{:?}", r.warnings);
-        assert!(r.warnings[1].starts_with("r.jsonl:4: truncated last line skipped"), "{:?}", r.warnings);
-        let e = read_str(&text, "r.jsonl", ReadOptions { strict: true }).unwrap_err().to_string();
+        assert!(
+            r.warnings[0].starts_with("r.jsonl:3: bad line skipped"),
+            "{:?}",
+            r.warnings
+        );
+        assert!(
+            r.warnings[1].starts_with("r.jsonl:4: truncated last line skipped"),
+            "{:?}",
+            r.warnings
+        );
+        let e = read_str(&text, "r.jsonl", ReadOptions { strict: true })
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("r.jsonl:3: bad line"), "{e}");
     }
 
     #[test]
     fn newer_versions_are_refused() {
         let text = r#"{"kubestep":"recording","version":99,"started":"2026-01-01T00:00:00Z"}"#;
-        let e = read_str(text, "new.jsonl", ReadOptions::default()).unwrap_err().to_string();
+        let e = read_str(text, "new.jsonl", ReadOptions::default())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("version 99 is newer"), "{e}");
     }
 
@@ -214,7 +278,11 @@ mod tests {
         ]
         .join("\n");
         let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
-        assert!(r.warnings[0].contains("metadata.name: Required value"), "{:?}", r.warnings);
+        assert!(
+            r.warnings[0].contains("metadata.name: Required value"),
+            "{:?}",
+            r.warnings
+        );
     }
 
     #[test]

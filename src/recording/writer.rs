@@ -44,15 +44,30 @@ impl Writer {
     pub fn create(path: &Path, header: &Header) -> std::io::Result<Writer> {
         let f = BufWriter::new(File::create(path)?);
         let gz = path.extension().is_some_and(|e| e == "gz");
-        let sink = if gz { Sink::Gzip(flate2::write::GzEncoder::new(f, flate2::Compression::default())) } else { Sink::Plain(f) };
-        let mut w = Writer { sink, events: 0, bytes: 0 };
+        let sink = if gz {
+            Sink::Gzip(flate2::write::GzEncoder::new(
+                f,
+                flate2::Compression::default(),
+            ))
+        } else {
+            Sink::Plain(f)
+        };
+        let mut w = Writer {
+            sink,
+            events: 0,
+            bytes: 0,
+        };
         w.line(&serde_json::to_value(header).unwrap_or_default())?;
         Ok(w)
     }
 
     /// An in-memory recording (tests, the live recorder's buffer).
     pub fn memory(header: &Header) -> Writer {
-        let mut w = Writer { sink: Sink::Memory(Vec::new()), events: 0, bytes: 0 };
+        let mut w = Writer {
+            sink: Sink::Memory(Vec::new()),
+            events: 0,
+            bytes: 0,
+        };
         let _ = w.line(&serde_json::to_value(header).unwrap_or_default());
         w
     }

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};
+use crate::extender;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::node_info::NodeInfo;
 use crate::framework::profile::ExtensionPoint;
@@ -211,8 +212,16 @@ impl SchedulingCycle {
         self.record("(nominated node)", &s, started);
         if s.is_success() {
             self.feasible = vec![idx];
-            self.after_filter(env);
-            return true;
+            // An extender error here only sends the search on to all nodes, as upstream.
+            if self.run_extender_filters(env).is_err() {
+                self.feasible.clear();
+                self.extender_feasible_nodes = None;
+            }
+            if !self.feasible.is_empty() {
+                self.after_filter(env);
+                return true;
+            }
+            return false;
         }
         if s.code() == Code::Error {
             self.finish(CycleOutcome::Error(s));
@@ -256,7 +265,9 @@ impl SchedulingCycle {
             .percentage_of_nodes_to_score
             .unwrap_or(env.percentage_of_nodes_to_score);
         let mut num_to_find = num_feasible_nodes_to_find(percentage, n);
-        if !env.framework.has_score_plugins() {
+        let has_scoring =
+            env.framework.has_score_plugins() || extender::has_prioritizers(env.extenders);
+        if !extender::has_filters(env.extenders) && !has_scoring {
             num_to_find = 1;
         }
         let column_mode =
@@ -453,6 +464,17 @@ impl SchedulingCycle {
         }
         if let Some(err) = search.error {
             return self.finish(CycleOutcome::Error(err));
+        }
+        let before = self.feasible.len();
+        if let Err(err) = self.run_extender_filters(env) {
+            return self.finish(CycleOutcome::Error(err));
+        }
+        if self.feasible.len() != before {
+            // Extenders have no queueing hints: any cluster event may make the pod
+            // schedulable again.
+            self.diagnosis
+                .unschedulable_plugins
+                .insert(extender::EXTENDER_NAME.to_string());
         }
         self.after_filter(env);
     }

@@ -3,6 +3,7 @@
 //! NormalizeScore > SelectHost. Running it to the end is stepping until it is done, so
 //! the debugger and the fast path share one implementation.
 
+mod extenders;
 mod filter;
 mod score;
 
@@ -11,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+pub use extenders::ExtenderScores;
 pub use filter::{FilterCell, FilterMatrix};
-pub use score::{PluginScores, ScoreTable};
+pub use score::{PluginScores, ScoreColumn, ScoreTable};
 
 use super::cycle_state::CycleState;
 use super::diagnosis::{Diagnosis, FitError};
@@ -76,6 +78,8 @@ pub struct CycleEnv<'a> {
     /// The configuration's global percentageOfNodesToScore (0 = adaptive).
     pub percentage_of_nodes_to_score: i32,
     pub pool: Option<&'a rayon::ThreadPool>,
+    /// The configured scheduler extenders, ignorable ones last (`&[]` for none).
+    pub extenders: &'a [crate::extender::Extender],
 }
 
 impl<'a> CycleEnv<'a> {
@@ -87,6 +91,7 @@ impl<'a> CycleEnv<'a> {
             nominator: self.nominator,
             waiting: self.waiting,
             now: self.now,
+            extenders: self.extenders,
         }
     }
 }
@@ -154,8 +159,15 @@ pub struct SchedulingCycle {
     pub pre_filter: PreFilterAccumulator,
     pub diagnosis: Diagnosis,
     filter: Option<filter::FilterProgress>,
-    /// Feasible nodes (snapshot indices) in the order upstream found them.
+    /// Feasible nodes (snapshot indices) in the order upstream found them (after
+    /// filtering extenders: in the order the last one answered).
     pub feasible: Vec<usize>,
+    /// After a filtering extender that is not nodeCacheCapable: the NodeInfos built from
+    /// the node objects it returned, parallel to `feasible`. Upstream scores these (they
+    /// carry no pods); see [`SchedulingCycle::feasible_node`].
+    pub extender_feasible_nodes: Option<Vec<crate::framework::node_info::NodeInfo>>,
+    /// Every extender call of this cycle, in order.
+    pub extender_calls: Vec<crate::extender::ExtenderCall>,
     pub matrix: Option<FilterMatrix>,
     pub post_filter: Option<(Option<PostFilterResult>, Status)>,
     pub scores: Option<ScoreTable>,
@@ -177,6 +189,8 @@ impl SchedulingCycle {
             diagnosis: Diagnosis::default(),
             filter: None,
             feasible: Vec::new(),
+            extender_feasible_nodes: None,
+            extender_calls: Vec::new(),
             matrix: None,
             post_filter: None,
             scores: None,

@@ -6,6 +6,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Phase, PluginRun, SchedulingCycle};
+use crate::extender::MAX_EXTENDER_PRIORITY;
 use crate::framework::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::select::{Scored, select_host};
@@ -36,10 +37,55 @@ pub struct ScoreTable {
     pub nodes: Vec<usize>,
     /// Score plugins that were not skipped at PreScore, in profile order.
     pub plugins: Vec<PluginScores>,
-    /// Sum of weighted scores per node (filled at host selection).
+    /// Each interested extender's scores, in configuration order (filled at host
+    /// selection).
+    pub extenders: Vec<super::ExtenderScores>,
+    /// Sum of weighted scores per node, extenders included (filled at host selection).
     pub totals: Vec<i64>,
+    /// Tie-breakers: non-zero only for nodes that extenders scored (see
+    /// `extender::TieBreaker`).
+    pub randomizers: Vec<u64>,
     /// The node upstream's heap picks (index into `nodes`).
     pub chosen: Option<usize>,
+}
+
+/// One entry of a node's score breakdown: a Score plugin or an extender.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScoreColumn<'a> {
+    /// The plugin name, or `extender:<urlPrefix>`.
+    pub name: &'a str,
+    /// What the plugin's Score (0..=100) or the extender (0..=10) returned.
+    pub raw: i64,
+    /// After NormalizeScore; for extenders, the score scaled to 0..=100.
+    pub normalized: i64,
+    pub weight: i64,
+    /// What was added to the node's total.
+    pub weighted: i64,
+}
+
+impl ScoreTable {
+    /// The score breakdown of the `i`-th node: Score plugins in profile order, then
+    /// extenders in configuration order (upstream's `NodePluginScores.Scores`).
+    pub fn breakdown(&self, i: usize) -> Vec<ScoreColumn<'_>> {
+        let plugins = self.plugins.iter().map(|p| ScoreColumn {
+            name: p.name,
+            raw: p.raw.get(i).copied().unwrap_or(0),
+            normalized: p.normalized.get(i).copied().unwrap_or(0),
+            weight: p.weight,
+            weighted: p.normalized.get(i).copied().unwrap_or(0) * p.weight,
+        });
+        let extenders = self.extenders.iter().map(|x| {
+            let raw = x.raw.get(i).copied().unwrap_or(0);
+            ScoreColumn {
+                name: &x.name,
+                raw,
+                normalized: raw.wrapping_mul(MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY),
+                weight: x.weight,
+                weighted: x.weighted.get(i).copied().unwrap_or(0),
+            }
+        });
+        plugins.chain(extenders).collect()
+    }
 }
 
 impl SchedulingCycle {
@@ -47,11 +93,16 @@ impl SchedulingCycle {
     pub(super) fn advance_pre_score(&mut self, env: &CycleEnv, all: bool) {
         let plugins = env.framework.plugins(ExtensionPoint::PreScore);
         let h = env.handle();
-        let nodes: Vec<_> = self
-            .feasible
-            .iter()
-            .map(|&i| &env.snapshot.list()[i])
-            .collect();
+        // Taken out for the loop (plugins get `&mut self.state`), put back after it.
+        let returned = self.extender_feasible_nodes.take();
+        let nodes: Vec<_> = match returned.as_ref() {
+            Some(r) => r.iter().collect(),
+            None => self
+                .feasible
+                .iter()
+                .map(|&i| &env.snapshot.list()[i])
+                .collect(),
+        };
         while let Some(e) = plugins.get(self.cursor) {
             self.cursor += 1;
             let started = Instant::now();
@@ -70,12 +121,18 @@ impl SchedulingCycle {
                     e.name,
                     s.message()
                 ));
+                drop(nodes);
+                self.extender_feasible_nodes = returned;
                 return self.finish(CycleOutcome::Error(err));
             }
             if !all && self.cursor < plugins.len() {
+                drop(nodes);
+                self.extender_feasible_nodes = returned;
                 return;
             }
         }
+        drop(nodes);
+        self.extender_feasible_nodes = returned;
         // Set up the score table for the plugins that will run.
         let skip = self.state.skip_score_plugins();
         let n = self.feasible.len();
@@ -95,7 +152,9 @@ impl SchedulingCycle {
         self.scores = Some(ScoreTable {
             nodes: self.feasible.clone(),
             plugins,
+            extenders: Vec::new(),
             totals: vec![0; n],
+            randomizers: vec![0; n],
             chosen: None,
         });
         self.enter(Phase::Score);
@@ -133,11 +192,15 @@ impl SchedulingCycle {
         let state = &self.state;
         let pod = &self.pod;
         let nodes = &table.nodes;
+        let returned = self.extender_feasible_nodes.as_deref();
         let width = plugins.len();
         // Row-major scores: node i, plugin k at i * width + k; failures kept aside (rare).
         let mut flat = vec![0i64; nodes.len() * width];
         let score_row = |i: usize, row: &mut [i64]| -> Option<(usize, Status)> {
-            let node = &env.snapshot.list()[nodes[i]];
+            let node = match returned.and_then(|r| r.get(i)) {
+                Some(n) => n,
+                None => &env.snapshot.list()[nodes[i]],
+            };
             let mut failed = None;
             for (k, (_, p)) in plugins.iter().enumerate() {
                 let (v, st) = p.score(&h, state, pod, node);
@@ -255,13 +318,16 @@ impl SchedulingCycle {
 
     pub(super) fn select_host(&mut self, env: &CycleEnv) {
         let started = Instant::now();
-        let Some(table) = self.scores.as_mut() else {
+        let Some(table) = self.scores.as_ref() else {
             return;
         };
         let n = table.nodes.len();
         let mut totals = vec![0i64; n];
-        if table.plugins.is_empty() && !env.framework.has_score_plugins() {
-            // Without score plugins every node scores 1.
+        if table.plugins.is_empty()
+            && !env.framework.has_score_plugins()
+            && env.extenders.is_empty()
+        {
+            // Without score plugins or extenders every node scores 1.
             totals.iter_mut().for_each(|t| *t = 1);
         }
         for ps in &table.plugins {
@@ -277,17 +343,24 @@ impl SchedulingCycle {
                 *t += score * ps.weight;
             }
         }
+        let (ext_scores, randomizers) = self.prioritize_with_extenders(env, &mut totals);
         let scored: Vec<Scored> = totals
             .iter()
+            .zip(&randomizers)
             .enumerate()
-            .map(|(index, &total)| Scored {
+            .map(|(index, (&total, &randomizer))| Scored {
                 index,
                 total,
-                randomizer: 0,
+                randomizer,
             })
             .collect();
         let chosen = select_host(&scored);
+        let Some(table) = self.scores.as_mut() else {
+            return;
+        };
+        table.extenders = ext_scores;
         table.totals = totals;
+        table.randomizers = randomizers;
         table.chosen = chosen;
         let Some(c) = chosen else {
             return self.finish(CycleOutcome::Error(Status::error("no node to select")));
