@@ -12,3 +12,4 @@ pub mod framework;
 pub mod plugins;
 pub mod recording;
 pub mod scheduler;
+pub mod session;

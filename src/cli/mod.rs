@@ -2,6 +2,7 @@
 
 mod bench;
 mod explain;
+mod replay;
 
 use std::process::ExitCode;
 
@@ -22,6 +23,8 @@ pub struct Cli {
 pub enum Command {
     /// Explain where a pod would be scheduled, or why it cannot be.
     Explain(explain::ExplainArgs),
+    /// Replay a cluster (and, later, a recording) through the debugger.
+    Replay(replay::ReplayArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
 }
@@ -30,5 +33,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Explain(a) => explain::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Replay(a) => replay::run(a),
     }
 }

@@ -473,6 +473,11 @@ impl SchedulingQueue {
     }
 
     /// Pods waiting in the queue (activeQ, backoffQ and unschedulable, gated included).
+    /// Whether `pop` would return a pod now (activeQ, or backoffQ with PopFromBackoffQ).
+    pub fn has_poppable(&self) -> bool {
+        self.active.len() > 0 || self.backoff.len() > 0
+    }
+
     pub fn len(&self) -> usize {
         self.active.len() + self.backoff.len() + self.error_backoff.len() + self.unschedulable.len()
     }

@@ -1,0 +1,153 @@
+//! `kubestep replay SOURCE --headless`: the debugger without a screen, driven by a script
+//! (or run to completion), printing one JSON object per line (or text).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+
+use kubestep::cluster::ClusterState;
+use kubestep::config;
+use kubestep::framework::Detail;
+use kubestep::session::script::{self, Command};
+use kubestep::session::{LocalActuator, Session, SessionOptions, clock, trace};
+
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum Output {
+    Jsonl,
+    Text,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A cluster manifest (YAML, JSON or a kubectl List): pods without spec.nodeName are
+    /// queued at time zero in the order listed.
+    source: PathBuf,
+    /// Run without the terminal UI.
+    #[arg(long)]
+    headless: bool,
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Commands to run, one per line ("-" reads standard input). Without it, kubestep runs
+    /// until nothing more can change (or --until) and prints the summary.
+    #[arg(long, value_name = "FILE|-")]
+    script: Option<String>,
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Jsonl)]
+    output: Output,
+    /// Seed for tie-breaking randomness (preemption offsets, extender ties).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Virtual time to stop at when running without a script.
+    #[arg(long, default_value = "10m")]
+    until: String,
+    /// Steps kept in history.
+    #[arg(long, default_value_t = 100_000)]
+    history: usize,
+}
+
+pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
+    if !a.headless {
+        bail!("the terminal UI is not available yet; use --headless");
+    }
+    let until = clock::parse_duration(&a.until).map_err(anyhow::Error::msg).context("--until")?;
+    let cluster = ClusterState::load(&[a.source.as_path()])?;
+    let cfg = match &a.config {
+        Some(p) => config::load_file(p)?,
+        None => config::default_configuration(),
+    };
+    let opts = SessionOptions { detail: Detail::Full, history_steps: a.history, ..Default::default() };
+    let mut session = Session::new(cluster, cfg, opts, Box::new(LocalActuator))?;
+    let _ = a.seed;
+    let mut out = Printer { mode: a.output, stdout: std::io::stdout().lock() };
+    match &a.script {
+        None => {
+            for v in session.run_to_completion(until) {
+                out.print(&v)?;
+            }
+        }
+        Some(s) => {
+            let text = read_script(s)?;
+            let cmds = script::parse_script(&text).map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?;
+            for (line, cmd) in cmds {
+                match session.run_command(&cmd) {
+                    Ok(ran) => {
+                        for v in &ran.output {
+                            out.print(v)?;
+                        }
+                        if ran.quit {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        out.print(&trace::error(line, &e))?;
+                        bail!("{}: line {line}: {e}", script_name(s));
+                    }
+                }
+                if cmd == Command::Quit {
+                    break;
+                }
+            }
+        }
+    }
+    out.print(&trace::summary(&session.summary()))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn script_name(s: &str) -> String {
+    if s == "-" { "standard input".into() } else { s.to_string() }
+}
+
+fn read_script(s: &str) -> anyhow::Result<String> {
+    if s == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("reading the script from standard input")?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(Path::new(s)).with_context(|| format!("reading script {s}"))
+}
+
+struct Printer<W: Write> {
+    mode: Output,
+    stdout: W,
+}
+
+impl<W: Write> Printer<W> {
+    fn print(&mut self, v: &Value) -> anyhow::Result<()> {
+        match self.mode {
+            Output::Jsonl => writeln!(self.stdout, "{v}")?,
+            Output::Text => writeln!(self.stdout, "{}", text_line(v))?,
+        }
+        Ok(())
+    }
+}
+
+/// A short human line for each trace object.
+fn text_line(v: &Value) -> String {
+    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    if let Some(sum) = v.get("summary") {
+        let pods = sum["pods"].as_array().cloned().unwrap_or_default();
+        let lines: Vec<String> = pods
+            .iter()
+            .map(|p| {
+                let node = p["node"].as_str().map(|n| format!(" on {n}")).unwrap_or_default();
+                let msg = p["message"].as_str().map(|m| format!(": {m}")).unwrap_or_default();
+                format!("  {} {}{node}{msg}", p["pod"].as_str().unwrap_or(""), p["status"].as_str().unwrap_or(""))
+            })
+            .collect();
+        return format!("summary:\n{}", lines.join("\n"));
+    }
+    match s("type").as_str() {
+        "step" => {
+            let plugin = v["plugin"].as_str().map(|p| format!(" {p}")).unwrap_or_default();
+            let msg = s("message");
+            let msg = if msg.is_empty() { String::new() } else { format!(": {msg}") };
+            format!("[{}] {} {}{plugin} {}{msg}", v["seq"], s("pod"), s("point"), s("code"))
+        }
+        "stop" => format!("stopped ({}){}", s("reason"), v["breakpoint"].as_str().map(|b| format!(": {b}")).unwrap_or_default()),
+        "error" => format!("error at line {}: {}", v["line"], s("message")),
+        _ => serde_json::to_string_pretty(v).unwrap_or_default(),
+    }
+}

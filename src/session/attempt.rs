@@ -1,0 +1,563 @@
+//! One pod's scheduling attempt as a state machine over every extension point: the
+//! scheduling cycle (PreFilter .. SelectHost), then Reserve and Permit, then the binding
+//! cycle (WaitOnPermit, PreBind, Bind, PostBind), or Unreserve on any failure after
+//! Reserve — as upstream's `scheduleOne`, `schedulingCycle` and `bindingCycle` do.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::framework::cycle::{CycleOutcome, Detail, Phase, SchedulingCycle};
+use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
+use crate::framework::plugin::MAX_PERMIT_TIMEOUT;
+use crate::framework::profile::ExtensionPoint;
+use crate::framework::queued::QueuedPodInfo;
+use crate::framework::{Code, PodInfo, Status};
+
+use super::Core;
+use super::history::Point;
+
+/// Where the attempt is.
+#[derive(Debug, Clone)]
+pub enum Stage {
+    Cycle,
+    Reserve(usize),
+    Permit(usize, Vec<(String, Duration)>),
+    WaitOnPermit,
+    PreBind(usize),
+    Bind(usize),
+    PostBind(usize),
+    /// Unreserve plugins still to run (counting down), then the failure is handled.
+    Unreserve(usize, Box<Failure>),
+    Done,
+}
+
+/// Why an attempt failed and how the pod goes back to the queue.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub message: String,
+    pub unschedulable_plugins: BTreeSet<String>,
+    pub pending_plugins: BTreeSet<String>,
+    /// An Error (not a rejection): the pod goes to the error backoff queue.
+    pub error: bool,
+    /// `status.nominatedNodeName` to set (`Some("")` clears it).
+    pub nominated: Option<String>,
+    pub victims: Vec<String>,
+}
+
+impl Failure {
+    /// A rejection after the scheduling cycle: upstream reports it as a FitError over
+    /// the one chosen node.
+    fn after_cycle(status: &Status, node: &str) -> Failure {
+        if !status.is_rejected() {
+            return Failure {
+                message: status.message(),
+                unschedulable_plugins: BTreeSet::new(),
+                pending_plugins: BTreeSet::new(),
+                error: true,
+                nominated: Some(String::new()),
+                victims: Vec::new(),
+            };
+        }
+        let mut d = Diagnosis { node_to_status: NodeToStatus::default(), ..Default::default() };
+        d.node_to_status.set(node, status.clone());
+        d.add_plugin_status(status);
+        let fit = FitError { num_all_nodes: 1, diagnosis: d.clone() };
+        Failure {
+            message: fit.message(),
+            unschedulable_plugins: d.unschedulable_plugins,
+            pending_plugins: d.pending_plugins,
+            error: false,
+            nominated: Some(String::new()),
+            victims: Vec::new(),
+        }
+    }
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone)]
+pub enum AttemptResult {
+    Bound { node: String },
+    /// Held at Permit; the attempt is parked until the wait ends.
+    Waiting { node: String },
+    Failed(Failure),
+}
+
+/// One step's worth of what happened, for history and trace.
+#[derive(Debug, Clone)]
+pub struct StepEvent {
+    pub point: Point,
+    pub plugin: Option<String>,
+    pub status: Status,
+    pub duration: Duration,
+}
+
+pub struct Attempt {
+    pub id: u64,
+    pub qpi: QueuedPodInfo,
+    /// Index of the pod's profile in `Core::sched.frameworks`.
+    pub profile: usize,
+    pub cycle: SchedulingCycle,
+    pub stage: Stage,
+    pub node: Option<String>,
+    pub assumed: Option<Arc<PodInfo>>,
+    pub result: Option<AttemptResult>,
+    /// How far into `cycle.trace` has been reported.
+    reported: usize,
+    /// Pre-bind plugins PreBindPreFlight said to skip.
+    skip_pre_bind: Vec<&'static str>,
+}
+
+fn phase_point(p: Phase) -> Point {
+    match p {
+        Phase::PreFilter => Point::PreFilter,
+        Phase::Filter => Point::Filter,
+        Phase::PostFilter => Point::PostFilter,
+        Phase::PreScore => Point::PreScore,
+        Phase::Score => Point::Score,
+        Phase::NormalizeScore => Point::NormalizeScore,
+        Phase::SelectHost | Phase::Done => Point::SelectHost,
+    }
+}
+
+impl Attempt {
+    pub fn new(id: u64, qpi: QueuedPodInfo, profile: usize, detail: Detail, start_node_index: usize) -> Attempt {
+        let cycle = SchedulingCycle::new(qpi.pod_info.clone(), detail, start_node_index);
+        Attempt {
+            id,
+            qpi,
+            profile,
+            cycle,
+            stage: Stage::Cycle,
+            node: None,
+            assumed: None,
+            result: None,
+            reported: 0,
+            skip_pre_bind: Vec::new(),
+        }
+    }
+
+    pub fn pod(&self) -> &Arc<PodInfo> {
+        &self.qpi.pod_info
+    }
+
+    pub fn is_done(&self) -> bool {
+        matches!(self.stage, Stage::Done)
+    }
+
+    /// Parked at Permit, waiting for the waiting map to decide.
+    pub fn is_waiting(&self) -> bool {
+        matches!(self.stage, Stage::WaitOnPermit) && matches!(self.result, Some(AttemptResult::Waiting { .. }))
+    }
+
+    /// The extension point the next step runs.
+    pub fn point(&self) -> Point {
+        match &self.stage {
+            Stage::Cycle => phase_point(self.cycle.phase()),
+            Stage::Reserve(_) => Point::Reserve,
+            Stage::Permit(..) => Point::Permit,
+            Stage::WaitOnPermit => Point::WaitOnPermit,
+            Stage::PreBind(_) => Point::PreBind,
+            Stage::Bind(_) => Point::Bind,
+            Stage::PostBind(_) => Point::PostBind,
+            Stage::Unreserve(..) => Point::Unreserve,
+            Stage::Done => Point::PostBind,
+        }
+    }
+
+    /// The plugin the next step runs, if the point runs plugins one by one.
+    pub fn next_plugin(&self, core: &Core) -> Option<String> {
+        let fwk = &core.sched.frameworks[self.profile];
+        let at = |ep: ExtensionPoint, i: usize| fwk.plugins(ep).get(i).map(|e| e.name.to_string());
+        match &self.stage {
+            Stage::Cycle => self.cycle.next_plugin(fwk).map(str::to_string),
+            Stage::Reserve(i) => at(ExtensionPoint::Reserve, *i),
+            Stage::Permit(i, _) => at(ExtensionPoint::Permit, *i),
+            Stage::PreBind(i) => at(ExtensionPoint::PreBind, *i),
+            Stage::Bind(i) => at(ExtensionPoint::Bind, *i),
+            Stage::PostBind(i) => at(ExtensionPoint::PostBind, *i),
+            Stage::Unreserve(i, _) => {
+                i.checked_sub(1).and_then(|j| fwk.plugins(ExtensionPoint::Reserve).get(j)).map(|e| e.name.to_string())
+            }
+            _ => None,
+        }
+    }
+
+    /// Runs one plugin (`one_plugin`) or the rest of the current extension point.
+    pub fn advance(&mut self, core: &mut Core, one_plugin: bool) -> Vec<StepEvent> {
+        let mut out = Vec::new();
+        let start = self.point();
+        loop {
+            self.advance_one(core, &mut out);
+            if one_plugin || self.is_done() || self.is_waiting() || self.point() != start {
+                break;
+            }
+        }
+        out
+    }
+
+    fn advance_one(&mut self, core: &mut Core, out: &mut Vec<StepEvent>) {
+        match self.stage.clone() {
+            Stage::Cycle => self.cycle_step(core, out),
+            Stage::Reserve(i) => self.reserve(core, i, out),
+            Stage::Permit(i, waits) => self.permit(core, i, waits, out),
+            Stage::WaitOnPermit => self.wait_on_permit(core, out),
+            Stage::PreBind(i) => self.pre_bind(core, i, out),
+            Stage::Bind(i) => self.bind(core, i, out),
+            Stage::PostBind(i) => self.post_bind(core, i, out),
+            Stage::Unreserve(i, f) => self.unreserve(core, i, *f, out),
+            Stage::Done => {}
+        }
+    }
+
+    fn cycle_step(&mut self, core: &mut Core, out: &mut Vec<StepEvent>) {
+        // With history detail on, go plugin by plugin so the CycleState can be kept
+        // after each; otherwise run the point at full speed.
+        let one = core.detail == Detail::Full;
+        {
+            let fwk = &core.sched.frameworks[self.profile];
+            let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
+            let cycle = &mut self.cycle;
+            core.sched.in_pool(|| if one { cycle.step_plugin(&env) } else { cycle.step(&env) });
+        }
+        for run in &self.cycle.trace[self.reported..] {
+            let status = if run.message.is_empty() {
+                Status::code_only(run.code)
+            } else {
+                Status::new(run.code, run.message.clone())
+            };
+            let plugin = (!run.plugin.starts_with('(')).then(|| run.plugin.to_string());
+            out.push(StepEvent { point: phase_point(run.phase), plugin, status, duration: run.duration });
+        }
+        self.reported = self.cycle.trace.len();
+        if !self.cycle.is_done() {
+            return;
+        }
+        if let Some(next) = self.cycle.next_start_node_index {
+            core.sched.next_start_node_index = next;
+        }
+        match self.cycle.outcome.clone() {
+            Some(CycleOutcome::Selected { node, .. }) => {
+                let assumed = core.sched.assume(self.pod(), &node);
+                self.assumed = Some(assumed);
+                self.node = Some(node);
+                self.stage = Stage::Reserve(0);
+            }
+            Some(CycleOutcome::Unschedulable { fit_error, post_filter, .. }) => {
+                let (nominated, victims) = match post_filter {
+                    Some(r) if r.override_nomination => (Some(r.nominated_node_name.clone()), r.victims.clone()),
+                    _ => (Some(String::new()), Vec::new()),
+                };
+                let d = &fit_error.diagnosis;
+                self.fail(
+                    core,
+                    Failure {
+                        message: fit_error.message(),
+                        unschedulable_plugins: d.unschedulable_plugins.clone(),
+                        pending_plugins: d.pending_plugins.clone(),
+                        error: false,
+                        nominated,
+                        victims,
+                    },
+                );
+            }
+            Some(CycleOutcome::Error(s)) => {
+                let rejected = s.is_rejected();
+                self.fail(
+                    core,
+                    Failure {
+                        message: s.message(),
+                        unschedulable_plugins: BTreeSet::new(),
+                        pending_plugins: BTreeSet::new(),
+                        error: !rejected,
+                        nominated: Some(String::new()),
+                        victims: Vec::new(),
+                    },
+                );
+            }
+            None => {}
+        }
+    }
+
+    fn node(&self) -> String {
+        self.node.clone().unwrap_or_default()
+    }
+
+    fn run_plugin<T>(core: &mut Core, f: impl FnOnce(&mut Core) -> T) -> (T, Duration) {
+        let started = Instant::now();
+        let r = f(core);
+        (r, started.elapsed())
+    }
+
+    fn reserve(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Reserve).to_vec();
+        let Some(e) = plugins.get(i) else {
+            self.stage = Stage::Permit(0, Vec::new());
+            return;
+        };
+        let node = self.node();
+        let pod = self.pod().clone();
+        let profile = self.profile;
+        let state = &mut self.cycle.state;
+        let (s, d) = Self::run_plugin(core, |core| {
+            let h = core.handle(profile);
+            match e.plugin.as_reserve() {
+                Some(p) => p.reserve(&h, state, &pod, &node),
+                None => Status::success(),
+            }
+        });
+        let s = if s.is_success() || s.is_rejected() {
+            s.with_plugin(e.name)
+        } else {
+            Status::error(format!("running Reserve plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+        };
+        out.push(StepEvent { point: Point::Reserve, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        if s.is_success() {
+            self.stage = Stage::Reserve(i + 1);
+        } else {
+            self.start_unreserve(core, Failure::after_cycle(&s, &node));
+        }
+    }
+
+    fn permit(&mut self, core: &mut Core, i: usize, mut waits: Vec<(String, Duration)>, out: &mut Vec<StepEvent>) {
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Permit).to_vec();
+        let node = self.node();
+        let Some(e) = plugins.get(i) else {
+            if waits.is_empty() {
+                self.stage = Stage::WaitOnPermit;
+            } else {
+                let now = core.clock.now();
+                core.waiting.add(self.pod().clone(), &node, &waits, now);
+                let msg =
+                    format!("one or more plugins asked to wait and no plugin rejected pod {:?}", self.pod().name);
+                out.push(StepEvent {
+                    point: Point::Permit,
+                    plugin: None,
+                    status: Status::new(Code::Wait, msg),
+                    duration: Duration::ZERO,
+                });
+                self.stage = Stage::WaitOnPermit;
+                self.result = Some(AttemptResult::Waiting { node });
+            }
+            return;
+        };
+        let pod = self.pod().clone();
+        let profile = self.profile;
+        let state = &mut self.cycle.state;
+        let ((s, timeout), d) = Self::run_plugin(core, |core| {
+            let h = core.handle(profile);
+            match e.plugin.as_permit() {
+                Some(p) => p.permit(&h, state, &pod, &node),
+                None => (Status::success(), Duration::ZERO),
+            }
+        });
+        let s = if s.is_success() || s.is_rejected() || s.is_wait() {
+            s.with_plugin(e.name)
+        } else {
+            Status::error(format!("running Permit plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+        };
+        out.push(StepEvent { point: Point::Permit, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        if s.is_wait() {
+            waits.push((e.name.to_string(), timeout.min(MAX_PERMIT_TIMEOUT)));
+            self.stage = Stage::Permit(i + 1, waits);
+        } else if s.is_success() {
+            self.stage = Stage::Permit(i + 1, waits);
+        } else {
+            self.start_unreserve(core, Failure::after_cycle(&s, &node));
+        }
+    }
+
+    fn wait_on_permit(&mut self, core: &mut Core, out: &mut Vec<StepEvent>) {
+        let uid = self.pod().uid.clone();
+        let node = self.node();
+        if matches!(self.result, Some(AttemptResult::Waiting { .. })) {
+            let Some(wp) = core.waiting.get(&uid) else {
+                // Removed from the map without an outcome: treat as rejected.
+                self.result = None;
+                let s = Status::unschedulable("removed").with_plugin("");
+                self.start_unreserve(core, Failure::after_cycle(&s, &node));
+                return;
+            };
+            let Some(outcome) = wp.outcome else { return };
+            core.waiting.remove(&uid);
+            self.result = None;
+            out.push(StepEvent {
+                point: Point::WaitOnPermit,
+                plugin: (!outcome.plugin().is_empty()).then(|| outcome.plugin().to_string()),
+                status: outcome.clone(),
+                duration: Duration::ZERO,
+            });
+            if !outcome.is_success() {
+                let s = if outcome.is_rejected() {
+                    outcome
+                } else {
+                    Status::error(format!("waiting on permit for pod: {}", outcome.message()))
+                };
+                self.start_unreserve(core, Failure::after_cycle(&s, &node));
+                return;
+            }
+        } else {
+            out.push(StepEvent {
+                point: Point::WaitOnPermit,
+                plugin: None,
+                status: Status::success(),
+                duration: Duration::ZERO,
+            });
+        }
+        // After WaitOnPermit the pod is no longer in flight for the queue.
+        core.queue.done(&uid);
+        self.pre_bind_preflight(core);
+        self.stage = Stage::PreBind(0);
+    }
+
+    fn pre_bind_preflight(&mut self, core: &mut Core) {
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::PreBind).to_vec();
+        let node = self.node();
+        let h = core.handle(self.profile);
+        self.skip_pre_bind = plugins
+            .iter()
+            .filter(|e| e.plugin.as_pre_bind().is_some_and(|p| p.pre_bind_pre_flight(&h, &self.cycle.state, self.pod(), &node).is_skip()))
+            .map(|e| e.name)
+            .collect();
+        self.cycle.state.set_skip_pre_bind_plugins(self.skip_pre_bind.clone());
+    }
+
+    fn pre_bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::PreBind).to_vec();
+        let Some(e) = plugins.get(i) else {
+            self.stage = Stage::Bind(0);
+            return;
+        };
+        if self.skip_pre_bind.contains(&e.name) {
+            out.push(StepEvent { point: Point::PreBind, plugin: Some(e.name.into()), status: Status::skip(), duration: Duration::ZERO });
+            self.stage = Stage::PreBind(i + 1);
+            return;
+        }
+        let node = self.node();
+        let pod = self.pod().clone();
+        let profile = self.profile;
+        let state = &mut self.cycle.state;
+        let (s, d) = Self::run_plugin(core, |core| {
+            let h = core.handle(profile);
+            match e.plugin.as_pre_bind() {
+                Some(p) => p.pre_bind(&h, state, &pod, &node),
+                None => Status::success(),
+            }
+        });
+        let s = if s.is_success() || s.is_rejected() {
+            s.with_plugin(e.name)
+        } else {
+            Status::error(format!("running PreBind plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+        };
+        out.push(StepEvent { point: Point::PreBind, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        if s.is_success() {
+            self.stage = Stage::PreBind(i + 1);
+        } else {
+            self.start_unreserve(core, Failure::after_cycle(&s, &node));
+        }
+    }
+
+    fn bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Bind).to_vec();
+        let node = self.node();
+        let Some(e) = plugins.get(i) else {
+            // Every bind plugin skipped the pod: upstream treats that as a failure.
+            let s = Status::code_only(Code::Skip);
+            out.push(StepEvent { point: Point::Bind, plugin: None, status: s.clone(), duration: Duration::ZERO });
+            self.start_unreserve(core, Failure::after_cycle(&Status::error("no bind plugin bound the pod"), &node));
+            return;
+        };
+        let pod = self.pod().clone();
+        let profile = self.profile;
+        let state = &mut self.cycle.state;
+        let (s, d) = Self::run_plugin(core, |core| {
+            let h = core.handle(profile);
+            let s = match e.plugin.as_bind() {
+                Some(p) => p.bind(&h, state, &pod, &node),
+                None => Status::skip(),
+            };
+            if !s.is_success() {
+                return s;
+            }
+            // The plugin took the pod: make the binding happen (in the replayed cluster,
+            // or through the API server in live mode).
+            match core.bind_pod(&pod, &node) {
+                Ok(()) => s,
+                Err(e) => Status::error(e),
+            }
+        });
+        let s = if s.is_success() || s.is_rejected() || s.is_skip() {
+            s.with_plugin(e.name)
+        } else {
+            Status::error(format!("running Bind plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+        };
+        out.push(StepEvent { point: Point::Bind, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        if s.is_skip() {
+            self.stage = Stage::Bind(i + 1);
+        } else if s.is_success() {
+            self.stage = Stage::PostBind(0);
+        } else {
+            self.start_unreserve(core, Failure::after_cycle(&s, &node));
+        }
+    }
+
+    fn post_bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::PostBind).to_vec();
+        let node = self.node();
+        let Some(e) = plugins.get(i) else {
+            self.stage = Stage::Done;
+            self.result = Some(AttemptResult::Bound { node: node.clone() });
+            core.finish_bound(self.pod(), &node);
+            return;
+        };
+        let pod = self.pod().clone();
+        let profile = self.profile;
+        let state = &mut self.cycle.state;
+        let (_, d) = Self::run_plugin(core, |core| {
+            let h = core.handle(profile);
+            if let Some(p) = e.plugin.as_post_bind() {
+                p.post_bind(&h, state, &pod, &node);
+            }
+        });
+        out.push(StepEvent { point: Point::PostBind, plugin: Some(e.name.into()), status: Status::success(), duration: d });
+        self.stage = Stage::PostBind(i + 1);
+    }
+
+    fn start_unreserve(&mut self, core: &mut Core, f: Failure) {
+        let n = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Reserve).len();
+        self.stage = Stage::Unreserve(n, Box::new(f));
+    }
+
+    /// Unreserve runs every Reserve plugin in reverse order (idempotent upstream, so also
+    /// those that never reserved), then the assumed pod is forgotten.
+    fn unreserve(&mut self, core: &mut Core, i: usize, f: Failure, out: &mut Vec<StepEvent>) {
+        if i == 0 {
+            if let Some(a) = self.assumed.take() {
+                core.sched.snapshot.remove_pod(a.node_name(), &a.key);
+            }
+            core.waiting.remove(&self.pod().uid);
+            self.fail(core, f);
+            return;
+        }
+        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Reserve).to_vec();
+        let e = &plugins[i - 1];
+        let node = self.node();
+        let pod = self.pod().clone();
+        let profile = self.profile;
+        let state = &mut self.cycle.state;
+        let (_, d) = Self::run_plugin(core, |core| {
+            let h = core.handle(profile);
+            if let Some(p) = e.plugin.as_reserve() {
+                p.unreserve(&h, state, &pod, &node);
+            }
+        });
+        out.push(StepEvent { point: Point::Unreserve, plugin: Some(e.name.into()), status: Status::success(), duration: d });
+        self.stage = Stage::Unreserve(i - 1, Box::new(f));
+    }
+
+    fn fail(&mut self, core: &mut Core, f: Failure) {
+        self.stage = Stage::Done;
+        core.handle_failure(&self.qpi, &f);
+        self.result = Some(AttemptResult::Failed(f));
+    }
+}

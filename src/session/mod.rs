@@ -1,0 +1,702 @@
+//! Session: the engine running over time — cluster, scheduler, queue, waiting pods and a
+//! clock — with every moment inspectable and steerable: step an extension point or one
+//! plugin, finish a pod, continue to a breakpoint, advance time, allow or reject waiting
+//! pods. The TUI, the headless debugger, replay and live mode all drive this API.
+
+pub mod attempt;
+pub mod breakpoints;
+pub mod clock;
+pub mod history;
+pub mod script;
+pub mod trace;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use serde::Serialize;
+
+use crate::cluster::{Change, ClusterState, Object, Stored, node_name};
+use crate::config::KubeSchedulerConfiguration;
+use crate::framework::cycle::Detail;
+use crate::framework::queue::{self, SchedulingQueue};
+use crate::framework::waiting::WaitingPods;
+use crate::framework::{Code, Handle, PodInfo, Status};
+use crate::scheduler::{Scheduler, SetupError};
+
+pub use attempt::{Attempt, AttemptResult, Failure};
+pub use breakpoints::{Breakpoint, Outcome};
+pub use clock::Clock;
+pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord};
+
+/// What a pod is, from the session's point of view (the summary's `status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PodStatus {
+    Pending,
+    Gated,
+    Unschedulable,
+    Waiting,
+    Bound,
+    /// For a scheduler this configuration has no profile for.
+    Ignored,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PodRecord {
+    pub pod: String,
+    #[serde(skip)]
+    pub uid: String,
+    pub node: Option<String>,
+    pub status: PodStatus,
+    pub message: Option<String>,
+    #[serde(skip)]
+    pub attempts: u32,
+}
+
+/// What scheduling decisions do to the cluster. In replay the session applies them to its
+/// own copy; in live active mode they become API calls; in shadow mode nothing is written.
+pub trait Actuator: Send {
+    /// Bind `pod` to `node`. `Ok` means it is bound.
+    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), String>;
+    /// Evict a preemption victim.
+    fn delete(&mut self, victim: &PodInfo, preemptor: &PodInfo, node: &str) -> Result<(), String>;
+    /// Set (or with `None` clear) `status.nominatedNodeName`.
+    fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), String>;
+    /// The attempt failed with this message (FailedScheduling event, PodScheduled=False).
+    fn failed(&mut self, _pod: &PodInfo, _message: &str) {}
+    /// True when the session must apply binds and deletions to its own cluster copy
+    /// (replay); false when they come back as watch events (live).
+    fn applies_locally(&self) -> bool {
+        true
+    }
+}
+
+/// The default actuator: decisions only change the session's own cluster.
+#[derive(Debug, Default)]
+pub struct LocalActuator;
+
+impl Actuator for LocalActuator {
+    fn bind(&mut self, _pod: &PodInfo, _node: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), String> {
+        Ok(())
+    }
+    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    pub detail: Detail,
+    /// Steps kept in history (0 = none).
+    pub history_steps: usize,
+    /// Attempts (with their verdict matrix and scores) kept in history.
+    pub history_attempts: usize,
+    pub start: Timestamp,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            detail: Detail::Full,
+            history_steps: 100_000,
+            history_attempts: 2_000,
+            start: Timestamp::UNIX_EPOCH,
+        }
+    }
+}
+
+/// Everything but the pod being stepped.
+pub struct Core {
+    pub clock: Clock,
+    pub cluster: ClusterState,
+    pub sched: Scheduler,
+    pub queue: SchedulingQueue,
+    pub waiting: WaitingPods,
+    /// Attempts held at Permit, by pod UID.
+    pub parked: BTreeMap<String, Attempt>,
+    pub pods: BTreeMap<String, PodRecord>,
+    pub actuator: Box<dyn Actuator>,
+    pub detail: Detail,
+    /// Pods whose binding the source (a recording) will apply: kubestep runs their cycle
+    /// but does not bind them.
+    pub externally_bound: BTreeSet<String>,
+    /// Cluster changes applied, for the trace.
+    pub changes: Vec<(Timestamp, String)>,
+}
+
+/// Why `continue` / `advance` stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum StopReason {
+    Breakpoint(String),
+    /// Nothing more can happen at the current time.
+    Idle,
+    /// `advance` reached its target time.
+    Reached,
+}
+
+pub struct Session {
+    pub core: Core,
+    pub current: Option<Attempt>,
+    pub history: History,
+    pub breakpoints: Vec<Breakpoint>,
+    next_attempt: u64,
+}
+
+/// A Handle from the parts of `Core` it needs, so the queue can be borrowed beside it.
+fn handle_of<'a>(
+    sched: &'a Scheduler,
+    cluster: &'a ClusterState,
+    waiting: &'a WaitingPods,
+    now: Timestamp,
+    profile: usize,
+) -> Handle<'a> {
+    Handle {
+        framework: &sched.frameworks[profile],
+        snapshot: &sched.snapshot,
+        listers: &cluster.listers,
+        nominator: &sched.nominator,
+        waiting,
+        now,
+        extenders: &sched.extenders,
+    }
+}
+
+impl Core {
+    pub fn handle(&self, profile: usize) -> Handle<'_> {
+        handle_of(&self.sched, &self.cluster, &self.waiting, self.clock.now(), profile)
+    }
+
+    fn profile_of(&self, pod: &PodInfo) -> Option<usize> {
+        self.sched.frameworks.iter().position(|f| f.profile_name == pod.scheduler_name())
+    }
+
+    fn record(&mut self, pod: &PodInfo, status: PodStatus, node: Option<&str>, message: Option<String>) {
+        let r = self.pods.entry(pod.key.clone()).or_insert_with(|| PodRecord {
+            pod: pod.key.clone(),
+            uid: pod.uid.clone(),
+            node: None,
+            status,
+            message: None,
+            attempts: 0,
+        });
+        r.status = status;
+        r.node = node.map(str::to_string);
+        r.message = message;
+    }
+
+    /// The binding decided at Bind: carried out by the actuator, then (in replay)
+    /// applied to the session's cluster.
+    fn bind_pod(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
+        if self.externally_bound.contains(&pod.uid) {
+            return Ok(());
+        }
+        self.actuator.bind(pod, node)?;
+        if self.actuator.applies_locally() {
+            let bound = crate::scheduler::with_node_name(&pod.pod, node);
+            let change = self.cluster.upsert(Object::Pod(bound));
+            self.apply_change(change);
+        }
+        Ok(())
+    }
+
+    fn finish_bound(&mut self, pod: &PodInfo, node: &str) {
+        self.queue.done(&pod.uid);
+        if self.externally_bound.contains(&pod.uid) {
+            // The recording binds this pod itself; drop kubestep's assumption.
+            self.sched.snapshot.remove_pod(node, &pod.key);
+            self.record(pod, PodStatus::Pending, None, Some(format!("kubestep chose {node}; the recording binds it")));
+            return;
+        }
+        self.record(pod, PodStatus::Bound, Some(node), None);
+    }
+
+    /// `handleSchedulingFailure`: nominate, evict victims, and requeue the pod.
+    fn handle_failure(&mut self, qpi: &crate::framework::queued::QueuedPodInfo, f: &Failure) {
+        let pod = &qpi.pod_info;
+        let now = self.clock.now();
+        self.actuator.failed(pod, &f.message);
+        if let Some(n) = &f.nominated {
+            let node = (!n.is_empty()).then_some(n.as_str());
+            let _ = self.actuator.nominate(pod, node);
+            let mut nominated = (*pod.pod).clone();
+            nominated.status.get_or_insert_with(Default::default).nominated_node_name = node.map(str::to_string);
+            let pi = Arc::new(PodInfo::new(Arc::new(nominated)));
+            self.sched.nominator.add(pi.clone(), node.unwrap_or(""));
+            if self.actuator.applies_locally() && self.cluster.pod(&pod.key).is_some() {
+                self.cluster.upsert(Object::Pod((*pi.pod).clone()));
+            }
+        }
+        if !f.victims.is_empty() {
+            self.evict(pod, f.nominated.as_deref().unwrap_or(""), &f.victims);
+        }
+        let still_pending = self.cluster.pod(&pod.key).is_some_and(|p| node_name(p).is_empty());
+        if still_pending {
+            if let Some(i) = self.profile_of(pod) {
+                let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, i);
+                let fwk = &self.sched.frameworks[i];
+                self.queue.add_unschedulable_if_not_present(
+                    &h,
+                    fwk,
+                    qpi.clone(),
+                    f.unschedulable_plugins.clone(),
+                    f.pending_plugins.clone(),
+                    f.error,
+                    f.message.clone(),
+                    now,
+                );
+            }
+            self.record(pod, PodStatus::Unschedulable, None, Some(f.message.clone()));
+        }
+        self.queue.done(&pod.uid);
+    }
+
+    /// Preemption: waiting victims are rejected, the others deleted.
+    fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[String]) {
+        for key in victims {
+            let Some(p) = self.cluster.pod(key).cloned() else { continue };
+            let victim = PodInfo::new(p);
+            if self.waiting.reject(&victim.uid, "DefaultPreemption", "preempted") {
+                continue;
+            }
+            if self.actuator.delete(&victim, preemptor, node).is_ok() && self.actuator.applies_locally() {
+                let change = self.cluster.remove("Pod", key);
+                self.apply_change(change);
+            }
+        }
+    }
+
+    /// Brings the scheduler's views up to date with a cluster change and tells the queue.
+    pub fn apply_change(&mut self, change: Option<Change>) {
+        let Some(c) = change else { return };
+        let now = self.clock.now();
+        self.changes.push((now, format!("{} {}", c.kind, c.key)));
+        let events;
+        match (&c.old, &c.new) {
+            (old, new) if c.kind == "Pod" => {
+                let old_pod = match old {
+                    Some(Stored::Pod(p)) => Some(p.clone()),
+                    _ => None,
+                };
+                let new_pod = match new {
+                    Some(Stored::Pod(p)) => Some(p.clone()),
+                    _ => None,
+                };
+                self.apply_pod_change(old_pod.as_deref(), new_pod.clone(), now);
+                events = queue::events_for_pod_change(old_pod.as_deref(), new_pod.as_deref());
+            }
+            (old, new) if c.kind == "Node" => {
+                let old_node = match old {
+                    Some(Stored::Node(n)) => Some(n.clone()),
+                    _ => None,
+                };
+                match new {
+                    Some(Stored::Node(n)) => self.sched.snapshot.upsert_node(n.clone()),
+                    _ => {
+                        self.sched.snapshot.remove_node(&c.key);
+                    }
+                }
+                let new_node = match new {
+                    Some(Stored::Node(n)) => Some(n.clone()),
+                    _ => None,
+                };
+                events = queue::events_for_node_change(old_node.as_deref(), new_node.as_deref());
+            }
+            (old, new) => {
+                let v = |s: &Option<Stored>| match s {
+                    Some(Stored::Other { value, .. }) => Some(value.clone()),
+                    _ => None,
+                };
+                events = queue::events_for_object(&c.kind, v(old).as_ref(), v(new).as_ref());
+            }
+        }
+        for e in &events {
+            let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, 0);
+            self.queue.on_event(&h, &self.sched.frameworks, e, now);
+        }
+    }
+
+    fn apply_pod_change(&mut self, old: Option<&Pod>, new: Option<Arc<Pod>>, now: Timestamp) {
+        if let Some(o) = old {
+            let key = pod_key(o);
+            let n = node_name(o);
+            if !n.is_empty() {
+                self.sched.snapshot.remove_pod(n, &key);
+            }
+        }
+        let Some(new) = new else {
+            // Deleted: out of the queue, out of the waiting map, out of nominations.
+            if let Some(o) = old {
+                let pi = PodInfo::new(Arc::new(o.clone()));
+                self.queue.delete(&pi.uid);
+                self.waiting.reject(&pi.uid, "", "removed");
+                self.sched.nominator.remove(&pi.uid);
+                self.pods.remove(&pi.key);
+            }
+            return;
+        };
+        let pi = Arc::new(PodInfo::new(new.clone()));
+        let n = pi.node_name().to_string();
+        if !n.is_empty() {
+            // Bound (or assumed by us): replace whatever the snapshot held for it.
+            self.sched.snapshot.remove_pod(&n, &pi.key);
+            self.sched.snapshot.add_pod(pi.clone());
+            self.sched.nominator.remove(&pi.uid);
+            if !self.externally_bound.contains(&pi.uid) || self.pods.get(&pi.key).is_none_or(|r| r.status != PodStatus::Bound) {
+                self.record(&pi, PodStatus::Bound, Some(&n), None);
+            }
+            self.queue.delete(&pi.uid);
+            return;
+        }
+        let Some(i) = self.profile_of(&pi) else {
+            self.record(&pi, PodStatus::Ignored, None, Some(format!("no profile for schedulerName {:?}", pi.scheduler_name())));
+            return;
+        };
+        let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, i);
+        let fwk = &self.sched.frameworks[i];
+        if old.is_some() {
+            self.queue.update(&h, fwk, pi.clone(), now);
+        } else {
+            self.queue.add(&h, fwk, pi.clone(), now);
+        }
+        let nnn = pi.nominated_node_name().to_string();
+        if !nnn.is_empty() {
+            self.sched.nominator.add(pi.clone(), &nnn);
+        }
+        if !self.pods.contains_key(&pi.key) {
+            self.record(&pi, PodStatus::Pending, None, None);
+        }
+    }
+
+    pub fn counts(&self) -> QueueCounts {
+        let mut c = QueueCounts::default();
+        for r in self.pods.values() {
+            match r.status {
+                PodStatus::Bound => c.bound += 1,
+                PodStatus::Waiting => c.waiting += 1,
+                _ => {}
+            }
+        }
+        let v = self.queue.view(&self.sched.frameworks[0], self.clock.now());
+        c.active = v.active.len();
+        c.backoff = v.backoff.len();
+        c.unschedulable = v.unschedulable.len();
+        c.gated = v.gated.len();
+        c.waiting = self.waiting.len();
+        c
+    }
+}
+
+pub fn pod_key(p: &Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or("default"),
+        p.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+impl Session {
+    /// A session over `cluster` with `config`. Pending pods enter the queue in the order
+    /// the cluster lists them.
+    pub fn new(
+        cluster: ClusterState,
+        config: KubeSchedulerConfiguration,
+        opts: SessionOptions,
+        actuator: Box<dyn Actuator>,
+    ) -> Result<Session, SetupError> {
+        let sched = Scheduler::new(config, &cluster)?;
+        let initial = std::time::Duration::from_secs(sched.config.pod_initial_backoff_seconds.max(0) as u64);
+        let max = std::time::Duration::from_secs(sched.config.pod_max_backoff_seconds.max(0) as u64);
+        let mut core = Core {
+            clock: Clock::virtual_at(opts.start),
+            cluster,
+            sched,
+            queue: SchedulingQueue::new(initial, max),
+            waiting: WaitingPods::default(),
+            parked: BTreeMap::new(),
+            pods: BTreeMap::new(),
+            actuator,
+            detail: opts.detail,
+            externally_bound: BTreeSet::new(),
+            changes: Vec::new(),
+        };
+        let pods: Vec<Arc<Pod>> = core.cluster.pods().cloned().collect();
+        for p in pods {
+            let pi = PodInfo::new(p.clone());
+            if node_name(&p).is_empty() {
+                core.apply_pod_change(None, Some(p), opts.start);
+            } else {
+                core.record(&pi, PodStatus::Bound, Some(node_name(&p)), None);
+            }
+        }
+        Ok(Session {
+            core,
+            current: None,
+            history: History::new(opts.history_steps, opts.history_attempts),
+            breakpoints: Vec::new(),
+            next_attempt: 1,
+        })
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.core.clock.now()
+    }
+
+    /// Whether something can be done at the current time.
+    pub fn has_work(&mut self) -> bool {
+        self.current.is_some() || self.resumable().is_some() || self.core.queue.has_poppable()
+    }
+
+    /// A parked attempt whose wait is over.
+    fn resumable(&self) -> Option<String> {
+        self.core
+            .parked
+            .iter()
+            .find(|(uid, _)| self.core.waiting.get(uid).is_none_or(|w| w.outcome.is_some()))
+            .map(|(uid, _)| uid.clone())
+    }
+
+    /// Starts the next activity: a waiting pod whose wait ended, else the next pod from
+    /// the queue. Returns false when there is nothing to do now.
+    fn start_next(&mut self) -> bool {
+        if let Some(uid) = self.resumable() {
+            if let Some(a) = self.core.parked.remove(&uid) {
+                self.current = Some(a);
+                return true;
+            }
+        }
+        let now = self.now();
+        let Some(qpi) = self.core.queue.pop(&self.core.sched.frameworks[0], now) else { return false };
+        let pod = qpi.pod_info.clone();
+        let Some(profile) = self.core.profile_of(&pod) else {
+            self.core.queue.done(&pod.uid);
+            return true;
+        };
+        if let Some(r) = self.core.pods.get_mut(&pod.key) {
+            r.attempts += 1;
+        }
+        let id = self.next_attempt;
+        self.next_attempt += 1;
+        let attempt =
+            Attempt::new(id, qpi, profile, self.core.detail, self.core.sched.next_start_node_index);
+        let msg = format!("popped {} (attempt {})", pod.key, attempt.qpi.attempts);
+        self.push_step(Some(&attempt), Point::QueueSort, None, Status::new(Code::Success, msg), Duration::ZERO);
+        self.current = Some(attempt);
+        true
+    }
+
+    fn push_step(&mut self, a: Option<&Attempt>, point: Point, plugin: Option<String>, status: Status, d: Duration) {
+        let seq = self.history.next_seq();
+        let state = (self.core.detail == Detail::Full).then(|| a.map(|a| Arc::new(a.cycle.state.render()))).flatten();
+        let changed = match (&state, self.history.last().and_then(|s| s.state.clone())) {
+            (Some(now), Some(before)) => now
+                .iter()
+                .filter(|t| !before.contains(t))
+                .map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string())
+                .collect(),
+            (Some(now), None) => now.iter().map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string()).collect(),
+            _ => Vec::new(),
+        };
+        let rec = StepRecord {
+            seq,
+            at: self.now(),
+            attempt: a.map(|a| a.id),
+            pod: a.map(|a| a.pod().key.clone()),
+            point,
+            plugin,
+            code: status.code(),
+            message: status.message(),
+            duration: d,
+            queue: self.core.counts(),
+            state,
+            changed,
+        };
+        self.history.push(rec);
+    }
+
+    fn record_attempt(&mut self, a: &Attempt) {
+        let names = self.core.sched.snapshot.list().iter().map(|n| n.name().to_string()).collect();
+        let (outcome, node, message) = match &a.result {
+            Some(AttemptResult::Bound { node }) => (Some("Bound".to_string()), Some(node.clone()), None),
+            Some(AttemptResult::Waiting { node }) => (Some("Waiting".to_string()), Some(node.clone()), None),
+            Some(AttemptResult::Failed(f)) => {
+                (Some(if f.error { "Error" } else { "Unschedulable" }.to_string()), None, Some(f.message.clone()))
+            }
+            None => (None, a.node.clone(), None),
+        };
+        self.history.push_attempt(AttemptRecord {
+            id: a.id,
+            pod: a.pod().key.clone(),
+            profile: self.core.sched.frameworks[a.profile].profile_name.clone(),
+            started: a.qpi.timestamp,
+            matrix: a.cycle.matrix.clone(),
+            scores: a.cycle.scores.clone(),
+            node_names: names,
+            outcome,
+            node,
+            message,
+        });
+    }
+
+    /// Runs one step (an extension point, or one plugin); `None` when idle.
+    fn advance_current(&mut self, one_plugin: bool) -> Option<Vec<StepRecord>> {
+        if self.current.is_none() && !self.start_next() {
+            return None;
+        }
+        let Some(mut a) = self.current.take() else { return Some(Vec::new()) };
+        let first = self.history.peek_seq();
+        let events = a.advance(&mut self.core, one_plugin);
+        for e in events {
+            self.push_step(Some(&a), e.point, e.plugin, e.status, e.duration);
+        }
+        if a.is_done() || a.is_waiting() {
+            self.record_attempt(&a);
+            if a.is_waiting() {
+                let node = a.node.clone().unwrap_or_default();
+                let msg = Some("waiting at Permit".to_string());
+                self.core.record(a.pod(), PodStatus::Waiting, Some(&node), msg);
+                self.core.parked.insert(a.pod().uid.clone(), a);
+            }
+        } else {
+            self.current = Some(a);
+        }
+        Some(self.history.since(first))
+    }
+
+    /// Finishes the current extension point (starting the next pod if none is in flight).
+    pub fn step(&mut self) -> Option<Vec<StepRecord>> {
+        self.advance_current(false)
+    }
+
+    /// Runs one plugin of the current extension point.
+    pub fn step_plugin(&mut self) -> Option<Vec<StepRecord>> {
+        self.advance_current(true)
+    }
+
+    /// Runs the current pod to the end of its attempt (bound, waiting or failed).
+    pub fn finish_pod(&mut self) -> Vec<StepRecord> {
+        let mut out = Vec::new();
+        if self.current.is_none() && !self.start_next() {
+            return out;
+        }
+        while self.current.is_some() {
+            match self.advance_current(false) {
+                Some(s) => out.extend(s),
+                None => break,
+            }
+        }
+        out
+    }
+
+    /// Runs until a breakpoint or until nothing more can happen at the current time.
+    /// The clock does not move.
+    pub fn continue_(&mut self) -> StopReason {
+        let mut first = true;
+        loop {
+            self.expire_waits();
+            if !first {
+                if let Some(b) = self.break_before() {
+                    return StopReason::Breakpoint(b);
+                }
+            }
+            first = false;
+            let Some(steps) = self.advance_current(false) else { return StopReason::Idle };
+            if let Some(b) = self.break_after(&steps) {
+                return StopReason::Breakpoint(b);
+            }
+        }
+    }
+
+    /// Lets `d` of time pass with the scheduler running: timers fire in time order
+    /// (backoff, unschedulable flushes, Permit timeouts), and scheduling continues between
+    /// them. Stops early at a breakpoint.
+    pub fn advance(&mut self, d: Duration) -> StopReason {
+        let target = clock::add(self.now(), d);
+        loop {
+            match self.continue_() {
+                StopReason::Idle => {}
+                other => return other,
+            }
+            let next = self.next_timer().filter(|t| *t <= target).unwrap_or(target);
+            self.core.clock.set(next);
+            self.fire_timers();
+            if next >= target && !self.has_work() {
+                return StopReason::Reached;
+            }
+        }
+    }
+
+    /// When something next happens on its own (a backoff ending, a Permit deadline, ...).
+    pub fn next_timer(&self) -> Option<Timestamp> {
+        let now = self.now();
+        [self.core.queue.next_timer(now), self.core.waiting.next_deadline()].into_iter().flatten().filter(|t| *t > now).min()
+    }
+
+    fn fire_timers(&mut self) {
+        self.expire_waits();
+        let now = self.now();
+        let c = &mut self.core;
+        let h = handle_of(&c.sched, &c.cluster, &c.waiting, now, 0);
+        c.queue.flush_all(&h, &c.sched.frameworks, now);
+    }
+
+    fn expire_waits(&mut self) {
+        let now = self.now();
+        self.core.waiting.expire(now);
+    }
+
+    /// Allows a waiting pod: for one plugin, or for every plugin it waits on.
+    pub fn allow(&mut self, pod: &str, plugin: Option<&str>) -> Result<(), String> {
+        let wp = self.waiting_pod(pod)?;
+        let plugins: Vec<String> = match plugin {
+            Some(p) => vec![p.to_string()],
+            None => wp.pending.keys().cloned().collect(),
+        };
+        for p in &plugins {
+            if !self.core.waiting.allow(&wp.pod.uid, p) {
+                return Err(format!("pod {pod} is not waiting on plugin {p} (waiting on: {})", wp.pending.keys().cloned().collect::<Vec<_>>().join(", ")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Rejects a waiting pod, with a message (shown as the rejection reason).
+    pub fn reject(&mut self, pod: &str, plugin: Option<&str>, message: &str) -> Result<(), String> {
+        let wp = self.waiting_pod(pod)?;
+        let plugin = plugin.map(str::to_string).or_else(|| wp.pending.keys().next().cloned()).unwrap_or_default();
+        let msg = if message.is_empty() { "rejected by the user" } else { message };
+        if self.core.waiting.reject(&wp.pod.uid, &plugin, msg) { Ok(()) } else { Err(format!("pod {pod} is no longer waiting")) }
+    }
+
+    fn waiting_pod(&self, key: &str) -> Result<crate::framework::waiting::WaitingPod, String> {
+        let uid = self.core.pods.get(key).map(|r| r.uid.clone()).ok_or_else(|| format!("no pod {key}"))?;
+        self.core.waiting.get(&uid).filter(|w| w.outcome.is_none()).ok_or_else(|| format!("pod {key} is not waiting at Permit"))
+    }
+
+    /// Applies a cluster change (from a recording or a watch).
+    pub fn apply(&mut self, obj: Object) {
+        let c = self.core.cluster.upsert(obj);
+        self.core.apply_change(c);
+    }
+
+    pub fn delete(&mut self, kind: &str, key: &str) {
+        let c = self.core.cluster.remove(kind, key);
+        self.core.apply_change(c);
+    }
+
+    /// Every pod's status, sorted by key (the headless summary).
+    pub fn summary(&self) -> Vec<PodRecord> {
+        self.core.pods.values().cloned().collect()
+    }
+}
+
+impl History {
+    /// Steps recorded from `seq` on.
+    pub fn since(&self, seq: u64) -> Vec<StepRecord> {
+        self.steps.iter().filter(|s| s.seq >= seq).cloned().collect()
+    }
+}

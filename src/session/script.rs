@@ -1,0 +1,228 @@
+//! The debugger's command language, shared by headless scripts and the TUI's `:` line:
+//! `step`, `step-plugin`, `finish`, `continue`, `break ...`, `clear`, `allow`, `reject`,
+//! `advance 30s`, `show queue|waiting|cycle|state|filter|scores|pod NS/NAME`, `quit`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::breakpoints::Breakpoint;
+use super::clock::parse_duration;
+use super::{Session, trace};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Show {
+    Queue,
+    Waiting,
+    Cycle,
+    State,
+    Filter,
+    Scores,
+    Pod(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Step,
+    StepPlugin,
+    Finish,
+    Continue,
+    Break(Breakpoint),
+    Clear,
+    Allow { pod: String, plugin: Option<String> },
+    Reject { pod: String, plugin: Option<String>, message: String },
+    Advance(Duration),
+    Show(Show),
+    Quit,
+}
+
+pub const HELP: &str = "commands: step, step-plugin, finish, continue, break POINT|plugin=NAME|pod=NS/NAME|outcome=unschedulable|wait|error, clear, allow NS/NAME [PLUGIN], reject NS/NAME [PLUGIN] [MESSAGE], advance DURATION, show queue|waiting|cycle|state|filter|scores|pod NS/NAME, quit";
+
+fn pod_arg(s: Option<&str>, cmd: &str) -> Result<String, String> {
+    let p = s.ok_or_else(|| format!("{cmd}: missing pod (namespace/name)"))?;
+    if !p.contains('/') {
+        return Err(format!("{cmd}: pod {p:?} must be namespace/name"));
+    }
+    Ok(p.to_string())
+}
+
+/// Plugin names start with a capital letter; anything else after the pod is the message.
+fn looks_like_plugin(s: &str) -> bool {
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':' || c == '/' || c == '.')
+}
+
+/// Parses one line; `Ok(None)` for blank lines and `#` comments.
+pub fn parse(line: &str) -> Result<Option<Command>, String> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return Ok(None);
+    }
+    let mut words = line.split_whitespace();
+    let cmd = words.next().unwrap_or_default();
+    let rest: Vec<&str> = words.collect();
+    let none = |c: Command| if rest.is_empty() { Ok(Some(c)) } else { Err(format!("{cmd}: takes no arguments")) };
+    match cmd {
+        "step" | "n" => none(Command::Step),
+        "step-plugin" | "s" => none(Command::StepPlugin),
+        "finish" | "f" => none(Command::Finish),
+        "continue" | "c" => none(Command::Continue),
+        "clear" => none(Command::Clear),
+        "quit" | "q" => none(Command::Quit),
+        "break" | "b" => {
+            let arg = rest.first().ok_or("break: missing POINT, plugin=NAME, pod=NS/NAME or outcome=...")?;
+            Ok(Some(Command::Break(Breakpoint::parse(arg)?)))
+        }
+        "allow" => {
+            let pod = pod_arg(rest.first().copied(), "allow")?;
+            if rest.len() > 2 {
+                return Err("allow: takes a pod and optionally a plugin".into());
+            }
+            Ok(Some(Command::Allow { pod, plugin: rest.get(1).map(|s| s.to_string()) }))
+        }
+        "reject" => {
+            let pod = pod_arg(rest.first().copied(), "reject")?;
+            let (plugin, msg_start) = match rest.get(1) {
+                Some(p) if looks_like_plugin(p) => (Some(p.to_string()), 2),
+                _ => (None, 1),
+            };
+            let message = rest.get(msg_start..).map(|w| w.join(" ")).unwrap_or_default();
+            Ok(Some(Command::Reject { pod, plugin, message }))
+        }
+        "advance" => {
+            let d = rest.first().ok_or("advance: missing duration (e.g. 30s)")?;
+            Ok(Some(Command::Advance(parse_duration(d)?)))
+        }
+        "show" => {
+            let what = rest.first().ok_or("show: missing what (queue, waiting, cycle, state, filter, scores, pod NS/NAME)")?;
+            let show = match *what {
+                "queue" => Show::Queue,
+                "waiting" => Show::Waiting,
+                "cycle" => Show::Cycle,
+                "state" => Show::State,
+                "filter" => Show::Filter,
+                "scores" => Show::Scores,
+                "pod" => Show::Pod(pod_arg(rest.get(1).copied(), "show pod")?),
+                other => return Err(format!("show: unknown {other:?} (queue, waiting, cycle, state, filter, scores, pod NS/NAME)")),
+            };
+            Ok(Some(Command::Show(show)))
+        }
+        other => Err(format!("unknown command {other:?}; {HELP}")),
+    }
+}
+
+/// Parses a whole script; errors name the line.
+pub fn parse_script(text: &str) -> Result<Vec<(usize, Command)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        match parse(line) {
+            Ok(Some(c)) => out.push((i + 1, c)),
+            Ok(None) => {}
+            Err(e) => return Err(format!("line {}: {e}", i + 1)),
+        }
+    }
+    Ok(out)
+}
+
+/// What running a command printed, and whether to stop.
+pub struct Ran {
+    pub output: Vec<Value>,
+    pub quit: bool,
+}
+
+impl Session {
+    /// Runs one command, returning its JSON output lines.
+    pub fn run_command(&mut self, cmd: &Command) -> Result<Ran, String> {
+        let mut output = Vec::new();
+        let mut quit = false;
+        match cmd {
+            Command::Step => output.extend(self.step().unwrap_or_default().iter().map(trace::step)),
+            Command::StepPlugin => output.extend(self.step_plugin().unwrap_or_default().iter().map(trace::step)),
+            Command::Finish => output.extend(self.finish_pod().iter().map(trace::step)),
+            Command::Continue => {
+                let before = self.history.peek_seq();
+                let r = self.continue_();
+                output.extend(self.history.since(before).iter().map(trace::step));
+                output.push(trace::stop(self, &r));
+            }
+            Command::Advance(d) => {
+                let before = self.history.peek_seq();
+                let r = self.advance(*d);
+                output.extend(self.history.since(before).iter().map(trace::step));
+                output.push(trace::stop(self, &r));
+            }
+            Command::Break(b) => self.add_breakpoint(b.clone()),
+            Command::Clear => self.clear_breakpoints(),
+            Command::Allow { pod, plugin } => self.allow(pod, plugin.as_deref())?,
+            Command::Reject { pod, plugin, message } => self.reject(pod, plugin.as_deref(), message)?,
+            Command::Show(s) => output.push(match s {
+                Show::Queue => trace::queue(self),
+                Show::Waiting => trace::waiting(self),
+                Show::Cycle => trace::cycle(self),
+                Show::State => trace::state(self),
+                Show::Filter => trace::filter(self),
+                Show::Scores => trace::scores(self),
+                Show::Pod(p) => trace::pod(self, p),
+            }),
+            Command::Quit => quit = true,
+        }
+        Ok(Ran { output, quit })
+    }
+
+    /// Whether anything could still change: work now, timers ahead, waiting pods.
+    pub fn settled(&mut self) -> bool {
+        !self.has_work() && self.core.waiting.is_empty() && self.core.parked.is_empty()
+    }
+
+    /// The default headless run: alternate `continue` and advancing to the next timer until
+    /// nothing can change any more or `until` (virtual time from now) is reached.
+    pub fn run_to_completion(&mut self, until: Duration) -> Vec<Value> {
+        let deadline = super::clock::add(self.now(), until);
+        let mut out = Vec::new();
+        loop {
+            let before = self.history.peek_seq();
+            let r = self.continue_();
+            out.extend(self.history.since(before).iter().map(trace::step));
+            if let super::StopReason::Breakpoint(_) = r {
+                out.push(trace::stop(self, &r));
+            }
+            if self.settled() {
+                break;
+            }
+            match self.next_timer() {
+                Some(t) if t <= deadline => {
+                    self.core.clock.set(t);
+                    self.fire_timers_pub();
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
+    pub fn fire_timers_pub(&mut self) {
+        self.fire_timers();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_commands() {
+        assert_eq!(parse("  # comment").unwrap(), None);
+        assert_eq!(parse("step").unwrap(), Some(Command::Step));
+        assert_eq!(parse("advance 1m30s").unwrap(), Some(Command::Advance(Duration::from_secs(90))));
+        assert_eq!(
+            parse("reject shop/a ManualApproval not today").unwrap(),
+            Some(Command::Reject { pod: "shop/a".into(), plugin: Some("ManualApproval".into()), message: "not today".into() })
+        );
+        assert_eq!(
+            parse("reject shop/a too risky").unwrap(),
+            Some(Command::Reject { pod: "shop/a".into(), plugin: None, message: "too risky".into() })
+        );
+        assert!(parse("allow nopod").is_err());
+        assert!(parse("frobnicate").unwrap_err().contains("unknown command"));
+        assert!(parse_script("step\nbreak Nowhere\n").unwrap_err().starts_with("line 2:"));
+    }
+}
