@@ -52,16 +52,25 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     if !a.headless {
         bail!("the terminal UI is not available yet; use --headless");
     }
-    let until = clock::parse_duration(&a.until).map_err(anyhow::Error::msg).context("--until")?;
+    let until = clock::parse_duration(&a.until)
+        .map_err(anyhow::Error::msg)
+        .context("--until")?;
     let cluster = ClusterState::load(&[a.source.as_path()])?;
     let cfg = match &a.config {
         Some(p) => config::load_file(p)?,
         None => config::default_configuration(),
     };
-    let opts = SessionOptions { detail: Detail::Full, history_steps: a.history, ..Default::default() };
+    let opts = SessionOptions {
+        detail: Detail::Full,
+        history_steps: a.history,
+        ..Default::default()
+    };
     let mut session = Session::new(cluster, cfg, opts, Box::new(LocalActuator))?;
     let _ = a.seed;
-    let mut out = Printer { mode: a.output, stdout: std::io::stdout().lock() };
+    let mut out = Printer {
+        mode: a.output,
+        stdout: std::io::stdout().lock(),
+    };
     match &a.script {
         None => {
             for v in session.run_to_completion(until) {
@@ -70,7 +79,8 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
         Some(s) => {
             let text = read_script(s)?;
-            let cmds = script::parse_script(&text).map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?;
+            let cmds = script::parse_script(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?;
             for (line, cmd) in cmds {
                 match session.run_command(&cmd) {
                     Ok(ran) => {
@@ -97,13 +107,19 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn script_name(s: &str) -> String {
-    if s == "-" { "standard input".into() } else { s.to_string() }
+    if s == "-" {
+        "standard input".into()
+    } else {
+        s.to_string()
+    }
 }
 
 fn read_script(s: &str) -> anyhow::Result<String> {
     if s == "-" {
         let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).context("reading the script from standard input")?;
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading the script from standard input")?;
         return Ok(text);
     }
     std::fs::read_to_string(Path::new(s)).with_context(|| format!("reading script {s}"))
@@ -132,21 +148,51 @@ fn text_line(v: &Value) -> String {
         let lines: Vec<String> = pods
             .iter()
             .map(|p| {
-                let node = p["node"].as_str().map(|n| format!(" on {n}")).unwrap_or_default();
-                let msg = p["message"].as_str().map(|m| format!(": {m}")).unwrap_or_default();
-                format!("  {} {}{node}{msg}", p["pod"].as_str().unwrap_or(""), p["status"].as_str().unwrap_or(""))
+                let node = p["node"]
+                    .as_str()
+                    .map(|n| format!(" on {n}"))
+                    .unwrap_or_default();
+                let msg = p["message"]
+                    .as_str()
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default();
+                format!(
+                    "  {} {}{node}{msg}",
+                    p["pod"].as_str().unwrap_or(""),
+                    p["status"].as_str().unwrap_or("")
+                )
             })
             .collect();
         return format!("summary:\n{}", lines.join("\n"));
     }
     match s("type").as_str() {
         "step" => {
-            let plugin = v["plugin"].as_str().map(|p| format!(" {p}")).unwrap_or_default();
+            let plugin = v["plugin"]
+                .as_str()
+                .map(|p| format!(" {p}"))
+                .unwrap_or_default();
             let msg = s("message");
-            let msg = if msg.is_empty() { String::new() } else { format!(": {msg}") };
-            format!("[{}] {} {}{plugin} {}{msg}", v["seq"], s("pod"), s("point"), s("code"))
+            let msg = if msg.is_empty() {
+                String::new()
+            } else {
+                format!(": {msg}")
+            };
+            format!(
+                "[{}] {} {}{plugin} {}{msg}",
+                v["seq"],
+                s("pod"),
+                s("point"),
+                s("code")
+            )
         }
-        "stop" => format!("stopped ({}){}", s("reason"), v["breakpoint"].as_str().map(|b| format!(": {b}")).unwrap_or_default()),
+        "stop" => format!(
+            "stopped ({}){}",
+            s("reason"),
+            v["breakpoint"]
+                .as_str()
+                .map(|b| format!(": {b}"))
+                .unwrap_or_default()
+        ),
         "error" => format!("error at line {}: {}", v["line"], s("message")),
         _ => serde_json::to_string_pretty(v).unwrap_or_default(),
     }

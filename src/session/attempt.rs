@@ -59,10 +59,16 @@ impl Failure {
                 victims: Vec::new(),
             };
         }
-        let mut d = Diagnosis { node_to_status: NodeToStatus::default(), ..Default::default() };
+        let mut d = Diagnosis {
+            node_to_status: NodeToStatus::default(),
+            ..Default::default()
+        };
         d.node_to_status.set(node, status.clone());
         d.add_plugin_status(status);
-        let fit = FitError { num_all_nodes: 1, diagnosis: d.clone() };
+        let fit = FitError {
+            num_all_nodes: 1,
+            diagnosis: d.clone(),
+        };
         Failure {
             message: fit.message(),
             unschedulable_plugins: d.unschedulable_plugins,
@@ -77,9 +83,13 @@ impl Failure {
 /// How an attempt ended.
 #[derive(Debug, Clone)]
 pub enum AttemptResult {
-    Bound { node: String },
+    Bound {
+        node: String,
+    },
     /// Held at Permit; the attempt is parked until the wait ends.
-    Waiting { node: String },
+    Waiting {
+        node: String,
+    },
     Failed(Failure),
 }
 
@@ -121,7 +131,13 @@ fn phase_point(p: Phase) -> Point {
 }
 
 impl Attempt {
-    pub fn new(id: u64, qpi: QueuedPodInfo, profile: usize, detail: Detail, start_node_index: usize) -> Attempt {
+    pub fn new(
+        id: u64,
+        qpi: QueuedPodInfo,
+        profile: usize,
+        detail: Detail,
+        start_node_index: usize,
+    ) -> Attempt {
         let cycle = SchedulingCycle::new(qpi.pod_info.clone(), detail, start_node_index);
         Attempt {
             id,
@@ -147,7 +163,8 @@ impl Attempt {
 
     /// Parked at Permit, waiting for the waiting map to decide.
     pub fn is_waiting(&self) -> bool {
-        matches!(self.stage, Stage::WaitOnPermit) && matches!(self.result, Some(AttemptResult::Waiting { .. }))
+        matches!(self.stage, Stage::WaitOnPermit)
+            && matches!(self.result, Some(AttemptResult::Waiting { .. }))
     }
 
     /// The extension point the next step runs.
@@ -176,9 +193,10 @@ impl Attempt {
             Stage::PreBind(i) => at(ExtensionPoint::PreBind, *i),
             Stage::Bind(i) => at(ExtensionPoint::Bind, *i),
             Stage::PostBind(i) => at(ExtensionPoint::PostBind, *i),
-            Stage::Unreserve(i, _) => {
-                i.checked_sub(1).and_then(|j| fwk.plugins(ExtensionPoint::Reserve).get(j)).map(|e| e.name.to_string())
-            }
+            Stage::Unreserve(i, _) => i
+                .checked_sub(1)
+                .and_then(|j| fwk.plugins(ExtensionPoint::Reserve).get(j))
+                .map(|e| e.name.to_string()),
             _ => None,
         }
     }
@@ -218,7 +236,13 @@ impl Attempt {
             let fwk = &core.sched.frameworks[self.profile];
             let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
             let cycle = &mut self.cycle;
-            core.sched.in_pool(|| if one { cycle.step_plugin(&env) } else { cycle.step(&env) });
+            core.sched.in_pool(|| {
+                if one {
+                    cycle.step_plugin(&env)
+                } else {
+                    cycle.step(&env)
+                }
+            });
         }
         for run in &self.cycle.trace[self.reported..] {
             let status = if run.message.is_empty() {
@@ -227,7 +251,12 @@ impl Attempt {
                 Status::new(run.code, run.message.clone())
             };
             let plugin = (!run.plugin.starts_with('(')).then(|| run.plugin.to_string());
-            out.push(StepEvent { point: phase_point(run.phase), plugin, status, duration: run.duration });
+            out.push(StepEvent {
+                point: phase_point(run.phase),
+                plugin,
+                status,
+                duration: run.duration,
+            });
         }
         self.reported = self.cycle.trace.len();
         if !self.cycle.is_done() {
@@ -243,9 +272,15 @@ impl Attempt {
                 self.node = Some(node);
                 self.stage = Stage::Reserve(0);
             }
-            Some(CycleOutcome::Unschedulable { fit_error, post_filter, .. }) => {
+            Some(CycleOutcome::Unschedulable {
+                fit_error,
+                post_filter,
+                ..
+            }) => {
                 let (nominated, victims) = match post_filter {
-                    Some(r) if r.override_nomination => (Some(r.nominated_node_name.clone()), r.victims.clone()),
+                    Some(r) if r.override_nomination => {
+                        (Some(r.nominated_node_name.clone()), r.victims.clone())
+                    }
                     _ => (Some(String::new()), Vec::new()),
                 };
                 let d = &fit_error.diagnosis;
@@ -290,7 +325,9 @@ impl Attempt {
     }
 
     fn reserve(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Reserve).to_vec();
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::Reserve)
+            .to_vec();
         let Some(e) = plugins.get(i) else {
             self.stage = Stage::Permit(0, Vec::new());
             return;
@@ -309,9 +346,19 @@ impl Attempt {
         let s = if s.is_success() || s.is_rejected() {
             s.with_plugin(e.name)
         } else {
-            Status::error(format!("running Reserve plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+            Status::error(format!(
+                "running Reserve plugin {:?}: {}",
+                e.name,
+                s.message()
+            ))
+            .with_plugin(e.name)
         };
-        out.push(StepEvent { point: Point::Reserve, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        out.push(StepEvent {
+            point: Point::Reserve,
+            plugin: Some(e.name.into()),
+            status: s.clone(),
+            duration: d,
+        });
         if s.is_success() {
             self.stage = Stage::Reserve(i + 1);
         } else {
@@ -319,8 +366,16 @@ impl Attempt {
         }
     }
 
-    fn permit(&mut self, core: &mut Core, i: usize, mut waits: Vec<(String, Duration)>, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Permit).to_vec();
+    fn permit(
+        &mut self,
+        core: &mut Core,
+        i: usize,
+        mut waits: Vec<(String, Duration)>,
+        out: &mut Vec<StepEvent>,
+    ) {
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::Permit)
+            .to_vec();
         let node = self.node();
         let Some(e) = plugins.get(i) else {
             if waits.is_empty() {
@@ -328,8 +383,10 @@ impl Attempt {
             } else {
                 let now = core.clock.now();
                 core.waiting.add(self.pod().clone(), &node, &waits, now);
-                let msg =
-                    format!("one or more plugins asked to wait and no plugin rejected pod {:?}", self.pod().name);
+                let msg = format!(
+                    "one or more plugins asked to wait and no plugin rejected pod {:?}",
+                    self.pod().name
+                );
                 out.push(StepEvent {
                     point: Point::Permit,
                     plugin: None,
@@ -354,9 +411,19 @@ impl Attempt {
         let s = if s.is_success() || s.is_rejected() || s.is_wait() {
             s.with_plugin(e.name)
         } else {
-            Status::error(format!("running Permit plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+            Status::error(format!(
+                "running Permit plugin {:?}: {}",
+                e.name,
+                s.message()
+            ))
+            .with_plugin(e.name)
         };
-        out.push(StepEvent { point: Point::Permit, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        out.push(StepEvent {
+            point: Point::Permit,
+            plugin: Some(e.name.into()),
+            status: s.clone(),
+            duration: d,
+        });
         if s.is_wait() {
             waits.push((e.name.to_string(), timeout.min(MAX_PERMIT_TIMEOUT)));
             self.stage = Stage::Permit(i + 1, waits);
@@ -411,25 +478,41 @@ impl Attempt {
     }
 
     fn pre_bind_preflight(&mut self, core: &mut Core) {
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::PreBind).to_vec();
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::PreBind)
+            .to_vec();
         let node = self.node();
         let h = core.handle(self.profile);
         self.skip_pre_bind = plugins
             .iter()
-            .filter(|e| e.plugin.as_pre_bind().is_some_and(|p| p.pre_bind_pre_flight(&h, &self.cycle.state, self.pod(), &node).is_skip()))
+            .filter(|e| {
+                e.plugin.as_pre_bind().is_some_and(|p| {
+                    p.pre_bind_pre_flight(&h, &self.cycle.state, self.pod(), &node)
+                        .is_skip()
+                })
+            })
             .map(|e| e.name)
             .collect();
-        self.cycle.state.set_skip_pre_bind_plugins(self.skip_pre_bind.clone());
+        self.cycle
+            .state
+            .set_skip_pre_bind_plugins(self.skip_pre_bind.clone());
     }
 
     fn pre_bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::PreBind).to_vec();
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::PreBind)
+            .to_vec();
         let Some(e) = plugins.get(i) else {
             self.stage = Stage::Bind(0);
             return;
         };
         if self.skip_pre_bind.contains(&e.name) {
-            out.push(StepEvent { point: Point::PreBind, plugin: Some(e.name.into()), status: Status::skip(), duration: Duration::ZERO });
+            out.push(StepEvent {
+                point: Point::PreBind,
+                plugin: Some(e.name.into()),
+                status: Status::skip(),
+                duration: Duration::ZERO,
+            });
             self.stage = Stage::PreBind(i + 1);
             return;
         }
@@ -447,9 +530,19 @@ impl Attempt {
         let s = if s.is_success() || s.is_rejected() {
             s.with_plugin(e.name)
         } else {
-            Status::error(format!("running PreBind plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+            Status::error(format!(
+                "running PreBind plugin {:?}: {}",
+                e.name,
+                s.message()
+            ))
+            .with_plugin(e.name)
         };
-        out.push(StepEvent { point: Point::PreBind, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        out.push(StepEvent {
+            point: Point::PreBind,
+            plugin: Some(e.name.into()),
+            status: s.clone(),
+            duration: d,
+        });
         if s.is_success() {
             self.stage = Stage::PreBind(i + 1);
         } else {
@@ -458,13 +551,54 @@ impl Attempt {
     }
 
     fn bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Bind).to_vec();
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::Bind)
+            .to_vec();
         let node = self.node();
+        if i == 0 {
+            // Binder extenders come before the profile's Bind plugins (`extendersBinding`).
+            let started = Instant::now();
+            if let Some(r) = core.sched.extenders_binding(self.pod(), &node) {
+                let name = core
+                    .sched
+                    .extenders
+                    .iter()
+                    .find(|e| e.is_binder())
+                    .map(|e| e.name().to_string());
+                let s = match r
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| core.bind_pod(&self.pod().clone(), &node))
+                {
+                    Ok(()) => Status::success(),
+                    Err(e) => Status::error(e),
+                };
+                out.push(StepEvent {
+                    point: Point::Bind,
+                    plugin: name,
+                    status: s.clone(),
+                    duration: started.elapsed(),
+                });
+                if s.is_success() {
+                    self.stage = Stage::PostBind(0);
+                } else {
+                    self.start_unreserve(core, Failure::after_cycle(&s, &node));
+                }
+                return;
+            }
+        }
         let Some(e) = plugins.get(i) else {
             // Every bind plugin skipped the pod: upstream treats that as a failure.
             let s = Status::code_only(Code::Skip);
-            out.push(StepEvent { point: Point::Bind, plugin: None, status: s.clone(), duration: Duration::ZERO });
-            self.start_unreserve(core, Failure::after_cycle(&Status::error("no bind plugin bound the pod"), &node));
+            out.push(StepEvent {
+                point: Point::Bind,
+                plugin: None,
+                status: s.clone(),
+                duration: Duration::ZERO,
+            });
+            self.start_unreserve(
+                core,
+                Failure::after_cycle(&Status::error("no bind plugin bound the pod"), &node),
+            );
             return;
         };
         let pod = self.pod().clone();
@@ -489,9 +623,15 @@ impl Attempt {
         let s = if s.is_success() || s.is_rejected() || s.is_skip() {
             s.with_plugin(e.name)
         } else {
-            Status::error(format!("running Bind plugin {:?}: {}", e.name, s.message())).with_plugin(e.name)
+            Status::error(format!("running Bind plugin {:?}: {}", e.name, s.message()))
+                .with_plugin(e.name)
         };
-        out.push(StepEvent { point: Point::Bind, plugin: Some(e.name.into()), status: s.clone(), duration: d });
+        out.push(StepEvent {
+            point: Point::Bind,
+            plugin: Some(e.name.into()),
+            status: s.clone(),
+            duration: d,
+        });
         if s.is_skip() {
             self.stage = Stage::Bind(i + 1);
         } else if s.is_success() {
@@ -502,7 +642,9 @@ impl Attempt {
     }
 
     fn post_bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::PostBind).to_vec();
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::PostBind)
+            .to_vec();
         let node = self.node();
         let Some(e) = plugins.get(i) else {
             self.stage = Stage::Done;
@@ -519,12 +661,19 @@ impl Attempt {
                 p.post_bind(&h, state, &pod, &node);
             }
         });
-        out.push(StepEvent { point: Point::PostBind, plugin: Some(e.name.into()), status: Status::success(), duration: d });
+        out.push(StepEvent {
+            point: Point::PostBind,
+            plugin: Some(e.name.into()),
+            status: Status::success(),
+            duration: d,
+        });
         self.stage = Stage::PostBind(i + 1);
     }
 
     fn start_unreserve(&mut self, core: &mut Core, f: Failure) {
-        let n = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Reserve).len();
+        let n = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::Reserve)
+            .len();
         self.stage = Stage::Unreserve(n, Box::new(f));
     }
 
@@ -539,7 +688,9 @@ impl Attempt {
             self.fail(core, f);
             return;
         }
-        let plugins = core.sched.frameworks[self.profile].plugins(ExtensionPoint::Reserve).to_vec();
+        let plugins = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::Reserve)
+            .to_vec();
         let e = &plugins[i - 1];
         let node = self.node();
         let pod = self.pod().clone();
@@ -551,7 +702,12 @@ impl Attempt {
                 p.unreserve(&h, state, &pod, &node);
             }
         });
-        out.push(StepEvent { point: Point::Unreserve, plugin: Some(e.name.into()), status: Status::success(), duration: d });
+        out.push(StepEvent {
+            point: Point::Unreserve,
+            plugin: Some(e.name.into()),
+            status: Status::success(),
+            duration: d,
+        });
         self.stage = Stage::Unreserve(i - 1, Box::new(f));
     }
 

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use super::history::{Point, StepRecord};
 use super::Session;
+use super::history::{Point, StepRecord};
 use crate::framework::Code;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -110,17 +110,31 @@ impl Session {
                 Breakpoint::Pod(p) => at_start && *p == pod,
                 Breakpoint::Outcome(_) => false,
             };
-            hit.then(|| format!("{} before {}{}", b.describe(), point.as_str(), plugin.as_ref().map(|p| format!(" ({p})")).unwrap_or_default()))
+            hit.then(|| {
+                format!(
+                    "{} before {}{}",
+                    b.describe(),
+                    point.as_str(),
+                    plugin
+                        .as_ref()
+                        .map(|p| format!(" ({p})"))
+                        .unwrap_or_default()
+                )
+            })
         })
     }
 
     /// A breakpoint on the outcome of steps just taken.
     pub(super) fn break_after(&self, steps: &[StepRecord]) -> Option<String> {
         self.breakpoints.iter().find_map(|b| match b {
-            Breakpoint::Outcome(o) => steps
-                .iter()
-                .find(|s| o.matches(s.code))
-                .map(|s| format!("{} at {} {}", b.describe(), s.point.as_str(), s.plugin.clone().unwrap_or_default())),
+            Breakpoint::Outcome(o) => steps.iter().find(|s| o.matches(s.code)).map(|s| {
+                format!(
+                    "{} at {} {}",
+                    b.describe(),
+                    s.point.as_str(),
+                    s.plugin.clone().unwrap_or_default()
+                )
+            }),
             _ => None,
         })
     }
@@ -132,10 +146,23 @@ mod tests {
 
     #[test]
     fn parsing() {
-        assert_eq!(Breakpoint::parse("Filter").unwrap(), Breakpoint::Point(Point::Filter));
-        assert_eq!(Breakpoint::parse("plugin=NodeResourcesFit").unwrap(), Breakpoint::Plugin("NodeResourcesFit".into()));
-        assert_eq!(Breakpoint::parse("outcome=wait").unwrap(), Breakpoint::Outcome(Outcome::Wait));
+        assert_eq!(
+            Breakpoint::parse("Filter").unwrap(),
+            Breakpoint::Point(Point::Filter)
+        );
+        assert_eq!(
+            Breakpoint::parse("plugin=NodeResourcesFit").unwrap(),
+            Breakpoint::Plugin("NodeResourcesFit".into())
+        );
+        assert_eq!(
+            Breakpoint::parse("outcome=wait").unwrap(),
+            Breakpoint::Outcome(Outcome::Wait)
+        );
         assert!(Breakpoint::parse("pod=nameonly").is_err());
-        assert!(Breakpoint::parse("Filtr").unwrap_err().contains("unknown breakpoint"));
+        assert!(
+            Breakpoint::parse("Filtr")
+                .unwrap_err()
+                .contains("unknown breakpoint")
+        );
     }
 }

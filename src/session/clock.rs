@@ -40,11 +40,15 @@ impl Clock {
 }
 
 pub fn add(t: Timestamp, d: Duration) -> Timestamp {
-    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX)).unwrap_or(Timestamp::MAX)
+    t.checked_add(SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX))
+        .unwrap_or(Timestamp::MAX)
 }
 
 pub fn since(later: Timestamp, earlier: Timestamp) -> Duration {
-    later.duration_since(earlier).try_into().unwrap_or(Duration::ZERO)
+    later
+        .duration_since(earlier)
+        .try_into()
+        .unwrap_or(Duration::ZERO)
 }
 
 /// Parses durations as people write them in scripts: `30s`, `5m`, `1h30m`, `250ms`, `2.5s`.
@@ -56,19 +60,31 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let mut total = 0f64;
     let mut rest = s;
     while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         if num_len == 0 {
-            return Err(format!("invalid duration {s:?}: expected a number at {rest:?}"));
+            return Err(format!(
+                "invalid duration {s:?}: expected a number at {rest:?}"
+            ));
         }
-        let n: f64 = rest[..num_len].parse().map_err(|_| format!("invalid duration {s:?}"))?;
+        let n: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}"))?;
         rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let secs = match &rest[..unit_len] {
             "ms" => n / 1000.0,
             "s" | "" => n,
             "m" => n * 60.0,
             "h" => n * 3600.0,
-            u => return Err(format!("invalid duration {s:?}: unknown unit {u:?} (use ms, s, m, h)")),
+            u => {
+                return Err(format!(
+                    "invalid duration {s:?}: unknown unit {u:?} (use ms, s, m, h)"
+                ));
+            }
         };
         total += secs;
         rest = &rest[unit_len..];

@@ -74,7 +74,9 @@ impl Point {
     }
 
     pub fn parse(s: &str) -> Option<Point> {
-        Point::ALL.into_iter().find(|p| p.as_str().eq_ignore_ascii_case(s))
+        Point::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
     }
 }
 
@@ -145,7 +147,13 @@ pub struct History {
 
 impl History {
     pub fn new(max_steps: usize, max_attempts: usize) -> History {
-        History { steps: VecDeque::new(), attempts: VecDeque::new(), max_steps, max_attempts, next_seq: 1 }
+        History {
+            steps: VecDeque::new(),
+            attempts: VecDeque::new(),
+            max_steps,
+            max_attempts,
+            next_seq: 1,
+        }
     }
 
     pub fn next_seq(&mut self) -> u64 {

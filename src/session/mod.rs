@@ -168,22 +168,40 @@ fn handle_of<'a>(
 
 impl Core {
     pub fn handle(&self, profile: usize) -> Handle<'_> {
-        handle_of(&self.sched, &self.cluster, &self.waiting, self.clock.now(), profile)
+        handle_of(
+            &self.sched,
+            &self.cluster,
+            &self.waiting,
+            self.clock.now(),
+            profile,
+        )
     }
 
     fn profile_of(&self, pod: &PodInfo) -> Option<usize> {
-        self.sched.frameworks.iter().position(|f| f.profile_name == pod.scheduler_name())
+        self.sched
+            .frameworks
+            .iter()
+            .position(|f| f.profile_name == pod.scheduler_name())
     }
 
-    fn record(&mut self, pod: &PodInfo, status: PodStatus, node: Option<&str>, message: Option<String>) {
-        let r = self.pods.entry(pod.key.clone()).or_insert_with(|| PodRecord {
-            pod: pod.key.clone(),
-            uid: pod.uid.clone(),
-            node: None,
-            status,
-            message: None,
-            attempts: 0,
-        });
+    fn record(
+        &mut self,
+        pod: &PodInfo,
+        status: PodStatus,
+        node: Option<&str>,
+        message: Option<String>,
+    ) {
+        let r = self
+            .pods
+            .entry(pod.key.clone())
+            .or_insert_with(|| PodRecord {
+                pod: pod.key.clone(),
+                uid: pod.uid.clone(),
+                node: None,
+                status,
+                message: None,
+                attempts: 0,
+            });
         r.status = status;
         r.node = node.map(str::to_string);
         r.message = message;
@@ -209,7 +227,12 @@ impl Core {
         if self.externally_bound.contains(&pod.uid) {
             // The recording binds this pod itself; drop kubestep's assumption.
             self.sched.snapshot.remove_pod(node, &pod.key);
-            self.record(pod, PodStatus::Pending, None, Some(format!("kubestep chose {node}; the recording binds it")));
+            self.record(
+                pod,
+                PodStatus::Pending,
+                None,
+                Some(format!("kubestep chose {node}; the recording binds it")),
+            );
             return;
         }
         self.record(pod, PodStatus::Bound, Some(node), None);
@@ -224,7 +247,10 @@ impl Core {
             let node = (!n.is_empty()).then_some(n.as_str());
             let _ = self.actuator.nominate(pod, node);
             let mut nominated = (*pod.pod).clone();
-            nominated.status.get_or_insert_with(Default::default).nominated_node_name = node.map(str::to_string);
+            nominated
+                .status
+                .get_or_insert_with(Default::default)
+                .nominated_node_name = node.map(str::to_string);
             let pi = Arc::new(PodInfo::new(Arc::new(nominated)));
             self.sched.nominator.add(pi.clone(), node.unwrap_or(""));
             if self.actuator.applies_locally() && self.cluster.pod(&pod.key).is_some() {
@@ -234,7 +260,10 @@ impl Core {
         if !f.victims.is_empty() {
             self.evict(pod, f.nominated.as_deref().unwrap_or(""), &f.victims);
         }
-        let still_pending = self.cluster.pod(&pod.key).is_some_and(|p| node_name(p).is_empty());
+        let still_pending = self
+            .cluster
+            .pod(&pod.key)
+            .is_some_and(|p| node_name(p).is_empty());
         if still_pending {
             if let Some(i) = self.profile_of(pod) {
                 let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, i);
@@ -258,12 +287,19 @@ impl Core {
     /// Preemption: waiting victims are rejected, the others deleted.
     fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[String]) {
         for key in victims {
-            let Some(p) = self.cluster.pod(key).cloned() else { continue };
+            let Some(p) = self.cluster.pod(key).cloned() else {
+                continue;
+            };
             let victim = PodInfo::new(p);
-            if self.waiting.reject(&victim.uid, "DefaultPreemption", "preempted") {
+            if self
+                .waiting
+                .reject(&victim.uid, "DefaultPreemption", "preempted")
+            {
                 continue;
             }
-            if self.actuator.delete(&victim, preemptor, node).is_ok() && self.actuator.applies_locally() {
+            if self.actuator.delete(&victim, preemptor, node).is_ok()
+                && self.actuator.applies_locally()
+            {
                 let change = self.cluster.remove("Pod", key);
                 self.apply_change(change);
             }
@@ -275,6 +311,9 @@ impl Core {
         let Some(c) = change else { return };
         let now = self.clock.now();
         self.changes.push((now, format!("{} {}", c.kind, c.key)));
+        if c.kind != "Node" {
+            self.refresh_queue_sort();
+        }
         let events;
         match (&c.old, &c.new) {
             (old, new) if c.kind == "Pod" => {
@@ -346,14 +385,27 @@ impl Core {
             self.sched.snapshot.remove_pod(&n, &pi.key);
             self.sched.snapshot.add_pod(pi.clone());
             self.sched.nominator.remove(&pi.uid);
-            if !self.externally_bound.contains(&pi.uid) || self.pods.get(&pi.key).is_none_or(|r| r.status != PodStatus::Bound) {
+            if !self.externally_bound.contains(&pi.uid)
+                || self
+                    .pods
+                    .get(&pi.key)
+                    .is_none_or(|r| r.status != PodStatus::Bound)
+            {
                 self.record(&pi, PodStatus::Bound, Some(&n), None);
             }
             self.queue.delete(&pi.uid);
             return;
         }
         let Some(i) = self.profile_of(&pi) else {
-            self.record(&pi, PodStatus::Ignored, None, Some(format!("no profile for schedulerName {:?}", pi.scheduler_name())));
+            self.record(
+                &pi,
+                PodStatus::Ignored,
+                None,
+                Some(format!(
+                    "no profile for schedulerName {:?}",
+                    pi.scheduler_name()
+                )),
+            );
             return;
         };
         let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, i);
@@ -369,6 +421,41 @@ impl Core {
         }
         if !self.pods.contains_key(&pi.key) {
             self.record(&pi, PodStatus::Pending, None, None);
+        }
+    }
+
+    /// Pods a plugin asked to activate (PodsToActivate in the attempt's CycleState) move
+    /// to the active queue, and the request is cleared, as upstream does after each cycle.
+    fn activate_requested(&mut self, a: &mut Attempt) {
+        use crate::framework::queued::{PODS_TO_ACTIVATE_KEY, PodsToActivate};
+        let Ok(req) = a.cycle.state.read::<PodsToActivate>(PODS_TO_ACTIVATE_KEY) else {
+            return;
+        };
+        if req.pods.is_empty() {
+            return;
+        }
+        let uids: Vec<String> = req
+            .pods
+            .values()
+            .filter_map(|p| p.metadata.uid.clone())
+            .collect();
+        a.cycle
+            .state
+            .write(PODS_TO_ACTIVATE_KEY, PodsToActivate::default());
+        let now = self.clock.now();
+        let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, a.profile);
+        self.queue
+            .activate(&h, &self.sched.frameworks[a.profile], &uids, now);
+    }
+
+    /// QueueSort plugins whose order depends on cluster objects re-read them.
+    fn refresh_queue_sort(&self) {
+        for fwk in &self.sched.frameworks {
+            for e in fwk.plugins(crate::framework::ExtensionPoint::QueueSort) {
+                if let Some(q) = e.plugin.as_queue_sort() {
+                    q.refresh(&self.cluster.listers);
+                }
+            }
         }
     }
 
@@ -409,8 +496,10 @@ impl Session {
         actuator: Box<dyn Actuator>,
     ) -> Result<Session, SetupError> {
         let sched = Scheduler::new(config, &cluster)?;
-        let initial = std::time::Duration::from_secs(sched.config.pod_initial_backoff_seconds.max(0) as u64);
-        let max = std::time::Duration::from_secs(sched.config.pod_max_backoff_seconds.max(0) as u64);
+        let initial =
+            std::time::Duration::from_secs(sched.config.pod_initial_backoff_seconds.max(0) as u64);
+        let max =
+            std::time::Duration::from_secs(sched.config.pod_max_backoff_seconds.max(0) as u64);
         let mut core = Core {
             clock: Clock::virtual_at(opts.start),
             cluster,
@@ -456,7 +545,12 @@ impl Session {
         self.core
             .parked
             .iter()
-            .find(|(uid, _)| self.core.waiting.get(uid).is_none_or(|w| w.outcome.is_some()))
+            .find(|(uid, _)| {
+                self.core
+                    .waiting
+                    .get(uid)
+                    .is_none_or(|w| w.outcome.is_some())
+            })
             .map(|(uid, _)| uid.clone())
     }
 
@@ -470,7 +564,9 @@ impl Session {
             }
         }
         let now = self.now();
-        let Some(qpi) = self.core.queue.pop(&self.core.sched.frameworks[0], now) else { return false };
+        let Some(qpi) = self.core.queue.pop(&self.core.sched.frameworks[0], now) else {
+            return false;
+        };
         let pod = qpi.pod_info.clone();
         let Some(profile) = self.core.profile_of(&pod) else {
             self.core.queue.done(&pod.uid);
@@ -481,24 +577,47 @@ impl Session {
         }
         let id = self.next_attempt;
         self.next_attempt += 1;
-        let attempt =
-            Attempt::new(id, qpi, profile, self.core.detail, self.core.sched.next_start_node_index);
+        let attempt = Attempt::new(
+            id,
+            qpi,
+            profile,
+            self.core.detail,
+            self.core.sched.next_start_node_index,
+        );
         let msg = format!("popped {} (attempt {})", pod.key, attempt.qpi.attempts);
-        self.push_step(Some(&attempt), Point::QueueSort, None, Status::new(Code::Success, msg), Duration::ZERO);
+        self.push_step(
+            Some(&attempt),
+            Point::QueueSort,
+            None,
+            Status::new(Code::Success, msg),
+            Duration::ZERO,
+        );
         self.current = Some(attempt);
         true
     }
 
-    fn push_step(&mut self, a: Option<&Attempt>, point: Point, plugin: Option<String>, status: Status, d: Duration) {
+    fn push_step(
+        &mut self,
+        a: Option<&Attempt>,
+        point: Point,
+        plugin: Option<String>,
+        status: Status,
+        d: Duration,
+    ) {
         let seq = self.history.next_seq();
-        let state = (self.core.detail == Detail::Full).then(|| a.map(|a| Arc::new(a.cycle.state.render()))).flatten();
+        let state = (self.core.detail == Detail::Full)
+            .then(|| a.map(|a| Arc::new(a.cycle.state.render())))
+            .flatten();
         let changed = match (&state, self.history.last().and_then(|s| s.state.clone())) {
             (Some(now), Some(before)) => now
                 .iter()
                 .filter(|t| !before.contains(t))
                 .map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string())
                 .collect(),
-            (Some(now), None) => now.iter().map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string()).collect(),
+            (Some(now), None) => now
+                .iter()
+                .map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string())
+                .collect(),
             _ => Vec::new(),
         };
         let rec = StepRecord {
@@ -519,13 +638,26 @@ impl Session {
     }
 
     fn record_attempt(&mut self, a: &Attempt) {
-        let names = self.core.sched.snapshot.list().iter().map(|n| n.name().to_string()).collect();
+        let names = self
+            .core
+            .sched
+            .snapshot
+            .list()
+            .iter()
+            .map(|n| n.name().to_string())
+            .collect();
         let (outcome, node, message) = match &a.result {
-            Some(AttemptResult::Bound { node }) => (Some("Bound".to_string()), Some(node.clone()), None),
-            Some(AttemptResult::Waiting { node }) => (Some("Waiting".to_string()), Some(node.clone()), None),
-            Some(AttemptResult::Failed(f)) => {
-                (Some(if f.error { "Error" } else { "Unschedulable" }.to_string()), None, Some(f.message.clone()))
+            Some(AttemptResult::Bound { node }) => {
+                (Some("Bound".to_string()), Some(node.clone()), None)
             }
+            Some(AttemptResult::Waiting { node }) => {
+                (Some("Waiting".to_string()), Some(node.clone()), None)
+            }
+            Some(AttemptResult::Failed(f)) => (
+                Some(if f.error { "Error" } else { "Unschedulable" }.to_string()),
+                None,
+                Some(f.message.clone()),
+            ),
             None => (None, a.node.clone(), None),
         };
         self.history.push_attempt(AttemptRecord {
@@ -547,9 +679,13 @@ impl Session {
         if self.current.is_none() && !self.start_next() {
             return None;
         }
-        let Some(mut a) = self.current.take() else { return Some(Vec::new()) };
+        let Some(mut a) = self.current.take() else {
+            return Some(Vec::new());
+        };
         let first = self.history.peek_seq();
+        self.core.sched.now = self.now();
         let events = a.advance(&mut self.core, one_plugin);
+        self.core.activate_requested(&mut a);
         for e in events {
             self.push_step(Some(&a), e.point, e.plugin, e.status, e.duration);
         }
@@ -558,7 +694,8 @@ impl Session {
             if a.is_waiting() {
                 let node = a.node.clone().unwrap_or_default();
                 let msg = Some("waiting at Permit".to_string());
-                self.core.record(a.pod(), PodStatus::Waiting, Some(&node), msg);
+                self.core
+                    .record(a.pod(), PodStatus::Waiting, Some(&node), msg);
                 self.core.parked.insert(a.pod().uid.clone(), a);
             }
         } else {
@@ -604,7 +741,9 @@ impl Session {
                 }
             }
             first = false;
-            let Some(steps) = self.advance_current(false) else { return StopReason::Idle };
+            let Some(steps) = self.advance_current(false) else {
+                return StopReason::Idle;
+            };
             if let Some(b) = self.break_after(&steps) {
                 return StopReason::Breakpoint(b);
             }
@@ -633,7 +772,14 @@ impl Session {
     /// When something next happens on its own (a backoff ending, a Permit deadline, ...).
     pub fn next_timer(&self) -> Option<Timestamp> {
         let now = self.now();
-        [self.core.queue.next_timer(now), self.core.waiting.next_deadline()].into_iter().flatten().filter(|t| *t > now).min()
+        [
+            self.core.queue.next_timer(now),
+            self.core.waiting.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|t| *t > now)
+        .min()
     }
 
     fn fire_timers(&mut self) {
@@ -658,7 +804,10 @@ impl Session {
         };
         for p in &plugins {
             if !self.core.waiting.allow(&wp.pod.uid, p) {
-                return Err(format!("pod {pod} is not waiting on plugin {p} (waiting on: {})", wp.pending.keys().cloned().collect::<Vec<_>>().join(", ")));
+                return Err(format!(
+                    "pod {pod} is not waiting on plugin {p} (waiting on: {})",
+                    wp.pending.keys().cloned().collect::<Vec<_>>().join(", ")
+                ));
             }
         }
         Ok(())
@@ -667,14 +816,34 @@ impl Session {
     /// Rejects a waiting pod, with a message (shown as the rejection reason).
     pub fn reject(&mut self, pod: &str, plugin: Option<&str>, message: &str) -> Result<(), String> {
         let wp = self.waiting_pod(pod)?;
-        let plugin = plugin.map(str::to_string).or_else(|| wp.pending.keys().next().cloned()).unwrap_or_default();
-        let msg = if message.is_empty() { "rejected by the user" } else { message };
-        if self.core.waiting.reject(&wp.pod.uid, &plugin, msg) { Ok(()) } else { Err(format!("pod {pod} is no longer waiting")) }
+        let plugin = plugin
+            .map(str::to_string)
+            .or_else(|| wp.pending.keys().next().cloned())
+            .unwrap_or_default();
+        let msg = if message.is_empty() {
+            "rejected by the user"
+        } else {
+            message
+        };
+        if self.core.waiting.reject(&wp.pod.uid, &plugin, msg) {
+            Ok(())
+        } else {
+            Err(format!("pod {pod} is no longer waiting"))
+        }
     }
 
     fn waiting_pod(&self, key: &str) -> Result<crate::framework::waiting::WaitingPod, String> {
-        let uid = self.core.pods.get(key).map(|r| r.uid.clone()).ok_or_else(|| format!("no pod {key}"))?;
-        self.core.waiting.get(&uid).filter(|w| w.outcome.is_none()).ok_or_else(|| format!("pod {key} is not waiting at Permit"))
+        let uid = self
+            .core
+            .pods
+            .get(key)
+            .map(|r| r.uid.clone())
+            .ok_or_else(|| format!("no pod {key}"))?;
+        self.core
+            .waiting
+            .get(&uid)
+            .filter(|w| w.outcome.is_none())
+            .ok_or_else(|| format!("pod {key} is not waiting at Permit"))
     }
 
     /// Applies a cluster change (from a recording or a watch).
@@ -697,6 +866,10 @@ impl Session {
 impl History {
     /// Steps recorded from `seq` on.
     pub fn since(&self, seq: u64) -> Vec<StepRecord> {
-        self.steps.iter().filter(|s| s.seq >= seq).cloned().collect()
+        self.steps
+            .iter()
+            .filter(|s| s.seq >= seq)
+            .cloned()
+            .collect()
     }
 }

@@ -29,8 +29,15 @@ pub enum Command {
     Continue,
     Break(Breakpoint),
     Clear,
-    Allow { pod: String, plugin: Option<String> },
-    Reject { pod: String, plugin: Option<String>, message: String },
+    Allow {
+        pod: String,
+        plugin: Option<String>,
+    },
+    Reject {
+        pod: String,
+        plugin: Option<String>,
+        message: String,
+    },
     Advance(Duration),
     Show(Show),
     Quit,
@@ -48,7 +55,10 @@ fn pod_arg(s: Option<&str>, cmd: &str) -> Result<String, String> {
 
 /// Plugin names start with a capital letter; anything else after the pod is the message.
 fn looks_like_plugin(s: &str) -> bool {
-    s.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':' || c == '/' || c == '.')
+    s.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && s.chars().all(|c| {
+            c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == ':' || c == '/' || c == '.'
+        })
 }
 
 /// Parses one line; `Ok(None)` for blank lines and `#` comments.
@@ -60,7 +70,13 @@ pub fn parse(line: &str) -> Result<Option<Command>, String> {
     let mut words = line.split_whitespace();
     let cmd = words.next().unwrap_or_default();
     let rest: Vec<&str> = words.collect();
-    let none = |c: Command| if rest.is_empty() { Ok(Some(c)) } else { Err(format!("{cmd}: takes no arguments")) };
+    let none = |c: Command| {
+        if rest.is_empty() {
+            Ok(Some(c))
+        } else {
+            Err(format!("{cmd}: takes no arguments"))
+        }
+    };
     match cmd {
         "step" | "n" => none(Command::Step),
         "step-plugin" | "s" => none(Command::StepPlugin),
@@ -69,7 +85,9 @@ pub fn parse(line: &str) -> Result<Option<Command>, String> {
         "clear" => none(Command::Clear),
         "quit" | "q" => none(Command::Quit),
         "break" | "b" => {
-            let arg = rest.first().ok_or("break: missing POINT, plugin=NAME, pod=NS/NAME or outcome=...")?;
+            let arg = rest
+                .first()
+                .ok_or("break: missing POINT, plugin=NAME, pod=NS/NAME or outcome=...")?;
             Ok(Some(Command::Break(Breakpoint::parse(arg)?)))
         }
         "allow" => {
@@ -77,7 +95,10 @@ pub fn parse(line: &str) -> Result<Option<Command>, String> {
             if rest.len() > 2 {
                 return Err("allow: takes a pod and optionally a plugin".into());
             }
-            Ok(Some(Command::Allow { pod, plugin: rest.get(1).map(|s| s.to_string()) }))
+            Ok(Some(Command::Allow {
+                pod,
+                plugin: rest.get(1).map(|s| s.to_string()),
+            }))
         }
         "reject" => {
             let pod = pod_arg(rest.first().copied(), "reject")?;
@@ -85,15 +106,24 @@ pub fn parse(line: &str) -> Result<Option<Command>, String> {
                 Some(p) if looks_like_plugin(p) => (Some(p.to_string()), 2),
                 _ => (None, 1),
             };
-            let message = rest.get(msg_start..).map(|w| w.join(" ")).unwrap_or_default();
-            Ok(Some(Command::Reject { pod, plugin, message }))
+            let message = rest
+                .get(msg_start..)
+                .map(|w| w.join(" "))
+                .unwrap_or_default();
+            Ok(Some(Command::Reject {
+                pod,
+                plugin,
+                message,
+            }))
         }
         "advance" => {
             let d = rest.first().ok_or("advance: missing duration (e.g. 30s)")?;
             Ok(Some(Command::Advance(parse_duration(d)?)))
         }
         "show" => {
-            let what = rest.first().ok_or("show: missing what (queue, waiting, cycle, state, filter, scores, pod NS/NAME)")?;
+            let what = rest.first().ok_or(
+                "show: missing what (queue, waiting, cycle, state, filter, scores, pod NS/NAME)",
+            )?;
             let show = match *what {
                 "queue" => Show::Queue,
                 "waiting" => Show::Waiting,
@@ -102,7 +132,11 @@ pub fn parse(line: &str) -> Result<Option<Command>, String> {
                 "filter" => Show::Filter,
                 "scores" => Show::Scores,
                 "pod" => Show::Pod(pod_arg(rest.get(1).copied(), "show pod")?),
-                other => return Err(format!("show: unknown {other:?} (queue, waiting, cycle, state, filter, scores, pod NS/NAME)")),
+                other => {
+                    return Err(format!(
+                        "show: unknown {other:?} (queue, waiting, cycle, state, filter, scores, pod NS/NAME)"
+                    ));
+                }
             };
             Ok(Some(Command::Show(show)))
         }
@@ -136,7 +170,12 @@ impl Session {
         let mut quit = false;
         match cmd {
             Command::Step => output.extend(self.step().unwrap_or_default().iter().map(trace::step)),
-            Command::StepPlugin => output.extend(self.step_plugin().unwrap_or_default().iter().map(trace::step)),
+            Command::StepPlugin => output.extend(
+                self.step_plugin()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(trace::step),
+            ),
             Command::Finish => output.extend(self.finish_pod().iter().map(trace::step)),
             Command::Continue => {
                 let before = self.history.peek_seq();
@@ -153,7 +192,11 @@ impl Session {
             Command::Break(b) => self.add_breakpoint(b.clone()),
             Command::Clear => self.clear_breakpoints(),
             Command::Allow { pod, plugin } => self.allow(pod, plugin.as_deref())?,
-            Command::Reject { pod, plugin, message } => self.reject(pod, plugin.as_deref(), message)?,
+            Command::Reject {
+                pod,
+                plugin,
+                message,
+            } => self.reject(pod, plugin.as_deref(), message)?,
             Command::Show(s) => output.push(match s {
                 Show::Queue => trace::queue(self),
                 Show::Waiting => trace::waiting(self),
@@ -212,17 +255,32 @@ mod tests {
     fn parses_commands() {
         assert_eq!(parse("  # comment").unwrap(), None);
         assert_eq!(parse("step").unwrap(), Some(Command::Step));
-        assert_eq!(parse("advance 1m30s").unwrap(), Some(Command::Advance(Duration::from_secs(90))));
+        assert_eq!(
+            parse("advance 1m30s").unwrap(),
+            Some(Command::Advance(Duration::from_secs(90)))
+        );
         assert_eq!(
             parse("reject shop/a ManualApproval not today").unwrap(),
-            Some(Command::Reject { pod: "shop/a".into(), plugin: Some("ManualApproval".into()), message: "not today".into() })
+            Some(Command::Reject {
+                pod: "shop/a".into(),
+                plugin: Some("ManualApproval".into()),
+                message: "not today".into()
+            })
         );
         assert_eq!(
             parse("reject shop/a too risky").unwrap(),
-            Some(Command::Reject { pod: "shop/a".into(), plugin: None, message: "too risky".into() })
+            Some(Command::Reject {
+                pod: "shop/a".into(),
+                plugin: None,
+                message: "too risky".into()
+            })
         );
         assert!(parse("allow nopod").is_err());
         assert!(parse("frobnicate").unwrap_err().contains("unknown command"));
-        assert!(parse_script("step\nbreak Nowhere\n").unwrap_err().starts_with("line 2:"));
+        assert!(
+            parse_script("step\nbreak Nowhere\n")
+                .unwrap_err()
+                .starts_with("line 2:")
+        );
     }
 }

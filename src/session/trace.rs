@@ -45,7 +45,12 @@ struct SummaryPod<'a> {
 pub fn summary(records: &[PodRecord]) -> Value {
     let pods: Vec<SummaryPod> = records
         .iter()
-        .map(|r| SummaryPod { pod: &r.pod, node: r.node.as_deref(), status: r.status, message: r.message.as_deref() })
+        .map(|r| SummaryPod {
+            pod: &r.pod,
+            node: r.node.as_deref(),
+            status: r.status,
+            message: r.message.as_deref(),
+        })
         .collect();
     json!({"summary": {"pods": pods}})
 }
@@ -55,8 +60,13 @@ fn qpi(p: &crate::framework::queued::QueuedPodInfo) -> Value {
 }
 
 pub fn queue(session: &Session) -> Value {
-    let v = session.core.queue.view(&session.core.sched.frameworks[0], session.now());
-    let events = |e: &[crate::framework::queue::events::EventType]| -> Vec<String> { e.iter().map(|t| format!("{t:?}")).collect() };
+    let v = session
+        .core
+        .queue
+        .view(&session.core.sched.frameworks[0], session.now());
+    let events = |e: &[crate::framework::queue::events::EventType]| -> Vec<String> {
+        e.iter().map(|t| format!("{t:?}")).collect()
+    };
     json!({
         "type": "queue",
         "at": session.now(),
@@ -136,7 +146,13 @@ pub fn cycle(session: &Session) -> Value {
 pub fn state(session: &Session) -> Value {
     let trees = match &session.current {
         Some(a) => a.cycle.state.render(),
-        None => session.core.parked.values().next().map(|a| a.cycle.state.render()).unwrap_or_default(),
+        None => session
+            .core
+            .parked
+            .values()
+            .next()
+            .map(|a| a.cycle.state.render())
+            .unwrap_or_default(),
     };
     json!({"type": "state", "pod": session.current.as_ref().map(|a| a.pod().key.clone()), "entries": trees.iter().map(tree_json).collect::<Vec<_>>()})
 }
@@ -144,11 +160,20 @@ pub fn state(session: &Session) -> Value {
 /// The attempt to show: the one in progress, else the most recent.
 fn attempt_record(session: &Session) -> Option<AttemptRecord> {
     if let Some(a) = &session.current {
-        let names = session.core.sched.snapshot.list().iter().map(|n| n.name().to_string()).collect();
+        let names = session
+            .core
+            .sched
+            .snapshot
+            .list()
+            .iter()
+            .map(|n| n.name().to_string())
+            .collect();
         return Some(AttemptRecord {
             id: a.id,
             pod: a.pod().key.clone(),
-            profile: session.core.sched.frameworks[a.profile].profile_name.clone(),
+            profile: session.core.sched.frameworks[a.profile]
+                .profile_name
+                .clone(),
             started: a.qpi.timestamp,
             matrix: a.cycle.matrix.clone(),
             scores: a.cycle.scores.clone(),
@@ -162,13 +187,19 @@ fn attempt_record(session: &Session) -> Option<AttemptRecord> {
 }
 
 pub fn filter(session: &Session) -> Value {
-    let Some(a) = attempt_record(session) else { return json!({"type": "filter", "pod": null}) };
+    let Some(a) = attempt_record(session) else {
+        return json!({"type": "filter", "pod": null});
+    };
     let name = |i: usize| a.node_names.get(i).cloned().unwrap_or_default();
     let mut nodes = BTreeMap::new();
     if let Some(m) = &a.matrix {
         for (row, &idx) in m.nodes.iter().enumerate() {
-            let cells: BTreeMap<&str, FilterCell> =
-                m.plugins.iter().enumerate().map(|(col, p)| (*p, m.cell(row, col))).collect();
+            let cells: BTreeMap<&str, FilterCell> = m
+                .plugins
+                .iter()
+                .enumerate()
+                .map(|(col, p)| (*p, m.cell(row, col)))
+                .collect();
             nodes.insert(name(idx), cells);
         }
     }
@@ -176,8 +207,12 @@ pub fn filter(session: &Session) -> Value {
 }
 
 pub fn scores(session: &Session) -> Value {
-    let Some(a) = attempt_record(session) else { return json!({"type": "scores", "pod": null}) };
-    let Some(t) = &a.scores else { return json!({"type": "scores", "pod": a.pod, "nodes": null}) };
+    let Some(a) = attempt_record(session) else {
+        return json!({"type": "scores", "pod": null});
+    };
+    let Some(t) = &a.scores else {
+        return json!({"type": "scores", "pod": a.pod, "nodes": null});
+    };
     let mut nodes = BTreeMap::new();
     for (i, &idx) in t.nodes.iter().enumerate() {
         let plugins: BTreeMap<&str, Value> = t
@@ -197,6 +232,10 @@ pub fn scores(session: &Session) -> Value {
 
 pub fn pod(session: &Session, key: &str) -> Value {
     let rec = session.core.pods.get(key);
-    let obj = session.core.cluster.pod(key).map(|p| serde_json::to_value(&**p).unwrap_or_default());
+    let obj = session
+        .core
+        .cluster
+        .pod(key)
+        .map(|p| serde_json::to_value(&**p).unwrap_or_default());
     json!({"type": "pod", "pod": key, "record": rec, "object": obj})
 }

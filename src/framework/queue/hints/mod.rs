@@ -80,6 +80,18 @@ impl ClusterEventWithHint {
     }
 }
 
+/// Coscheduling (scheduler-plugins): a new pod may complete a gang; a PodGroup added or
+/// changed may change its minMember.
+fn misc_coscheduling(_: &Framework) -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::new(EventResource::Pod, ActionType::ADD),
+        ClusterEventWithHint::new(
+            EventResource::from_kind("PodGroup"),
+            ActionType::ADD | ActionType::UPDATE,
+        ),
+    ]
+}
+
 /// A plugin's `EventsToRegister`, given the profile it runs in (for its args).
 pub type EventsToRegisterFn = fn(&Framework) -> Vec<ClusterEventWithHint>;
 
@@ -114,6 +126,7 @@ impl EnqueueRegistry {
         r.register(plugins::interpodaffinity::NAME, pods::inter_pod_affinity);
         r.register(plugins::dynamic_resources::NAME, misc_dynamic_resources);
         r.register(plugins::default_preemption::NAME, misc_default_preemption);
+        r.register(plugins::coscheduling::NAME, misc_coscheduling);
         r
     }
 
