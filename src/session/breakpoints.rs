@@ -94,10 +94,7 @@ impl Session {
         if self.breakpoints.is_empty() {
             return None;
         }
-        if self.current.is_none() {
-            // The next step pops a pod; a pod breakpoint stops before its first point.
-            return None;
-        }
+        self.current.as_ref()?;
         let a = self.current.as_ref()?;
         let point = a.point();
         let plugin = a.next_plugin(&self.core);

@@ -31,10 +31,10 @@ impl Clock {
 
     /// Moves a virtual clock to `t` (never backwards). A wall clock ignores it.
     pub fn set(&mut self, t: Timestamp) {
-        if let Clock::Virtual(now) = self {
-            if t > *now {
-                *now = t;
-            }
+        if let Clock::Virtual(now) = self
+            && t > *now
+        {
+            *now = t;
         }
     }
 }

@@ -314,8 +314,7 @@ impl Core {
         if c.kind != "Node" {
             self.refresh_queue_sort();
         }
-        let events;
-        match (&c.old, &c.new) {
+        let events = match (&c.old, &c.new) {
             (old, new) if c.kind == "Pod" => {
                 let old_pod = match old {
                     Some(Stored::Pod(p)) => Some(p.clone()),
@@ -326,7 +325,7 @@ impl Core {
                     _ => None,
                 };
                 self.apply_pod_change(old_pod.as_deref(), new_pod.clone(), now);
-                events = queue::events_for_pod_change(old_pod.as_deref(), new_pod.as_deref());
+                queue::events_for_pod_change(old_pod.as_deref(), new_pod.as_deref())
             }
             (old, new) if c.kind == "Node" => {
                 let old_node = match old {
@@ -343,16 +342,16 @@ impl Core {
                     Some(Stored::Node(n)) => Some(n.clone()),
                     _ => None,
                 };
-                events = queue::events_for_node_change(old_node.as_deref(), new_node.as_deref());
+                queue::events_for_node_change(old_node.as_deref(), new_node.as_deref())
             }
             (old, new) => {
                 let v = |s: &Option<Stored>| match s {
                     Some(Stored::Other { value, .. }) => Some(value.clone()),
                     _ => None,
                 };
-                events = queue::events_for_object(&c.kind, v(old).as_ref(), v(new).as_ref());
+                queue::events_for_object(&c.kind, v(old).as_ref(), v(new).as_ref())
             }
-        }
+        };
         for e in &events {
             let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, 0);
             self.queue.on_event(&h, &self.sched.frameworks, e, now);
@@ -557,11 +556,11 @@ impl Session {
     /// Starts the next activity: a waiting pod whose wait ended, else the next pod from
     /// the queue. Returns false when there is nothing to do now.
     fn start_next(&mut self) -> bool {
-        if let Some(uid) = self.resumable() {
-            if let Some(a) = self.core.parked.remove(&uid) {
-                self.current = Some(a);
-                return true;
-            }
+        if let Some(uid) = self.resumable()
+            && let Some(a) = self.core.parked.remove(&uid)
+        {
+            self.current = Some(a);
+            return true;
         }
         let now = self.now();
         let Some(qpi) = self.core.queue.pop(&self.core.sched.frameworks[0], now) else {
@@ -735,10 +734,8 @@ impl Session {
         let mut first = true;
         loop {
             self.expire_waits();
-            if !first {
-                if let Some(b) = self.break_before() {
-                    return StopReason::Breakpoint(b);
-                }
+            if !first && let Some(b) = self.break_before() {
+                return StopReason::Breakpoint(b);
             }
             first = false;
             let Some(steps) = self.advance_current(false) else {
