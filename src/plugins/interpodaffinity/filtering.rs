@@ -1,8 +1,11 @@
 //! PreFilter, its AddPod / RemovePod extensions, and Filter: required affinity and
 //! anti-affinity, counted per topology pair (topologyKey, node's value).
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use compact_str::CompactString;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use super::{
     ERR_REASON_AFFINITY_RULES_NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -18,12 +21,15 @@ use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, St
 
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterInterPodAffinity";
 
+/// Counts of one topology key, by the nodes' values (short values are stored inline).
+type ValueCounts = FxHashMap<CompactString, i64>;
+
 /// Counts by topology pair, stored as topologyKey → value → count so that lookups by a
 /// node's labels need no allocation. Pairs whose count drops to zero are removed, so the
 /// map is empty exactly when upstream's is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopologyToMatchedTermCount {
-    by_key: HashMap<String, HashMap<String, i64>>,
+    by_key: FxHashMap<String, ValueCounts>,
 }
 
 impl TopologyToMatchedTermCount {
@@ -50,7 +56,7 @@ impl TopologyToMatchedTermCount {
                 *n
             }
             None => {
-                values.insert(value.to_string(), delta);
+                values.insert(CompactString::from(value), delta);
                 delta
             }
         };
@@ -74,17 +80,17 @@ impl TopologyToMatchedTermCount {
         self.by_key.iter().any(|(key, values)| {
             node_labels
                 .get(key)
-                .and_then(|v| values.get(v))
+                .and_then(|v| values.get(v.as_str()))
                 .is_some_and(|&n| n > 0)
         })
     }
 
     /// `key=value: count`, sorted.
     pub fn sorted_pairs(&self) -> Vec<String> {
-        let mut v: Vec<(&String, &String, i64)> = self
+        let mut v: Vec<(&str, &str, i64)> = self
             .by_key
             .iter()
-            .flat_map(|(k, m)| m.iter().map(move |(v, n)| (k, v, *n)))
+            .flat_map(|(k, m)| m.iter().map(move |(v, n)| (k.as_str(), v.as_str(), *n)))
             .collect();
         v.sort();
         v.into_iter()
@@ -120,6 +126,50 @@ impl TopologyToMatchedTermCount {
             if t.matches(pod, ns_labels) {
                 self.update(node_labels, &t.topology_key, delta);
             }
+        }
+    }
+}
+
+/// Builds counts from positive increments only (so no pair ever drops to zero), looking
+/// topology keys up in a short list instead of hashing them for every increment.
+#[derive(Default)]
+struct CountsBuilder<'a> {
+    keys: Vec<(&'a str, ValueCounts)>,
+}
+
+impl<'a> CountsBuilder<'a> {
+    /// Adds `n` (> 0) at (key, the node's value for key), if the node has that label.
+    fn add(&mut self, node_labels: &Labels, key: &'a str, n: i64) {
+        let Some(value) = node_labels.get(key) else {
+            return;
+        };
+        let pos = match self
+            .keys
+            .iter()
+            .position(|(k, _)| std::ptr::eq(*k, key) || *k == key)
+        {
+            Some(i) => i,
+            None => {
+                self.keys.push((key, ValueCounts::default()));
+                self.keys.len() - 1
+            }
+        };
+        let values = &mut self.keys[pos].1;
+        match values.get_mut(value.as_str()) {
+            Some(c) => *c += n,
+            None => {
+                values.insert(CompactString::from(value.as_str()), n);
+            }
+        }
+    }
+
+    fn build(self) -> TopologyToMatchedTermCount {
+        TopologyToMatchedTermCount {
+            by_key: self
+                .keys
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
         }
     }
 }
@@ -224,47 +274,62 @@ impl InterPodAffinity {
         pod: &PodInfo,
         ns_labels: &Labels,
     ) -> TopologyToMatchedTermCount {
-        let mut counts = TopologyToMatchedTermCount::default();
+        let mut counts = CountsBuilder::default();
         for node in h.snapshot.have_pods_with_required_anti_affinity() {
             let labels = node.labels();
             for existing in &node.pods_with_required_anti_affinity {
-                counts.update_with_anti_affinity_terms(
-                    &existing.required_anti_affinity_terms,
-                    pod,
-                    ns_labels,
-                    labels,
-                    1,
-                );
+                for t in &existing.required_anti_affinity_terms {
+                    if t.matches(pod, ns_labels) {
+                        counts.add(labels, &t.topology_key, 1);
+                    }
+                }
             }
         }
-        counts
+        counts.build()
     }
 
     /// Counts, over every node, the existing pods matching the incoming pod's required
-    /// affinity (all terms) and anti-affinity (each term).
+    /// affinity (all terms) and anti-affinity (each term). A node's matching pods are
+    /// counted first and added to its pairs once.
     fn incoming_affinity_anti_affinity_counts(
         h: &Handle,
         terms: &IncomingRequiredTerms,
     ) -> (TopologyToMatchedTermCount, TopologyToMatchedTermCount) {
-        let mut affinity = TopologyToMatchedTermCount::default();
-        let mut anti_affinity = TopologyToMatchedTermCount::default();
+        let mut affinity = CountsBuilder::default();
+        let mut anti_affinity = CountsBuilder::default();
         if terms.affinity.is_empty() && terms.anti_affinity.is_empty() {
-            return (affinity, anti_affinity);
+            return (affinity.build(), anti_affinity.build());
         }
+        let mut anti_hits: SmallVec<[i64; 4]> = SmallVec::from_elem(0, terms.anti_affinity.len());
         for node in h.snapshot.list() {
-            let labels = node.labels();
+            if node.pods.is_empty() {
+                continue;
+            }
+            let mut affinity_hits = 0i64;
+            anti_hits.fill(0);
             for existing in &node.pods {
-                affinity.update_with_affinity_terms(&terms.affinity, existing, labels, 1);
-                anti_affinity.update_with_anti_affinity_terms(
-                    &terms.anti_affinity,
-                    existing,
-                    empty_labels(),
-                    labels,
-                    1,
-                );
+                if pod_matches_all_affinity_terms(&terms.affinity, existing) {
+                    affinity_hits += 1;
+                }
+                for (hits, t) in anti_hits.iter_mut().zip(&terms.anti_affinity) {
+                    if t.matches(existing, empty_labels()) {
+                        *hits += 1;
+                    }
+                }
+            }
+            let labels = node.labels();
+            if affinity_hits > 0 {
+                for t in &terms.affinity {
+                    affinity.add(labels, &t.topology_key, affinity_hits);
+                }
+            }
+            for (&hits, t) in anti_hits.iter().zip(&terms.anti_affinity) {
+                if hits > 0 {
+                    anti_affinity.add(labels, &t.topology_key, hits);
+                }
             }
         }
-        (affinity, anti_affinity)
+        (affinity.build(), anti_affinity.build())
     }
 }
 
