@@ -15,7 +15,7 @@ pub fn empty_labels() -> &'static Labels {
     &EMPTY
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operator {
     In,
     NotIn,
@@ -25,7 +25,7 @@ pub enum Operator {
     Lt,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Requirement {
     pub key: String,
     pub op: Operator,
@@ -111,7 +111,7 @@ impl Requirement {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Selector {
     /// `None` is labels.Nothing(); `Some(empty)` is labels.Everything().
     requirements: Option<Vec<Requirement>>,
@@ -172,9 +172,8 @@ impl Selector {
     }
 
     pub fn add(&mut self, r: Requirement) {
-        match &mut self.requirements {
-            Some(v) => v.push(r),
-            None => {}
+        if let Some(v) = &mut self.requirements {
+            v.push(r);
         }
     }
 
@@ -229,12 +228,12 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
-    if let Some(p) = prefix {
-        if p.is_empty() || p.len() > 253 || !is_dns_subdomain(p) {
-            return Err(format!(
-                "key: Invalid value: {key:?}: prefix part must be a DNS subdomain"
-            ));
-        }
+    if let Some(p) = prefix
+        && (p.is_empty() || p.len() > 253 || !is_dns_subdomain(p))
+    {
+        return Err(format!(
+            "key: Invalid value: {key:?}: prefix part must be a DNS subdomain"
+        ));
     }
     if name.is_empty() || name.len() > 63 || !is_qualified_name_part(name) {
         return Err(format!(

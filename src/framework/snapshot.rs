@@ -9,6 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Node;
 
 use super::node_info::NodeInfo;
+use super::snapshot_index::{PodIndex, PodIndexCell, TopologyCache, TopologyIndex};
 use super::types::PodInfo;
 
 #[derive(Debug, Clone, Default)]
@@ -26,6 +27,10 @@ pub struct Snapshot {
     orphans: HashMap<String, Vec<Arc<PodInfo>>>,
     /// Upstream's node tree: zones in order of first appearance, names in insertion order.
     tree: Vec<(String, Vec<String>)>,
+    /// Nodes' topology values by label key, built on first use.
+    topology: TopologyCache,
+    /// Pods grouped for counting, built on first use and then kept up to date.
+    pod_index: PodIndexCell,
 }
 
 /// Upstream's zone key for the node tree: region and zone (beta labels first).
@@ -118,6 +123,9 @@ impl Snapshot {
     }
 
     fn rebuild_indexes(&mut self) {
+        // Positions may have changed: the lazily built indexes start over.
+        self.topology.clear();
+        self.pod_index.clear();
         self.index = self
             .nodes
             .iter()
@@ -164,6 +172,17 @@ impl Snapshot {
             .map(|&i| &self.nodes[i])
     }
 
+    /// Every node's value for a label key (see [`TopologyIndex`]).
+    pub fn topology(&self, key: &str) -> Arc<TopologyIndex> {
+        self.topology.get(key, &self.nodes)
+    }
+
+    /// The pods grouped for counting (see [`PodIndex`]). Positions are indices into
+    /// [`Snapshot::list`].
+    pub fn pod_index(&self) -> Arc<PodIndex> {
+        self.pod_index.get(&self.nodes)
+    }
+
     /// `StorageInfos().IsPVCUsedByPods`.
     pub fn is_pvc_used_by_pods(&self, key: &str) -> bool {
         self.used_pvcs.get(key).is_some_and(|&c| c > 0)
@@ -184,6 +203,7 @@ impl Snapshot {
         for k in pod.pvc_keys() {
             *self.used_pvcs.entry(k).or_default() += 1;
         }
+        self.pod_index.update(i, &pod, 1);
         self.nodes[i].add_pod(pod);
         self.refresh_lists(i);
     }
@@ -196,6 +216,7 @@ impl Snapshot {
             return Some(list.swap_remove(pos));
         };
         let removed = self.nodes[i].remove_pod(key)?;
+        self.pod_index.update(i, &removed, -1);
         for k in removed.pvc_keys() {
             if let Some(c) = self.used_pvcs.get_mut(&k) {
                 *c -= 1;
@@ -268,6 +289,9 @@ impl Snapshot {
 
     /// Mutable access for in-place what-if edits (callers keep accounting consistent).
     pub fn get_mut(&mut self, name: &str) -> Option<&mut NodeInfo> {
+        // The node may change in any way: the lazily built indexes start over.
+        self.topology.clear();
+        self.pod_index.clear();
         self.index.get(name).map(|&i| &mut self.nodes[i])
     }
 }

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use compact_str::CompactString;
 use rustc_hash::FxHashMap;
-use smallvec::SmallVec;
 
 use super::{
     ERR_REASON_AFFINITY_RULES_NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -16,21 +15,119 @@ use crate::api::labels::{Labels, empty_labels};
 use crate::framework::plugin::{
     FilterPlugin, Handle, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
 };
+use crate::framework::snapshot_index::{NodeCounts, TopologyIndex};
 use crate::framework::types::AffinityTerm;
-use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Snapshot, StateTree, Status};
 
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterInterPodAffinity";
 
-/// Counts of one topology key, by the nodes' values (short values are stored inline).
-type ValueCounts = FxHashMap<CompactString, i64>;
+/// The counts of one topology key by value: values the snapshot's nodes have are counted
+/// in an array by value id, any other value (a node outside the snapshot) in a map.
+#[derive(Debug, Clone, Default)]
+struct ValueCounts {
+    topology: Option<Arc<TopologyIndex>>,
+    /// By value id of `topology`.
+    dense: Vec<i64>,
+    other: FxHashMap<CompactString, i64>,
+    /// Values with a nonzero count.
+    nonzero: usize,
+}
+
+impl ValueCounts {
+    fn with_topology(topology: Arc<TopologyIndex>) -> ValueCounts {
+        ValueCounts {
+            dense: vec![0; topology.len()],
+            topology: Some(topology),
+            other: FxHashMap::default(),
+            nonzero: 0,
+        }
+    }
+
+    fn id(&self, value: &str) -> Option<usize> {
+        self.topology.as_ref().and_then(|t| t.id(value))
+    }
+
+    fn get(&self, value: &str) -> i64 {
+        match self.id(value) {
+            Some(id) => self.dense.get(id).copied().unwrap_or(0),
+            None => self.other.get(value).copied().unwrap_or(0),
+        }
+    }
+
+    /// Adds `delta` at `value`, dropping it at zero.
+    fn add(&mut self, value: &str, delta: i64) {
+        let (before, after) = match self.id(value).and_then(|id| self.dense.get_mut(id)) {
+            Some(n) => {
+                let before = *n;
+                *n += delta;
+                (before, *n)
+            }
+            None => {
+                let before = self.other.get(value).copied().unwrap_or(0);
+                let after = before + delta;
+                if after == 0 {
+                    self.other.remove(value);
+                } else {
+                    self.other.insert(CompactString::from(value), after);
+                }
+                (before, after)
+            }
+        };
+        match (before == 0, after == 0) {
+            (true, false) => self.nonzero += 1,
+            (false, true) => self.nonzero -= 1,
+            _ => {}
+        }
+    }
+
+    /// Adds the pods (> 0) at each snapshot position to the value of the node there (if
+    /// it has the key); positions refer to the snapshot `topology` was built from.
+    fn add_at_positions(&mut self, nodes: &NodeCounts) {
+        let Some(t) = &self.topology else {
+            return;
+        };
+        for (&pos, &n) in nodes {
+            if let Some(slot) = t
+                .node_value(pos as usize)
+                .and_then(|id| self.dense.get_mut(id))
+            {
+                *slot += i64::from(n);
+            }
+        }
+    }
+
+    fn recount_nonzero(&mut self) {
+        self.nonzero = self.dense.iter().filter(|&&n| n != 0).count() + self.other.len();
+    }
+
+    fn pairs(&self) -> impl Iterator<Item = (&str, i64)> {
+        let dense = self.topology.iter().flat_map(move |t| {
+            self.dense
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n != 0)
+                .map(move |(id, &n)| (t.value(id), n))
+        });
+        dense.chain(self.other.iter().map(|(v, &n)| (v.as_str(), n)))
+    }
+}
 
 /// Counts by topology pair, stored as topologyKey → value → count so that lookups by a
 /// node's labels need no allocation. Pairs whose count drops to zero are removed, so the
 /// map is empty exactly when upstream's is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct TopologyToMatchedTermCount {
+    /// Keys with at least one nonzero pair.
     by_key: FxHashMap<String, ValueCounts>,
 }
+
+impl PartialEq for TopologyToMatchedTermCount {
+    fn eq(&self, other: &Self) -> bool {
+        self.sorted_triples() == other.sorted_triples()
+    }
+}
+
+impl Eq for TopologyToMatchedTermCount {}
 
 impl TopologyToMatchedTermCount {
     pub fn is_empty(&self) -> bool {
@@ -38,11 +135,7 @@ impl TopologyToMatchedTermCount {
     }
 
     pub fn get(&self, key: &str, value: &str) -> i64 {
-        self.by_key
-            .get(key)
-            .and_then(|m| m.get(value))
-            .copied()
-            .unwrap_or(0)
+        self.by_key.get(key).map_or(0, |m| m.get(value))
     }
 
     fn add(&mut self, key: &str, value: &str, delta: i64) {
@@ -50,21 +143,9 @@ impl TopologyToMatchedTermCount {
             Some(m) => m,
             None => self.by_key.entry(key.to_string()).or_default(),
         };
-        let n = match values.get_mut(value) {
-            Some(n) => {
-                *n += delta;
-                *n
-            }
-            None => {
-                values.insert(CompactString::from(value), delta);
-                delta
-            }
-        };
-        if n == 0 {
-            values.remove(value);
-            if values.is_empty() {
-                self.by_key.remove(key);
-            }
+        values.add(value, delta);
+        if values.nonzero == 0 {
+            self.by_key.remove(key);
         }
     }
 
@@ -80,20 +161,24 @@ impl TopologyToMatchedTermCount {
         self.by_key.iter().any(|(key, values)| {
             node_labels
                 .get(key)
-                .and_then(|v| values.get(v.as_str()))
-                .is_some_and(|&n| n > 0)
+                .is_some_and(|v| values.get(v.as_str()) > 0)
         })
+    }
+
+    fn sorted_triples(&self) -> Vec<(&str, &str, i64)> {
+        let mut v: Vec<(&str, &str, i64)> = self
+            .by_key
+            .iter()
+            .flat_map(|(k, m)| m.pairs().map(move |(v, n)| (k.as_str(), v, n)))
+            .collect();
+        v.sort();
+        v
     }
 
     /// `key=value: count`, sorted.
     pub fn sorted_pairs(&self) -> Vec<String> {
-        let mut v: Vec<(&str, &str, i64)> = self
-            .by_key
-            .iter()
-            .flat_map(|(k, m)| m.iter().map(move |(v, n)| (k.as_str(), v.as_str(), *n)))
-            .collect();
-        v.sort();
-        v.into_iter()
+        self.sorted_triples()
+            .into_iter()
             .map(|(k, val, n)| format!("{k}={val}: {n}"))
             .collect()
     }
@@ -130,47 +215,47 @@ impl TopologyToMatchedTermCount {
     }
 }
 
-/// Builds counts from positive increments only (so no pair ever drops to zero), looking
-/// topology keys up in a short list instead of hashing them for every increment.
-#[derive(Default)]
+/// Builds counts from the snapshot's pod index: groups of pods (or of equal terms) with
+/// their number per node, added to the pairs of those nodes, all increments positive.
 struct CountsBuilder<'a> {
+    snapshot: &'a Snapshot,
     keys: Vec<(&'a str, ValueCounts)>,
 }
 
 impl<'a> CountsBuilder<'a> {
-    /// Adds `n` (> 0) at (key, the node's value for key), if the node has that label.
-    fn add(&mut self, node_labels: &Labels, key: &'a str, n: i64) {
-        let Some(value) = node_labels.get(key) else {
-            return;
-        };
-        let pos = match self
-            .keys
-            .iter()
-            .position(|(k, _)| std::ptr::eq(*k, key) || *k == key)
-        {
+    fn new(snapshot: &'a Snapshot) -> CountsBuilder<'a> {
+        CountsBuilder {
+            snapshot,
+            keys: Vec::new(),
+        }
+    }
+
+    /// Adds, for every node in `nodes`, its count at (key, the node's value for key), if
+    /// the node has that label.
+    fn add(&mut self, key: &'a str, nodes: &NodeCounts) {
+        let pos = match self.keys.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {
-                self.keys.push((key, ValueCounts::default()));
+                let t = self.snapshot.topology(key);
+                self.keys.push((key, ValueCounts::with_topology(t)));
                 self.keys.len() - 1
             }
         };
-        let values = &mut self.keys[pos].1;
-        match values.get_mut(value.as_str()) {
-            Some(c) => *c += n,
-            None => {
-                values.insert(CompactString::from(value.as_str()), n);
-            }
+        if let Some((_, values)) = self.keys.get_mut(pos) {
+            values.add_at_positions(nodes);
         }
     }
 
     fn build(self) -> TopologyToMatchedTermCount {
-        TopologyToMatchedTermCount {
-            by_key: self
-                .keys
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect(),
-        }
+        let by_key = self
+            .keys
+            .into_iter()
+            .filter_map(|(k, mut v)| {
+                v.recount_nonzero();
+                (v.nonzero > 0).then(|| (k.to_string(), v))
+            })
+            .collect();
+        TopologyToMatchedTermCount { by_key }
     }
 }
 
@@ -267,65 +352,47 @@ fn read_error(e: impl std::fmt::Display) -> Status {
 }
 
 impl InterPodAffinity {
-    /// Counts, over the nodes with pods that have required anti-affinity, the existing
-    /// pods' terms that match the incoming pod.
+    /// Counts the existing pods' required anti-affinity terms that match the incoming
+    /// pod, per topology pair of the nodes holding them (equal terms matched once).
     fn existing_anti_affinity_counts(
         h: &Handle,
         pod: &PodInfo,
         ns_labels: &Labels,
     ) -> TopologyToMatchedTermCount {
-        let mut counts = CountsBuilder::default();
-        for node in h.snapshot.have_pods_with_required_anti_affinity() {
-            let labels = node.labels();
-            for existing in &node.pods_with_required_anti_affinity {
-                for t in &existing.required_anti_affinity_terms {
-                    if t.matches(pod, ns_labels) {
-                        counts.add(labels, &t.topology_key, 1);
-                    }
-                }
+        let index = h.snapshot.pod_index();
+        let mut counts = CountsBuilder::new(h.snapshot);
+        for g in index.anti_affinity_terms() {
+            if g.term.matches(pod, ns_labels) {
+                counts.add(&g.term.topology_key, &g.nodes);
             }
         }
         counts.build()
     }
 
     /// Counts, over every node, the existing pods matching the incoming pod's required
-    /// affinity (all terms) and anti-affinity (each term). A node's matching pods are
-    /// counted first and added to its pairs once.
+    /// affinity (all terms) and anti-affinity (each term); pods with the same namespace
+    /// and labels are matched once.
     fn incoming_affinity_anti_affinity_counts(
         h: &Handle,
         terms: &IncomingRequiredTerms,
     ) -> (TopologyToMatchedTermCount, TopologyToMatchedTermCount) {
-        let mut affinity = CountsBuilder::default();
-        let mut anti_affinity = CountsBuilder::default();
+        let mut affinity = CountsBuilder::new(h.snapshot);
+        let mut anti_affinity = CountsBuilder::new(h.snapshot);
         if terms.affinity.is_empty() && terms.anti_affinity.is_empty() {
             return (affinity.build(), anti_affinity.build());
         }
-        let mut anti_hits: SmallVec<[i64; 4]> = SmallVec::from_elem(0, terms.anti_affinity.len());
-        for node in h.snapshot.list() {
-            if node.pods.is_empty() {
-                continue;
-            }
-            let mut affinity_hits = 0i64;
-            anti_hits.fill(0);
-            for existing in &node.pods {
-                if pod_matches_all_affinity_terms(&terms.affinity, existing) {
-                    affinity_hits += 1;
-                }
-                for (hits, t) in anti_hits.iter_mut().zip(&terms.anti_affinity) {
-                    if t.matches(existing, empty_labels()) {
-                        *hits += 1;
-                    }
-                }
-            }
-            let labels = node.labels();
-            if affinity_hits > 0 {
+        let index = h.snapshot.pod_index();
+        for g in index.pod_groups() {
+            let matches =
+                |t: &AffinityTerm| t.matches_parts(&g.namespace, &g.labels, empty_labels());
+            if !terms.affinity.is_empty() && terms.affinity.iter().all(matches) {
                 for t in &terms.affinity {
-                    affinity.add(labels, &t.topology_key, affinity_hits);
+                    affinity.add(&t.topology_key, &g.nodes);
                 }
             }
-            for (&hits, t) in anti_hits.iter().zip(&terms.anti_affinity) {
-                if hits > 0 {
-                    anti_affinity.add(labels, &t.topology_key, hits);
+            for t in &terms.anti_affinity {
+                if matches(t) {
+                    anti_affinity.add(&t.topology_key, &g.nodes);
                 }
             }
         }
