@@ -53,10 +53,10 @@ impl NodeSelectorTermMatcher {
         if !self.parse_errors.is_empty() {
             return false;
         }
-        if let Some(sel) = &self.labels {
-            if !sel.matches(labels) {
-                return false;
-            }
+        if let Some(sel) = &self.labels
+            && !sel.matches(labels)
+        {
+            return false;
         }
         if let Some(fields) = &self.fields {
             // The node's field set is empty only for a node without a name.
@@ -236,15 +236,20 @@ impl RequiredNodeAffinity {
     }
 
     pub fn matches(&self, node_name: &str, labels: &Labels) -> bool {
-        if let Some(sel) = &self.label_selector {
-            if !sel.matches(labels) {
-                return false;
-            }
+        if let Some(sel) = &self.label_selector
+            && !sel.matches(labels)
+        {
+            return false;
         }
         match &self.node_selector {
             Some(ns) => ns.matches(node_name, labels),
             None => true,
         }
+    }
+
+    /// True when there is neither a nodeSelector nor required node affinity.
+    pub fn matches_everything(&self) -> bool {
+        self.label_selector.is_none() && self.node_selector.is_none()
     }
 
     pub fn matches_node(&self, node: &Node) -> bool {
