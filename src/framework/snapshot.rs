@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::Node;
 
@@ -31,7 +32,13 @@ pub struct Snapshot {
     topology: TopologyCache,
     /// Pods grouped for counting, built on first use and then kept up to date.
     pod_index: PodIndexCell,
+    /// Changes (to a value never used before) whenever the nodes may have changed, so that
+    /// what was derived from their list and labels can tell whether it still applies.
+    epoch: u64,
 }
+
+/// Source of `Snapshot::epoch` values, unique across snapshots.
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
 /// Upstream's zone key for the node tree: region and zone (beta labels first).
 pub fn zone_key(node: &Node) -> String {
@@ -123,9 +130,7 @@ impl Snapshot {
     }
 
     fn rebuild_indexes(&mut self) {
-        // Positions may have changed: the lazily built indexes start over.
-        self.topology.clear();
-        self.pod_index.clear();
+        self.nodes_changed();
         self.index = self
             .nodes
             .iter()
@@ -172,9 +177,33 @@ impl Snapshot {
             .map(|&i| &self.nodes[i])
     }
 
+    /// Positions or labels of nodes may have changed: the lazily built indexes start
+    /// over, under a new epoch.
+    fn nodes_changed(&mut self) {
+        self.topology.clear();
+        self.pod_index.clear();
+        self.epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Identifies the current node list (see the field).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The position in [`Snapshot::list`] of this very NodeInfo (not of a copy of it).
+    pub fn position_of(&self, node: &NodeInfo) -> Option<usize> {
+        let size = std::mem::size_of::<NodeInfo>().max(1);
+        let offset = (node as *const NodeInfo as usize).checked_sub(self.nodes.as_ptr() as usize)?;
+        let pos = offset / size;
+        self.nodes
+            .get(pos)
+            .is_some_and(|n| std::ptr::eq(n, node))
+            .then_some(pos)
+    }
+
     /// Every node's value for a label key (see [`TopologyIndex`]).
     pub fn topology(&self, key: &str) -> Arc<TopologyIndex> {
-        self.topology.get(key, &self.nodes)
+        self.topology.get(key, &self.nodes, self.epoch)
     }
 
     /// The pods grouped for counting (see [`PodIndex`]). Positions are indices into
@@ -289,9 +318,8 @@ impl Snapshot {
 
     /// Mutable access for in-place what-if edits (callers keep accounting consistent).
     pub fn get_mut(&mut self, name: &str) -> Option<&mut NodeInfo> {
-        // The node may change in any way: the lazily built indexes start over.
-        self.topology.clear();
-        self.pod_index.clear();
+        // The node may change in any way.
+        self.nodes_changed();
         self.index.get(name).map(|&i| &mut self.nodes[i])
     }
 }

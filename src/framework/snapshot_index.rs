@@ -18,6 +18,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use rustc_hash::{FxHashMap, FxHasher};
 use smallvec::SmallVec;
 
+use super::Snapshot;
 use super::node_info::NodeInfo;
 use super::types::{AffinityTerm, PodInfo};
 use crate::api::labels::Labels;
@@ -30,12 +31,15 @@ pub struct TopologyIndex {
     ids: FxHashMap<String, u32>,
     /// By snapshot position: the id of the node's value, or `NO_VALUE`.
     node_value: Vec<u32>,
+    /// The snapshot epoch the positions belong to.
+    epoch: u64,
 }
 
 const NO_VALUE: u32 = u32::MAX;
 
 impl TopologyIndex {
-    pub fn build(key: &str, nodes: &[NodeInfo]) -> TopologyIndex {
+    /// Indexes `nodes`, the list of a snapshot at `epoch`.
+    pub fn build(key: &str, nodes: &[NodeInfo], epoch: u64) -> TopologyIndex {
         let mut values: Vec<String> = nodes
             .iter()
             .filter_map(|n| n.labels().get(key).cloned())
@@ -62,6 +66,7 @@ impl TopologyIndex {
             values,
             ids,
             node_value,
+            epoch,
         }
     }
 
@@ -99,6 +104,18 @@ impl TopologyIndex {
     /// Number of nodes indexed.
     pub fn num_nodes(&self) -> usize {
         self.node_value.len()
+    }
+
+    /// For a NodeInfo of `snapshot` when this index is still that of its node list:
+    /// `Some` of the id of the node's value (`None` inside: the node lacks the key).
+    /// `None` when the index cannot tell (another snapshot, or a copy of a node); the
+    /// caller then reads the node's labels.
+    pub fn value_of(&self, snapshot: &Snapshot, node: &NodeInfo) -> Option<Option<usize>> {
+        if self.epoch != snapshot.epoch() {
+            return None;
+        }
+        let pos = snapshot.position_of(node)?;
+        Some(self.node_value(pos))
     }
 }
 
@@ -321,16 +338,16 @@ impl PodIndex {
 pub(super) struct TopologyCache(RwLock<FxHashMap<String, Arc<TopologyIndex>>>);
 
 impl TopologyCache {
-    pub(super) fn get(&self, key: &str, nodes: &[NodeInfo]) -> Arc<TopologyIndex> {
+    pub(super) fn get(&self, key: &str, nodes: &[NodeInfo], epoch: u64) -> Arc<TopologyIndex> {
         {
             let map = self.0.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(ix) = map.get(key)
-                && ix.num_nodes() == nodes.len()
+                && ix.epoch == epoch
             {
                 return ix.clone();
             }
         }
-        let ix = Arc::new(TopologyIndex::build(key, nodes));
+        let ix = Arc::new(TopologyIndex::build(key, nodes, epoch));
         let mut map = self.0.write().unwrap_or_else(PoisonError::into_inner);
         map.insert(key.to_string(), ix.clone());
         ix
@@ -486,6 +503,28 @@ mod tests {
         assert_eq!(by_name("n3"), None);
         assert_eq!(t.id("b"), Some(1));
         assert_eq!(t.id("c"), None);
+    }
+
+    #[test]
+    fn value_of_knows_only_the_snapshot_own_nodes_of_its_epoch() {
+        let mut s = Snapshot::new(vec![node("n1", Some("a")), node("n2", None)], []);
+        let t = s.topology("zone");
+        let n1 = s.get("n1").unwrap();
+        assert_eq!(s.position_of(n1), s.position("n1"));
+        assert_eq!(t.value_of(&s, n1), Some(Some(0)));
+        assert_eq!(t.value_of(&s, s.get("n2").unwrap()), Some(None));
+        // A copy of a node (as preemption makes) is not known by position.
+        let copy = n1.clone();
+        assert_eq!(s.position_of(&copy), None);
+        assert_eq!(t.value_of(&s, &copy), None);
+        // Once the nodes change, the old index no longer answers.
+        s.upsert_node(node("n3", Some("b")));
+        assert_eq!(t.value_of(&s, s.get("n1").unwrap()), None);
+        let t = s.topology("zone");
+        assert_eq!(t.value_of(&s, s.get("n3").unwrap()), Some(Some(1)));
+        // Nor after a node was handed out for editing.
+        let _ = s.get_mut("n1");
+        assert_eq!(t.value_of(&s, s.get("n1").unwrap()), None);
     }
 
     #[test]

@@ -96,6 +96,19 @@ impl ValueCounts {
         }
     }
 
+    /// The count at the value `node` has for `key` (this counter's key); `None` when the
+    /// node lacks the key. The index tells the value's id when it knows the node.
+    fn count_on(&self, key: &str, snapshot: &Snapshot, node: &NodeInfo) -> Option<i64> {
+        let known = self
+            .topology
+            .as_ref()
+            .and_then(|t| t.value_of(snapshot, node));
+        match known {
+            Some(id) => id.map(|id| self.dense.get(id).copied().unwrap_or(0)),
+            None => node.labels().get(key).map(|v| self.get(v)),
+        }
+    }
+
     fn recount_nonzero(&mut self) {
         self.nonzero = self.dense.iter().filter(|&&n| n != 0).count() + self.other.len();
     }
@@ -156,7 +169,23 @@ impl TopologyToMatchedTermCount {
         }
     }
 
+    /// The count at (key, the node's value for key); `None` when the node lacks the key.
+    fn count_on(&self, key: &str, snapshot: &Snapshot, node: &NodeInfo) -> Option<i64> {
+        match self.by_key.get(key) {
+            Some(values) => values.count_on(key, snapshot, node),
+            None => node.labels().get(key).map(|_| 0),
+        }
+    }
+
+    /// Whether any (key, the node's value for key) has a positive count.
+    fn any_positive_on_node(&self, snapshot: &Snapshot, node: &NodeInfo) -> bool {
+        self.by_key
+            .iter()
+            .any(|(key, values)| values.count_on(key, snapshot, node).is_some_and(|n| n > 0))
+    }
+
     /// Whether any (key, value) of the node's labels has a positive count.
+    #[cfg(test)]
     fn any_positive_on(&self, node_labels: &Labels) -> bool {
         self.by_key.iter().any(|(key, values)| {
             node_labels
@@ -488,13 +517,13 @@ impl PreFilterExtensions for InterPodAffinity {
 /// The incoming pod's required affinity: every term's key must be on the node and every
 /// term's pair must have a matching pod, except for the first pod of a group (no pod
 /// matches anywhere and the pod matches its own terms).
-fn satisfy_pod_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfy_pod_affinity(s: &PreFilterState, snapshot: &Snapshot, node: &NodeInfo) -> bool {
     let mut pods_exist = true;
     for t in &s.terms.affinity {
-        let Some(value) = labels.get(&t.topology_key) else {
+        let Some(n) = s.affinity_counts.count_on(&t.topology_key, snapshot, node) else {
             return false;
         };
-        if s.affinity_counts.get(&t.topology_key, value) <= 0 {
+        if n <= 0 {
             pods_exist = false;
         }
     }
@@ -503,38 +532,43 @@ fn satisfy_pod_affinity(s: &PreFilterState, labels: &Labels) -> bool {
 
 /// The incoming pod's required anti-affinity: no matching pod in the node's domain of
 /// any term whose key the node has.
-fn satisfy_pod_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfy_pod_anti_affinity(s: &PreFilterState, snapshot: &Snapshot, node: &NodeInfo) -> bool {
     if s.anti_affinity_counts.is_empty() {
         return true;
     }
     !s.terms.anti_affinity.iter().any(|t| {
-        labels
-            .get(&t.topology_key)
-            .is_some_and(|v| s.anti_affinity_counts.get(&t.topology_key, v) > 0)
+        s.anti_affinity_counts
+            .count_on(&t.topology_key, snapshot, node)
+            .is_some_and(|n| n > 0)
     })
 }
 
 /// Existing pods' required anti-affinity: none of the node's (label, value) pairs may
 /// hold a pod whose term matches the incoming pod.
-fn satisfy_existing_pods_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfy_existing_pods_anti_affinity(
+    s: &PreFilterState,
+    snapshot: &Snapshot,
+    node: &NodeInfo,
+) -> bool {
     s.existing_anti_affinity_counts.is_empty()
-        || !s.existing_anti_affinity_counts.any_positive_on(labels)
+        || !s
+            .existing_anti_affinity_counts
+            .any_positive_on_node(snapshot, node)
 }
 
 impl FilterPlugin for InterPodAffinity {
-    fn filter(&self, _h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
             Ok(s) => s,
             Err(e) => return read_error(e),
         };
-        let labels = node.labels();
-        if !satisfy_pod_affinity(s, labels) {
+        if !satisfy_pod_affinity(s, h.snapshot, node) {
             return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
         }
-        if !satisfy_pod_anti_affinity(s, labels) {
+        if !satisfy_pod_anti_affinity(s, h.snapshot, node) {
             return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
-        if !satisfy_existing_pods_anti_affinity(s, labels) {
+        if !satisfy_existing_pods_anti_affinity(s, h.snapshot, node) {
             return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
         Status::success()

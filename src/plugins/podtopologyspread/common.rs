@@ -229,6 +229,11 @@ impl DomainCounts {
         }
     }
 
+    /// The index the value ids refer to.
+    pub fn topology(&self) -> Option<&TopologyIndex> {
+        self.topology.as_deref()
+    }
+
     /// Number of domains.
     pub fn len(&self) -> usize {
         self.len

@@ -343,23 +343,27 @@ impl PreFilterExtensions for PodTopologySpread {
 }
 
 impl FilterPlugin for PodTopologySpread {
-    fn filter(&self, _h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match get_pre_filter_state(state) {
             Ok(s) => s,
             Err(e) => return e,
         };
-        let labels = node.labels();
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else {
-                return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+            let counts = s.tp_value_to_match_num.get(i);
+            // The node's value id when the counts' index knows this node, else its label.
+            let known = counts
+                .and_then(DomainCounts::topology)
+                .and_then(|t| t.value_of(h.snapshot, node));
+            let match_num = match known {
+                Some(Some(id)) => counts.and_then(|m| m.get_id(id)).unwrap_or(0),
+                Some(None) => return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH),
+                None => match node.labels().get(&c.topology_key) {
+                    Some(value) => counts.and_then(|m| m.get(value.as_str())).unwrap_or(0),
+                    None => return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH),
+                },
             };
             let min_match = s.min_match_num(i, c.min_domains);
             let self_match = i64::from(s.self_match.get(i).copied().unwrap_or(false));
-            let match_num = s
-                .tp_value_to_match_num
-                .get(i)
-                .and_then(|m| m.get(value.as_str()))
-                .unwrap_or(0);
             let skew = match_num + self_match - min_match;
             if skew > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
