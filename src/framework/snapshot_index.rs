@@ -4,9 +4,10 @@
 //! - [`TopologyIndex`]: for one label key, every node's value as a small integer, the
 //!   values sorted. Built on first use; dropped when the node set changes.
 //! - [`PodIndex`]: the pods grouped by what label selectors and affinity terms look at
-//!   (namespace, labels, terminating), and the required anti-affinity terms of the pods
-//!   grouped by equal term, each group with how many of them each node holds. Built on
-//!   first use, then kept up to date as pods are added and removed.
+//!   (namespace, labels, terminating), and the pods' affinity terms (required
+//!   anti-affinity, required affinity, preferred affinity and anti-affinity with their
+//!   weights) grouped by equal term, each group with how many of them each node holds.
+//!   Built on first use, then kept up to date as pods are added and removed.
 //!
 //! Counting over groups gives exactly the sums a walk over the pods gives: every pod of
 //! a group (every occurrence of a term) is matched the same way.
@@ -20,7 +21,7 @@ use smallvec::SmallVec;
 
 use super::Snapshot;
 use super::node_info::NodeInfo;
-use super::types::{AffinityTerm, PodInfo};
+use super::types::{AffinityTerm, PodInfo, WeightedAffinityTerm};
 use crate::api::labels::Labels;
 
 /// Every node's value for one label key.
@@ -143,10 +144,10 @@ pub struct PodGroup {
     pub nodes: NodeCounts,
 }
 
-/// Equal required anti-affinity terms of pods.
+/// Equal (required or weighted) affinity terms of pods.
 #[derive(Debug, Clone)]
-pub struct TermGroup {
-    pub term: AffinityTerm,
+pub struct TermGroup<T = AffinityTerm> {
+    pub term: T,
     pub nodes: NodeCounts,
 }
 
@@ -165,7 +166,7 @@ impl Group for PodGroup {
     }
 }
 
-impl Group for TermGroup {
+impl<T: Hash> Group for TermGroup<T> {
     fn nodes_mut(&mut self) -> &mut NodeCounts {
         &mut self.nodes
     }
@@ -266,7 +267,7 @@ fn pod_group_hash(namespace: &str, labels: &Labels, terminating: bool) -> u64 {
     h.finish()
 }
 
-fn term_hash(term: &AffinityTerm) -> u64 {
+fn term_hash(term: &impl Hash) -> u64 {
     let mut h = FxHasher::default();
     term.hash(&mut h);
     h.finish()
@@ -277,6 +278,30 @@ fn term_hash(term: &AffinityTerm) -> u64 {
 pub struct PodIndex {
     pods: Groups<PodGroup>,
     anti_affinity_terms: Groups<TermGroup>,
+    affinity_terms: Groups<TermGroup>,
+    preferred_affinity_terms: Groups<TermGroup<WeightedAffinityTerm>>,
+    preferred_anti_affinity_terms: Groups<TermGroup<WeightedAffinityTerm>>,
+}
+
+/// Adds `delta` at `pos` for each of `terms` in `groups`.
+fn update_terms<T: Hash + Eq + Clone>(
+    groups: &mut Groups<TermGroup<T>>,
+    terms: &[T],
+    pos: u32,
+    delta: i32,
+) {
+    for t in terms {
+        groups.update(
+            term_hash(t),
+            |g| g.term == *t,
+            || TermGroup {
+                term: t.clone(),
+                nodes: NodeCounts::default(),
+            },
+            pos,
+            delta,
+        );
+    }
 }
 
 impl PodIndex {
@@ -308,18 +333,30 @@ impl PodIndex {
             pos,
             delta,
         );
-        for t in &pod.required_anti_affinity_terms {
-            self.anti_affinity_terms.update(
-                term_hash(t),
-                |g| g.term == *t,
-                || TermGroup {
-                    term: t.clone(),
-                    nodes: NodeCounts::default(),
-                },
-                pos,
-                delta,
-            );
-        }
+        update_terms(
+            &mut self.anti_affinity_terms,
+            &pod.required_anti_affinity_terms,
+            pos,
+            delta,
+        );
+        update_terms(
+            &mut self.affinity_terms,
+            &pod.required_affinity_terms,
+            pos,
+            delta,
+        );
+        update_terms(
+            &mut self.preferred_affinity_terms,
+            &pod.preferred_affinity_terms,
+            pos,
+            delta,
+        );
+        update_terms(
+            &mut self.preferred_anti_affinity_terms,
+            &pod.preferred_anti_affinity_terms,
+            pos,
+            delta,
+        );
     }
 
     /// Every pod, grouped by namespace, labels and whether it is terminating.
@@ -330,6 +367,21 @@ impl PodIndex {
     /// Every required anti-affinity term of every pod, grouped by equal term.
     pub fn anti_affinity_terms(&self) -> &[TermGroup] {
         &self.anti_affinity_terms.list
+    }
+
+    /// Every required affinity term of every pod, grouped by equal term.
+    pub fn affinity_terms(&self) -> &[TermGroup] {
+        &self.affinity_terms.list
+    }
+
+    /// Every preferred affinity term (with its weight) of every pod, grouped.
+    pub fn preferred_affinity_terms(&self) -> &[TermGroup<WeightedAffinityTerm>] {
+        &self.preferred_affinity_terms.list
+    }
+
+    /// Every preferred anti-affinity term (with its weight) of every pod, grouped.
+    pub fn preferred_anti_affinity_terms(&self) -> &[TermGroup<WeightedAffinityTerm>] {
+        &self.preferred_anti_affinity_terms.list
     }
 }
 
@@ -451,7 +503,13 @@ mod tests {
         if anti {
             v["spec"]["affinity"] = json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                 {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"},
-                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"}]}});
+                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"}],
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 3, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"}}]},
+                "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "zone"}],
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 5, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": "zone"}}]}});
         }
         Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap())))
     }
@@ -476,11 +534,23 @@ mod tests {
                 (key, sorted(&g.nodes))
             })
             .collect();
-        let terms = ix
-            .anti_affinity_terms()
-            .iter()
-            .map(|g| (format!("{:?}", g.term), sorted(&g.nodes)))
-            .collect();
+        let mut terms = BTreeMap::new();
+        for (kind, list) in [
+            ("anti", ix.anti_affinity_terms()),
+            ("affinity", ix.affinity_terms()),
+        ] {
+            for g in list {
+                terms.insert(format!("{kind} {:?}", g.term), sorted(&g.nodes));
+            }
+        }
+        for (kind, list) in [
+            ("preferred", ix.preferred_affinity_terms()),
+            ("preferred anti", ix.preferred_anti_affinity_terms()),
+        ] {
+            for g in list {
+                terms.insert(format!("{kind} {:?}", g.term), sorted(&g.nodes));
+            }
+        }
         (pods, terms)
     }
 
@@ -559,6 +629,9 @@ mod tests {
         let ix = s.pod_index();
         assert!(ix.pod_groups().is_empty());
         assert!(ix.anti_affinity_terms().is_empty());
+        assert!(ix.affinity_terms().is_empty());
+        assert!(ix.preferred_affinity_terms().is_empty());
+        assert!(ix.preferred_anti_affinity_terms().is_empty());
     }
 
     #[test]

@@ -125,7 +125,7 @@ impl AffinityTerm {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WeightedAffinityTerm {
     pub term: AffinityTerm,
     pub weight: i32,
