@@ -15,7 +15,7 @@ pub fn empty_labels() -> &'static Labels {
     &EMPTY
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Operator {
     In,
     NotIn,
@@ -25,7 +25,7 @@ pub enum Operator {
     Lt,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Requirement {
     pub key: String,
     pub op: Operator,
@@ -111,7 +111,7 @@ impl Requirement {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Selector {
     /// `None` is labels.Nothing(); `Some(empty)` is labels.Everything().
     requirements: Option<Vec<Requirement>>,
@@ -173,7 +173,7 @@ impl Selector {
 
     pub fn add(&mut self, r: Requirement) {
         if let Some(v) = &mut self.requirements {
-            v.push(r)
+            v.push(r);
         }
     }
 

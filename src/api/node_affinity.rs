@@ -247,6 +247,11 @@ impl RequiredNodeAffinity {
         }
     }
 
+    /// True when there is neither a nodeSelector nor required node affinity.
+    pub fn matches_everything(&self) -> bool {
+        self.label_selector.is_none() && self.node_selector.is_none()
+    }
+
     pub fn matches_node(&self, node: &Node) -> bool {
         self.matches(node_name(node), node_labels(node))
     }

@@ -15,6 +15,7 @@ pub mod queued;
 pub mod runtime;
 pub mod select;
 pub mod snapshot;
+pub mod snapshot_index;
 pub mod status;
 pub mod types;
 pub mod waiting;

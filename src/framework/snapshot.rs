@@ -7,10 +7,12 @@ use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use k8s_openapi::api::core::v1::Node;
 
 use super::node_info::NodeInfo;
+use super::snapshot_index::{PodIndex, PodIndexCell, TopologyCache, TopologyIndex};
 use super::types::PodInfo;
 
 #[derive(Debug, Clone, Default)]
@@ -28,7 +30,17 @@ pub struct Snapshot {
     orphans: HashMap<String, Vec<Arc<PodInfo>>>,
     /// Upstream's node tree: zones in order of first appearance, names in insertion order.
     tree: Vec<(String, Vec<String>)>,
+    /// Nodes' topology values by label key, built on first use.
+    topology: TopologyCache,
+    /// Pods grouped for counting, built on first use and then kept up to date.
+    pod_index: PodIndexCell,
+    /// Changes (to a value never used before) whenever the nodes may have changed, so that
+    /// what was derived from their list and labels can tell whether it still applies.
+    epoch: u64,
 }
+
+/// Source of `Snapshot::epoch` values, unique across snapshots.
+static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
 /// Upstream's zone key for the node tree: region and zone (beta labels first).
 pub fn zone_key(node: &Node) -> String {
@@ -120,6 +132,7 @@ impl Snapshot {
     }
 
     fn rebuild_indexes(&mut self) {
+        self.nodes_changed();
         self.index = self
             .nodes
             .iter()
@@ -166,6 +179,41 @@ impl Snapshot {
             .map(|&i| &self.nodes[i])
     }
 
+    /// Positions or labels of nodes may have changed: the lazily built indexes start
+    /// over, under a new epoch.
+    fn nodes_changed(&mut self) {
+        self.topology.clear();
+        self.pod_index.clear();
+        self.epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Identifies the current node list (see the field).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The position in [`Snapshot::list`] of this very NodeInfo (not of a copy of it).
+    pub fn position_of(&self, node: &NodeInfo) -> Option<usize> {
+        let size = std::mem::size_of::<NodeInfo>().max(1);
+        let offset = (node as *const NodeInfo as usize).checked_sub(self.nodes.as_ptr() as usize)?;
+        let pos = offset / size;
+        self.nodes
+            .get(pos)
+            .is_some_and(|n| std::ptr::eq(n, node))
+            .then_some(pos)
+    }
+
+    /// Every node's value for a label key (see [`TopologyIndex`]).
+    pub fn topology(&self, key: &str) -> Arc<TopologyIndex> {
+        self.topology.get(key, &self.nodes, self.epoch)
+    }
+
+    /// The pods grouped for counting (see [`PodIndex`]). Positions are indices into
+    /// [`Snapshot::list`].
+    pub fn pod_index(&self) -> Arc<PodIndex> {
+        self.pod_index.get(&self.nodes)
+    }
+
     /// `StorageInfos().IsPVCUsedByPods`.
     pub fn is_pvc_used_by_pods(&self, key: &str) -> bool {
         self.used_pvcs.get(key).is_some_and(|&c| c > 0)
@@ -186,6 +234,7 @@ impl Snapshot {
         for k in pod.pvc_keys() {
             *self.used_pvcs.entry(k).or_default() += 1;
         }
+        self.pod_index.update(i, &pod, 1);
         self.nodes[i].add_pod(pod);
         self.refresh_lists(i);
     }
@@ -198,6 +247,7 @@ impl Snapshot {
             return Some(list.swap_remove(pos));
         };
         let removed = self.nodes[i].remove_pod(key)?;
+        self.pod_index.update(i, &removed, -1);
         for k in removed.pvc_keys() {
             if let Some(c) = self.used_pvcs.get_mut(&k) {
                 *c -= 1;
@@ -270,6 +320,8 @@ impl Snapshot {
 
     /// Mutable access for in-place what-if edits (callers keep accounting consistent).
     pub fn get_mut(&mut self, name: &str) -> Option<&mut NodeInfo> {
+        // The node may change in any way.
+        self.nodes_changed();
         self.index.get(name).map(|&i| &mut self.nodes[i])
     }
 }

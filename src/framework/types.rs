@@ -87,7 +87,7 @@ impl PodResource {
 }
 
 /// A parsed pod (anti-)affinity term.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AffinityTerm {
     pub namespaces: BTreeSet<String>,
     pub selector: Selector,
@@ -115,12 +115,17 @@ impl AffinityTerm {
 
     /// Whether `pod` (with its namespace's labels) is selected by this term.
     pub fn matches(&self, pod: &PodInfo, ns_labels: &Labels) -> bool {
-        (self.namespaces.contains(&pod.namespace) || self.namespace_selector.matches(ns_labels))
-            && self.selector.matches(pod.labels())
+        self.matches_parts(&pod.namespace, pod.labels(), ns_labels)
+    }
+
+    /// `matches` for a pod given by its namespace and labels.
+    pub fn matches_parts(&self, namespace: &str, labels: &Labels, ns_labels: &Labels) -> bool {
+        (self.namespaces.contains(namespace) || self.namespace_selector.matches(ns_labels))
+            && self.selector.matches(labels)
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WeightedAffinityTerm {
     pub term: AffinityTerm,
     pub weight: i32,

@@ -1,8 +1,10 @@
 //! PreFilter, its AddPod / RemovePod extensions, and Filter: required affinity and
 //! anti-affinity, counted per topology pair (topologyKey, node's value).
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use compact_str::CompactString;
+use rustc_hash::FxHashMap;
 
 use super::{
     ERR_REASON_AFFINITY_RULES_NOT_MATCH, ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH,
@@ -13,18 +15,132 @@ use crate::api::labels::{Labels, empty_labels};
 use crate::framework::plugin::{
     FilterPlugin, Handle, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
 };
+use crate::framework::snapshot_index::{NodeCounts, TopologyIndex};
 use crate::framework::types::AffinityTerm;
-use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Snapshot, StateTree, Status};
 
 pub const PRE_FILTER_STATE_KEY: &str = "PreFilterInterPodAffinity";
+
+/// The counts of one topology key by value: values the snapshot's nodes have are counted
+/// in an array by value id, any other value (a node outside the snapshot) in a map.
+#[derive(Debug, Clone, Default)]
+struct ValueCounts {
+    topology: Option<Arc<TopologyIndex>>,
+    /// By value id of `topology`.
+    dense: Vec<i64>,
+    other: FxHashMap<CompactString, i64>,
+    /// Values with a nonzero count.
+    nonzero: usize,
+}
+
+impl ValueCounts {
+    fn with_topology(topology: Arc<TopologyIndex>) -> ValueCounts {
+        ValueCounts {
+            dense: vec![0; topology.len()],
+            topology: Some(topology),
+            other: FxHashMap::default(),
+            nonzero: 0,
+        }
+    }
+
+    fn id(&self, value: &str) -> Option<usize> {
+        self.topology.as_ref().and_then(|t| t.id(value))
+    }
+
+    fn get(&self, value: &str) -> i64 {
+        match self.id(value) {
+            Some(id) => self.dense.get(id).copied().unwrap_or(0),
+            None => self.other.get(value).copied().unwrap_or(0),
+        }
+    }
+
+    /// Adds `delta` at `value`, dropping it at zero.
+    fn add(&mut self, value: &str, delta: i64) {
+        let (before, after) = match self.id(value).and_then(|id| self.dense.get_mut(id)) {
+            Some(n) => {
+                let before = *n;
+                *n += delta;
+                (before, *n)
+            }
+            None => {
+                let before = self.other.get(value).copied().unwrap_or(0);
+                let after = before + delta;
+                if after == 0 {
+                    self.other.remove(value);
+                } else {
+                    self.other.insert(CompactString::from(value), after);
+                }
+                (before, after)
+            }
+        };
+        match (before == 0, after == 0) {
+            (true, false) => self.nonzero += 1,
+            (false, true) => self.nonzero -= 1,
+            _ => {}
+        }
+    }
+
+    /// Adds the pods (> 0) at each snapshot position to the value of the node there (if
+    /// it has the key); positions refer to the snapshot `topology` was built from.
+    fn add_at_positions(&mut self, nodes: &NodeCounts) {
+        let Some(t) = &self.topology else {
+            return;
+        };
+        for (&pos, &n) in nodes {
+            if let Some(slot) = t
+                .node_value(pos as usize)
+                .and_then(|id| self.dense.get_mut(id))
+            {
+                *slot += i64::from(n);
+            }
+        }
+    }
+
+    /// The count at the value `node` has for `key` (this counter's key); `None` when the
+    /// node lacks the key. The index tells the value's id when it knows the node.
+    fn count_on(&self, key: &str, snapshot: &Snapshot, node: &NodeInfo) -> Option<i64> {
+        let known = self
+            .topology
+            .as_ref()
+            .and_then(|t| t.value_of(snapshot, node));
+        match known {
+            Some(id) => id.map(|id| self.dense.get(id).copied().unwrap_or(0)),
+            None => node.labels().get(key).map(|v| self.get(v)),
+        }
+    }
+
+    fn recount_nonzero(&mut self) {
+        self.nonzero = self.dense.iter().filter(|&&n| n != 0).count() + self.other.len();
+    }
+
+    fn pairs(&self) -> impl Iterator<Item = (&str, i64)> {
+        let dense = self.topology.iter().flat_map(move |t| {
+            self.dense
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| **n != 0)
+                .map(move |(id, &n)| (t.value(id), n))
+        });
+        dense.chain(self.other.iter().map(|(v, &n)| (v.as_str(), n)))
+    }
+}
 
 /// Counts by topology pair, stored as topologyKey → value → count so that lookups by a
 /// node's labels need no allocation. Pairs whose count drops to zero are removed, so the
 /// map is empty exactly when upstream's is.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct TopologyToMatchedTermCount {
-    by_key: HashMap<String, HashMap<String, i64>>,
+    /// Keys with at least one nonzero pair.
+    by_key: FxHashMap<String, ValueCounts>,
 }
+
+impl PartialEq for TopologyToMatchedTermCount {
+    fn eq(&self, other: &Self) -> bool {
+        self.sorted_triples() == other.sorted_triples()
+    }
+}
+
+impl Eq for TopologyToMatchedTermCount {}
 
 impl TopologyToMatchedTermCount {
     pub fn is_empty(&self) -> bool {
@@ -32,11 +148,7 @@ impl TopologyToMatchedTermCount {
     }
 
     pub fn get(&self, key: &str, value: &str) -> i64 {
-        self.by_key
-            .get(key)
-            .and_then(|m| m.get(value))
-            .copied()
-            .unwrap_or(0)
+        self.by_key.get(key).map_or(0, |m| m.get(value))
     }
 
     fn add(&mut self, key: &str, value: &str, delta: i64) {
@@ -44,21 +156,9 @@ impl TopologyToMatchedTermCount {
             Some(m) => m,
             None => self.by_key.entry(key.to_string()).or_default(),
         };
-        let n = match values.get_mut(value) {
-            Some(n) => {
-                *n += delta;
-                *n
-            }
-            None => {
-                values.insert(value.to_string(), delta);
-                delta
-            }
-        };
-        if n == 0 {
-            values.remove(value);
-            if values.is_empty() {
-                self.by_key.remove(key);
-            }
+        values.add(value, delta);
+        if values.nonzero == 0 {
+            self.by_key.remove(key);
         }
     }
 
@@ -69,25 +169,45 @@ impl TopologyToMatchedTermCount {
         }
     }
 
+    /// The count at (key, the node's value for key); `None` when the node lacks the key.
+    fn count_on(&self, key: &str, snapshot: &Snapshot, node: &NodeInfo) -> Option<i64> {
+        match self.by_key.get(key) {
+            Some(values) => values.count_on(key, snapshot, node),
+            None => node.labels().get(key).map(|_| 0),
+        }
+    }
+
+    /// Whether any (key, the node's value for key) has a positive count.
+    fn any_positive_on_node(&self, snapshot: &Snapshot, node: &NodeInfo) -> bool {
+        self.by_key
+            .iter()
+            .any(|(key, values)| values.count_on(key, snapshot, node).is_some_and(|n| n > 0))
+    }
+
     /// Whether any (key, value) of the node's labels has a positive count.
+    #[cfg(test)]
     fn any_positive_on(&self, node_labels: &Labels) -> bool {
         self.by_key.iter().any(|(key, values)| {
             node_labels
                 .get(key)
-                .and_then(|v| values.get(v))
-                .is_some_and(|&n| n > 0)
+                .is_some_and(|v| values.get(v.as_str()) > 0)
         })
+    }
+
+    fn sorted_triples(&self) -> Vec<(&str, &str, i64)> {
+        let mut v: Vec<(&str, &str, i64)> = self
+            .by_key
+            .iter()
+            .flat_map(|(k, m)| m.pairs().map(move |(v, n)| (k.as_str(), v, n)))
+            .collect();
+        v.sort();
+        v
     }
 
     /// `key=value: count`, sorted.
     pub fn sorted_pairs(&self) -> Vec<String> {
-        let mut v: Vec<(&String, &String, i64)> = self
-            .by_key
-            .iter()
-            .flat_map(|(k, m)| m.iter().map(move |(v, n)| (k, v, *n)))
-            .collect();
-        v.sort();
-        v.into_iter()
+        self.sorted_triples()
+            .into_iter()
             .map(|(k, val, n)| format!("{k}={val}: {n}"))
             .collect()
     }
@@ -121,6 +241,50 @@ impl TopologyToMatchedTermCount {
                 self.update(node_labels, &t.topology_key, delta);
             }
         }
+    }
+}
+
+/// Builds counts from the snapshot's pod index: groups of pods (or of equal terms) with
+/// their number per node, added to the pairs of those nodes, all increments positive.
+struct CountsBuilder<'a> {
+    snapshot: &'a Snapshot,
+    keys: Vec<(&'a str, ValueCounts)>,
+}
+
+impl<'a> CountsBuilder<'a> {
+    fn new(snapshot: &'a Snapshot) -> CountsBuilder<'a> {
+        CountsBuilder {
+            snapshot,
+            keys: Vec::new(),
+        }
+    }
+
+    /// Adds, for every node in `nodes`, its count at (key, the node's value for key), if
+    /// the node has that label.
+    fn add(&mut self, key: &'a str, nodes: &NodeCounts) {
+        let pos = match self.keys.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                let t = self.snapshot.topology(key);
+                self.keys.push((key, ValueCounts::with_topology(t)));
+                self.keys.len() - 1
+            }
+        };
+        if let Some((_, values)) = self.keys.get_mut(pos) {
+            values.add_at_positions(nodes);
+        }
+    }
+
+    fn build(self) -> TopologyToMatchedTermCount {
+        let by_key = self
+            .keys
+            .into_iter()
+            .filter_map(|(k, mut v)| {
+                v.recount_nonzero();
+                (v.nonzero > 0).then(|| (k.to_string(), v))
+            })
+            .collect();
+        TopologyToMatchedTermCount { by_key }
     }
 }
 
@@ -217,54 +381,51 @@ fn read_error(e: impl std::fmt::Display) -> Status {
 }
 
 impl InterPodAffinity {
-    /// Counts, over the nodes with pods that have required anti-affinity, the existing
-    /// pods' terms that match the incoming pod.
+    /// Counts the existing pods' required anti-affinity terms that match the incoming
+    /// pod, per topology pair of the nodes holding them (equal terms matched once).
     fn existing_anti_affinity_counts(
         h: &Handle,
         pod: &PodInfo,
         ns_labels: &Labels,
     ) -> TopologyToMatchedTermCount {
-        let mut counts = TopologyToMatchedTermCount::default();
-        for node in h.snapshot.have_pods_with_required_anti_affinity() {
-            let labels = node.labels();
-            for existing in &node.pods_with_required_anti_affinity {
-                counts.update_with_anti_affinity_terms(
-                    &existing.required_anti_affinity_terms,
-                    pod,
-                    ns_labels,
-                    labels,
-                    1,
-                );
+        let index = h.snapshot.pod_index();
+        let mut counts = CountsBuilder::new(h.snapshot);
+        for g in index.anti_affinity_terms() {
+            if g.term.matches(pod, ns_labels) {
+                counts.add(&g.term.topology_key, &g.nodes);
             }
         }
-        counts
+        counts.build()
     }
 
     /// Counts, over every node, the existing pods matching the incoming pod's required
-    /// affinity (all terms) and anti-affinity (each term).
+    /// affinity (all terms) and anti-affinity (each term); pods with the same namespace
+    /// and labels are matched once.
     fn incoming_affinity_anti_affinity_counts(
         h: &Handle,
         terms: &IncomingRequiredTerms,
     ) -> (TopologyToMatchedTermCount, TopologyToMatchedTermCount) {
-        let mut affinity = TopologyToMatchedTermCount::default();
-        let mut anti_affinity = TopologyToMatchedTermCount::default();
+        let mut affinity = CountsBuilder::new(h.snapshot);
+        let mut anti_affinity = CountsBuilder::new(h.snapshot);
         if terms.affinity.is_empty() && terms.anti_affinity.is_empty() {
-            return (affinity, anti_affinity);
+            return (affinity.build(), anti_affinity.build());
         }
-        for node in h.snapshot.list() {
-            let labels = node.labels();
-            for existing in &node.pods {
-                affinity.update_with_affinity_terms(&terms.affinity, existing, labels, 1);
-                anti_affinity.update_with_anti_affinity_terms(
-                    &terms.anti_affinity,
-                    existing,
-                    empty_labels(),
-                    labels,
-                    1,
-                );
+        let index = h.snapshot.pod_index();
+        for g in index.pod_groups() {
+            let matches =
+                |t: &AffinityTerm| t.matches_parts(&g.namespace, &g.labels, empty_labels());
+            if !terms.affinity.is_empty() && terms.affinity.iter().all(matches) {
+                for t in &terms.affinity {
+                    affinity.add(&t.topology_key, &g.nodes);
+                }
+            }
+            for t in &terms.anti_affinity {
+                if matches(t) {
+                    anti_affinity.add(&t.topology_key, &g.nodes);
+                }
             }
         }
-        (affinity, anti_affinity)
+        (affinity.build(), anti_affinity.build())
     }
 }
 
@@ -356,13 +517,13 @@ impl PreFilterExtensions for InterPodAffinity {
 /// The incoming pod's required affinity: every term's key must be on the node and every
 /// term's pair must have a matching pod, except for the first pod of a group (no pod
 /// matches anywhere and the pod matches its own terms).
-fn satisfy_pod_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfy_pod_affinity(s: &PreFilterState, snapshot: &Snapshot, node: &NodeInfo) -> bool {
     let mut pods_exist = true;
     for t in &s.terms.affinity {
-        let Some(value) = labels.get(&t.topology_key) else {
+        let Some(n) = s.affinity_counts.count_on(&t.topology_key, snapshot, node) else {
             return false;
         };
-        if s.affinity_counts.get(&t.topology_key, value) <= 0 {
+        if n <= 0 {
             pods_exist = false;
         }
     }
@@ -371,38 +532,43 @@ fn satisfy_pod_affinity(s: &PreFilterState, labels: &Labels) -> bool {
 
 /// The incoming pod's required anti-affinity: no matching pod in the node's domain of
 /// any term whose key the node has.
-fn satisfy_pod_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfy_pod_anti_affinity(s: &PreFilterState, snapshot: &Snapshot, node: &NodeInfo) -> bool {
     if s.anti_affinity_counts.is_empty() {
         return true;
     }
     !s.terms.anti_affinity.iter().any(|t| {
-        labels
-            .get(&t.topology_key)
-            .is_some_and(|v| s.anti_affinity_counts.get(&t.topology_key, v) > 0)
+        s.anti_affinity_counts
+            .count_on(&t.topology_key, snapshot, node)
+            .is_some_and(|n| n > 0)
     })
 }
 
 /// Existing pods' required anti-affinity: none of the node's (label, value) pairs may
 /// hold a pod whose term matches the incoming pod.
-fn satisfy_existing_pods_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfy_existing_pods_anti_affinity(
+    s: &PreFilterState,
+    snapshot: &Snapshot,
+    node: &NodeInfo,
+) -> bool {
     s.existing_anti_affinity_counts.is_empty()
-        || !s.existing_anti_affinity_counts.any_positive_on(labels)
+        || !s
+            .existing_anti_affinity_counts
+            .any_positive_on_node(snapshot, node)
 }
 
 impl FilterPlugin for InterPodAffinity {
-    fn filter(&self, _h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
             Ok(s) => s,
             Err(e) => return read_error(e),
         };
-        let labels = node.labels();
-        if !satisfy_pod_affinity(s, labels) {
+        if !satisfy_pod_affinity(s, h.snapshot, node) {
             return Status::unresolvable(ERR_REASON_AFFINITY_RULES_NOT_MATCH);
         }
-        if !satisfy_pod_anti_affinity(s, labels) {
+        if !satisfy_pod_anti_affinity(s, h.snapshot, node) {
             return Status::unschedulable(ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
-        if !satisfy_existing_pods_anti_affinity(s, labels) {
+        if !satisfy_existing_pods_anti_affinity(s, h.snapshot, node) {
             return Status::unschedulable(ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH);
         }
         Status::success()

@@ -1,23 +1,114 @@
 //! PreScore, Score and NormalizeScore: preferred terms of the incoming pod, and the
 //! required affinity and preferred terms of existing pods, summed per topology pair.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{InterPodAffinity, describe_term, merge_term_namespaces};
-use crate::api::labels::{Labels, empty_labels};
+use crate::api::labels::empty_labels;
 use crate::framework::plugin::{Handle, MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin};
-use crate::framework::types::{AffinityTerm, WeightedAffinityTerm};
-use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use crate::framework::snapshot_index::{NodeCounts, TopologyIndex};
+use crate::framework::types::WeightedAffinityTerm;
+use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Snapshot, StateTree, Status};
 
 pub const PRE_SCORE_STATE_KEY: &str = "PreScoreInterPodAffinity";
 
-/// topologyKey → topology value → score.
-type ScoreMap = HashMap<String, HashMap<String, i64>>;
+/// The scores of one topology key, by value id of the snapshot's index for that key. A
+/// pair exists once a term added to it, even if its sum is zero.
+#[derive(Debug, Clone)]
+struct KeyScores {
+    topology: Arc<TopologyIndex>,
+    dense: Vec<i64>,
+    present: Vec<bool>,
+}
+
+/// topologyKey → topology value → score (keys with at least one pair).
+#[derive(Debug, Clone, Default)]
+pub struct TopologyScores {
+    by_key: Vec<(String, KeyScores)>,
+}
+
+impl TopologyScores {
+    pub fn is_empty(&self) -> bool {
+        self.by_key.is_empty()
+    }
+
+    /// Adds `add` (wrapping, as upstream's repeated 64-bit additions) once per pod at
+    /// (key, value of the pod's node) for the nodes of `nodes` that have the key.
+    fn add(&mut self, snapshot: &Snapshot, key: &str, nodes: &NodeCounts, add: i64) {
+        let created = !self.by_key.iter().any(|(k, _)| k == key);
+        let i = match self.by_key.iter().position(|(k, _)| k == key) {
+            Some(i) => i,
+            None => {
+                let topology = snapshot.topology(key);
+                let len = topology.len();
+                self.by_key.push((
+                    key.to_string(),
+                    KeyScores {
+                        topology,
+                        dense: vec![0; len],
+                        present: vec![false; len],
+                    },
+                ));
+                self.by_key.len() - 1
+            }
+        };
+        let Some((_, ks)) = self.by_key.get_mut(i) else {
+            return;
+        };
+        let mut added = false;
+        for (&pos, &n) in nodes {
+            let Some(id) = ks.topology.node_value(pos as usize) else {
+                continue;
+            };
+            if let (Some(v), Some(p)) = (ks.dense.get_mut(id), ks.present.get_mut(id)) {
+                *v = v.wrapping_add(add.wrapping_mul(i64::from(n)));
+                *p = true;
+                added = true;
+            }
+        }
+        // A key is listed only once it has a pair.
+        if created && !added {
+            self.by_key.remove(i);
+        }
+    }
+
+    /// The sum (wrapping) of the scores at the node's values.
+    fn score(&self, snapshot: &Snapshot, node: &NodeInfo) -> i64 {
+        let mut score = 0i64;
+        for (key, ks) in &self.by_key {
+            let id = match ks.topology.value_of(snapshot, node) {
+                Some(id) => id,
+                None => node.labels().get(key).and_then(|v| ks.topology.id(v)),
+            };
+            if let Some(v) = id.and_then(|id| ks.dense.get(id)) {
+                score = score.wrapping_add(*v);
+            }
+        }
+        score
+    }
+
+    /// (key, value, score) of every pair, sorted.
+    pub fn sorted_pairs(&self) -> Vec<(&str, &str, i64)> {
+        let mut pairs: Vec<(&str, &str, i64)> = self
+            .by_key
+            .iter()
+            .flat_map(|(k, ks)| {
+                ks.present
+                    .iter()
+                    .zip(&ks.dense)
+                    .enumerate()
+                    .filter(|(_, (p, _))| **p)
+                    .map(move |(id, (_, &n))| (k.as_str(), ks.topology.value(id), n))
+            })
+            .collect();
+        pairs.sort();
+        pairs
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct PreScoreState {
-    pub topology_score: Arc<ScoreMap>,
+    pub topology_score: Arc<TopologyScores>,
     /// The incoming pod's preferred terms, namespace selectors resolved (for display).
     pub preferred_affinity_terms: Arc<Vec<WeightedAffinityTerm>>,
     pub preferred_anti_affinity_terms: Arc<Vec<WeightedAffinityTerm>>,
@@ -25,12 +116,7 @@ pub struct PreScoreState {
 
 impl RenderState for PreScoreState {
     fn render(&self) -> StateTree {
-        let mut pairs: Vec<(&String, &String, i64)> = self
-            .topology_score
-            .iter()
-            .flat_map(|(k, m)| m.iter().map(move |(v, n)| (k, v, *n)))
-            .collect();
-        pairs.sort();
+        let pairs = self.topology_score.sorted_pairs();
         let terms = |ts: &[WeightedAffinityTerm]| {
             ts.iter()
                 .map(|t| format!("weight {}: {}", t.weight, describe_term(&t.term)))
@@ -56,57 +142,6 @@ impl RenderState for PreScoreState {
     }
 }
 
-/// Adds `weight * multiplier` (32-bit, as upstream) at (term key, node's value) when
-/// `pod` matches the term and the node has the key.
-fn process_term(
-    m: &mut ScoreMap,
-    term: &AffinityTerm,
-    weight: i32,
-    pod: &PodInfo,
-    ns_labels: &Labels,
-    node_labels: &Labels,
-    multiplier: i32,
-) {
-    if !term.matches(pod, ns_labels) {
-        return;
-    }
-    let Some(value) = node_labels.get(&term.topology_key) else {
-        return;
-    };
-    let values = match m.get_mut(&term.topology_key) {
-        Some(v) => v,
-        None => m.entry(term.topology_key.clone()).or_default(),
-    };
-    let add = i64::from(weight.wrapping_mul(multiplier));
-    match values.get_mut(value) {
-        Some(n) => *n = n.wrapping_add(add),
-        None => {
-            values.insert(value.clone(), add);
-        }
-    }
-}
-
-fn process_terms(
-    m: &mut ScoreMap,
-    terms: &[WeightedAffinityTerm],
-    pod: &PodInfo,
-    ns_labels: &Labels,
-    node_labels: &Labels,
-    multiplier: i32,
-) {
-    for t in terms {
-        process_term(
-            m,
-            &t.term,
-            t.weight,
-            pod,
-            ns_labels,
-            node_labels,
-            multiplier,
-        );
-    }
-}
-
 fn has_preferred_constraints(pod: &PodInfo) -> bool {
     let Some(a) = pod.pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
         return false;
@@ -124,76 +159,18 @@ fn has_preferred_constraints(pod: &PodInfo) -> bool {
     affinity || anti
 }
 
-struct Incoming<'a> {
-    pod: &'a PodInfo,
-    preferred_affinity: &'a [WeightedAffinityTerm],
-    preferred_anti_affinity: &'a [WeightedAffinityTerm],
-    ns_labels: &'a Labels,
-}
-
-impl InterPodAffinity {
-    fn process_existing_pod(
-        &self,
-        m: &mut ScoreMap,
-        incoming: &Incoming,
-        existing: &PodInfo,
-        node_labels: &Labels,
-    ) {
-        if node_labels.is_empty() {
-            return;
-        }
-        // The incoming pod's preferred terms (namespace selectors already resolved).
-        process_terms(
-            m,
-            incoming.preferred_affinity,
-            existing,
-            empty_labels(),
-            node_labels,
-            1,
-        );
-        process_terms(
-            m,
-            incoming.preferred_anti_affinity,
-            existing,
-            empty_labels(),
-            node_labels,
-            -1,
-        );
-        // The existing pod's terms, matched against the incoming pod and its namespace's
-        // labels.
-        if self.hard_pod_affinity_weight > 0 {
-            for t in &existing.required_affinity_terms {
-                process_term(
-                    m,
-                    t,
-                    self.hard_pod_affinity_weight,
-                    incoming.pod,
-                    incoming.ns_labels,
-                    node_labels,
-                    1,
-                );
-            }
-        }
-        process_terms(
-            m,
-            &existing.preferred_affinity_terms,
-            incoming.pod,
-            incoming.ns_labels,
-            node_labels,
-            1,
-        );
-        process_terms(
-            m,
-            &existing.preferred_anti_affinity_terms,
-            incoming.pod,
-            incoming.ns_labels,
-            node_labels,
-            -1,
-        );
-    }
+/// A term's weight times its multiplier (1 for affinity, -1 for anti-affinity), in 32
+/// bits as upstream.
+fn weighted(weight: i32, multiplier: i32) -> i64 {
+    i64::from(weight.wrapping_mul(multiplier))
 }
 
 impl PreScorePlugin for InterPodAffinity {
+    /// Sums, per topology pair, the incoming pod's preferred terms over the existing pods
+    /// they match, and the existing pods' required affinity (at hardPodAffinityWeight)
+    /// and preferred terms that match the incoming pod. Pods come from the snapshot's pod
+    /// index: each group of equal pods (or equal terms) is matched once and counts once
+    /// per member on each node.
     fn pre_score(
         &self,
         h: &Handle,
@@ -217,24 +194,44 @@ impl PreScorePlugin for InterPodAffinity {
             merge_term_namespaces(&mut t.term, h.listers);
         }
         let ns_labels = h.listers.namespace_labels(&pod.namespace);
-        let incoming = Incoming {
-            pod,
-            preferred_affinity: &preferred_affinity,
-            preferred_anti_affinity: &preferred_anti_affinity,
-            ns_labels,
-        };
-        let mut m = ScoreMap::new();
-        // Without preferred terms of its own, only pods with affinity can contribute.
+        let index = h.snapshot.pod_index();
+        let mut m = TopologyScores::default();
+        // The incoming pod's preferred terms (namespace selectors already resolved)
+        // against every existing pod.
         if has_constraints {
-            for node in h.snapshot.list() {
-                for existing in &node.pods {
-                    self.process_existing_pod(&mut m, &incoming, existing, node.labels());
+            for g in index.pod_groups() {
+                for (terms, multiplier) in
+                    [(&preferred_affinity, 1), (&preferred_anti_affinity, -1)]
+                {
+                    for t in terms.iter() {
+                        if t.term
+                            .matches_parts(&g.namespace, &g.labels, empty_labels())
+                        {
+                            let add = weighted(t.weight, multiplier);
+                            m.add(h.snapshot, &t.term.topology_key, &g.nodes, add);
+                        }
+                    }
                 }
             }
-        } else {
-            for node in h.snapshot.have_pods_with_affinity() {
-                for existing in &node.pods_with_affinity {
-                    self.process_existing_pod(&mut m, &incoming, existing, node.labels());
+        }
+        // The existing pods' terms, matched against the incoming pod and its namespace's
+        // labels (only pods with affinity have any).
+        if self.hard_pod_affinity_weight > 0 {
+            for g in index.affinity_terms() {
+                if g.term.matches(pod, ns_labels) {
+                    let add = weighted(self.hard_pod_affinity_weight, 1);
+                    m.add(h.snapshot, &g.term.topology_key, &g.nodes, add);
+                }
+            }
+        }
+        for (groups, multiplier) in [
+            (index.preferred_affinity_terms(), 1),
+            (index.preferred_anti_affinity_terms(), -1),
+        ] {
+            for g in groups {
+                if g.term.term.matches(pod, ns_labels) {
+                    let add = weighted(g.term.weight, multiplier);
+                    m.add(h.snapshot, &g.term.term.topology_key, &g.nodes, add);
                 }
             }
         }
@@ -267,7 +264,7 @@ impl ScorePlugin for InterPodAffinity {
     /// The sum of the pair scores of the node's values; negative for anti-affinity.
     fn score(
         &self,
-        _h: &Handle,
+        h: &Handle,
         state: &CycleState,
         _pod: &PodInfo,
         node: &NodeInfo,
@@ -276,14 +273,7 @@ impl ScorePlugin for InterPodAffinity {
             Ok(s) => s,
             Err(e) => return (0, e),
         };
-        let labels = node.labels();
-        let mut score = 0i64;
-        for (key, values) in s.topology_score.iter() {
-            if let Some(v) = labels.get(key) {
-                score = score.wrapping_add(values.get(v).copied().unwrap_or(0));
-            }
-        }
-        (score, Status::success())
+        (s.topology_score.score(h.snapshot, node), Status::success())
     }
 
     fn has_normalize(&self) -> bool {
@@ -495,6 +485,16 @@ mod tests {
         assert!(s.is_success());
         assert_eq!(raw, [0; 5]);
         assert_eq!(norm, [0; 5]);
+        // The pair stays listed with its zero sum.
+        let nodes: Vec<&NodeInfo> = env.snapshot.list().iter().collect();
+        let mut state = CycleState::new();
+        let pl = InterPodAffinity::default();
+        assert!(
+            pl.pre_score(&env.handle(), &mut state, &p, &nodes)
+                .is_success()
+        );
+        let st = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY).unwrap();
+        assert_eq!(st.topology_score.sorted_pairs(), [("zone", "a", 0)]);
     }
 
     #[test]

@@ -3,13 +3,16 @@
 
 use std::sync::Arc;
 
+use compact_str::CompactString;
 use k8s_openapi::api::core::v1::{Toleration, TopologySpreadConstraint};
+use rustc_hash::FxHashMap;
 
 use super::PodTopologySpread;
 use crate::api::labels::{Labels, Selector};
 use crate::api::node_affinity::RequiredNodeAffinity;
 use crate::api::taints::{find_untolerated, is_no_schedule_or_no_execute};
 use crate::framework::listers::{Listers, ns_key};
+use crate::framework::snapshot_index::{PodIndex, TopologyIndex};
 use crate::framework::{NodeInfo, PodInfo};
 
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
@@ -85,6 +88,12 @@ impl PodNodeRequirements {
             return false;
         }
         true
+    }
+
+    /// Whether `node_included` holds for every node, whatever its labels and taints.
+    pub fn includes_every_node(&self, c: &SpreadConstraint) -> bool {
+        (!c.honor_node_affinity || self.required_affinity.matches_everything())
+            && !c.honor_node_taints
     }
 }
 
@@ -171,6 +180,145 @@ pub fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, ns:
         .filter(|p| p.namespace == ns && !p.is_terminating() && selector.matches(p.labels()))
         .count() as i64
 }
+
+/// Pods per snapshot position that `count_pods_match_selector` would count, from the
+/// snapshot's pod groups (each group matched once).
+pub fn count_pods_per_node(
+    index: &PodIndex,
+    num_nodes: usize,
+    selector: &Selector,
+    ns: &str,
+) -> Vec<i64> {
+    let mut per_node = vec![0i64; num_nodes];
+    if selector.is_empty() {
+        return per_node;
+    }
+    for g in index.pod_groups() {
+        if g.namespace == ns && !g.terminating && selector.matches(&g.labels) {
+            for (&pos, &n) in &g.nodes {
+                if let Some(c) = per_node.get_mut(pos as usize) {
+                    *c += i64::from(n);
+                }
+            }
+        }
+    }
+    per_node
+}
+
+/// Matching pods per domain (topology value) of one constraint. A domain, once
+/// registered, stays listed even with no pods. The values of the snapshot's nodes are
+/// kept in arrays by value id, any other value (a node outside the snapshot) in a map.
+#[derive(Debug, Clone, Default)]
+pub struct DomainCounts {
+    topology: Option<Arc<TopologyIndex>>,
+    /// By value id of `topology`.
+    dense: Vec<i64>,
+    registered: Vec<bool>,
+    other: FxHashMap<CompactString, i64>,
+    len: usize,
+}
+
+impl DomainCounts {
+    pub fn with_topology(topology: Arc<TopologyIndex>) -> DomainCounts {
+        DomainCounts {
+            dense: vec![0; topology.len()],
+            registered: vec![false; topology.len()],
+            topology: Some(topology),
+            other: FxHashMap::default(),
+            len: 0,
+        }
+    }
+
+    /// The index the value ids refer to.
+    pub fn topology(&self) -> Option<&TopologyIndex> {
+        self.topology.as_deref()
+    }
+
+    /// Number of domains.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn id(&self, value: &str) -> Option<usize> {
+        self.topology.as_ref().and_then(|t| t.id(value))
+    }
+
+    pub fn get(&self, value: &str) -> Option<i64> {
+        match self.id(value) {
+            Some(id) => self.get_id(id),
+            None => self.other.get(value).copied(),
+        }
+    }
+
+    /// The count of the domain with this value id of the topology index.
+    pub fn get_id(&self, id: usize) -> Option<i64> {
+        match self.registered.get(id) {
+            Some(true) => self.dense.get(id).copied(),
+            _ => None,
+        }
+    }
+
+    /// Adds `n` to the domain of `value` (registering it); returns its new count.
+    pub fn add(&mut self, value: &str, n: i64) -> i64 {
+        if let Some(id) = self.id(value) {
+            return self.add_id(id, n);
+        }
+        match self.other.get_mut(value) {
+            Some(c) => {
+                *c += n;
+                *c
+            }
+            None => {
+                self.other.insert(CompactString::from(value), n);
+                self.len += 1;
+                n
+            }
+        }
+    }
+
+    /// `add` for the value with this id of the topology index.
+    pub fn add_id(&mut self, id: usize, n: i64) -> i64 {
+        let (Some(c), Some(r)) = (self.dense.get_mut(id), self.registered.get_mut(id)) else {
+            return 0;
+        };
+        if !*r {
+            *r = true;
+            self.len += 1;
+        }
+        *c += n;
+        *c
+    }
+
+    /// The domains and their counts, sorted by value.
+    pub fn sorted(&self) -> Vec<(&str, i64)> {
+        let mut v: Vec<(&str, i64)> = Vec::with_capacity(self.len);
+        if let Some(t) = &self.topology {
+            // Ids follow the sorted values.
+            for (id, (&n, &r)) in self.dense.iter().zip(&self.registered).enumerate() {
+                if r {
+                    v.push((t.value(id), n));
+                }
+            }
+        }
+        if !self.other.is_empty() {
+            v.extend(self.other.iter().map(|(k, &n)| (k.as_str(), n)));
+            v.sort_unstable();
+        }
+        v
+    }
+}
+
+impl PartialEq for DomainCounts {
+    fn eq(&self, other: &Self) -> bool {
+        self.sorted() == other.sorted()
+    }
+}
+
+impl Eq for DomainCounts {}
 
 impl PodTopologySpread {
     /// The pod's own constraints for `action`, or, when it has none, the default
@@ -392,6 +540,36 @@ mod tests {
             count_pods_match_selector(&pods, &Selector::nothing(), "default"),
             0
         );
+    }
+
+    #[test]
+    fn domain_counts_mix_indexed_and_other_values() {
+        use crate::framework::Snapshot;
+        let node = |name: &str, zone: &str| {
+            Arc::new(
+                serde_json::from_value(
+                    json!({"metadata": {"name": name, "labels": {"zone": zone}}}),
+                )
+                .unwrap(),
+            )
+        };
+        let snap = Snapshot::new(vec![node("n1", "b"), node("n2", "d")], []);
+        let mut m = DomainCounts::with_topology(snap.topology("zone"));
+        assert!(m.is_empty());
+        assert_eq!(m.get("b"), None);
+        assert_eq!(m.add("b", 0), 0);
+        assert_eq!(m.add("c", 2), 2);
+        assert_eq!(m.add("a", -1), -1);
+        assert_eq!(m.add("c", 1), 3);
+        assert_eq!(m.get("b"), Some(0));
+        assert_eq!(m.get("d"), None);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m.sorted(), [("a", -1), ("b", 0), ("c", 3)]);
+        let mut plain = DomainCounts::default();
+        for (v, n) in [("c", 3), ("a", -1), ("b", 0)] {
+            plain.add(v, n);
+        }
+        assert_eq!(plain, m);
     }
 
     #[test]

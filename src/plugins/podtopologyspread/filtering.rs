@@ -1,11 +1,12 @@
 //! PreFilter, its AddPod / RemovePod extensions, and Filter: hard (DoNotSchedule)
 //! constraints.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::common::{
-    PodNodeRequirements, SpreadConstraint, count_pods_match_selector, node_has_all_keys,
+    DomainCounts, PodNodeRequirements, SpreadConstraint, count_pods_per_node, node_has_all_keys,
 };
 use super::{ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread};
 use crate::framework::plugin::{
@@ -88,14 +89,17 @@ pub struct PreFilterState {
     /// Per constraint.
     pub critical_paths: Vec<CriticalPaths>,
     /// Per constraint: topology value → matching pods in that domain.
-    pub tp_value_to_match_num: Vec<HashMap<String, i64>>,
+    pub tp_value_to_match_num: Vec<DomainCounts>,
 }
 
 impl PreFilterState {
     /// The global minimum for the skew: the smallest domain count, or 0 when there are
     /// fewer domains than `minDomains`.
     pub fn min_match_num(&self, i: usize, min_domains: i32) -> i64 {
-        let domains = self.tp_value_to_match_num.get(i).map_or(0, HashMap::len);
+        let domains = self
+            .tp_value_to_match_num
+            .get(i)
+            .map_or(0, DomainCounts::len);
         if (domains as i64) < i64::from(min_domains) {
             return 0;
         }
@@ -122,25 +126,14 @@ impl PreFilterState {
                 continue;
             }
             let value = labels.get(&c.topology_key).map_or("", String::as_str);
-            let n = match counts.get_mut(value) {
-                Some(n) => {
-                    *n += delta;
-                    *n
-                }
-                None => {
-                    counts.insert(value.to_string(), delta);
-                    delta
-                }
-            };
+            let n = counts.add(value, delta);
             paths.update(value, n);
         }
     }
 }
 
-fn sorted_counts(m: &HashMap<String, i64>) -> Vec<(&str, i64)> {
-    let mut v: Vec<(&str, i64)> = m.iter().map(|(k, n)| (k.as_str(), *n)).collect();
-    v.sort();
-    v
+fn sorted_counts(m: &DomainCounts) -> Vec<(&str, i64)> {
+    m.sorted()
 }
 
 impl RenderState for PreFilterState {
@@ -210,40 +203,58 @@ impl PodTopologySpread {
             return Ok(None);
         }
         let requirements = PodNodeRequirements::new(pod);
-        let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
-        // Constraints often share a selector (zone and hostname spreading of one app):
-        // count a node's pods once per distinct selector.
-        let first_with_selector: Vec<usize> = constraints
+        let nodes = h.snapshot.list();
+        let topology: Vec<_> = constraints
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                constraints[..i]
-                    .iter()
-                    .position(|d| d.selector == c.selector)
-                    .unwrap_or(i)
-            })
+            .map(|c| h.snapshot.topology(&c.topology_key))
             .collect();
-        let mut node_counts: Vec<Option<i64>> = vec![None; constraints.len()];
-        for node in h.snapshot.list() {
-            let labels = node.labels();
-            if !node_has_all_keys(labels, &constraints) {
-                continue;
+        // Matching pods per node, counted once per distinct selector (constraints often
+        // share one: zone and hostname spreading of one app), from the pod groups.
+        let index = h.snapshot.pod_index();
+        let mut per_node: Vec<Vec<i64>> = Vec::with_capacity(constraints.len());
+        let mut selector_of: Vec<usize> = Vec::with_capacity(constraints.len());
+        for (i, c) in constraints.iter().enumerate() {
+            match constraints[..i]
+                .iter()
+                .position(|d| d.selector == c.selector)
+            {
+                Some(first) => selector_of.push(selector_of[first]),
+                None => {
+                    selector_of.push(per_node.len());
+                    per_node.push(count_pods_per_node(
+                        &index,
+                        nodes.len(),
+                        &c.selector,
+                        &pod.namespace,
+                    ));
+                }
             }
-            node_counts.fill(None);
+        }
+        drop(index);
+        let everywhere: Vec<bool> = constraints
+            .iter()
+            .map(|c| requirements.includes_every_node(c))
+            .collect();
+        let mut counts: Vec<DomainCounts> = topology
+            .iter()
+            .map(|t| DomainCounts::with_topology(t.clone()))
+            .collect();
+        let mut ids: SmallVec<[usize; 4]> = SmallVec::new();
+        'nodes: for (pos, node) in nodes.iter().enumerate() {
+            // Nodes without every topology key count for no constraint.
+            ids.clear();
+            for t in &topology {
+                match t.node_value(pos) {
+                    Some(id) => ids.push(id),
+                    None => continue 'nodes,
+                }
+            }
             for (i, c) in constraints.iter().enumerate() {
-                if !requirements.node_included(c, node) {
+                if !everywhere[i] && !requirements.node_included(c, node) {
                     continue;
                 }
-                let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                let n = *node_counts[first_with_selector[i]].get_or_insert_with(|| {
-                    count_pods_match_selector(&node.pods, &c.selector, &pod.namespace)
-                });
-                match counts[i].get_mut(value) {
-                    Some(total) => *total += n,
-                    None => {
-                        counts[i].insert(value.to_string(), n);
-                    }
-                }
+                let n = per_node[selector_of[i]].get(pos).copied().unwrap_or(0);
+                counts[i].add_id(ids[i], n);
             }
         }
         // Upstream walks a Go map (random order); the minimum does not depend on the
@@ -332,24 +343,27 @@ impl PreFilterExtensions for PodTopologySpread {
 }
 
 impl FilterPlugin for PodTopologySpread {
-    fn filter(&self, _h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match get_pre_filter_state(state) {
             Ok(s) => s,
             Err(e) => return e,
         };
-        let labels = node.labels();
         for (i, c) in s.constraints.iter().enumerate() {
-            let Some(value) = labels.get(&c.topology_key) else {
-                return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH);
+            let counts = s.tp_value_to_match_num.get(i);
+            // The node's value id when the counts' index knows this node, else its label.
+            let known = counts
+                .and_then(DomainCounts::topology)
+                .and_then(|t| t.value_of(h.snapshot, node));
+            let match_num = match known {
+                Some(Some(id)) => counts.and_then(|m| m.get_id(id)).unwrap_or(0),
+                Some(None) => return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH),
+                None => match node.labels().get(&c.topology_key) {
+                    Some(value) => counts.and_then(|m| m.get(value.as_str())).unwrap_or(0),
+                    None => return Status::unresolvable(ERR_REASON_NODE_LABEL_NOT_MATCH),
+                },
             };
             let min_match = s.min_match_num(i, c.min_domains);
             let self_match = i64::from(s.self_match.get(i).copied().unwrap_or(false));
-            let match_num = s
-                .tp_value_to_match_num
-                .get(i)
-                .and_then(|m| m.get(value.as_str()))
-                .copied()
-                .unwrap_or(0);
             let skew = match_num + self_match - min_match;
             if skew > i64::from(c.max_skew) {
                 return Status::unschedulable(ERR_REASON_CONSTRAINTS_NOT_MATCH);
