@@ -17,6 +17,7 @@ use kubestep::extender::{CallOutcome, Extender};
 use kubestep::framework::cycle::{CycleOutcome, Detail, SchedulingCycle};
 use kubestep::framework::{Code, PodInfo};
 use kubestep::scheduler::Scheduler;
+use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
 
 // ---------- the extender server ----------
 
@@ -1143,4 +1144,96 @@ fn explain_with_config_shows_extenders_in_json() {
             .iter()
             .any(|c| c["extender"] == sname.as_str() && c["outcome"]["result"] == "prioritized")
     );
+}
+
+// ---------- in a running session ----------
+
+fn session_over(cl: ClusterState, cfg: config::KubeSchedulerConfiguration) -> Session {
+    Session::new(cl, cfg, SessionOptions::default(), Box::new(LocalActuator)).expect("session")
+}
+
+#[test]
+fn a_session_filters_prioritizes_and_binds_through_extenders() {
+    // Filter keeps n2 and n3, prioritize prefers n3, bind accepts everything.
+    let ext = Server::start(|verb, _| match verb {
+        "filter" => (
+            200,
+            json!({"NodeNames": ["n2", "n3"], "FailedNodes": {"n1": "no GPU driver"}}),
+        ),
+        "prioritize" => (
+            200,
+            json!([{"Host": "n2", "Score": 1}, {"Host": "n3", "Score": 9}]),
+        ),
+        "bind" => (200, json!({})),
+        _ => (404, Value::Null),
+    });
+    let cfg = configuration(&format!(
+        "- urlPrefix: {}\n  filterVerb: filter\n  prioritizeVerb: prioritize\n  bindVerb: bind\n  weight: 5\n  nodeCacheCapable: true\n",
+        ext.url()
+    ));
+    let mut s = session_over(three_nodes(), cfg);
+    s.continue_();
+    let r = s.pod("default/p").expect("pod");
+    assert_eq!(r.status, PodStatus::Bound);
+    assert_eq!(r.node.as_deref(), Some("n3"));
+    let bind = s
+        .history
+        .steps
+        .iter()
+        .find(|st| st.point.as_str() == "Bind")
+        .expect("a Bind step");
+    assert_eq!(
+        bind.plugin.as_deref(),
+        Some(format!("extender:{}", ext.url()).as_str())
+    );
+    let verbs: Vec<String> = ext.requests().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(
+        verbs,
+        [
+            "/scheduler/filter",
+            "/scheduler/prioritize",
+            "/scheduler/bind"
+        ]
+    );
+}
+
+#[test]
+fn a_failed_extender_bind_unreserves_and_requeues() {
+    let ext = Server::start(|verb, _| match verb {
+        "bind" => (200, json!({"Error": "binding refused by the extender"})),
+        _ => (404, Value::Null),
+    });
+    let cfg = configuration(&format!("- urlPrefix: {}\n  bindVerb: bind\n", ext.url()));
+    let mut s = session_over(three_nodes(), cfg);
+    s.continue_();
+    let r = s.pod("default/p").expect("pod");
+    assert_ne!(r.status, PodStatus::Bound);
+    assert!(
+        r.message
+            .as_deref()
+            .unwrap_or("")
+            .contains("binding refused by the extender"),
+        "{r:?}"
+    );
+    assert!(
+        s.history
+            .steps
+            .iter()
+            .any(|st| st.point.as_str() == "Unreserve")
+    );
+    // Nothing stays assumed.
+    for n in ["n1", "n2", "n3"] {
+        assert_eq!(s.core.sched.snapshot.get(n).unwrap().requested.milli_cpu, 0);
+    }
+}
+
+#[test]
+fn an_unreachable_ignorable_extender_does_not_stop_the_session() {
+    let port = closed_port();
+    let cfg = configuration(&format!(
+        "- urlPrefix: http://127.0.0.1:{port}\n  filterVerb: filter\n  prioritizeVerb: prioritize\n  weight: 1\n  bindVerb: bind\n  ignorable: true\n"
+    ));
+    let mut s = session_over(three_nodes(), cfg);
+    s.continue_();
+    assert_eq!(s.pod("default/p").expect("pod").status, PodStatus::Bound);
 }

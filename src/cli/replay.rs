@@ -93,6 +93,8 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
                     }
                     Err(e) => {
                         out.print(&trace::error(line, &e))?;
+                        // The summary is always the last line, even when a script fails.
+                        out.print(&trace::summary(&session.summary()))?;
                         bail!("{}: line {line}: {e}", script_name(s));
                     }
                 }

@@ -207,6 +207,20 @@ impl Core {
         r.message = message;
     }
 
+    /// A record as it stands now: a pod held back at PreEnqueue (on arrival, or when a
+    /// retry found it gated again) is Gated, with the gating plugin's message.
+    fn overlay(&self, r: &PodRecord) -> PodRecord {
+        let mut r = r.clone();
+        if matches!(r.status, PodStatus::Pending | PodStatus::Unschedulable)
+            && let Some(q) = self.queue.get(&r.uid)
+            && q.gated()
+        {
+            r.status = PodStatus::Gated;
+            r.message = q.gating_message.clone();
+        }
+        r
+    }
+
     /// The binding decided at Bind: carried out by the actuator, then (in replay)
     /// applied to the session's cluster.
     fn bind_pod(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
@@ -856,7 +870,16 @@ impl Session {
 
     /// Every pod's status, sorted by key (the headless summary).
     pub fn summary(&self) -> Vec<PodRecord> {
-        self.core.pods.values().cloned().collect()
+        self.core
+            .pods
+            .values()
+            .map(|r| self.core.overlay(r))
+            .collect()
+    }
+
+    /// One pod's status (`namespace/name`).
+    pub fn pod(&self, key: &str) -> Option<PodRecord> {
+        self.core.pods.get(key).map(|r| self.core.overlay(r))
     }
 }
 

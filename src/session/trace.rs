@@ -231,7 +231,7 @@ pub fn scores(session: &Session) -> Value {
 }
 
 pub fn pod(session: &Session, key: &str) -> Value {
-    let rec = session.core.pods.get(key);
+    let rec = session.pod(key);
     let obj = session
         .core
         .cluster

@@ -92,6 +92,21 @@ fn misc_coscheduling(_: &Framework) -> Vec<ClusterEventWithHint> {
     ]
 }
 
+/// ManualApproval (kubestep): a person rejected the pod, so only a change to the pod's own
+/// labels (which may take it out of the selector) is worth an early retry; otherwise it
+/// comes back with the 5-minute flush instead of asking again at once.
+fn misc_manual_approval(_: &Framework) -> Vec<ClusterEventWithHint> {
+    vec![ClusterEventWithHint::with_hint(
+        EventResource::Pod,
+        ActionType::UPDATE_POD_LABEL,
+        |_, pod, old, new| {
+            let (_, modified) = as_pods(old, new)?;
+            let modified = required(modified, "pod")?;
+            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
+        },
+    )]
+}
+
 /// A plugin's `EventsToRegister`, given the profile it runs in (for its args).
 pub type EventsToRegisterFn = fn(&Framework) -> Vec<ClusterEventWithHint>;
 
@@ -127,6 +142,7 @@ impl EnqueueRegistry {
         r.register(plugins::dynamic_resources::NAME, misc_dynamic_resources);
         r.register(plugins::default_preemption::NAME, misc_default_preemption);
         r.register(plugins::coscheduling::NAME, misc_coscheduling);
+        r.register(plugins::manual_approval::NAME, misc_manual_approval);
         r
     }
 

@@ -1,0 +1,9 @@
+//! The running framework over time, through the Session API: gangs, manual approval,
+//! preemption, gates, backoff, stepping. Clusters are small manifests; time is virtual.
+
+mod support;
+
+mod approval;
+mod gang;
+mod queue;
+mod stepping;
