@@ -213,3 +213,77 @@ pub fn run(
             .collect(),
     })
 }
+
+/// How much a session run keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum SessionHistory {
+    /// Decisions only, no step history (the trace off).
+    Off,
+    /// Every step with its CycleState, the verdict matrix and scores of recent attempts.
+    Full,
+}
+
+/// The same workload through the whole running framework: the session's queue, Reserve,
+/// Permit, the binding cycle and the cluster update of every bind.
+pub fn run_session(
+    workload: Workload,
+    nodes: usize,
+    pods: usize,
+    history: SessionHistory,
+    cfg: config::KubeSchedulerConfiguration,
+) -> Result<BenchReport, String> {
+    use crate::session::{LocalActuator, PodStatus, Session, SessionOptions};
+    let mut cluster = ClusterState::default();
+    for n in make_nodes(nodes, 42) {
+        cluster.add(Object::Node(n));
+    }
+    let (init_kind, init_count) = init_pods(workload);
+    for p in make_pods(init_kind, init_count, 3, "sched-0", 0) {
+        cluster.add(Object::Pod(p));
+    }
+    let (detail, opts) = match history {
+        SessionHistory::Off => (
+            Detail::Decision,
+            SessionOptions {
+                detail: Detail::Decision,
+                history_steps: 0,
+                history_attempts: 0,
+                ..Default::default()
+            },
+        ),
+        SessionHistory::Full => (Detail::Full, SessionOptions::default()),
+    };
+    let mut session =
+        Session::new(cluster, cfg, opts, Box::new(LocalActuator)).map_err(|e| e.to_string())?;
+    session.continue_();
+    for p in make_pods(workload, pods, 7, "sched-1", init_count) {
+        session.apply(Object::Pod(p));
+    }
+    let steps_before = session.history.peek_seq();
+    let started = Instant::now();
+    session.continue_();
+    let elapsed = started.elapsed().max(Duration::from_nanos(1));
+    let (mut scheduled, mut unschedulable) = (0, 0);
+    for r in session.summary() {
+        if !r.pod.starts_with("sched-1/") {
+            continue;
+        }
+        match r.status {
+            PodStatus::Bound => scheduled += 1,
+            _ => unschedulable += 1,
+        }
+    }
+    Ok(BenchReport {
+        workload,
+        detail,
+        nodes,
+        pods,
+        scheduled,
+        unschedulable,
+        seconds: elapsed.as_secs_f64(),
+        pods_per_second: pods as f64 / elapsed.as_secs_f64(),
+        cells_kept: session.history.peek_seq() - steps_before,
+        peak_rss_mib: peak_rss_mib(),
+        phase_micros: Default::default(),
+    })
+}

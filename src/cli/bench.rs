@@ -16,6 +16,12 @@ pub enum WorkloadArg {
     All,
 }
 
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum SessionArg {
+    Off,
+    Full,
+}
+
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = WorkloadArg::Basic)]
@@ -32,6 +38,11 @@ pub struct BenchArgs {
     /// Scheduler configuration (the v1.35 defaults without it).
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
+    /// Run through the whole session (queue, Reserve, Permit, binding cycle, cluster
+    /// updates) instead of the scheduling cycle alone: `off` keeps no step history, `full`
+    /// keeps every step, CycleState, verdict matrix and scores.
+    #[arg(long, value_enum, value_name = "HISTORY")]
+    session: Option<SessionArg>,
     /// Print one JSON object per run instead of a table line.
     #[arg(long)]
     json: bool,
@@ -63,14 +74,29 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Workload::AntiAffinity => 2000,
             Workload::TopologySpread => 5000,
         });
-        let r = bench::run(w, a.nodes, pods, detail, cfg).map_err(anyhow::Error::msg)?;
+        let r = match a.session {
+            None => bench::run(w, a.nodes, pods, detail, cfg),
+            Some(h) => {
+                let h = match h {
+                    SessionArg::Off => bench::SessionHistory::Off,
+                    SessionArg::Full => bench::SessionHistory::Full,
+                };
+                bench::run_session(w, a.nodes, pods, h, cfg)
+            }
+        }
+        .map_err(anyhow::Error::msg)?;
+        let mode = match a.session {
+            None => format!("{detail:?}"),
+            Some(SessionArg::Off) => "Session".into(),
+            Some(SessionArg::Full) => "Session+history".into(),
+        };
         if a.json {
             println!("{}", serde_json::to_string(&r)?);
         } else {
             println!(
-                "{:<16} {:?}  {} nodes  {} pods ({} bound, {} unschedulable)  {:.2}s  {:.0} pods/s  peak {:.0} MiB",
+                "{:<16} {}  {} nodes  {} pods ({} bound, {} unschedulable)  {:.2}s  {:.0} pods/s  peak {:.0} MiB",
                 w.name(),
-                detail,
+                mode,
                 r.nodes,
                 r.pods,
                 r.scheduled,
@@ -84,7 +110,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|(k, v)| format!("{k} {v:.1}µs"))
                 .collect();
-            println!("{:<16} per pod: {}", "", phases.join(", "));
+            if !phases.is_empty() {
+                println!("{:<16} per pod: {}", "", phases.join(", "));
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

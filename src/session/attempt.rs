@@ -214,9 +214,25 @@ impl Attempt {
         out
     }
 
+    /// Runs the attempt until it ends or waits at Permit, the scheduling cycle in one go
+    /// (no CycleState kept between plugins): `continue` with no breakpoints set.
+    pub fn advance_to_end(&mut self, core: &mut Core) -> Vec<StepEvent> {
+        let mut out = Vec::new();
+        // At least one step: a resumed attempt starts out parked at WaitOnPermit.
+        loop {
+            match self.stage {
+                Stage::Cycle => self.cycle_step(core, &mut out, true),
+                _ => self.advance_one(core, &mut out),
+            }
+            if self.is_done() || self.is_waiting() {
+                return out;
+            }
+        }
+    }
+
     fn advance_one(&mut self, core: &mut Core, out: &mut Vec<StepEvent>) {
         match self.stage.clone() {
-            Stage::Cycle => self.cycle_step(core, out),
+            Stage::Cycle => self.cycle_step(core, out, false),
             Stage::Reserve(i) => self.reserve(core, i, out),
             Stage::Permit(i, waits) => self.permit(core, i, waits, out),
             Stage::WaitOnPermit => self.wait_on_permit(core, out),
@@ -228,9 +244,10 @@ impl Attempt {
         }
     }
 
-    fn cycle_step(&mut self, core: &mut Core, out: &mut Vec<StepEvent>) {
+    fn cycle_step(&mut self, core: &mut Core, out: &mut Vec<StepEvent>, whole: bool) {
         // With history detail on, go plugin by plugin so the CycleState can be kept
-        // after each; otherwise run the point at full speed.
+        // after each; otherwise run the point (or, with `whole`, the cycle) at full speed,
+        // on the pool once rather than once per point.
         let one = core.detail == Detail::Full;
         {
             let fwk = &core.sched.frameworks[self.profile];
@@ -239,6 +256,10 @@ impl Attempt {
             core.sched.in_pool(|| {
                 if one {
                     cycle.step_plugin(&env)
+                } else if whole {
+                    while !cycle.is_done() {
+                        cycle.step(&env);
+                    }
                 } else {
                     cycle.step(&env)
                 }

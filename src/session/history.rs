@@ -129,7 +129,7 @@ pub struct AttemptRecord {
     pub matrix: Option<FilterMatrix>,
     pub scores: Option<ScoreTable>,
     /// Snapshot index → node name, as of the attempt.
-    pub node_names: Vec<String>,
+    pub node_names: Arc<Vec<String>>,
     pub outcome: Option<String>,
     pub node: Option<String>,
     pub message: Option<String>,
@@ -182,7 +182,7 @@ impl History {
             return;
         }
         // An attempt is recorded when it starts and again when it ends.
-        if let Some(pos) = self.attempts.iter().position(|x| x.id == a.id) {
+        if let Some(pos) = self.attempts.iter().rposition(|x| x.id == a.id) {
             self.attempts[pos] = Arc::new(a);
             return;
         }

@@ -127,6 +127,11 @@ pub struct Core {
     pub externally_bound: BTreeSet<String>,
     /// Cluster changes applied, for the trace.
     pub changes: Vec<(Timestamp, String)>,
+    /// Pods recorded as Bound (kept as records change, so steps can count cheaply).
+    bound: usize,
+    /// Node names in snapshot order for attempt records, shared while the node list
+    /// stays the same (keyed by the snapshot's epoch).
+    node_names: (u64, Arc<Vec<String>>),
 }
 
 /// Why `continue` / `advance` stopped.
@@ -137,6 +142,14 @@ pub enum StopReason {
     Idle,
     /// `advance` reached its target time.
     Reached,
+}
+
+/// How far one advance of the current attempt goes.
+#[derive(Clone, Copy)]
+enum By {
+    Plugin,
+    Point,
+    Attempt,
 }
 
 pub struct Session {
@@ -198,13 +211,35 @@ impl Core {
                 pod: pod.key.clone(),
                 uid: pod.uid.clone(),
                 node: None,
-                status,
+                status: PodStatus::Pending,
                 message: None,
                 attempts: 0,
             });
+        if r.status == PodStatus::Bound {
+            self.bound -= 1;
+        }
+        if status == PodStatus::Bound {
+            self.bound += 1;
+        }
         r.status = status;
         r.node = node.map(str::to_string);
         r.message = message;
+    }
+
+    /// Node names in snapshot order (what attempt records' indices refer to).
+    pub fn node_names(&mut self) -> Arc<Vec<String>> {
+        let epoch = self.sched.snapshot.epoch();
+        if self.node_names.0 != epoch {
+            let names = self
+                .sched
+                .snapshot
+                .list()
+                .iter()
+                .map(|n| n.name().to_string())
+                .collect();
+            self.node_names = (epoch, Arc::new(names));
+        }
+        self.node_names.1.clone()
     }
 
     /// A record as it stands now: a pod held back at PreEnqueue (on arrival, or when a
@@ -387,7 +422,13 @@ impl Core {
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
                 self.sched.nominator.remove(&pi.uid);
-                self.pods.remove(&pi.key);
+                if self
+                    .pods
+                    .remove(&pi.key)
+                    .is_some_and(|r| r.status == PodStatus::Bound)
+                {
+                    self.bound -= 1;
+                }
             }
             return;
         };
@@ -473,21 +514,15 @@ impl Core {
     }
 
     pub fn counts(&self) -> QueueCounts {
-        let mut c = QueueCounts::default();
-        for r in self.pods.values() {
-            match r.status {
-                PodStatus::Bound => c.bound += 1,
-                PodStatus::Waiting => c.waiting += 1,
-                _ => {}
-            }
+        let (active, backoff, unschedulable, gated) = self.queue.sizes();
+        QueueCounts {
+            active,
+            backoff,
+            unschedulable,
+            gated,
+            waiting: self.waiting.len(),
+            bound: self.bound,
         }
-        let v = self.queue.view(&self.sched.frameworks[0], self.clock.now());
-        c.active = v.active.len();
-        c.backoff = v.backoff.len();
-        c.unschedulable = v.unschedulable.len();
-        c.gated = v.gated.len();
-        c.waiting = self.waiting.len();
-        c
     }
 }
 
@@ -525,6 +560,8 @@ impl Session {
             detail: opts.detail,
             externally_bound: BTreeSet::new(),
             changes: Vec::new(),
+            bound: 0,
+            node_names: (u64::MAX, Arc::new(Vec::new())),
         };
         let pods: Vec<Arc<Pod>> = core.cluster.pods().cloned().collect();
         for p in pods {
@@ -598,7 +635,7 @@ impl Session {
             self.core.sched.next_start_node_index,
         );
         let msg = format!("popped {} (attempt {})", pod.key, attempt.qpi.attempts);
-        self.push_step(
+        let _ = self.push_step(
             Some(&attempt),
             Point::QueueSort,
             None,
@@ -616,7 +653,7 @@ impl Session {
         plugin: Option<String>,
         status: Status,
         d: Duration,
-    ) {
+    ) -> StepRecord {
         let seq = self.history.next_seq();
         let state = (self.core.detail == Detail::Full)
             .then(|| a.map(|a| Arc::new(a.cycle.state.render())))
@@ -647,18 +684,17 @@ impl Session {
             state,
             changed,
         };
-        self.history.push(rec);
+        if self.history.max_steps > 0 {
+            self.history.push(rec.clone());
+        }
+        rec
     }
 
     fn record_attempt(&mut self, a: &Attempt) {
-        let names = self
-            .core
-            .sched
-            .snapshot
-            .list()
-            .iter()
-            .map(|n| n.name().to_string())
-            .collect();
+        if self.history.max_attempts == 0 {
+            return;
+        }
+        let names = self.core.node_names();
         let (outcome, node, message) = match &a.result {
             Some(AttemptResult::Bound { node }) => {
                 (Some("Bound".to_string()), Some(node.clone()), None)
@@ -689,18 +725,26 @@ impl Session {
 
     /// Runs one step (an extension point, or one plugin); `None` when idle.
     fn advance_current(&mut self, one_plugin: bool) -> Option<Vec<StepRecord>> {
+        self.advance_by(if one_plugin { By::Plugin } else { By::Point })
+    }
+
+    fn advance_by(&mut self, by: By) -> Option<Vec<StepRecord>> {
         if self.current.is_none() && !self.start_next() {
             return None;
         }
         let Some(mut a) = self.current.take() else {
             return Some(Vec::new());
         };
-        let first = self.history.peek_seq();
         self.core.sched.now = self.now();
-        let events = a.advance(&mut self.core, one_plugin);
+        let events = match by {
+            By::Plugin => a.advance(&mut self.core, true),
+            By::Point => a.advance(&mut self.core, false),
+            By::Attempt => a.advance_to_end(&mut self.core),
+        };
         self.core.activate_requested(&mut a);
+        let mut steps = Vec::with_capacity(events.len());
         for e in events {
-            self.push_step(Some(&a), e.point, e.plugin, e.status, e.duration);
+            steps.push(self.push_step(Some(&a), e.point, e.plugin, e.status, e.duration));
         }
         if a.is_done() || a.is_waiting() {
             self.record_attempt(&a);
@@ -714,7 +758,7 @@ impl Session {
         } else {
             self.current = Some(a);
         }
-        Some(self.history.since(first))
+        Some(steps)
     }
 
     /// Finishes the current extension point (starting the next pod if none is in flight).
@@ -752,7 +796,13 @@ impl Session {
                 return StopReason::Breakpoint(b);
             }
             first = false;
-            let Some(steps) = self.advance_current(false) else {
+            // Nothing to stop at: run whole attempts.
+            let by = if self.breakpoints.is_empty() {
+                By::Attempt
+            } else {
+                By::Point
+            };
+            let Some(steps) = self.advance_by(by) else {
                 return StopReason::Idle;
             };
             if let Some(b) = self.break_after(&steps) {
@@ -884,11 +934,12 @@ impl Session {
 }
 
 impl History {
-    /// Steps recorded from `seq` on.
+    /// Steps recorded from `seq` on (steps are in seq order: look from the end).
     pub fn since(&self, seq: u64) -> Vec<StepRecord> {
+        let kept = self.steps.iter().rev().take_while(|s| s.seq >= seq).count();
         self.steps
             .iter()
-            .filter(|s| s.seq >= seq)
+            .skip(self.steps.len() - kept)
             .cloned()
             .collect()
     }

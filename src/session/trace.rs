@@ -177,7 +177,7 @@ fn attempt_record(session: &Session) -> Option<AttemptRecord> {
             started: a.qpi.timestamp,
             matrix: a.cycle.matrix.clone(),
             scores: a.cycle.scores.clone(),
-            node_names: names,
+            node_names: std::sync::Arc::new(names),
             outcome: None,
             node: a.node.clone(),
             message: None,

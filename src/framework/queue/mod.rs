@@ -478,6 +478,18 @@ impl SchedulingQueue {
         self.active.len() > 0 || self.backoff.len() > 0
     }
 
+    /// (active, backoff incl. error backoff, unschedulable, gated) sizes, without building
+    /// a view: the session records them at every step.
+    pub fn sizes(&self) -> (usize, usize, usize, usize) {
+        let gated = self.unschedulable.values().filter(|q| q.gated()).count();
+        (
+            self.active.len(),
+            self.backoff.len() + self.error_backoff.len(),
+            self.unschedulable.len() - gated,
+            gated,
+        )
+    }
+
     pub fn len(&self) -> usize {
         self.active.len() + self.backoff.len() + self.error_backoff.len() + self.unschedulable.len()
     }
