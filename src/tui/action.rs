@@ -43,7 +43,7 @@ impl Tab {
         match self {
             Tab::Filter => "Filter",
             Tab::Scores => "Score",
-            Tab::State => "CycleState",
+            Tab::State => "State",
             Tab::Explain => "Explain",
             Tab::Detail => "Detail",
             Tab::Logs => "Logs",

@@ -1,13 +1,11 @@
 //! App state: the Session plus what the UI keeps of its own (focus, selections, filters,
 //! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
 
-use std::collections::HashSet;
-use std::time::Duration;
-
 use crate::config::KubeSchedulerConfiguration;
 use crate::explain::Explanation;
 use crate::explain::hints::Hint;
 use crate::session::{QueueCounts, Session, StepRecord};
+use std::collections::HashSet;
 
 use super::action::{Pane, Tab};
 use super::keymap::Keymap;
@@ -158,7 +156,7 @@ pub struct MatrixUi {
 pub struct ScoresUi {
     pub mode: ScoreMode,
     pub order: Vec<usize>,
-    pub key: Option<(u64, usize)>,
+    pub key: Option<(u64, u64)>,
     pub row: usize,
     pub col: usize,
 }
@@ -217,8 +215,8 @@ pub struct App {
     pub explain_scroll: usize,
     pub logs_scroll: usize,
     pub whatif: WhatIfUi,
-    /// Real time not yet turned into replay steps.
-    pub(super) carry: Duration,
+    /// The next tick continues from a stop (its breakpoint must not stop it again).
+    pub(super) resume: bool,
 }
 
 impl App {
@@ -260,7 +258,7 @@ impl App {
                 plugins,
                 ..Default::default()
             },
-            carry: Duration::ZERO,
+            resume: false,
         };
         app.refresh();
         app
@@ -400,7 +398,8 @@ impl App {
             self.scores.key = None;
             return;
         };
-        let key = (t.0, t.1.totals.len());
+        // Totals are filled at SelectHost: the step shown is part of the key.
+        let key = (t.0, self.moment().map_or(0, |s| s.seq));
         if self.scores.key == Some(key) {
             return;
         }

@@ -140,3 +140,6 @@ pub fn run(opts: TuiOptions) -> anyhow::Result<()> {
     tracing::info!("kubestep TUI on {}", app.source);
     terminal::run(&mut app)
 }
+
+#[cfg(test)]
+mod tests;

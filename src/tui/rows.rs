@@ -109,6 +109,15 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
     let attempts = |key: &str| s.core.pods.get(key).map_or(0, |r| r.attempts);
     let mut rows = Vec::new();
     for f in &v.in_flight {
+        // A pod held at Permit is in flight for the queue; it is listed as waiting.
+        let waiting = s
+            .core
+            .pods
+            .get(&f.pod.key)
+            .is_some_and(|r| r.status == PodStatus::Waiting);
+        if waiting {
+            continue;
+        }
         rows.push(QueueRow {
             pod: f.pod.key.clone(),
             state: QState::InFlight,

@@ -97,7 +97,7 @@ impl App {
             Command::FinishPod => self.engine_step(StepKind::Pod),
             Command::ContinuePause => {
                 self.running = !self.running;
-                self.carry = Duration::ZERO;
+                self.resume = true;
                 if self.running {
                     self.cursor = None;
                     self.info(format!("running at {}", self.speed_label()));
@@ -342,7 +342,8 @@ impl App {
             return;
         }
         let (_, steps, factor) = SPEEDS[self.speed.min(SPEEDS.len() - 1)];
-        match self.session.continue_steps(steps) {
+        let resume = std::mem::take(&mut self.resume);
+        match self.session.continue_steps(steps, resume) {
             Some(StopReason::Breakpoint(b)) => {
                 self.running = false;
                 self.cursor = None;

@@ -42,22 +42,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else {
         "wall"
     };
-    let mut spans: Vec<Span> = vec![
-        span(" kubestep ", t.title),
-        span(
-            format!(
-                "│ {} │ {profile} │ {clock} {} │ {} ",
-                app.source,
-                session_time(app, at),
-                app.speed_label()
-            ),
-            t.header,
-        ),
-    ];
+    // Most telling first: a narrow terminal cuts the end.
+    let mut spans: Vec<Span> = vec![span(" kubestep ", t.title)];
     if app.running {
-        spans.push(span("▶ running ", t.running));
+        spans.push(span(format!("▶ running {} ", app.speed_label()), t.running));
     } else {
-        spans.push(span("⏸ paused ", t.paused));
+        spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused));
+    }
+    spans.push(span(
+        format!("│ {clock} {} ", session_time(app, at)),
+        t.header,
+    ));
+    if let (Some(c), Some(last)) = (app.cursor, app.session.history.last()) {
+        spans.push(span(format!("│ ⏪ step {c}/{} ", last.seq), t.warning));
     }
     if let Some(s) = moment {
         let plugin = s
@@ -74,9 +71,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             t.header,
         ));
     }
-    if let (Some(c), Some(last)) = (app.cursor, app.session.history.last()) {
-        spans.push(span(format!("│ ⏪ step {c}/{} ", last.seq), t.warning));
-    }
     spans.push(span(
         format!(
             "│ active {} backoff {} unsched {} gated {} waiting {} bound {} ",
@@ -89,14 +83,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         ),
         t.header,
     ));
+    if !app.warnings.is_empty() {
+        spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
+    }
     if !app.session.breakpoints.is_empty() {
         spans.push(span(
             format!("│ ● {} bp ", app.session.breakpoints.len()),
             t.header,
         ));
     }
-    if !app.warnings.is_empty() {
-        spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
-    }
+    spans.push(span(format!("│ {} │ {profile} ", app.source), t.header));
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
 }

@@ -42,6 +42,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let visible = layout::visible_rows(area, 0, 0);
     let offset = layout::offset(q.selected, visible);
     let w = inner.width as usize;
+    let longest = q
+        .rows
+        .iter()
+        .map(|r| r.pod.chars().count())
+        .max()
+        .unwrap_or(8);
+    let name_w = longest.min(w * 2 / 3).max(8).min(w.saturating_sub(2));
     let lines: Vec<Line> = q
         .order
         .iter()
@@ -51,7 +58,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .filter_map(|(i, &r)| {
             let row = q.rows.get(r)?;
             let selected = i == q.selected;
-            let name_w = w.saturating_sub(2).min(w * 3 / 5).max(8);
             let info_w = w.saturating_sub(name_w + 3);
             let mut line = Line::from(vec![
                 span(

@@ -38,6 +38,19 @@ pub fn code_style(t: &Theme, c: Code) -> ratatui::style::Style {
     }
 }
 
+/// How much a status says about a point: Skip < Success < Pending < Wait < rejections < Error.
+fn rank(c: Code) -> u8 {
+    match c {
+        Code::Skip => 0,
+        Code::Success => 1,
+        Code::Pending => 2,
+        Code::Wait => 3,
+        Code::Unschedulable => 4,
+        Code::UnschedulableAndUnresolvable => 5,
+        Code::Error => 6,
+    }
+}
+
 pub fn micros(d: Duration) -> String {
     let us = d.as_micros();
     if us >= 10_000 {
@@ -72,10 +85,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .collect();
     for s in &steps {
         if let Some(e) = per.iter_mut().find(|e| e.0 == s.point) {
-            // A plugin-level failure decides the point's verdict even if a later
-            // whole-point record says otherwise.
-            e.1 = match (e.1, s.code) {
-                (Some(prev), Code::Success) if prev != Code::Success => Some(prev),
+            // The point's verdict is its worst plugin status (Skip only if all skipped).
+            e.1 = match e.1 {
+                Some(prev) if rank(prev) >= rank(s.code) => Some(prev),
                 _ => Some(s.code),
             };
             e.2 += s.duration;

@@ -49,7 +49,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     .unwrap_or_default();
                 ("⏸", left, t.queue_waiting)
             };
-            let tail = format!(" {} {left}", r.plugin);
+            let plugin = if w < 44 {
+                super::matrix::abbrev(&r.plugin)
+            } else {
+                r.plugin.clone()
+            };
+            let tail = format!(" {plugin} {left}");
             let name_w = w.saturating_sub(tail.chars().count() + 2);
             let mut line = Line::from(vec![
                 span(format!("{mark} "), style),
