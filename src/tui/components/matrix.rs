@@ -32,7 +32,10 @@ pub fn abbrev(name: &str) -> String {
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let msg = |f: &mut Frame, m: &str| {
-        f.render_widget(Paragraph::new(span(m.to_string(), t.muted)), area)
+        f.render_widget(
+            Paragraph::new(span(m.to_string(), t.muted)).wrap(Wrap { trim: false }),
+            area,
+        )
     };
     let Some(step) = app.moment() else {
         return msg(f, "no attempt yet: press n to step the first pod");
@@ -91,7 +94,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .take(visible)
     {
         let first = first_failure(m, r, cols);
-        let name = a.names.get(m.nodes[r]);
+        // Orders are rebuilt with the moment; a stale index is skipped, never indexed.
+        let Some(&node) = m.nodes.get(r) else {
+            continue;
+        };
+        let name = a.names.get(node);
         let sel_row = i == app.matrix.row;
         let mut spans: Vec<Span> = vec![span(
             format!("{} ", pad(name, name_w)),
@@ -137,7 +144,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .and_then(|&r| {
             let c = app.matrix.col;
             let plugin = m.plugins.get(c)?;
-            let node = a.names.get(m.nodes[r]);
+            let node = a.names.get(*m.nodes.get(r)?);
             let what = if c >= cols {
                 "not run yet at this moment".to_string()
             } else {

@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::matrix::abbrev;
 use super::{fit, pad, span};
@@ -18,7 +18,10 @@ const COL: usize = 6;
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let msg = |f: &mut Frame, m: &str| {
-        f.render_widget(Paragraph::new(span(m.to_string(), t.muted)), area)
+        f.render_widget(
+            Paragraph::new(span(m.to_string(), t.muted)).wrap(Wrap { trim: false }),
+            area,
+        )
     };
     let Some(step) = app.moment() else {
         return msg(f, "no attempt yet");
@@ -100,7 +103,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         };
         let sel = i == app.scores.row && focused;
         let mut spans: Vec<Span> = vec![span(
-            format!("{mark}{} ", pad(a.names.get(table.nodes[r]), name_w - 1)),
+            format!(
+                "{mark}{} ",
+                pad(
+                    table.nodes.get(r).map_or("?", |&n| a.names.get(n)),
+                    name_w - 1
+                )
+            ),
             if sel {
                 t.selection
             } else if chosen == Some(r) {
