@@ -1,6 +1,7 @@
 //! kubestep: a step-through debugger for the Kubernetes scheduling framework.
 //!
-//! The engine (api, config, framework, plugins, cluster, explain) depends on no UI crate.
+//! The engine (api, config, framework, plugins, cluster, explain, session) depends on no
+//! UI crate; `tui` drives it through the Session API.
 
 pub mod api;
 pub mod bench;
@@ -13,3 +14,4 @@ pub mod plugins;
 pub mod recording;
 pub mod scheduler;
 pub mod session;
+pub mod tui;

@@ -3,6 +3,7 @@
 mod bench;
 mod explain;
 mod replay;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -15,8 +16,9 @@ use clap::{Parser, Subcommand};
     about = "A step-through debugger for the Kubernetes scheduling framework"
 )]
 pub struct Cli {
+    /// Without a command: the terminal UI on the demo.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -25,14 +27,18 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Replay a cluster (and, later, a recording) through the debugger.
     Replay(replay::ReplayArgs),
+    /// The terminal UI on a cluster manifest (the demo without one).
+    Tui(tui::TuiArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Explain(a) => explain::run(a),
-        Command::Bench(a) => bench::run(a),
-        Command::Replay(a) => replay::run(a),
+        None => tui::run(tui::TuiArgs::default()),
+        Some(Command::Tui(a)) => tui::run(a),
+        Some(Command::Explain(a)) => explain::run(a),
+        Some(Command::Bench(a)) => bench::run(a),
+        Some(Command::Replay(a)) => replay::run(a),
     }
 }

@@ -46,11 +46,25 @@ pub struct ReplayArgs {
     /// Steps kept in history.
     #[arg(long, default_value_t = 100_000)]
     history: usize,
+    /// Terminal UI theme: dark, light, high-contrast, ansi16, mono, or a theme file.
+    #[arg(long, value_name = "NAME|FILE")]
+    theme: Option<String>,
+    /// Terminal UI: also write kubestep's log to this file.
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
 }
 
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     if !a.headless {
-        bail!("the terminal UI is not available yet; use --headless");
+        kubestep::tui::run(kubestep::tui::TuiOptions {
+            source: Some(a.source),
+            config: a.config,
+            theme: a.theme,
+            log_file: a.log_file,
+            compare: None,
+            history: Some(a.history),
+        })?;
+        return Ok(ExitCode::SUCCESS);
     }
     let until = clock::parse_duration(&a.until)
         .map_err(anyhow::Error::msg)

@@ -1,6 +1,7 @@
 //! From a finished scheduling cycle to an explanation: the decision, the exact
 //! kube-scheduler message, each node's verdict, and the score breakdown.
 
+pub mod hints;
 pub mod text;
 
 use std::collections::BTreeMap;

@@ -811,6 +811,27 @@ impl Session {
         }
     }
 
+    /// `continue_` with a step budget, so a driver that must stay responsive (the TUI)
+    /// can run a little at a time: `None` when the budget ran out first. `resume` is true
+    /// on the first call after a stop, so the breakpoint stopped at does not stop it again.
+    pub fn continue_steps(&mut self, max_steps: usize, resume: bool) -> Option<StopReason> {
+        let mut first = resume;
+        for _ in 0..max_steps {
+            self.expire_waits();
+            if !first && let Some(b) = self.break_before() {
+                return Some(StopReason::Breakpoint(b));
+            }
+            first = false;
+            let Some(steps) = self.advance_current(false) else {
+                return Some(StopReason::Idle);
+            };
+            if let Some(b) = self.break_after(&steps) {
+                return Some(StopReason::Breakpoint(b));
+            }
+        }
+        None
+    }
+
     /// Lets `d` of time pass with the scheduler running: timers fire in time order
     /// (backoff, unschedulable flushes, Permit timeouts), and scheduling continues between
     /// them. Stops early at a breakpoint.

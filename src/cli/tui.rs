@@ -1,0 +1,37 @@
+//! `kubestep tui [SOURCE]` (and `kubestep` alone, on the demo): the terminal UI.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use kubestep::tui::{self, TuiOptions};
+
+#[derive(Debug, Args, Default)]
+pub struct TuiArgs {
+    /// A cluster manifest (YAML, JSON or a kubectl List); the demo without it.
+    pub source: Option<PathBuf>,
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Theme: dark, light, high-contrast, ansi16, mono, or a theme file.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub theme: Option<String>,
+    /// Also write kubestep's log to this file.
+    #[arg(long, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
+    /// A second KubeSchedulerConfiguration to compare with (What-if tab).
+    #[arg(long, value_name = "FILE")]
+    pub compare: Option<PathBuf>,
+}
+
+pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
+    tui::run(TuiOptions {
+        source: a.source,
+        config: a.config,
+        theme: a.theme,
+        log_file: a.log_file,
+        compare: a.compare,
+        history: None,
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,273 @@
+//! What-if hints (kubestep's own): small changes to an unschedulable pod — a toleration,
+//! a lower cpu or memory request, no nodeSelector — each tried by re-running the same
+//! scheduling cycle on a copy of the pod. A hint is only given when the re-run confirms it.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, Toleration};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use super::{Explanation, explain};
+use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
+use crate::cluster::ClusterState;
+use crate::config::KubeSchedulerConfiguration;
+
+/// At most this many taints are tried, so hints stay quick on big clusters.
+const MAX_TAINTS: usize = 3;
+
+/// A confirmed hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    /// E.g. "would fit 2 nodes with toleration gpu=true:NoSchedule".
+    pub text: String,
+    /// Nodes the changed pod fits that the original did not.
+    pub nodes: Vec<String>,
+}
+
+/// Hints for `pod`, whose explanation over `cluster` is `base`. Empty when it fits.
+pub fn what_if(
+    cluster: &ClusterState,
+    config: &KubeSchedulerConfiguration,
+    pod: &Arc<Pod>,
+    base: &Explanation,
+) -> Vec<Hint> {
+    if base.fits() || base.pre_enqueue.is_some() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let fits_before: BTreeSet<&str> = base.feasible.iter().map(String::as_str).collect();
+    let newly_fitting = |e: &Explanation| -> Vec<String> {
+        e.feasible
+            .iter()
+            .filter(|n| !fits_before.contains(n.as_str()))
+            .cloned()
+            .collect()
+    };
+    let rerun = |p: Pod| explain(cluster, config, Arc::new(p)).ok();
+
+    for (key, value, effect) in untolerated_taints(cluster, pod, base) {
+        let mut p = (**pod).clone();
+        let spec = p.spec.get_or_insert_with(Default::default);
+        spec.tolerations
+            .get_or_insert_with(Vec::new)
+            .push(Toleration {
+                key: Some(key.clone()),
+                operator: Some(if value.is_empty() { "Exists" } else { "Equal" }.into()),
+                value: (!value.is_empty()).then(|| value.clone()),
+                effect: Some(effect.clone()),
+                toleration_seconds: None,
+            });
+        if let Some(e) = rerun(p) {
+            let nodes = newly_fitting(&e);
+            if !nodes.is_empty() {
+                let t = if value.is_empty() {
+                    format!("{key}:{effect}")
+                } else {
+                    format!("{key}={value}:{effect}")
+                };
+                out.push(Hint {
+                    text: format!("would fit {} with toleration {t}", count_nodes(&nodes)),
+                    nodes,
+                });
+            }
+        }
+    }
+
+    for resource in ["cpu", "memory"] {
+        let Some((node, free)) = best_free(cluster, pod, base, resource) else {
+            continue;
+        };
+        let Some(p) = with_request(pod, resource, free) else {
+            continue;
+        };
+        if let Some(e) = rerun(p)
+            && e.feasible.contains(&node)
+        {
+            let amount = if resource == "cpu" {
+                format!("{free}m")
+            } else {
+                format!("{}Mi", free / (1024 * 1024))
+            };
+            out.push(Hint {
+                text: format!("would fit {node} with {resource} ≤ {amount}"),
+                nodes: newly_fitting(&e),
+            });
+        }
+    }
+
+    let has_selector = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_selector.as_ref())
+        .is_some_and(|s| !s.is_empty());
+    if has_selector && rejected_by(base, crate::plugins::node_affinity::NAME) {
+        let mut p = (**pod).clone();
+        if let Some(s) = p.spec.as_mut() {
+            s.node_selector = None;
+        }
+        if let Some(e) = rerun(p) {
+            let nodes = newly_fitting(&e);
+            if !nodes.is_empty() {
+                out.push(Hint {
+                    text: format!(
+                        "would fit {} without spec.nodeSelector",
+                        count_nodes(&nodes)
+                    ),
+                    nodes,
+                });
+            }
+        }
+    }
+    out
+}
+
+fn count_nodes(nodes: &[String]) -> String {
+    match nodes {
+        [one] => one.clone(),
+        _ => format!("{} nodes", nodes.len()),
+    }
+}
+
+fn rejected_by(e: &Explanation, plugin: &str) -> bool {
+    e.filter.values().any(|s| s.plugin == plugin)
+}
+
+/// NoSchedule / NoExecute taints the pod does not tolerate on nodes TaintToleration
+/// rejected, most common first.
+fn untolerated_taints(
+    cluster: &ClusterState,
+    pod: &Pod,
+    e: &Explanation,
+) -> Vec<(String, String, String)> {
+    let tolerations = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.tolerations.clone())
+        .unwrap_or_default();
+    let mut counts: Vec<((String, String, String), usize)> = Vec::new();
+    for (node, s) in &e.filter {
+        if s.plugin != crate::plugins::taint_toleration::NAME {
+            continue;
+        }
+        let Some(n) = cluster
+            .nodes()
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node))
+        else {
+            continue;
+        };
+        for t in n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+        {
+            if !is_no_schedule_or_no_execute(t) || tolerations_tolerate(&tolerations, t) {
+                continue;
+            }
+            let k = (
+                t.key.clone(),
+                t.value.clone().unwrap_or_default(),
+                t.effect.clone(),
+            );
+            match counts.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, c)) => *c += 1,
+                None => counts.push((k, 1)),
+            }
+        }
+    }
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    counts
+        .into_iter()
+        .take(MAX_TAINTS)
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Among nodes NodeResourcesFit rejected for `resource`, the one with the most room left,
+/// and that room (millicores for cpu, bytes for memory).
+fn best_free(
+    cluster: &ClusterState,
+    pod: &Pod,
+    e: &Explanation,
+    resource: &str,
+) -> Option<(String, i64)> {
+    let reason = format!("Insufficient {resource}");
+    let snapshot = cluster.snapshot();
+    let key = crate::session::pod_key(pod);
+    e.filter
+        .iter()
+        .filter(|(_, s)| {
+            s.plugin == crate::plugins::noderesources::fit::NAME && s.reasons.contains(&reason)
+        })
+        .filter_map(|(node, _)| {
+            let ni = snapshot.get(node)?;
+            // The pod itself, if bound there, does not count against it.
+            let own = ni
+                .pods
+                .iter()
+                .find(|p| p.key == key)
+                .map(|p| pick(&p.resource.resource, resource))
+                .unwrap_or(0);
+            let free = pick(&ni.allocatable, resource) - pick(&ni.requested, resource) + own;
+            (free > 0).then(|| (node.clone(), free))
+        })
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+}
+
+fn pick(r: &crate::framework::Resource, resource: &str) -> i64 {
+    if resource == "cpu" {
+        r.milli_cpu
+    } else {
+        r.memory
+    }
+}
+
+/// The pod with its `resource` request lowered to `total` (millicores or bytes), taken
+/// off the containers in order.
+fn with_request(pod: &Pod, resource: &str, total: i64) -> Option<Pod> {
+    let mut p = pod.clone();
+    let containers = &mut p.spec.as_mut()?.containers;
+    let value = |q: &Quantity| {
+        let v = crate::api::quantity::Quantity::parse(&q.0).ok()?;
+        Some(if resource == "cpu" {
+            v.milli_value()
+        } else {
+            v.value()
+        })
+    };
+    let current: i64 = containers
+        .iter()
+        .filter_map(|c| c.resources.as_ref()?.requests.as_ref()?.get(resource))
+        .filter_map(value)
+        .sum();
+    let mut excess = current - total;
+    if excess <= 0 {
+        return None;
+    }
+    for c in containers.iter_mut() {
+        let Some(q) = c
+            .resources
+            .as_mut()
+            .and_then(|r| r.requests.as_mut())
+            .and_then(|r| r.get_mut(resource))
+        else {
+            continue;
+        };
+        let v = value(q).unwrap_or(0);
+        let cut = v.min(excess);
+        let left = v - cut;
+        *q = Quantity(if resource == "cpu" {
+            format!("{left}m")
+        } else {
+            left.to_string()
+        });
+        excess -= cut;
+        if excess == 0 {
+            break;
+        }
+    }
+    Some(p)
+}

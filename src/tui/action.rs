@@ -1,0 +1,246 @@
+//! Actions: everything that can change the app. Keys, mouse, ticks and the command line
+//! become actions; `App::update` is the only place that applies them.
+
+use std::time::Duration;
+
+/// A pane that can hold the focus.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    Queue,
+    Waiting,
+    Timeline,
+    Main,
+}
+
+impl Pane {
+    pub const ORDER: [Pane; 4] = [Pane::Queue, Pane::Timeline, Pane::Main, Pane::Waiting];
+}
+
+/// The tabs of the main pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tab {
+    Filter,
+    Scores,
+    State,
+    Explain,
+    Detail,
+    Logs,
+    WhatIf,
+}
+
+impl Tab {
+    pub const ALL: [Tab; 7] = [
+        Tab::Filter,
+        Tab::Scores,
+        Tab::State,
+        Tab::Explain,
+        Tab::Detail,
+        Tab::Logs,
+        Tab::WhatIf,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Filter => "Filter",
+            Tab::Scores => "Score",
+            Tab::State => "State",
+            Tab::Explain => "Explain",
+            Tab::Detail => "Detail",
+            Tab::Logs => "Logs",
+            Tab::WhatIf => "What-if",
+        }
+    }
+}
+
+/// A key-bindable command. The names are what the config file's `[keys]` table uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Command {
+    Step,
+    StepPlugin,
+    FinishPod,
+    ContinuePause,
+    Breakpoint,
+    Breakpoints,
+    Back,
+    Forward,
+    Live,
+    JumpPod,
+    SpeedUp,
+    SpeedDown,
+    CommandLine,
+    Copy,
+    Help,
+    Quit,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    ColumnLeft,
+    ColumnRight,
+    FocusNext,
+    FocusPrev,
+    Select,
+    Filter,
+    Sort,
+    ScoreView,
+    Allow,
+    AllowAll,
+    Reject,
+    WhatIfToggle,
+    WeightUp,
+    WeightDown,
+    WhatIfRun,
+    Cancel,
+    TabFilter,
+    TabScores,
+    TabState,
+    TabExplain,
+    TabDetail,
+    TabLogs,
+    TabWhatIf,
+}
+
+impl Command {
+    pub const ALL: [Command; 45] = [
+        Command::Step,
+        Command::StepPlugin,
+        Command::FinishPod,
+        Command::ContinuePause,
+        Command::Breakpoint,
+        Command::Breakpoints,
+        Command::Back,
+        Command::Forward,
+        Command::Live,
+        Command::JumpPod,
+        Command::SpeedUp,
+        Command::SpeedDown,
+        Command::CommandLine,
+        Command::Copy,
+        Command::Help,
+        Command::Quit,
+        Command::Up,
+        Command::Down,
+        Command::PageUp,
+        Command::PageDown,
+        Command::Top,
+        Command::Bottom,
+        Command::ColumnLeft,
+        Command::ColumnRight,
+        Command::FocusNext,
+        Command::FocusPrev,
+        Command::Select,
+        Command::Filter,
+        Command::Sort,
+        Command::ScoreView,
+        Command::Allow,
+        Command::AllowAll,
+        Command::Reject,
+        Command::WhatIfToggle,
+        Command::WeightUp,
+        Command::WeightDown,
+        Command::WhatIfRun,
+        Command::Cancel,
+        Command::TabFilter,
+        Command::TabScores,
+        Command::TabState,
+        Command::TabExplain,
+        Command::TabDetail,
+        Command::TabLogs,
+        Command::TabWhatIf,
+    ];
+
+    /// The name used in the config file.
+    pub fn name(self) -> &'static str {
+        self.info().0
+    }
+
+    /// What help shows.
+    pub fn describe(self) -> &'static str {
+        self.info().1
+    }
+
+    fn info(self) -> (&'static str, &'static str) {
+        match self {
+            Command::Step => ("step", "step: finish the current extension point"),
+            Command::StepPlugin => ("step-plugin", "step one plugin"),
+            Command::FinishPod => ("finish", "finish the current pod's attempt"),
+            Command::ContinuePause => ("continue", "continue / pause"),
+            Command::Breakpoint => (
+                "breakpoint",
+                "toggle a breakpoint on the selected point, plugin or pod",
+            ),
+            Command::Breakpoints => ("breakpoints", "list breakpoints"),
+            Command::Back => ("back", "time travel: one step back"),
+            Command::Forward => ("forward", "time travel: one step forward"),
+            Command::Live => ("live", "back to the present"),
+            Command::JumpPod => ("jump-pod", "jump to a pod"),
+            Command::SpeedUp => ("speed-up", "faster replay"),
+            Command::SpeedDown => ("speed-down", "slower replay"),
+            Command::CommandLine => ("command", "command line (step, break, allow, show ...)"),
+            Command::Copy => ("copy", "copy the explanation (OSC 52)"),
+            Command::Help => ("help", "this help"),
+            Command::Quit => ("quit", "quit"),
+            Command::Up => ("up", "move up"),
+            Command::Down => ("down", "move down"),
+            Command::PageUp => ("page-up", "page up"),
+            Command::PageDown => ("page-down", "page down"),
+            Command::Top => ("top", "first row"),
+            Command::Bottom => ("bottom", "last row"),
+            Command::ColumnLeft => ("column-left", "previous column (matrix, scores)"),
+            Command::ColumnRight => ("column-right", "next column (matrix, scores)"),
+            Command::FocusNext => ("focus-next", "focus the next pane"),
+            Command::FocusPrev => ("focus-prev", "focus the previous pane"),
+            Command::Select => (
+                "select",
+                "focus the selected pod / open the selected node or tree entry",
+            ),
+            Command::Filter => ("filter", "filter rows (fuzzy)"),
+            Command::Sort => ("sort", "change the sort order"),
+            Command::ScoreView => ("score-view", "scores: raw / normalized / weighted"),
+            Command::Allow => ("allow", "allow the selected waiting pod for this plugin"),
+            Command::AllowAll => (
+                "allow-all",
+                "allow the selected waiting pod for every plugin",
+            ),
+            Command::Reject => ("reject", "reject the selected waiting pod (asks a message)"),
+            Command::WhatIfToggle => ("what-if-toggle", "what-if: enable / disable the plugin"),
+            Command::WeightUp => ("weight-up", "what-if: raise the score weight"),
+            Command::WeightDown => ("weight-down", "what-if: lower the score weight"),
+            Command::WhatIfRun => (
+                "what-if-run",
+                "what-if: re-run the pod with both configurations",
+            ),
+            Command::Cancel => ("cancel", "close a popup / clear the filter"),
+            Command::TabFilter => ("tab-filter", "Filter matrix"),
+            Command::TabScores => ("tab-scores", "Scores"),
+            Command::TabState => ("tab-state", "CycleState tree"),
+            Command::TabExplain => ("tab-explain", "Explain"),
+            Command::TabDetail => ("tab-detail", "Node / pod detail"),
+            Command::TabLogs => ("tab-logs", "Logs"),
+            Command::TabWhatIf => ("tab-what-if", "What-if and compare"),
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Command> {
+        Command::ALL.into_iter().find(|c| c.name() == s)
+    }
+}
+
+/// Anything `App::update` accepts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Command(Command),
+    /// A character typed into a prompt (command line, filter, reject message).
+    Input(char),
+    Backspace,
+    Submit,
+    /// Time passing in the real world (drives replay and countdowns).
+    Tick(Duration),
+    /// A mouse click at a screen position (column, row).
+    Click(u16, u16),
+    ScrollUp(u16, u16),
+    ScrollDown(u16, u16),
+    Resize(u16, u16),
+}

@@ -1,0 +1,429 @@
+//! App state: the Session plus what the UI keeps of its own (focus, selections, filters,
+//! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
+
+use crate::config::KubeSchedulerConfiguration;
+use crate::explain::Explanation;
+use crate::explain::hints::Hint;
+use crate::session::{QueueCounts, Session, StepRecord};
+use std::collections::HashSet;
+
+use super::action::{Pane, Tab};
+use super::keymap::Keymap;
+use super::logs::LogBuffer;
+use super::moment::{self, AttemptData};
+use super::rows::{self, MatrixSort, QueueRow, QueueSort, WaitingRow};
+use super::theme::Theme;
+use super::whatif::{Comparison, Edits, PluginRow};
+
+/// Replay speeds: steps per tick and virtual seconds per real second.
+pub const SPEEDS: [(&str, usize, u32); 7] = [
+    ("×1", 1, 1),
+    ("×2", 2, 2),
+    ("×5", 5, 5),
+    ("×10", 10, 10),
+    ("×50", 50, 50),
+    ("×200", 200, 200),
+    ("max", 2_000, 600),
+];
+
+/// What a line of input is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PromptKind {
+    /// `:` — a headless script command.
+    Command,
+    QueueFilter,
+    MatrixFilter,
+    JumpPod,
+    /// The message for rejecting a waiting pod.
+    Reject {
+        pod: String,
+        plugin: Option<String>,
+    },
+}
+
+impl PromptKind {
+    pub fn label(&self) -> String {
+        match self {
+            PromptKind::Command => ":".into(),
+            PromptKind::QueueFilter => "filter pods /".into(),
+            PromptKind::MatrixFilter => "filter nodes /".into(),
+            PromptKind::JumpPod => "jump to pod: ".into(),
+            PromptKind::Reject { pod, plugin } => format!(
+                "reject {pod}{} — message: ",
+                plugin
+                    .as_ref()
+                    .map(|p| format!(" at {p}"))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Prompt {
+        kind: PromptKind,
+        text: String,
+    },
+    ConfirmQuit,
+    Help {
+        scroll: usize,
+    },
+    Breakpoints {
+        selected: usize,
+    },
+    /// A command's output (e.g. `:show queue`).
+    Output {
+        title: String,
+        lines: Vec<String>,
+        scroll: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warning,
+    Error,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScoreMode {
+    Raw,
+    Normalized,
+    #[default]
+    Weighted,
+}
+
+impl ScoreMode {
+    pub fn next(self) -> ScoreMode {
+        match self {
+            ScoreMode::Raw => ScoreMode::Normalized,
+            ScoreMode::Normalized => ScoreMode::Weighted,
+            ScoreMode::Weighted => ScoreMode::Raw,
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            ScoreMode::Raw => "raw",
+            ScoreMode::Normalized => "normalized",
+            ScoreMode::Weighted => "weighted",
+        }
+    }
+}
+
+/// What the Detail tab shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DetailTarget {
+    Node(String),
+    Pod(String),
+}
+
+/// The explain pane's engine re-run, cached per pod (re-running it on every frame or
+/// step would be wasted work on a big cluster).
+#[derive(Debug, Clone)]
+pub struct ExplainCache {
+    pub pod: String,
+    /// `History::peek_seq` when it ran: the cluster it saw.
+    pub seq: u64,
+    pub result: Result<Explanation, String>,
+    pub hints: Vec<Hint>,
+}
+
+#[derive(Debug, Default)]
+pub struct QueueUi {
+    pub rows: Vec<QueueRow>,
+    /// Rows after filter and sort (indices into `rows`).
+    pub order: Vec<usize>,
+    pub filter: String,
+    pub sort: QueueSort,
+    pub selected: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct MatrixUi {
+    pub sort: MatrixSort,
+    pub filter: String,
+    /// Matrix rows in display order, for `key`.
+    pub order: Vec<usize>,
+    pub key: Option<(u64, usize, usize, MatrixSort, String)>,
+    pub row: usize,
+    pub col: usize,
+}
+
+#[derive(Debug, Default)]
+pub struct ScoresUi {
+    pub mode: ScoreMode,
+    pub order: Vec<usize>,
+    pub key: Option<(u64, u64)>,
+    pub row: usize,
+    pub col: usize,
+}
+
+/// The CycleState tree's own state: which entries are open and which is selected, as
+/// index paths (so it survives moving through time).
+#[derive(Debug, Default)]
+pub struct TreeUi {
+    pub opened: HashSet<Vec<usize>>,
+    pub selected: Vec<usize>,
+}
+
+#[derive(Debug, Default)]
+pub struct WhatIfUi {
+    pub plugins: Vec<PluginRow>,
+    pub selected: usize,
+    pub edits: Edits,
+    /// The alternative configuration (`--compare FILE`), else the session's.
+    pub alt: Option<(String, KubeSchedulerConfiguration)>,
+    pub result: Option<Result<Comparison, String>>,
+}
+
+pub struct App {
+    pub session: Session,
+    /// What the session runs on (file name, or "demo").
+    pub source: String,
+    /// When the session started: times show as offsets from it.
+    pub start: jiff::Timestamp,
+    pub theme: Theme,
+    pub keymap: Keymap,
+    pub warnings: Vec<String>,
+    pub logs: LogBuffer,
+    pub running: bool,
+    pub speed: usize,
+    /// Time travel: the seq of the step shown, or `None` for the latest.
+    pub cursor: Option<u64>,
+    pub focus: Pane,
+    pub tab: Tab,
+    pub mode: Mode,
+    pub status: Option<(Level, String)>,
+    pub quit: bool,
+    /// Text to put on the clipboard (the event loop sends it as OSC 52).
+    pub clipboard: Option<String>,
+    pub size: (u16, u16),
+    pub queue: QueueUi,
+    pub counts: QueueCounts,
+    pub waiting: Vec<WaitingRow>,
+    pub waiting_selected: usize,
+    pub timeline_selected: usize,
+    pub matrix: MatrixUi,
+    pub scores: ScoresUi,
+    pub tree: TreeUi,
+    pub detail: Option<DetailTarget>,
+    pub detail_scroll: usize,
+    pub explain: Option<ExplainCache>,
+    pub explain_scroll: usize,
+    pub logs_scroll: usize,
+    pub whatif: WhatIfUi,
+    /// The next tick continues from a stop (its breakpoint must not stop it again).
+    pub(super) resume: bool,
+}
+
+impl App {
+    pub fn new(session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
+        let plugins = super::whatif::plugin_rows(&session);
+        let start = session.now();
+        let mut app = App {
+            session,
+            source: source.to_string(),
+            start,
+            theme,
+            keymap,
+            warnings: Vec::new(),
+            logs: LogBuffer::default(),
+            running: false,
+            speed: 0,
+            cursor: None,
+            focus: Pane::Queue,
+            tab: Tab::Filter,
+            mode: Mode::Normal,
+            status: None,
+            quit: false,
+            clipboard: None,
+            size: (80, 24),
+            queue: QueueUi::default(),
+            counts: QueueCounts::default(),
+            waiting: Vec::new(),
+            waiting_selected: 0,
+            timeline_selected: 0,
+            matrix: MatrixUi::default(),
+            scores: ScoresUi::default(),
+            tree: TreeUi::default(),
+            detail: None,
+            detail_scroll: 0,
+            explain: None,
+            explain_scroll: 0,
+            logs_scroll: 0,
+            whatif: WhatIfUi {
+                plugins,
+                ..Default::default()
+            },
+            resume: false,
+        };
+        app.refresh();
+        app
+    }
+
+    /// Adds warnings (config, theme, loading notes): logged, counted in the header, and
+    /// the first one shown in the status line.
+    pub fn warn_all(&mut self, warnings: Vec<String>) {
+        for w in &warnings {
+            tracing::warn!("{w}");
+            self.logs.push(format!("WARN  {w}"));
+        }
+        if let Some(first) = warnings.first() {
+            let more = if warnings.len() > 1 {
+                format!(" (+{} more in Logs)", warnings.len() - 1)
+            } else {
+                String::new()
+            };
+            self.status = Some((Level::Warning, format!("{first}{more}")));
+        }
+        self.warnings.extend(warnings);
+    }
+
+    pub fn info(&mut self, msg: impl Into<String>) {
+        let m = msg.into();
+        tracing::info!("{m}");
+        self.status = Some((Level::Info, m));
+    }
+
+    pub fn error(&mut self, msg: impl Into<String>) {
+        let m = msg.into();
+        tracing::warn!("{m}");
+        self.status = Some((Level::Error, m));
+    }
+
+    /// The step shown (past or latest).
+    pub fn moment(&self) -> Option<&StepRecord> {
+        moment::step_at(&self.session, self.cursor)
+    }
+
+    /// The attempt of the step shown.
+    pub fn moment_attempt(&self) -> Option<AttemptData<'_>> {
+        let id = self.moment()?.attempt?;
+        moment::attempt(&self.session, id)
+    }
+
+    /// The pod the panes are about: the selected queue row when the queue has the focus,
+    /// else the pod of the step shown.
+    pub fn subject_pod(&self) -> Option<String> {
+        if self.focus == Pane::Queue
+            && let Some(r) = self.selected_queue_row()
+        {
+            return Some(r.pod.clone());
+        }
+        self.moment().and_then(|s| s.pod.clone())
+    }
+
+    pub fn selected_queue_row(&self) -> Option<&QueueRow> {
+        let i = *self.queue.order.get(self.queue.selected)?;
+        self.queue.rows.get(i)
+    }
+
+    pub fn selected_waiting(&self) -> Option<&WaitingRow> {
+        self.waiting.get(self.waiting_selected)
+    }
+
+    /// Rebuilds what the tables show after the session or a filter changed.
+    pub fn refresh(&mut self) {
+        let (rows, counts) = rows::queue_rows(&self.session);
+        self.queue.rows = rows;
+        self.counts = counts;
+        self.refresh_queue_order();
+        self.waiting = rows::waiting_rows(&self.session);
+        clamp(&mut self.waiting_selected, self.waiting.len());
+        if let Some(c) = self.cursor
+            && self.session.history.step(c).is_none()
+        {
+            self.cursor = None;
+        }
+        self.refresh_matrix();
+        self.refresh_scores();
+    }
+
+    pub fn refresh_queue_order(&mut self) {
+        self.queue.order = rows::queue_order(&self.queue.rows, &self.queue.filter, self.queue.sort);
+        clamp(&mut self.queue.selected, self.queue.order.len());
+    }
+
+    pub fn refresh_matrix(&mut self) {
+        let Some(step) = self.moment() else {
+            self.matrix.order.clear();
+            self.matrix.key = None;
+            return;
+        };
+        let Some(a) = self.moment_attempt() else {
+            self.matrix.order.clear();
+            self.matrix.key = None;
+            return;
+        };
+        let Some(m) = a.matrix else {
+            self.matrix.order.clear();
+            self.matrix.key = None;
+            return;
+        };
+        let cols = moment::filter_columns(step, m).unwrap_or(0);
+        let key = (
+            a.id,
+            m.nodes.len(),
+            cols,
+            self.matrix.sort,
+            self.matrix.filter.clone(),
+        );
+        if self.matrix.key.as_ref() == Some(&key) {
+            return;
+        }
+        let names = a.names;
+        let order = rows::matrix_order(
+            m,
+            |i| names.get(i).to_string(),
+            cols,
+            self.matrix.sort,
+            &self.matrix.filter,
+        );
+        let plugins = m.plugins.len();
+        self.matrix.order = order;
+        self.matrix.key = Some(key);
+        clamp(&mut self.matrix.row, self.matrix.order.len());
+        clamp(&mut self.matrix.col, plugins);
+    }
+
+    pub fn refresh_scores(&mut self) {
+        let Some(t) = self
+            .moment_attempt()
+            .and_then(|a| a.scores.map(|t| (a.id, t)))
+        else {
+            self.scores.order.clear();
+            self.scores.key = None;
+            return;
+        };
+        // Totals are filled at SelectHost: the step shown is part of the key.
+        let key = (t.0, self.moment().map_or(0, |s| s.seq));
+        if self.scores.key == Some(key) {
+            return;
+        }
+        let order = rows::score_order(t.1);
+        let cols = t.1.plugins.len() + t.1.extenders.len();
+        self.scores.order = order;
+        self.scores.key = Some(key);
+        clamp(&mut self.scores.row, self.scores.order.len());
+        clamp(&mut self.scores.col, cols);
+    }
+
+    /// Pods waiting at Permit right now.
+    pub fn pods_waiting(&self) -> usize {
+        self.session.core.waiting.len()
+    }
+
+    pub fn speed_label(&self) -> &'static str {
+        SPEEDS[self.speed.min(SPEEDS.len() - 1)].0
+    }
+}
+
+/// Keeps a selection inside `len` rows.
+pub fn clamp(sel: &mut usize, len: usize) {
+    if *sel >= len {
+        *sel = len.saturating_sub(1);
+    }
+}

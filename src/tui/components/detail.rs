@@ -1,0 +1,189 @@
+//! Node / pod detail: for a node, allocatable vs requested bars, taints, labels and the
+//! pods on it; for a pod, its record; then the object as YAML.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::span;
+use crate::tui::app::{App, DetailTarget};
+use crate::tui::theme::Theme;
+
+const BAR: usize = 20;
+
+fn bar<'a>(
+    t: &Theme,
+    label: &str,
+    used: i64,
+    total: i64,
+    unit: &dyn Fn(i64) -> String,
+) -> Line<'a> {
+    let frac = if total > 0 {
+        (used as f64 / total as f64).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let filled = (frac * BAR as f64).round() as usize;
+    let style = if frac >= 0.9 {
+        t.verdict_fail
+    } else if frac >= 0.7 {
+        t.score_low
+    } else {
+        t.verdict_pass
+    };
+    Line::from(vec![
+        span(format!("{label:<10}"), t.title),
+        span("█".repeat(filled), style),
+        span("░".repeat(BAR - filled), t.muted),
+        span(
+            format!(" {} / {} ({:.0}%)", unit(used), unit(total), frac * 100.0),
+            t.base,
+        ),
+    ])
+}
+
+fn mib(v: i64) -> String {
+    format!("{}Mi", v / (1024 * 1024))
+}
+
+/// What the Detail tab shows when nothing was picked: the pod of the moment.
+pub fn target(app: &App) -> Option<DetailTarget> {
+    app.detail
+        .clone()
+        .or_else(|| app.subject_pod().map(DetailTarget::Pod))
+}
+
+pub fn lines(app: &App) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut out: Vec<Line> = Vec::new();
+    match target(app) {
+        None => out.push(Line::from(span(
+            "nothing selected: Enter on a node (matrix, scores) or a pod",
+            t.muted,
+        ))),
+        Some(DetailTarget::Node(name)) => {
+            let Some(ni) = app.session.core.sched.snapshot.get(&name) else {
+                out.push(Line::from(span(
+                    format!("node {name} is no longer in the cluster"),
+                    t.warning,
+                )));
+                return out;
+            };
+            out.push(Line::from(span(format!("Node {name}"), t.title)));
+            let (a, r) = (&ni.allocatable, &ni.requested);
+            out.push(bar(t, "cpu", r.milli_cpu, a.milli_cpu, &|v| {
+                format!("{v}m")
+            }));
+            out.push(bar(t, "memory", r.memory, a.memory, &mib));
+            out.push(bar(
+                t,
+                "pods",
+                ni.pods.len() as i64,
+                a.allowed_pod_number,
+                &|v| v.to_string(),
+            ));
+            for (res, total) in &a.scalar_resources {
+                let used = r.scalar_resources.get(res).copied().unwrap_or(0);
+                out.push(bar(t, res, used, *total, &|v| v.to_string()));
+            }
+            let taints: Vec<String> = ni
+                .taints()
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{}={}:{}",
+                        x.key,
+                        x.value.as_deref().unwrap_or(""),
+                        x.effect
+                    )
+                })
+                .collect();
+            out.push(Line::from(vec![
+                span("taints    ", t.title),
+                span(
+                    if taints.is_empty() {
+                        "(none)".into()
+                    } else {
+                        taints.join(", ")
+                    },
+                    t.base,
+                ),
+            ]));
+            if ni.unschedulable() {
+                out.push(Line::from(span("spec.unschedulable: true", t.warning)));
+            }
+            out.push(Line::from(span("labels", t.title)));
+            for (k, v) in ni.labels().iter() {
+                out.push(Line::from(span(format!("  {k}={v}"), t.base)));
+            }
+            out.push(Line::from(span(
+                format!("pods ({})", ni.pods.len()),
+                t.title,
+            )));
+            for p in &ni.pods {
+                let r = &p.resource.resource;
+                out.push(Line::from(span(
+                    format!("  {} cpu {}m mem {}", p.key, r.milli_cpu, mib(r.memory)),
+                    t.base,
+                )));
+            }
+            yaml(
+                app,
+                &mut out,
+                serde_saphyr::to_string(ni.node()).map_err(|e| e.to_string()),
+            );
+        }
+        Some(DetailTarget::Pod(key)) => {
+            out.push(Line::from(span(format!("Pod {key}"), t.title)));
+            if let Some(r) = app.session.core.pods.get(&key) {
+                out.push(Line::from(span(
+                    format!(
+                        "status {:?}{} · attempts {}{}",
+                        r.status,
+                        r.node
+                            .as_ref()
+                            .map(|n| format!(" on {n}"))
+                            .unwrap_or_default(),
+                        r.attempts,
+                        r.message
+                            .as_ref()
+                            .map(|m| format!(" · {m}"))
+                            .unwrap_or_default()
+                    ),
+                    t.base,
+                )));
+            }
+            match app.session.core.cluster.pod(&key) {
+                Some(p) => yaml(
+                    app,
+                    &mut out,
+                    serde_saphyr::to_string(p.as_ref()).map_err(|e| e.to_string()),
+                ),
+                None => out.push(Line::from(span("no longer in the cluster", t.warning))),
+            }
+        }
+    }
+    out
+}
+
+fn yaml(app: &App, out: &mut Vec<Line<'static>>, y: Result<String, String>) {
+    let t = &app.theme;
+    out.push(Line::default());
+    match y {
+        Ok(text) => out.extend(
+            text.lines()
+                .map(|l| Line::from(span(l.to_string(), t.muted))),
+        ),
+        Err(e) => out.push(Line::from(span(format!("YAML: {e}"), t.error))),
+    }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    f.render_widget(
+        Paragraph::new(lines(app))
+            .wrap(Wrap { trim: false })
+            .scroll((app.detail_scroll.min(u16::MAX as usize) as u16, 0)),
+        area,
+    );
+}

@@ -1,0 +1,178 @@
+//! Explain: for the pod shown, the outcome and the exact kube-scheduler message, the
+//! reasons grouped by plugin with node counts and names (upstream's first failure per
+//! node, from the attempt's matrix), preemption (nominated node, victims) and what-if
+//! hints, both from re-running the engine on the current cluster. `text` is also what
+//! `y` copies.
+
+use std::collections::BTreeMap;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::span;
+use crate::framework::cycle::FilterCell;
+use crate::tui::app::App;
+use crate::tui::moment;
+use crate::tui::rows::first_failure;
+
+/// Node names listed per reason before "+N more".
+const NAMES: usize = 4;
+
+/// The explanation as plain lines (drawn with styles by `draw`, copied as is).
+pub fn text(app: &App) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(pod) = app.subject_pod() else {
+        out.push("no pod yet: step one with n".into());
+        return out;
+    };
+    // The attempt shown if it is this pod's, else the pod's latest attempt.
+    let attempt = app.moment_attempt().filter(|a| a.pod == pod).or_else(|| {
+        let id = app
+            .session
+            .history
+            .attempts
+            .iter()
+            .rev()
+            .find(|a| a.pod == pod)?
+            .id;
+        moment::attempt(&app.session, id)
+    });
+    let record = app.session.core.pods.get(&pod);
+    match record {
+        Some(r) => out.push(format!(
+            "{pod}: {:?}{}",
+            r.status,
+            r.node
+                .as_ref()
+                .map(|n| format!(" on {n}"))
+                .unwrap_or_default()
+        )),
+        None => out.push(pod.clone()),
+    }
+    if let Some(a) = attempt {
+        out.push(format!(
+            "attempt {} ({}): {}",
+            a.id,
+            a.profile,
+            a.outcome.unwrap_or("in progress")
+        ));
+        if let Some(m) = a.message {
+            out.push(String::new());
+            out.push(m.to_string());
+        }
+        if let Some(mx) = a.matrix {
+            // plugin → reason → nodes, from each node's first failure.
+            let mut groups: BTreeMap<&str, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
+            for r in 0..mx.nodes.len() {
+                let Some(c) = first_failure(mx, r, mx.plugins.len()) else {
+                    continue;
+                };
+                let reason = match mx.cell(r, c) {
+                    FilterCell::Reject { reasons, .. } => reasons.join(", "),
+                    FilterCell::Error { message } => format!("error: {message}"),
+                    _ => continue,
+                };
+                groups
+                    .entry(mx.plugins[c])
+                    .or_default()
+                    .entry(reason)
+                    .or_default()
+                    .push(a.names.get(mx.nodes[r]));
+            }
+            if !groups.is_empty() {
+                out.push(String::new());
+                out.push("Reasons by plugin (upstream's first failure per node):".into());
+                for (plugin, reasons) in &groups {
+                    let n: usize = reasons.values().map(Vec::len).sum();
+                    out.push(format!("  {plugin}: {n} node(s)"));
+                    for (reason, nodes) in reasons {
+                        let mut names: Vec<&str> = nodes.iter().take(NAMES).copied().collect();
+                        let more = nodes.len().saturating_sub(NAMES);
+                        let tail = if more > 0 {
+                            format!(", +{more} more")
+                        } else {
+                            String::new()
+                        };
+                        names.sort_unstable();
+                        out.push(format!(
+                            "    {reason} — {}: {}{tail}",
+                            nodes.len(),
+                            names.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+    } else {
+        out.push("not attempted yet".into());
+    }
+    match &app.explain {
+        Some(c) if c.pod == pod => {
+            out.push(String::new());
+            match &c.result {
+                Ok(e) => {
+                    out.push("Re-run on the current cluster (kubestep explain):".into());
+                    match (&e.bound, &e.message) {
+                        (Some(n), _) => out.push(format!(
+                            "  would bind to {n} ({} feasible)",
+                            e.feasible.len()
+                        )),
+                        (None, Some(m)) => out.push(format!("  {m}")),
+                        _ => {}
+                    }
+                    if let Some(n) = &e.nominated_node {
+                        out.push(format!("  preemption: nominated node {n}"));
+                    }
+                    if !e.victims.is_empty() {
+                        out.push(format!("  preemption victims: {}", e.victims.join(", ")));
+                    } else if e.message.is_some() && e.nominated_node.is_none() {
+                        out.push("  preemption: no candidate node".into());
+                    }
+                    if !c.hints.is_empty() {
+                        out.push(String::new());
+                        out.push(
+                            "What-if (kubestep's hints, each confirmed by re-running the engine):"
+                                .into(),
+                        );
+                        for h in &c.hints {
+                            out.push(format!("  ✓ {}", h.text));
+                        }
+                    }
+                }
+                Err(e) => out.push(format!("re-run failed: {e}")),
+            }
+        }
+        _ => {
+            out.push(String::new());
+            out.push("(engine re-run and what-if hints: open this tab while paused)".into());
+        }
+    }
+    out
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let lines: Vec<Line> = text(app)
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let style = if i == 0 || l.starts_with("0/") || l.ends_with(':') && !l.starts_with(' ')
+            {
+                t.title
+            } else if l.starts_with("  ✓") {
+                t.what_if
+            } else {
+                t.base
+            };
+            Line::from(span(l, style))
+        })
+        .collect();
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((app.explain_scroll.min(u16::MAX as usize) as u16, 0)),
+        area,
+    );
+}

@@ -1,0 +1,97 @@
+//! Header / status line: source, profile, time, speed, running or paused, the pod and
+//! extension point shown, queue counts, and whether this is a past moment.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::span;
+use crate::tui::app::App;
+
+/// Virtual time since the session started, `+HH:MM:SS.s`.
+pub fn session_time(app: &App, at: jiff::Timestamp) -> String {
+    let d = crate::session::clock::since(at, app.start);
+    let s = d.as_secs();
+    format!(
+        "+{:02}:{:02}:{:02}.{}",
+        s / 3600,
+        (s % 3600) / 60,
+        s % 60,
+        d.subsec_millis() / 100
+    )
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let moment = app.moment();
+    let at = match (app.cursor, moment) {
+        (Some(_), Some(s)) => s.at,
+        _ => app.session.now(),
+    };
+    let counts = match (app.cursor, moment) {
+        (Some(_), Some(s)) => s.queue,
+        _ => app.counts,
+    };
+    let profile = app
+        .moment_attempt()
+        .map(|a| a.profile.to_string())
+        .unwrap_or_else(|| app.session.core.sched.frameworks[0].profile_name.clone());
+    let clock = if app.session.core.clock.is_virtual() {
+        "virtual"
+    } else {
+        "wall"
+    };
+    // Most telling first: a narrow terminal cuts the end.
+    let mut spans: Vec<Span> = vec![span(" kubestep ", t.title)];
+    if app.running {
+        spans.push(span(format!("▶ running {} ", app.speed_label()), t.running));
+    } else {
+        spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused));
+    }
+    spans.push(span(
+        format!("│ {clock} {} ", session_time(app, at)),
+        t.header,
+    ));
+    if let (Some(c), Some(last)) = (app.cursor, app.session.history.last()) {
+        spans.push(span(format!("│ ⏪ step {c}/{} ", last.seq), t.warning));
+    }
+    if let Some(s) = moment {
+        let plugin = s
+            .plugin
+            .as_deref()
+            .map(|p| format!(" {p}"))
+            .unwrap_or_default();
+        spans.push(span(
+            format!(
+                "│ {} @ {}{plugin} ",
+                s.pod.as_deref().unwrap_or("-"),
+                s.point.as_str()
+            ),
+            t.header,
+        ));
+    }
+    spans.push(span(
+        format!(
+            "│ active {} backoff {} unsched {} gated {} waiting {} bound {} ",
+            counts.active,
+            counts.backoff,
+            counts.unschedulable,
+            counts.gated,
+            counts.waiting,
+            counts.bound
+        ),
+        t.header,
+    ));
+    if !app.warnings.is_empty() {
+        spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
+    }
+    if !app.session.breakpoints.is_empty() {
+        spans.push(span(
+            format!("│ ● {} bp ", app.session.breakpoints.len()),
+            t.header,
+        ));
+    }
+    spans.push(span(format!("│ {} │ {profile} ", app.source), t.header));
+    f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
+}

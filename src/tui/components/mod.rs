@@ -1,0 +1,65 @@
+//! One pane per file. Each `draw` is a pure function of `&App` (read-only) into a frame
+//! area; pane-local state (selection, scroll) lives in `App`, engine state in the Session.
+
+pub mod detail;
+pub mod explain;
+pub mod footer;
+pub mod header;
+pub mod help;
+pub mod logs;
+pub mod matrix;
+pub mod popups;
+pub mod queue;
+pub mod scores;
+pub mod state_tree;
+pub mod timeline;
+pub mod waiting;
+pub mod whatif;
+
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders};
+
+use super::app::App;
+
+/// A pane's bordered block; the focused pane's border and title use the focus slot.
+pub fn pane<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+    let t = &app.theme;
+    let border = if focused { t.focus } else { t.border };
+    let title_style = if focused { t.focus } else { t.title };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(border)
+        .title(title.into().style(title_style))
+        .style(t.base)
+}
+
+/// Cuts `s` to `w` characters, marking the cut with `…`.
+pub fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out
+}
+
+/// `s` padded or cut to exactly `w` characters.
+pub fn pad(s: &str, w: usize) -> String {
+    let f = fit(s, w);
+    let n = f.chars().count();
+    format!("{f}{}", " ".repeat(w.saturating_sub(n)))
+}
+
+pub fn span<'a>(s: impl Into<String>, style: Style) -> Span<'a> {
+    Span::styled(s.into(), style)
+}
+
+/// The inner area of a bordered block.
+pub fn inner(area: Rect) -> Rect {
+    Block::default().borders(Borders::ALL).inner(area)
+}

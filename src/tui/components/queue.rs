@@ -1,0 +1,88 @@
+//! Queue pane: every pod by where it is (in flight, activeQ, backoffQ with time left,
+//! unschedulable with the last reason, gated, waiting, bound); filter, sort, Enter.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use super::{fit, pad, pane, span};
+use crate::tui::action::Pane;
+use crate::tui::app::App;
+use crate::tui::layout;
+use crate::tui::rows::QState;
+use crate::tui::theme::Theme;
+
+pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
+    match s {
+        QState::InFlight => t.queue_in_flight,
+        QState::Active => t.queue_active,
+        QState::Backoff => t.queue_backoff,
+        QState::Unschedulable => t.queue_unschedulable,
+        QState::Gated => t.queue_gated,
+        QState::Waiting => t.queue_waiting,
+        QState::Bound => t.queue_bound,
+        QState::Other => t.muted,
+    }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let focused = app.focus == Pane::Queue;
+    let q = &app.queue;
+    let mut title = format!(" Queue {}/{} ", q.order.len(), q.rows.len());
+    if !q.filter.is_empty() {
+        title.push_str(&format!("/{} ", q.filter));
+    }
+    if q.sort != Default::default() {
+        title.push_str(&format!("by {} ", q.sort.label()));
+    }
+    let block = pane(app, title, focused);
+    let inner = block.inner(area);
+    let visible = layout::visible_rows(area, 0, 0);
+    let offset = layout::offset(q.selected, visible);
+    let w = inner.width as usize;
+    let longest = q
+        .rows
+        .iter()
+        .map(|r| r.pod.chars().count())
+        .max()
+        .unwrap_or(8);
+    let name_w = longest.min(w * 2 / 3).max(8).min(w.saturating_sub(2));
+    let lines: Vec<Line> = q
+        .order
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(visible)
+        .filter_map(|(i, &r)| {
+            let row = q.rows.get(r)?;
+            let selected = i == q.selected;
+            let info_w = w.saturating_sub(name_w + 3);
+            let mut line = Line::from(vec![
+                span(
+                    format!("{} ", row.state.symbol()),
+                    state_style(t, row.state),
+                ),
+                span(pad(&row.pod, name_w), t.base),
+                span(format!(" {}", fit(&row.info, info_w)), t.muted),
+            ]);
+            if selected && focused {
+                line = line.style(t.selection);
+            }
+            Some(line)
+        })
+        .collect();
+    let empty = lines.is_empty();
+    f.render_widget(block, area);
+    if empty {
+        let msg = if q.rows.is_empty() {
+            "no pods"
+        } else {
+            "no pod matches the filter"
+        };
+        f.render_widget(Paragraph::new(span(msg, t.muted)), inner);
+    } else {
+        f.render_widget(Paragraph::new(lines), inner);
+    }
+}

@@ -1,0 +1,115 @@
+//! CycleState: every entry as a tree (tui-tree-widget), as it was after the step shown;
+//! entries that step added or changed are marked `±` and highlighted.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use tui_tree_widget::{Tree, TreeItem, TreeState};
+
+use super::span;
+use crate::framework::StateTree;
+use crate::tui::action::Pane;
+use crate::tui::app::App;
+use crate::tui::theme::Theme;
+
+/// The entry name a step's `changed` list uses: the label up to its first colon.
+fn entry_name(label: &str) -> &str {
+    label.split(':').next().unwrap_or(label)
+}
+
+fn item<'a>(t: &Theme, node: &'a StateTree, id: usize, changed: bool) -> TreeItem<'a, usize> {
+    let text: Line = if changed {
+        Line::from(vec![
+            span("± ", t.changed),
+            Span::styled(node.label.as_str(), t.changed),
+        ])
+    } else {
+        Line::from(Span::styled(node.label.as_str(), t.base))
+    };
+    let children: Vec<TreeItem<usize>> = node
+        .children
+        .iter()
+        .enumerate()
+        .map(|(i, c)| item(t, c, i, false))
+        .collect();
+    // Identifiers are sibling positions, unique by construction.
+    TreeItem::new(id, text.clone(), children).unwrap_or_else(|_| TreeItem::new_leaf(id, text))
+}
+
+/// Index paths of the rows shown, given which entries are open.
+pub fn visible_paths(app: &App) -> Vec<Vec<usize>> {
+    let Some(state) = app.moment().and_then(|s| s.state.clone()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    fn walk(nodes: &[StateTree], prefix: &mut Vec<usize>, app: &App, out: &mut Vec<Vec<usize>>) {
+        for (i, n) in nodes.iter().enumerate() {
+            prefix.push(i);
+            out.push(prefix.clone());
+            if app.tree.opened.contains(prefix) {
+                walk(&n.children, prefix, app, out);
+            }
+            prefix.pop();
+        }
+    }
+    walk(&state, &mut Vec::new(), app, &mut out);
+    out
+}
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let Some(step) = app.moment() else {
+        f.render_widget(Paragraph::new(span("no step yet", t.muted)), area);
+        return;
+    };
+    let Some(state) = step.state.as_ref() else {
+        f.render_widget(
+            Paragraph::new(span(
+                "no CycleState kept for this step (not part of a pod's attempt)",
+                t.muted,
+            )),
+            area,
+        );
+        return;
+    };
+    if state.is_empty() {
+        f.render_widget(
+            Paragraph::new(span(
+                format!("CycleState is empty after {}", step.point.as_str()),
+                t.muted,
+            )),
+            area,
+        );
+        return;
+    }
+    let items: Vec<TreeItem<usize>> = state
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            item(
+                t,
+                n,
+                i,
+                step.changed.iter().any(|c| c == entry_name(&n.label)),
+            )
+        })
+        .collect();
+    let Ok(tree) = Tree::new(&items) else {
+        return;
+    };
+    let focused = app.focus == Pane::Main;
+    let tree = tree
+        .highlight_style(if focused { t.selection } else { t.base })
+        .style(t.base);
+    // The widget's state is rebuilt from the app's (opened, selected) each frame, so
+    // drawing stays a function of `&App`.
+    let mut ts = TreeState::default();
+    for p in &app.tree.opened {
+        ts.open(p.clone());
+    }
+    if !app.tree.selected.is_empty() {
+        ts.select(app.tree.selected.clone());
+    }
+    f.render_stateful_widget(tree, area, &mut ts);
+}

@@ -1,0 +1,71 @@
+//! Waiting pods: pods held at Permit, one row per plugin, with the time left (a live
+//! countdown on the session clock). `a` allows for the plugin, `A` for all, `r` rejects.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use super::{fit, pane, span};
+use crate::tui::action::Pane;
+use crate::tui::app::App;
+use crate::tui::layout;
+use crate::tui::rows::short_duration;
+
+pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let focused = app.focus == Pane::Waiting;
+    let block = pane(
+        app,
+        format!(" Waiting at Permit {} ", app.pods_waiting()),
+        focused,
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if app.waiting.is_empty() {
+        f.render_widget(
+            Paragraph::new(span("no pod waits at Permit", t.muted)),
+            inner,
+        );
+        return;
+    }
+    let now = app.session.now();
+    let visible = layout::visible_rows(area, 0, 0);
+    let offset = layout::offset(app.waiting_selected, visible);
+    let w = inner.width as usize;
+    let lines: Vec<Line> = app
+        .waiting
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(visible)
+        .map(|(i, r)| {
+            let (mark, left, style) = if r.allowed {
+                ("✓", "allowed".to_string(), t.verdict_pass)
+            } else {
+                let left = r
+                    .deadline
+                    .map(|d| short_duration(crate::session::clock::since(d, now)))
+                    .unwrap_or_default();
+                ("⏸", left, t.queue_waiting)
+            };
+            let plugin = if w < 44 {
+                super::matrix::abbrev(&r.plugin)
+            } else {
+                r.plugin.clone()
+            };
+            let tail = format!(" {plugin} {left}");
+            let name_w = w.saturating_sub(tail.chars().count() + 2);
+            let mut line = Line::from(vec![
+                span(format!("{mark} "), style),
+                span(fit(&r.pod, name_w), t.base),
+                span(tail, t.muted),
+            ]);
+            if i == app.waiting_selected && focused {
+                line = line.style(t.selection);
+            }
+            line
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+}

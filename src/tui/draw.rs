@@ -1,0 +1,59 @@
+//! The whole screen from `&App`: header, queue, timeline, waiting pods, the main pane's
+//! tabs, the footer, and any popup.
+
+use ratatui::Frame;
+use ratatui::text::Line;
+
+use super::action::{Pane, Tab};
+use super::app::{App, Mode};
+use super::components::{self as c, span};
+use super::layout;
+
+pub fn draw(f: &mut Frame, app: &App) {
+    let a = layout::areas((f.area().width, f.area().height));
+    c::header::draw(f, a.header, app);
+    c::queue::draw(f, a.queue, app);
+    c::timeline::draw(f, a.timeline, app);
+    c::waiting::draw(f, a.waiting, app);
+    main(f, a.main, app);
+    c::footer::draw(f, a.footer, app);
+    match &app.mode {
+        Mode::Help { scroll } => c::help::draw(f, app, *scroll),
+        Mode::Breakpoints { selected } => c::popups::breakpoints(f, app, *selected),
+        Mode::Output {
+            title,
+            lines,
+            scroll,
+        } => c::popups::output(f, app, title, lines, *scroll),
+        _ => {}
+    }
+}
+
+fn main(f: &mut Frame, area: ratatui::layout::Rect, app: &App) {
+    let t = &app.theme;
+    let focused = app.focus == Pane::Main;
+    let mut spans = Vec::new();
+    for (i, tab) in Tab::ALL.iter().enumerate() {
+        let style = if *tab == app.tab {
+            t.selection
+        } else if focused {
+            t.focus
+        } else {
+            t.title
+        };
+        spans.push(span(layout::tab_label(i, *tab), style));
+        spans.push(span("│", t.border));
+    }
+    let block = c::pane(app, Line::from(spans), focused);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    match app.tab {
+        Tab::Filter => c::matrix::draw(f, inner, app),
+        Tab::Scores => c::scores::draw(f, inner, app),
+        Tab::State => c::state_tree::draw(f, inner, app),
+        Tab::Explain => c::explain::draw(f, inner, app),
+        Tab::Detail => c::detail::draw(f, inner, app),
+        Tab::Logs => c::logs::draw(f, inner, app),
+        Tab::WhatIf => c::whatif::draw(f, inner, app),
+    }
+}

@@ -1,0 +1,372 @@
+//! The keymap: keys to commands, with defaults (vim keys and arrows both), overrides from
+//! the config file's `[keys]` table (bad entries become warnings), and the help text
+//! generated from it.
+
+use std::collections::BTreeMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::Command;
+
+/// A key as the keymap knows it: the code, plus Ctrl/Alt (Shift is in the character).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    pub code: KeyCodeOrd,
+    pub ctrl: bool,
+    pub alt: bool,
+}
+
+/// `KeyCode` subset with an order, so help lists keys stably.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KeyCodeOrd {
+    Char(char),
+    F(u8),
+    Enter,
+    Esc,
+    Tab,
+    BackTab,
+    Backspace,
+    Left,
+    Right,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+    Delete,
+}
+
+impl Key {
+    pub fn from_event(e: &KeyEvent) -> Option<Key> {
+        let code = match e.code {
+            KeyCode::Char(c) => KeyCodeOrd::Char(c),
+            KeyCode::F(n) => KeyCodeOrd::F(n),
+            KeyCode::Enter => KeyCodeOrd::Enter,
+            KeyCode::Esc => KeyCodeOrd::Esc,
+            KeyCode::Tab => KeyCodeOrd::Tab,
+            KeyCode::BackTab => KeyCodeOrd::BackTab,
+            KeyCode::Backspace => KeyCodeOrd::Backspace,
+            KeyCode::Left => KeyCodeOrd::Left,
+            KeyCode::Right => KeyCodeOrd::Right,
+            KeyCode::Up => KeyCodeOrd::Up,
+            KeyCode::Down => KeyCodeOrd::Down,
+            KeyCode::PageUp => KeyCodeOrd::PageUp,
+            KeyCode::PageDown => KeyCodeOrd::PageDown,
+            KeyCode::Home => KeyCodeOrd::Home,
+            KeyCode::End => KeyCodeOrd::End,
+            KeyCode::Delete => KeyCodeOrd::Delete,
+            _ => return None,
+        };
+        Some(Key {
+            code,
+            ctrl: e.modifiers.contains(KeyModifiers::CONTROL),
+            alt: e.modifiers.contains(KeyModifiers::ALT),
+        })
+    }
+
+    /// `n`, `G`, `ctrl-c`, `alt-x`, `space`, `enter`, `esc`, `tab`, `backtab`, `left`,
+    /// `pgup`, `home`, `f1`, ...
+    pub fn parse(s: &str) -> Result<Key, String> {
+        let mut ctrl = false;
+        let mut alt = false;
+        let mut rest = s;
+        loop {
+            let lower = rest.to_ascii_lowercase();
+            if rest.len() > 1 && lower.starts_with("ctrl-") {
+                ctrl = true;
+                rest = &rest[5..];
+            } else if rest.len() > 1 && lower.starts_with("alt-") {
+                alt = true;
+                rest = &rest[4..];
+            } else {
+                break;
+            }
+        }
+        let mut chars = rest.chars();
+        let code = match (chars.next(), chars.next()) {
+            (Some(c), None) => KeyCodeOrd::Char(c),
+            (None, _) => return Err(format!("empty key in {s:?}")),
+            _ => match rest.to_ascii_lowercase().as_str() {
+                "space" => KeyCodeOrd::Char(' '),
+                "enter" | "return" => KeyCodeOrd::Enter,
+                "esc" | "escape" => KeyCodeOrd::Esc,
+                "tab" => KeyCodeOrd::Tab,
+                "backtab" | "shift-tab" => KeyCodeOrd::BackTab,
+                "backspace" => KeyCodeOrd::Backspace,
+                "left" => KeyCodeOrd::Left,
+                "right" => KeyCodeOrd::Right,
+                "up" => KeyCodeOrd::Up,
+                "down" => KeyCodeOrd::Down,
+                "pgup" | "pageup" => KeyCodeOrd::PageUp,
+                "pgdn" | "pagedown" => KeyCodeOrd::PageDown,
+                "home" => KeyCodeOrd::Home,
+                "end" => KeyCodeOrd::End,
+                "delete" | "del" => KeyCodeOrd::Delete,
+                f if f.starts_with('f') => match f[1..].parse::<u8>() {
+                    Ok(n) if (1..=12).contains(&n) => KeyCodeOrd::F(n),
+                    _ => return Err(format!("unknown key {s:?}")),
+                },
+                _ => return Err(format!("unknown key {s:?}")),
+            },
+        };
+        Ok(Key { code, ctrl, alt })
+    }
+
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCodeOrd::Char(' ') => "space".to_string(),
+            KeyCodeOrd::Char(c) => c.to_string(),
+            KeyCodeOrd::F(n) => format!("F{n}"),
+            KeyCodeOrd::Enter => "Enter".into(),
+            KeyCodeOrd::Esc => "Esc".into(),
+            KeyCodeOrd::Tab => "Tab".into(),
+            KeyCodeOrd::BackTab => "S-Tab".into(),
+            KeyCodeOrd::Backspace => "Bksp".into(),
+            KeyCodeOrd::Left => "←".into(),
+            KeyCodeOrd::Right => "→".into(),
+            KeyCodeOrd::Up => "↑".into(),
+            KeyCodeOrd::Down => "↓".into(),
+            KeyCodeOrd::PageUp => "PgUp".into(),
+            KeyCodeOrd::PageDown => "PgDn".into(),
+            KeyCodeOrd::Home => "Home".into(),
+            KeyCodeOrd::End => "End".into(),
+            KeyCodeOrd::Delete => "Del".into(),
+        };
+        let mut s = String::new();
+        if self.ctrl {
+            s.push_str("C-");
+        }
+        if self.alt {
+            s.push_str("M-");
+        }
+        s.push_str(&base);
+        s
+    }
+}
+
+pub const DEFAULTS: &[(Command, &[&str])] = &[
+    (Command::Step, &["n"]),
+    (Command::StepPlugin, &["s"]),
+    (Command::FinishPod, &["f"]),
+    (Command::ContinuePause, &["c", "space"]),
+    (Command::Breakpoint, &["b"]),
+    (Command::Breakpoints, &["B"]),
+    (Command::Back, &["left", "[", "h"]),
+    (Command::Forward, &["right", "]", "l"]),
+    (Command::Live, &["end", "0"]),
+    (Command::JumpPod, &["p"]),
+    (Command::SpeedUp, &["+", "="]),
+    (Command::SpeedDown, &["-"]),
+    (Command::CommandLine, &[":"]),
+    (Command::Copy, &["y"]),
+    (Command::Help, &["?", "f1"]),
+    (Command::Quit, &["q", "ctrl-c"]),
+    (Command::Up, &["up", "k"]),
+    (Command::Down, &["down", "j"]),
+    (Command::PageUp, &["pgup", "ctrl-u"]),
+    (Command::PageDown, &["pgdn", "ctrl-d"]),
+    (Command::Top, &["g", "home"]),
+    (Command::Bottom, &["G"]),
+    (Command::ColumnLeft, &["H", "<"]),
+    (Command::ColumnRight, &["L", ">"]),
+    (Command::FocusNext, &["tab"]),
+    (Command::FocusPrev, &["backtab"]),
+    (Command::Select, &["enter"]),
+    (Command::Filter, &["/"]),
+    (Command::Sort, &["o"]),
+    (Command::ScoreView, &["v"]),
+    (Command::Allow, &["a"]),
+    (Command::AllowAll, &["A"]),
+    (Command::Reject, &["r"]),
+    (Command::WhatIfToggle, &["x"]),
+    (Command::WeightUp, &["ctrl-up", "K"]),
+    (Command::WeightDown, &["ctrl-down"]),
+    (Command::WhatIfRun, &["R"]),
+    (Command::Cancel, &["esc"]),
+    (Command::TabFilter, &["1"]),
+    (Command::TabScores, &["2"]),
+    (Command::TabState, &["3"]),
+    (Command::TabExplain, &["4"]),
+    (Command::TabDetail, &["5"]),
+    (Command::TabLogs, &["6"]),
+    (Command::TabWhatIf, &["7", "w"]),
+];
+
+#[derive(Debug, Clone)]
+pub struct Keymap {
+    bindings: BTreeMap<Key, Command>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        let mut w = Vec::new();
+        Keymap::with_overrides(&toml::Table::new(), &mut w)
+    }
+}
+
+impl Keymap {
+    /// The defaults with the config file's `[keys]` entries applied: `command = "key"` or
+    /// `command = ["key", ...]` replaces that command's keys.
+    pub fn with_overrides(keys: &toml::Table, warnings: &mut Vec<String>) -> Keymap {
+        let mut per_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
+        for (cmd, keys) in DEFAULTS {
+            per_command.insert(
+                *cmd,
+                keys.iter().filter_map(|k| Key::parse(k).ok()).collect(),
+            );
+        }
+        for (name, v) in keys {
+            let Some(cmd) = Command::from_name(name) else {
+                warnings.push(format!("config [keys]: unknown command {name:?}"));
+                continue;
+            };
+            let list: Vec<&str> = match v {
+                toml::Value::String(s) => vec![s.as_str()],
+                toml::Value::Array(a) => a.iter().filter_map(toml::Value::as_str).collect(),
+                _ => {
+                    warnings.push(format!(
+                        "config [keys]: {name}: expected a key or a list of keys"
+                    ));
+                    continue;
+                }
+            };
+            let mut parsed = Vec::new();
+            for k in list {
+                match Key::parse(k) {
+                    Ok(key) => parsed.push(key),
+                    Err(e) => warnings.push(format!("config [keys]: {name}: {e}")),
+                }
+            }
+            if !parsed.is_empty() {
+                // A key taken by the user's entry leaves the command it had by default.
+                for keys in per_command.values_mut() {
+                    keys.retain(|k| !parsed.contains(k));
+                }
+                per_command.insert(cmd, parsed);
+            }
+        }
+        let mut bindings = BTreeMap::new();
+        for (cmd, keys) in &per_command {
+            for k in keys {
+                if let Some(prev) = bindings.insert(*k, *cmd)
+                    && prev != *cmd
+                {
+                    warnings.push(format!(
+                        "config [keys]: {} bound to both {} and {}",
+                        k.label(),
+                        prev.name(),
+                        cmd.name()
+                    ));
+                }
+            }
+        }
+        Keymap { bindings }
+    }
+
+    pub fn command(&self, e: &KeyEvent) -> Option<Command> {
+        let k = Key::from_event(e)?;
+        self.bindings.get(&k).copied()
+    }
+
+    pub fn keys_for(&self, cmd: Command) -> Vec<Key> {
+        self.bindings
+            .iter()
+            .filter(|(_, c)| **c == cmd)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// `n` or `c/space`: the keys of a command, for hints.
+    pub fn label(&self, cmd: Command) -> String {
+        self.keys_for(cmd)
+            .iter()
+            .map(Key::label)
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    /// Help lines: keys and what they do, in `Command::ALL` order.
+    pub fn help(&self) -> Vec<(String, &'static str)> {
+        Command::ALL
+            .iter()
+            .filter_map(|c| {
+                let keys = self.label(*c);
+                (!keys.is_empty()).then(|| (keys, c.describe()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(code: KeyCode, m: KeyModifiers) -> KeyEvent {
+        KeyEvent::new(code, m)
+    }
+
+    #[test]
+    fn parses_keys() {
+        assert_eq!(Key::parse("n").unwrap().code, KeyCodeOrd::Char('n'));
+        let k = Key::parse("ctrl-c").unwrap();
+        assert!(k.ctrl && k.code == KeyCodeOrd::Char('c'));
+        assert_eq!(Key::parse("space").unwrap().code, KeyCodeOrd::Char(' '));
+        assert_eq!(Key::parse("F5").unwrap().code, KeyCodeOrd::F(5));
+        assert_eq!(Key::parse("-").unwrap().code, KeyCodeOrd::Char('-'));
+        assert!(Key::parse("hyper-x").is_err());
+        assert!(Key::parse("f13").is_err());
+        assert!(Key::parse("").is_err());
+    }
+
+    #[test]
+    fn defaults_have_no_conflicts() {
+        let mut w = Vec::new();
+        let km = Keymap::with_overrides(&toml::Table::new(), &mut w);
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('n'), KeyModifiers::NONE)),
+            Some(Command::Step)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('G'), KeyModifiers::SHIFT)),
+            Some(Command::Bottom)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Command::Quit)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Left, KeyModifiers::NONE)),
+            Some(Command::Back)
+        );
+        // Every command appears in help.
+        assert_eq!(km.help().len(), Command::ALL.len());
+    }
+
+    #[test]
+    fn overrides_and_warnings() {
+        let keys: toml::Table =
+            "step = \"N\"\nquit = [\"Q\", \"bogus-key\"]\nfly = \"z\"\nhelp = 3\n"
+                .parse()
+                .unwrap();
+        let mut w = Vec::new();
+        let km = Keymap::with_overrides(&keys, &mut w);
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert!(w.iter().any(|x| x.contains("unknown command \"fly\"")));
+        assert!(w.iter().any(|x| x.contains("bogus-key")));
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('N'), KeyModifiers::SHIFT)),
+            Some(Command::Step)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('n'), KeyModifiers::NONE)),
+            None
+        );
+        assert_eq!(km.label(Command::Quit), "Q");
+        // A key moved to another command leaves its default one.
+        let keys: toml::Table = "step = \"c\"\n".parse().unwrap();
+        let km = Keymap::with_overrides(&keys, &mut Vec::new());
+        assert_eq!(km.label(Command::ContinuePause), "space");
+    }
+}

@@ -1,0 +1,118 @@
+//! Where each pane goes, as a pure function of the terminal size, so drawing and mouse
+//! hit-testing agree; and the scroll offset of a list as a pure function of its selection.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+
+use super::action::Tab;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Areas {
+    pub header: Rect,
+    pub queue: Rect,
+    pub timeline: Rect,
+    pub waiting: Rect,
+    pub main: Rect,
+    pub footer: Rect,
+}
+
+pub fn areas(size: (u16, u16)) -> Areas {
+    let full = Rect::new(0, 0, size.0, size.1);
+    let [header, body, footer] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(1),
+    ])
+    .areas(full);
+    let left_w = if size.0 >= 120 {
+        40
+    } else if size.0 >= 100 {
+        34
+    } else {
+        30
+    };
+    let [left, main] =
+        Layout::horizontal([Constraint::Length(left_w), Constraint::Min(20)]).areas(body);
+    let timeline_h = (body.height / 3 + 2).clamp(4, 18);
+    let waiting_h = (body.height / 4).max(4);
+    let [queue, timeline, waiting] = Layout::vertical([
+        Constraint::Min(3),
+        Constraint::Length(timeline_h),
+        Constraint::Length(waiting_h),
+    ])
+    .areas(left);
+    Areas {
+        header,
+        queue,
+        timeline,
+        waiting,
+        main,
+        footer,
+    }
+}
+
+/// Rows a bordered list can show, with `header` rows above and `footer` rows below.
+pub fn visible_rows(area: Rect, header: u16, footer: u16) -> usize {
+    area.height.saturating_sub(2 + header + footer) as usize
+}
+
+/// The first row shown: keeps the selection in view, with no state of its own.
+pub fn offset(selected: usize, visible: usize) -> usize {
+    if visible == 0 {
+        return selected;
+    }
+    (selected + 1).saturating_sub(visible)
+}
+
+/// The row index under screen row `y` in a bordered list (`header` rows above the rows).
+pub fn row_at(area: Rect, header: u16, footer: u16, y: u16, selected: usize) -> Option<usize> {
+    let top = area.y + 1 + header;
+    let visible = visible_rows(area, header, footer);
+    if y < top || (y - top) as usize >= visible {
+        return None;
+    }
+    Some(offset(selected, visible) + (y - top) as usize)
+}
+
+/// The tab titles as drawn on the main pane's top border.
+pub fn tab_label(i: usize, t: Tab) -> String {
+    format!(" {} {} ", i + 1, t.title())
+}
+
+/// Which tab's title is at column `x` of the main pane's top border.
+pub fn tab_at(main: Rect, x: u16) -> Option<Tab> {
+    let mut at = main.x + 1;
+    for (i, t) in Tab::ALL.iter().enumerate() {
+        let w = tab_label(i, *t).chars().count() as u16;
+        if x >= at && x < at + w {
+            return Some(*t);
+        }
+        at += w + 1;
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fits_80x24() {
+        let a = areas((80, 24));
+        assert_eq!(a.header.height, 1);
+        assert_eq!(a.footer.y, 23);
+        assert!(a.queue.height >= 3 && a.waiting.height >= 4);
+        assert_eq!(a.main.x, 30);
+    }
+
+    #[test]
+    fn offsets_and_hits() {
+        assert_eq!(offset(3, 10), 0);
+        assert_eq!(offset(15, 10), 6);
+        let r = Rect::new(0, 0, 20, 12);
+        assert_eq!(row_at(r, 0, 0, 1, 0), Some(0));
+        assert_eq!(row_at(r, 0, 0, 0, 0), None);
+        assert_eq!(row_at(r, 0, 0, 11, 0), None);
+        assert_eq!(row_at(r, 0, 0, 5, 15), Some(6 + 4));
+        assert_eq!(tab_at(Rect::new(30, 1, 50, 10), 32), Some(Tab::Filter));
+    }
+}

@@ -1,0 +1,137 @@
+//! kubestep's own log: a tracing-subscriber layer that keeps the last lines in a ring
+//! buffer for the Logs pane (and, with `--log-file`, a file layer beside it).
+
+use std::collections::VecDeque;
+use std::fmt::Write;
+use std::sync::{Arc, Mutex};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::Context;
+
+/// Lines kept for the pane.
+pub const CAPACITY: usize = 2_000;
+
+/// Shared between the layer (writer) and the UI (reader).
+#[derive(Debug, Clone, Default)]
+pub struct LogBuffer {
+    lines: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl LogBuffer {
+    pub fn push(&self, line: String) {
+        let mut l = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        if l.len() == CAPACITY {
+            l.pop_front();
+        }
+        l.push_back(line);
+    }
+
+    /// The last `n` lines, oldest first.
+    pub fn tail(&self, n: usize) -> Vec<String> {
+        let l = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        l.iter().skip(l.len().saturating_sub(n)).cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.lines.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The layer feeding a `LogBuffer`.
+pub struct RingLayer {
+    pub buffer: LogBuffer,
+}
+
+struct Fields(String);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.0.push_str(value);
+        } else {
+            let _ = write!(self.0, " {}={value}", field.name());
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for RingLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let mut f = Fields(String::new());
+        event.record(&mut f);
+        let level = match *event.metadata().level() {
+            Level::ERROR => "ERROR",
+            Level::WARN => "WARN ",
+            Level::INFO => "INFO ",
+            Level::DEBUG => "DEBUG",
+            Level::TRACE => "TRACE",
+        };
+        self.buffer
+            .push(format!("{level} {}: {}", event.metadata().target(), f.0));
+    }
+}
+
+/// Installs the global subscriber: the ring buffer, plus a file when asked. Returns the
+/// buffer, and a warning when the log file could not be opened.
+pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>) {
+    use tracing_subscriber::prelude::*;
+    let buffer = LogBuffer::default();
+    let ring = RingLayer {
+        buffer: buffer.clone(),
+    }
+    .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
+    let mut warning = None;
+    let file_layer = log_file.and_then(|p| match std::fs::File::create(p) {
+        Ok(f) => Some(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(Mutex::new(f))
+                .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
+        ),
+        Err(e) => {
+            warning = Some(format!("--log-file {}: {e}", p.display()));
+            None
+        }
+    });
+    // Already installed (tests, a second TUI in one process): keep the first.
+    let _ = tracing_subscriber::registry()
+        .with(ring)
+        .with(file_layer)
+        .try_init();
+    (buffer, warning)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracing_subscriber::prelude::*;
+
+    #[test]
+    fn layer_keeps_lines() {
+        let buffer = LogBuffer::default();
+        let sub = tracing_subscriber::registry().with(RingLayer {
+            buffer: buffer.clone(),
+        });
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!(pod = "shop/a", "stepped");
+        });
+        let t = buffer.tail(5);
+        assert_eq!(t.len(), 1);
+        assert!(
+            t[0].starts_with("INFO ") && t[0].contains("stepped pod=shop/a"),
+            "{t:?}"
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! The terminal UI. The engine does not depend on it: it drives the Session API and
+//! draws read-only views (see docs/architecture.md, "TUI").
+//!
+//! Shape (after television and ratatui's component template): crossterm events and a
+//! tick become `Action`s, `App::update` applies them, `draw::draw` renders `&App`.
+
+pub mod action;
+pub mod app;
+pub mod components;
+pub mod config;
+pub mod draw;
+pub mod keymap;
+pub mod layout;
+pub mod logs;
+pub mod moment;
+pub mod rows;
+pub mod terminal;
+pub mod theme;
+pub mod update;
+pub mod whatif;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::cluster::{ClusterState, manifest};
+use crate::config::{self as sched_config, KubeSchedulerConfiguration};
+use crate::framework::Detail;
+use crate::session::{LocalActuator, Session, SessionOptions};
+
+/// Stand-in demo: the example cluster (plus one pod for ManualApproval) until the
+/// `replay` branch's bundled `demo` recording and `kubestep::recording::open` land.
+pub const DEMO_CLUSTER: &str = include_str!("../../recordings/example-cluster.yaml");
+pub const DEMO_EXTRA: &str = include_str!("demo-approval.yaml");
+pub const DEMO_CONFIG: &str = include_str!("demo-config.yaml");
+
+/// Options of `kubestep tui` (and of `kubestep replay` without `--headless`).
+#[derive(Debug, Clone, Default)]
+pub struct TuiOptions {
+    /// A cluster manifest; `None` for the demo.
+    pub source: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+    /// `--theme NAME|FILE`.
+    pub theme: Option<String>,
+    pub log_file: Option<PathBuf>,
+    /// A second configuration to compare against (the What-if tab).
+    pub compare: Option<PathBuf>,
+    /// Steps kept in history.
+    pub history: Option<usize>,
+}
+
+fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedulerConfiguration> {
+    Ok(match config {
+        Some(p) => sched_config::load_file(p)?,
+        None if demo => sched_config::parse_str(DEMO_CONFIG, "the demo configuration")?,
+        None => sched_config::default_configuration(),
+    })
+}
+
+/// The one place a source becomes a Session. The lead swaps this for
+/// `kubestep::recording::open(name_or_path)` once the `replay` branch lands.
+pub fn open_session(source: Option<&Path>, config: Option<&Path>) -> anyhow::Result<Session> {
+    let cluster = match source {
+        Some(p) => ClusterState::load(&[p])?,
+        None => {
+            let (mut objs, _) = manifest::parse_str(DEMO_CLUSTER, "demo")?;
+            let (extra, _) = manifest::parse_str(DEMO_EXTRA, "demo")?;
+            objs.extend(extra);
+            ClusterState::from_objects(objs)?
+        }
+    };
+    let cfg = load_config(config, source.is_none())?;
+    let opts = SessionOptions {
+        detail: Detail::Full,
+        ..Default::default()
+    };
+    Session::new(cluster, cfg, opts, Box::new(LocalActuator)).context("starting the session")
+}
+
+/// Builds the app: session, config file, theme and keymap (problems there become
+/// warnings shown in the UI).
+pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app::App> {
+    let mut warnings = Vec::new();
+    let ui_cfg = match config::config_dir() {
+        Some(dir) => config::load(&dir.join("config.toml"), &mut warnings),
+        None => config::UiConfig::default(),
+    };
+    let theme = theme::resolve(
+        opts.theme.as_deref(),
+        ui_cfg.theme.as_deref(),
+        theme::ColorEnv::from_env(),
+        ui_cfg.theme_dir.as_deref(),
+        &mut warnings,
+    );
+    let keymap = ui_cfg.keymap(&mut warnings);
+    let mut session = open_session(opts.source.as_deref(), opts.config.as_deref())?;
+    if let Some(h) = opts.history {
+        session.history.max_steps = h;
+    }
+    warnings.extend(session.core.cluster.notes.iter().cloned());
+    let label = match &opts.source {
+        Some(p) => p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| p.display().to_string()),
+        None => "demo (stand-in)".to_string(),
+    };
+    let mut app = app::App::new(session, &label, theme, keymap);
+    app.logs = logs;
+    if let Some(p) = &opts.compare {
+        match sched_config::load_file(p) {
+            Ok(c) => {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                app.whatif.alt = Some((name, c));
+            }
+            Err(e) => warnings.push(format!("--compare {}: {e}", p.display())),
+        }
+    }
+    app.warn_all(warnings);
+    if app.status.is_none() {
+        app.info(format!(
+            "{} pods, {} nodes · n step · c run · ? help",
+            app.session.core.pods.len(),
+            app.session.core.sched.snapshot.num_nodes()
+        ));
+    }
+    Ok(app)
+}
+
+/// Runs the TUI until the user quits.
+pub fn run(opts: TuiOptions) -> anyhow::Result<()> {
+    let (logs, log_warning) = logs::install(opts.log_file.as_deref());
+    let mut app = build_app(&opts, logs)?;
+    if let Some(w) = log_warning {
+        app.warn_all(vec![w]);
+    }
+    tracing::info!("kubestep TUI on {}", app.source);
+    terminal::run(&mut app)
+}
+
+#[cfg(test)]
+mod tests;

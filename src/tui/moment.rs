@@ -1,0 +1,124 @@
+//! The moment being looked at: the latest step, or a past one (time travel), and the
+//! attempt it belongs to (verdict matrix, scores) — read from the Session and its History.
+
+use crate::framework::cycle::{FilterMatrix, ScoreTable};
+use crate::framework::node_info::NodeInfo;
+use crate::session::{Point, Session, StepRecord};
+
+/// Snapshot index → node name, for the history (names kept) or the live attempt.
+#[derive(Clone, Copy)]
+pub enum Names<'a> {
+    Kept(&'a [String]),
+    Live(&'a [NodeInfo]),
+}
+
+impl<'a> Names<'a> {
+    pub fn get(&self, i: usize) -> &'a str {
+        match self {
+            Names::Kept(v) => v.get(i).map_or("?", String::as_str),
+            Names::Live(v) => v.get(i).map_or("?", NodeInfo::name),
+        }
+    }
+}
+
+/// What one attempt computed, wherever it is kept.
+#[derive(Clone, Copy)]
+pub struct AttemptData<'a> {
+    pub id: u64,
+    pub pod: &'a str,
+    pub profile: &'a str,
+    pub matrix: Option<&'a FilterMatrix>,
+    pub scores: Option<&'a ScoreTable>,
+    pub names: Names<'a>,
+    pub outcome: Option<&'a str>,
+    pub node: Option<&'a str>,
+    pub message: Option<&'a str>,
+}
+
+/// The step shown: `cursor` (a past step's seq) or the latest one.
+pub fn step_at(session: &Session, cursor: Option<u64>) -> Option<&StepRecord> {
+    match cursor {
+        Some(seq) => session.history.step(seq),
+        None => session.history.last(),
+    }
+}
+
+/// The attempt with this id: finished or parked ones from history, else the one in flight.
+pub fn attempt(session: &Session, id: u64) -> Option<AttemptData<'_>> {
+    if let Some(a) = session.history.attempt(id) {
+        return Some(AttemptData {
+            id,
+            pod: &a.pod,
+            profile: &a.profile,
+            matrix: a.matrix.as_ref(),
+            scores: a.scores.as_ref(),
+            names: Names::Kept(&a.node_names),
+            outcome: a.outcome.as_deref(),
+            node: a.node.as_deref(),
+            message: a.message.as_deref(),
+        });
+    }
+    let a = session.current.as_ref().filter(|a| a.id == id)?;
+    Some(AttemptData {
+        id,
+        pod: &a.pod().key,
+        profile: &session.core.sched.frameworks[a.profile].profile_name,
+        matrix: a.cycle.matrix.as_ref(),
+        scores: a.cycle.scores.as_ref(),
+        names: Names::Live(session.core.sched.snapshot.list()),
+        outcome: None,
+        node: a.node.as_deref(),
+        message: None,
+    })
+}
+
+/// How much of the Filter matrix existed at `step`: `None` before Filter ran, else the
+/// number of plugin columns filled.
+pub fn filter_columns(step: &StepRecord, matrix: &FilterMatrix) -> Option<usize> {
+    let all = matrix.plugins.len();
+    match step.point {
+        p if p < Point::Filter => None,
+        Point::Filter => match &step.plugin {
+            Some(name) => matrix
+                .plugins
+                .iter()
+                .position(|p| p == name)
+                .map(|i| i + 1)
+                .or(Some(all)),
+            None => Some(all),
+        },
+        _ => Some(all),
+    }
+}
+
+/// Whether scores existed at `step`.
+pub fn scores_ready(step: &StepRecord) -> bool {
+    step.point >= Point::Score && step.point != Point::PostFilter
+}
+
+/// The steps of `step`'s attempt up to and including it, oldest first. Steps of other
+/// pods can sit between (a parked attempt resumes later), so this walks back to the
+/// attempt's first step (`QueueSort`) within a bounded window.
+pub fn attempt_steps<'a>(session: &'a Session, step: &StepRecord) -> Vec<&'a StepRecord> {
+    const WINDOW: usize = 5_000;
+    let Some(id) = step.attempt else {
+        return Vec::new();
+    };
+    let steps = &session.history.steps;
+    let Some(first) = steps.front().map(|s| s.seq) else {
+        return Vec::new();
+    };
+    let end = (step.seq.saturating_sub(first)) as usize;
+    let mut out = Vec::new();
+    for i in (end.saturating_sub(WINDOW)..=end.min(steps.len().saturating_sub(1))).rev() {
+        let s = &steps[i];
+        if s.attempt == Some(id) {
+            out.push(s);
+            if s.point == Point::QueueSort {
+                break;
+            }
+        }
+    }
+    out.reverse();
+    out
+}

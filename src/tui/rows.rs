@@ -1,0 +1,337 @@
+//! Rows the tables show, rebuilt after the session changes (never per frame): the queue
+//! by sub-queue, waiting pods per plugin, and the orders of the matrix and score rows.
+
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use crate::framework::cycle::{FilterCell, FilterMatrix, ScoreTable};
+use crate::session::{PodStatus, QueueCounts, Session};
+
+/// Where a pod is, as the queue pane groups them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum QState {
+    InFlight,
+    Active,
+    Backoff,
+    Unschedulable,
+    Gated,
+    Waiting,
+    Bound,
+    Other,
+}
+
+impl QState {
+    pub fn label(self) -> &'static str {
+        match self {
+            QState::InFlight => "in flight",
+            QState::Active => "activeQ",
+            QState::Backoff => "backoffQ",
+            QState::Unschedulable => "unschedulable",
+            QState::Gated => "gated",
+            QState::Waiting => "waiting",
+            QState::Bound => "bound",
+            QState::Other => "other",
+        }
+    }
+
+    /// A one-character marker, so the state never relies on colour.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            QState::InFlight => "▶",
+            QState::Active => "●",
+            QState::Backoff => "◔",
+            QState::Unschedulable => "✗",
+            QState::Gated => "⊘",
+            QState::Waiting => "⏸",
+            QState::Bound => "✓",
+            QState::Other => "·",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueRow {
+    pub pod: String,
+    pub state: QState,
+    /// Backoff time left, the last reason, the gating plugin, the node...
+    pub info: String,
+    pub attempts: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueSort {
+    #[default]
+    ByQueue,
+    ByName,
+    ByAttempts,
+}
+
+impl QueueSort {
+    pub fn next(self) -> QueueSort {
+        match self {
+            QueueSort::ByQueue => QueueSort::ByName,
+            QueueSort::ByName => QueueSort::ByAttempts,
+            QueueSort::ByAttempts => QueueSort::ByQueue,
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            QueueSort::ByQueue => "queue",
+            QueueSort::ByName => "name",
+            QueueSort::ByAttempts => "attempts",
+        }
+    }
+}
+
+pub fn short_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}.{}s", s, d.subsec_millis() / 100)
+    }
+}
+
+fn left(expiry: Option<Timestamp>, now: Timestamp) -> String {
+    match expiry {
+        Some(t) => short_duration(crate::session::clock::since(t, now)),
+        None => "-".into(),
+    }
+}
+
+/// Every pod the session knows, grouped by where it is.
+pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
+    let now = s.now();
+    let v = s.core.queue.view(&s.core.sched.frameworks[0], now);
+    let attempts = |key: &str| s.core.pods.get(key).map_or(0, |r| r.attempts);
+    let mut rows = Vec::new();
+    for f in &v.in_flight {
+        // A pod held at Permit is in flight for the queue; it is listed as waiting.
+        let waiting = s
+            .core
+            .pods
+            .get(&f.pod.key)
+            .is_some_and(|r| r.status == PodStatus::Waiting);
+        if waiting {
+            continue;
+        }
+        rows.push(QueueRow {
+            pod: f.pod.key.clone(),
+            state: QState::InFlight,
+            info: "being scheduled".into(),
+            attempts: attempts(&f.pod.key),
+        });
+    }
+    for p in &v.active {
+        rows.push(QueueRow {
+            pod: p.pod_info.key.clone(),
+            state: QState::Active,
+            info: format!("priority {}", p.pod_info.priority),
+            attempts: attempts(&p.pod_info.key),
+        });
+    }
+    for b in &v.backoff {
+        let what = if b.error { "error backoff" } else { "backoff" };
+        rows.push(QueueRow {
+            pod: b.pod.pod_info.key.clone(),
+            state: QState::Backoff,
+            info: format!("{what} {} left", left(b.expiry, now)),
+            attempts: attempts(&b.pod.pod_info.key),
+        });
+    }
+    for u in &v.unschedulable {
+        rows.push(QueueRow {
+            pod: u.pod.pod_info.key.clone(),
+            state: QState::Unschedulable,
+            info: u.message.clone(),
+            attempts: attempts(&u.pod.pod_info.key),
+        });
+    }
+    for g in &v.gated {
+        rows.push(QueueRow {
+            pod: g.pod.pod_info.key.clone(),
+            state: QState::Gated,
+            info: format!("{}: {}", g.plugin, g.message),
+            attempts: attempts(&g.pod.pod_info.key),
+        });
+    }
+    for r in s.core.pods.values() {
+        let state = match r.status {
+            PodStatus::Waiting => QState::Waiting,
+            PodStatus::Bound => QState::Bound,
+            _ => continue,
+        };
+        rows.push(QueueRow {
+            pod: r.pod.clone(),
+            state,
+            info: r.node.clone().unwrap_or_default(),
+            attempts: r.attempts,
+        });
+    }
+    let mut counts = QueueCounts {
+        active: v.active.len(),
+        backoff: v.backoff.len(),
+        unschedulable: v.unschedulable.len(),
+        gated: v.gated.len(),
+        waiting: s.core.waiting.len(),
+        bound: 0,
+    };
+    counts.bound = rows.iter().filter(|r| r.state == QState::Bound).count();
+    (rows, counts)
+}
+
+/// Case-insensitive subsequence match: `chk` matches `shop/checkout`.
+pub fn fuzzy(needle: &str, hay: &str) -> bool {
+    let mut h = hay.chars().flat_map(char::to_lowercase);
+    needle
+        .chars()
+        .flat_map(char::to_lowercase)
+        .all(|c| h.any(|x| x == c))
+}
+
+/// Indices into `rows` after filtering and sorting.
+pub fn queue_order(rows: &[QueueRow], filter: &str, sort: QueueSort) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..rows.len())
+        .filter(|&i| filter.is_empty() || fuzzy(filter, &rows[i].pod))
+        .collect();
+    match sort {
+        QueueSort::ByQueue => idx.sort_by_key(|&i| rows[i].state),
+        QueueSort::ByName => idx.sort_by(|&a, &b| rows[a].pod.cmp(&rows[b].pod)),
+        QueueSort::ByAttempts => idx.sort_by(|&a, &b| rows[b].attempts.cmp(&rows[a].attempts)),
+    }
+    idx
+}
+
+/// One waiting pod and one plugin it waits on (or has been allowed by).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingRow {
+    pub pod: String,
+    pub node: String,
+    pub plugin: String,
+    pub allowed: bool,
+    pub deadline: Option<Timestamp>,
+}
+
+pub fn waiting_rows(s: &Session) -> Vec<WaitingRow> {
+    let mut out = Vec::new();
+    for w in s.core.waiting.list() {
+        if w.outcome.is_some() {
+            continue;
+        }
+        for (plugin, deadline) in &w.pending {
+            out.push(WaitingRow {
+                pod: w.pod.key.clone(),
+                node: w.node.clone(),
+                plugin: plugin.clone(),
+                allowed: false,
+                deadline: Some(*deadline),
+            });
+        }
+        for plugin in &w.allowed {
+            out.push(WaitingRow {
+                pod: w.pod.key.clone(),
+                node: w.node.clone(),
+                plugin: plugin.clone(),
+                allowed: true,
+                deadline: None,
+            });
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MatrixSort {
+    /// The order upstream examined the nodes in.
+    #[default]
+    Examined,
+    /// Rejected nodes first.
+    Rejected,
+    /// Passing nodes first.
+    Passing,
+    Name,
+}
+
+impl MatrixSort {
+    pub fn next(self) -> MatrixSort {
+        match self {
+            MatrixSort::Examined => MatrixSort::Rejected,
+            MatrixSort::Rejected => MatrixSort::Passing,
+            MatrixSort::Passing => MatrixSort::Name,
+            MatrixSort::Name => MatrixSort::Examined,
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            MatrixSort::Examined => "examined",
+            MatrixSort::Rejected => "rejected first",
+            MatrixSort::Passing => "passing first",
+            MatrixSort::Name => "name",
+        }
+    }
+}
+
+/// Upstream's verdict for a node is its first failing plugin (it stops there); the
+/// matrix has every plugin, so find the first non-pass among the filled columns.
+pub fn first_failure(m: &FilterMatrix, row: usize, columns: usize) -> Option<usize> {
+    (0..columns).find(|&c| {
+        matches!(
+            m.cell(row, c),
+            FilterCell::Reject { .. } | FilterCell::Error { .. }
+        )
+    })
+}
+
+pub fn matrix_order(
+    m: &FilterMatrix,
+    names: impl Fn(usize) -> String,
+    columns: usize,
+    sort: MatrixSort,
+    filter: &str,
+) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..m.nodes.len())
+        .filter(|&r| filter.is_empty() || fuzzy(filter, &names(m.nodes[r])))
+        .collect();
+    match sort {
+        MatrixSort::Examined => {}
+        MatrixSort::Rejected => rows.sort_by_key(|&r| first_failure(m, r, columns).is_none()),
+        MatrixSort::Passing => rows.sort_by_key(|&r| first_failure(m, r, columns).is_some()),
+        MatrixSort::Name => rows.sort_by_key(|&r| names(m.nodes[r])),
+    }
+    rows
+}
+
+/// Feasible-node rows by rank (highest total first; ties keep feasible order), and the
+/// best total.
+pub fn score_order(t: &ScoreTable) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..t.nodes.len()).collect();
+    rows.sort_by(|&a, &b| {
+        let ta = t.totals.get(a).copied().unwrap_or(0);
+        let tb = t.totals.get(b).copied().unwrap_or(0);
+        tb.cmp(&ta)
+    });
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuzzy_matching() {
+        assert!(fuzzy("chk", "shop/checkout-1"));
+        assert!(fuzzy("", "x"));
+        assert!(!fuzzy("zz", "shop/checkout"));
+        assert!(fuzzy("SHOP", "shop/x"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(short_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(short_duration(Duration::from_secs(125)), "2m05s");
+        assert_eq!(short_duration(Duration::from_secs(3700)), "1h01m");
+    }
+}

@@ -1,0 +1,174 @@
+//! The real terminal: raw mode, alternate screen, mouse; restored on quit, on error, on
+//! panic (hook) and on SIGTERM (flag checked by the loop). Events become actions; a tick
+//! drives replay and countdowns; the clipboard goes out as OSC 52.
+
+use std::io::{Write, stdout};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossterm::event::{
+    self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseButton, MouseEventKind,
+};
+use crossterm::execute;
+use crossterm::terminal::{
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
+};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+use super::action::Action;
+use super::app::App;
+use super::draw;
+
+/// How often time moves in running mode (and countdowns refresh).
+pub const TICK: Duration = Duration::from_millis(100);
+
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(
+        stdout(),
+        DisableMouseCapture,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+/// Restores the terminal when dropped, whichever way `run` returns.
+struct Guard;
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+fn install_panic_hook() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+}
+
+/// SIGTERM sets the flag; the loop then quits and the guard restores the terminal.
+fn watch_sigterm() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    let _ = std::thread::Builder::new()
+        .name("sigterm".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                #[cfg(unix)]
+                if let Ok(mut s) =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                {
+                    s.recv().await;
+                    f.store(true, Ordering::SeqCst);
+                }
+            });
+        });
+    flag
+}
+
+/// OSC 52: the terminal puts `text` on the system clipboard (works over SSH too).
+pub fn osc52(text: &str) -> String {
+    format!("\x1b]52;c;{}\x07", base64(text.as_bytes()))
+}
+
+fn base64(data: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        out.push(A[(n >> 18) as usize & 63] as char);
+        out.push(A[(n >> 12) as usize & 63] as char);
+        out.push(if chunk.len() > 1 {
+            A[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if chunk.len() > 2 {
+            A[n as usize & 63] as char
+        } else {
+            '='
+        });
+    }
+    out
+}
+
+/// Turns a terminal event into an action.
+pub fn action_for(app: &App, e: &Event) -> Option<Action> {
+    match e {
+        Event::Key(k) if k.kind != KeyEventKind::Release => app.action_for_key(k),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::Down(MouseButton::Left) => Some(Action::Click(m.column, m.row)),
+            MouseEventKind::ScrollUp => Some(Action::ScrollUp(m.column, m.row)),
+            MouseEventKind::ScrollDown => Some(Action::ScrollDown(m.column, m.row)),
+            _ => None,
+        },
+        Event::Resize(w, h) => Some(Action::Resize(*w, *h)),
+        _ => None,
+    }
+}
+
+pub fn run(app: &mut App) -> anyhow::Result<()> {
+    install_panic_hook();
+    let term_flag = watch_sigterm();
+    enable_raw_mode()?;
+    let _guard = Guard;
+    execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
+    let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
+    let size = terminal.size()?;
+    app.update(Action::Resize(size.width, size.height));
+    let mut last_tick = Instant::now();
+    loop {
+        terminal.draw(|f| draw::draw(f, app))?;
+        if app.quit || term_flag.load(Ordering::SeqCst) {
+            break;
+        }
+        let timeout = TICK.saturating_sub(last_tick.elapsed());
+        if event::poll(timeout)? {
+            let e = event::read()?;
+            if let Some(a) = action_for(app, &e) {
+                app.update(a);
+            }
+        }
+        if last_tick.elapsed() >= TICK {
+            let dt = last_tick.elapsed();
+            last_tick = Instant::now();
+            app.update(Action::Tick(dt));
+        }
+        if let Some(text) = app.clipboard.take() {
+            let mut out = stdout();
+            let _ = out.write_all(osc52(&text).as_bytes());
+            let _ = out.flush();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_matches_rfc4648() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+        assert_eq!(osc52("hi"), "\x1b]52;c;aGk=\x07");
+    }
+}

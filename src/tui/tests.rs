@@ -1,0 +1,354 @@
+//! Whole-app tests: the real App on ratatui's TestBackend, keys sent in, screens compared
+//! with insta snapshots (as gitui does), and state transitions checked directly. The
+//! session runs on its virtual clock; wall-clock step durations are zeroed before drawing.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::style::Color;
+
+use super::action::{Action, Pane, Tab};
+use super::app::App;
+use super::keymap::Keymap;
+use super::theme::{self, Theme};
+use crate::session::PodStatus;
+
+const W: u16 = 110;
+const H: u16 = 32;
+
+const GATE: &str = "shop/release-gate-0";
+const TRAINER: &str = "ml/trainer-llm-0";
+
+fn demo_app_with(theme: Theme) -> App {
+    let session = super::open_session(None, None).unwrap();
+    let mut app = App::new(session, "demo (stand-in)", theme, Keymap::default());
+    app.update(Action::Resize(W, H));
+    app
+}
+
+fn demo_app() -> App {
+    demo_app_with(Theme::mono())
+}
+
+fn key(c: char) -> KeyEvent {
+    let m = if c.is_ascii_uppercase() {
+        KeyModifiers::SHIFT
+    } else {
+        KeyModifiers::NONE
+    };
+    KeyEvent::new(KeyCode::Char(c), m)
+}
+
+/// Types `keys` as a person would (`\n` is Enter, `\x1b` Esc).
+fn press(app: &mut App, keys: &str) {
+    for c in keys.chars() {
+        let k = match c {
+            '\n' => KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            '\x1b' => KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
+            c => key(c),
+        };
+        if let Some(a) = app.action_for_key(&k) {
+            app.update(a);
+        }
+    }
+}
+
+fn terminal(app: &mut App) -> Terminal<TestBackend> {
+    for s in app.session.history.steps.iter_mut() {
+        s.duration = std::time::Duration::ZERO;
+    }
+    let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
+    t.draw(|f| super::draw::draw(f, app)).unwrap();
+    t
+}
+
+fn screen(app: &mut App) -> String {
+    terminal(app).backend().to_string()
+}
+
+/// Finishes pods until `pod` waits at Permit.
+fn until_waiting(app: &mut App, pod: &str) {
+    for _ in 0..10 {
+        if app.session.core.pods.get(pod).map(|r| r.status) == Some(PodStatus::Waiting) {
+            return;
+        }
+        press(app, "f");
+    }
+    panic!("{pod} never waited");
+}
+
+#[test]
+fn start_screen() {
+    let mut app = demo_app();
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn filter_matrix_after_steps() {
+    let mut app = demo_app();
+    press(&mut app, "nnn");
+    assert_eq!(app.tab, Tab::Filter);
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn scores_weighted_and_raw() {
+    let mut app = demo_app();
+    press(&mut app, "f2");
+    insta::assert_snapshot!("scores_weighted", screen(&mut app));
+    press(&mut app, "v");
+    insta::assert_snapshot!("scores_raw", screen(&mut app));
+}
+
+#[test]
+fn cycle_state_tree() {
+    let mut app = demo_app();
+    press(&mut app, "nnnn3");
+    assert_eq!(app.focus, Pane::Main);
+    // Open the first entry.
+    press(&mut app, "j\n");
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn waiting_pod_allow() {
+    let mut app = demo_app();
+    until_waiting(&mut app, GATE);
+    insta::assert_snapshot!("waiting_before_allow", screen(&mut app));
+    assert_eq!(app.waiting.len(), 1);
+    press(&mut app, "a");
+    let r = &app.session.core.pods[GATE];
+    assert_eq!(r.status, PodStatus::Bound, "{r:?}");
+    assert!(app.waiting.is_empty());
+    insta::assert_snapshot!("waiting_after_allow", screen(&mut app));
+}
+
+#[test]
+fn waiting_pod_reject_with_message() {
+    let mut app = demo_app();
+    until_waiting(&mut app, GATE);
+    press(&mut app, "rnot today\n");
+    let r = &app.session.core.pods[GATE];
+    assert_eq!(r.status, PodStatus::Unschedulable, "{r:?}");
+    assert!(
+        r.message.as_deref().unwrap_or("").contains("not today"),
+        "{r:?}"
+    );
+    assert!(app.session.core.waiting.is_empty());
+    insta::assert_snapshot!("waiting_after_reject", screen(&mut app));
+}
+
+#[test]
+fn explain_unschedulable_pod_with_hints() {
+    let mut app = demo_app();
+    press(&mut app, "ff");
+    press(&mut app, &format!("p{TRAINER}\n4"));
+    let c = app.explain.as_ref().unwrap();
+    assert_eq!(c.pod, TRAINER);
+    assert!(
+        c.hints
+            .iter()
+            .any(|h| h.text.contains("toleration nvidia.com/gpu")),
+        "{:?}",
+        c.hints
+    );
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn help_is_generated_from_the_keymap() {
+    let mut app = demo_app();
+    press(&mut app, "?");
+    let s = screen(&mut app);
+    assert!(s.contains("step: finish the current extension point"));
+    insta::assert_snapshot!(s);
+    press(&mut app, "\x1b");
+    assert_eq!(app.mode, super::app::Mode::Normal);
+}
+
+#[test]
+fn time_travel_shows_the_past() {
+    let mut app = demo_app();
+    press(&mut app, "nnnnn");
+    let last = app.session.history.last().unwrap().seq;
+    press(&mut app, "[[");
+    assert_eq!(app.cursor, Some(last - 2));
+    let s = screen(&mut app);
+    assert!(s.contains(&format!("⏪ step {}/{last}", last - 2)), "{s}");
+    press(&mut app, "]]");
+    assert_eq!(app.cursor, None);
+    // Stepping while in the past returns to the present.
+    press(&mut app, "[n");
+    assert_eq!(app.cursor, None);
+}
+
+#[test]
+fn what_if_never_enters_history() {
+    let mut app = demo_app();
+    press(&mut app, "ff");
+    let steps = app.session.history.steps.len();
+    let attempts = app.session.history.attempts.len();
+    let pods = app.session.summary().len();
+    // Disable the first plugin (NodeUnschedulable), re-run the trainer.
+    press(&mut app, &format!("p{TRAINER}\n7xR"));
+    let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(r.pod, TRAINER);
+    assert!(
+        r.alt_label.contains("NodeUnschedulable disabled"),
+        "{}",
+        r.alt_label
+    );
+    assert_eq!(app.session.history.steps.len(), steps);
+    assert_eq!(app.session.history.attempts.len(), attempts);
+    assert_eq!(app.session.summary().len(), pods);
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn command_line_runs_script_commands() {
+    let mut app = demo_app();
+    press(&mut app, ":break Permit\n");
+    assert_eq!(app.session.breakpoints.len(), 1);
+    press(&mut app, ":continue\n");
+    assert_eq!(
+        app.session.current.as_ref().map(|a| a.pod().key.clone()),
+        Some("shop/checkout-7d9f6c8b5-w8r2t".to_string())
+    );
+    press(&mut app, ":show waiting\n");
+    assert!(matches!(app.mode, super::app::Mode::Output { .. }));
+    press(&mut app, "\x1b:frobnicate\n");
+    assert!(
+        matches!(&app.status, Some((super::app::Level::Error, m)) if m.contains("unknown command"))
+    );
+}
+
+#[test]
+fn continue_runs_on_ticks_and_stops_at_breakpoints() {
+    let mut app = demo_app();
+    press(&mut app, ":break Reserve\n");
+    press(&mut app, "c");
+    assert!(app.running);
+    for _ in 0..200 {
+        app.update(Action::Tick(std::time::Duration::from_millis(100)));
+        if !app.running {
+            break;
+        }
+    }
+    assert!(!app.running);
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("breakpoint: Reserve"), "{msg}");
+}
+
+#[test]
+fn queue_filter_and_quit_confirmation() {
+    let mut app = demo_app();
+    press(&mut app, "/trn\n");
+    assert_eq!(app.queue.order.len(), 1);
+    assert_eq!(app.selected_queue_row().unwrap().pod, TRAINER);
+    press(&mut app, "\x1b");
+    assert!(app.queue.filter.is_empty());
+    until_waiting(&mut app, GATE);
+    press(&mut app, "q");
+    assert_eq!(app.mode, super::app::Mode::ConfirmQuit);
+    assert!(!app.quit);
+    press(&mut app, "n");
+    assert!(!app.quit);
+    press(&mut app, "qy");
+    assert!(app.quit);
+}
+
+#[test]
+fn mouse_focuses_and_selects() {
+    let mut app = demo_app();
+    let l = super::layout::areas(app.size);
+    app.update(Action::Click(l.queue.x + 3, l.queue.y + 3));
+    assert_eq!(app.focus, Pane::Queue);
+    assert_eq!(app.queue.selected, 2);
+    app.update(Action::Click(l.main.x + 3, l.main.y + 4));
+    assert_eq!(app.focus, Pane::Main);
+    // The tab titles on the main pane's border.
+    let x = l.main.x + 1 + super::layout::tab_label(0, Tab::Filter).len() as u16 + 2;
+    app.update(Action::Click(x, l.main.y));
+    assert_eq!(app.tab, Tab::Scores);
+    app.update(Action::ScrollDown(l.queue.x + 3, l.queue.y + 3));
+    assert_eq!(app.queue.selected, 5);
+}
+
+#[test]
+fn every_theme_renders_and_mono_has_no_colour() {
+    for (name, _) in theme::BUNDLED {
+        let mut w = Vec::new();
+        let t = theme::load(name, None, &mut w).unwrap();
+        let pass = t.verdict_pass;
+        let mut app = demo_app_with(t);
+        press(&mut app, "nnn");
+        let term = terminal(&mut app);
+        let buf = term.backend().buffer();
+        let tick = buf
+            .content
+            .iter()
+            .find(|c| c.symbol() == "✓")
+            .unwrap_or_else(|| panic!("{name}: no ✓ drawn"));
+        assert_eq!(tick.fg, pass.fg.unwrap_or(Color::Reset), "{name}");
+        if name == "mono" {
+            assert!(
+                buf.content
+                    .iter()
+                    .all(|c| c.fg == Color::Reset && c.bg == Color::Reset),
+                "mono drew a colour"
+            );
+        }
+        insta::assert_snapshot!(format!("theme_{name}"), {
+            // Text is the same in every theme; the styles of key cells tell them apart.
+            let cell = |c: &ratatui::buffer::Cell| {
+                format!("fg={:?} bg={:?} mod={:?}", c.fg, c.bg, c.modifier)
+            };
+            format!("✓ {}\nheader {}", cell(tick), cell(&buf[(1, 0)]))
+        });
+    }
+}
+
+#[test]
+fn small_terminal_80x24() {
+    let mut app = demo_app();
+    app.update(Action::Resize(80, 24));
+    press(&mut app, "nnn");
+    insta::assert_snapshot!(screen(&mut app));
+}
+
+/// 5,000 nodes: a frame draws only the visible rows. Prints the numbers; the bound is
+/// loose so a loaded CI machine does not fail it.
+#[test]
+fn five_thousand_nodes_stay_interactive() {
+    use crate::cluster::{ClusterState, Object};
+    let mut cluster = ClusterState::default();
+    for n in crate::bench::make_nodes(5_000, 7) {
+        cluster.add(Object::Node(n));
+    }
+    for p in crate::bench::make_pods(crate::bench::Workload::Basic, 50, 7, "default", 0) {
+        cluster.add(Object::Pod(p));
+    }
+    let session = crate::session::Session::new(
+        cluster,
+        crate::config::default_configuration(),
+        Default::default(),
+        Box::new(crate::session::LocalActuator),
+    )
+    .unwrap();
+    let mut app = App::new(session, "bench", Theme::mono(), Keymap::default());
+    app.update(Action::Resize(160, 50));
+    let t0 = std::time::Instant::now();
+    press(&mut app, "nnn");
+    let key_to_state = t0.elapsed() / 3;
+    let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
+    let mut worst = std::time::Duration::ZERO;
+    for keys in ["", "j", "G", "o", "2", "3"] {
+        press(&mut app, keys);
+        let t = std::time::Instant::now();
+        term.draw(|f| super::draw::draw(f, &app)).unwrap();
+        worst = worst.max(t.elapsed());
+    }
+    eprintln!("5,000 nodes: step (key to state) {key_to_state:?}, worst frame {worst:?}");
+    assert_eq!(app.matrix.order.len(), 5_000);
+    assert!(worst < std::time::Duration::from_millis(500), "{worst:?}");
+}

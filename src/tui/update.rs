@@ -1,0 +1,868 @@
+//! `App::update`: the one place actions change state. Engine work goes through the
+//! Session API (step, continue, allow, reject, run_command); nothing here schedules.
+
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::session::script::{self, Command as ScriptCommand};
+use crate::session::{Breakpoint, Point, StopReason, clock};
+
+use super::action::{Action, Command, Pane, Tab};
+use super::app::{App, DetailTarget, ExplainCache, Level, Mode, PromptKind, SPEEDS, clamp};
+use super::layout;
+
+/// Rows a page key moves.
+const PAGE: usize = 10;
+
+impl App {
+    /// The action a key means in the current mode (prompts take text, popups few keys).
+    pub fn action_for_key(&self, key: &KeyEvent) -> Option<Action> {
+        let ctrl_c =
+            key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+        match &self.mode {
+            Mode::Prompt { .. } => match key.code {
+                _ if ctrl_c => Some(Action::Command(Command::Cancel)),
+                KeyCode::Enter => Some(Action::Submit),
+                KeyCode::Esc => Some(Action::Command(Command::Cancel)),
+                KeyCode::Backspace => Some(Action::Backspace),
+                KeyCode::Char(c) => Some(Action::Input(c)),
+                _ => None,
+            },
+            Mode::ConfirmQuit => match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => Some(Action::Submit),
+                _ => Some(Action::Command(Command::Cancel)),
+            },
+            Mode::Breakpoints { .. }
+                if matches!(key.code, KeyCode::Char('d') | KeyCode::Delete) =>
+            {
+                Some(Action::Input('d'))
+            }
+            _ => self.keymap.command(key).map(Action::Command),
+        }
+    }
+
+    pub fn update(&mut self, action: Action) {
+        match action {
+            Action::Tick(dt) => self.tick(dt),
+            Action::Resize(w, h) => self.size = (w, h),
+            Action::Click(x, y) => self.click(x, y),
+            Action::ScrollUp(x, y) => self.scroll(x, y, false),
+            Action::ScrollDown(x, y) => self.scroll(x, y, true),
+            Action::Input(c) => self.input(c),
+            Action::Backspace => {
+                if let Mode::Prompt { text, .. } = &mut self.mode {
+                    text.pop();
+                }
+            }
+            Action::Submit => self.submit(),
+            Action::Command(c) => self.command(c),
+        }
+        self.ensure_explain();
+    }
+
+    fn command(&mut self, c: Command) {
+        match &mut self.mode {
+            Mode::Normal => {}
+            Mode::Prompt { .. } | Mode::ConfirmQuit => {
+                if c == Command::Cancel {
+                    self.mode = Mode::Normal;
+                }
+                return;
+            }
+            Mode::Help { scroll } | Mode::Output { scroll, .. } => {
+                match c {
+                    Command::Up => *scroll = scroll.saturating_sub(1),
+                    Command::Down => *scroll += 1,
+                    Command::PageUp => *scroll = scroll.saturating_sub(PAGE),
+                    Command::PageDown => *scroll += PAGE,
+                    Command::Top => *scroll = 0,
+                    _ => self.mode = Mode::Normal,
+                }
+                return;
+            }
+            Mode::Breakpoints { selected } => {
+                let n = self.session.breakpoints.len();
+                match c {
+                    Command::Up => *selected = selected.saturating_sub(1),
+                    Command::Down => *selected = (*selected + 1).min(n.saturating_sub(1)),
+                    _ => self.mode = Mode::Normal,
+                }
+                return;
+            }
+        }
+        match c {
+            Command::Step => self.engine_step(StepKind::Point),
+            Command::StepPlugin => self.engine_step(StepKind::Plugin),
+            Command::FinishPod => self.engine_step(StepKind::Pod),
+            Command::ContinuePause => {
+                self.running = !self.running;
+                self.resume = true;
+                if self.running {
+                    self.cursor = None;
+                    self.info(format!("running at {}", self.speed_label()));
+                } else {
+                    self.info("paused");
+                }
+            }
+            Command::Breakpoint => self.toggle_breakpoint(),
+            Command::Breakpoints => self.mode = Mode::Breakpoints { selected: 0 },
+            Command::Back => self.travel(-1),
+            Command::Forward => self.travel(1),
+            Command::Live => {
+                self.cursor = None;
+                self.refresh();
+            }
+            Command::JumpPod => self.prompt(PromptKind::JumpPod),
+            Command::SpeedUp | Command::SpeedDown => {
+                self.speed = if c == Command::SpeedUp {
+                    (self.speed + 1).min(SPEEDS.len() - 1)
+                } else {
+                    self.speed.saturating_sub(1)
+                };
+                self.info(format!("replay speed {}", self.speed_label()));
+            }
+            Command::CommandLine => self.prompt(PromptKind::Command),
+            Command::Copy => {
+                let text = super::components::explain::text(self).join("\n");
+                self.clipboard = Some(text);
+                self.info("explanation copied to the clipboard (OSC 52)");
+            }
+            Command::Help => self.mode = Mode::Help { scroll: 0 },
+            Command::Quit => {
+                if self.pods_waiting() > 0 {
+                    self.mode = Mode::ConfirmQuit;
+                } else {
+                    self.quit = true;
+                }
+            }
+            Command::Up => self.move_selection(-1),
+            Command::Down => self.move_selection(1),
+            Command::PageUp => self.move_selection(-(PAGE as isize)),
+            Command::PageDown => self.move_selection(PAGE as isize),
+            Command::Top => self.move_selection(isize::MIN / 2),
+            Command::Bottom => self.move_selection(isize::MAX / 2),
+            Command::ColumnLeft | Command::ColumnRight => {
+                let d: isize = if c == Command::ColumnLeft { -1 } else { 1 };
+                match self.tab {
+                    Tab::Filter => {
+                        let n = self
+                            .moment_attempt()
+                            .and_then(|a| a.matrix)
+                            .map_or(0, |m| m.plugins.len());
+                        self.matrix.col = step(self.matrix.col, d, n);
+                    }
+                    Tab::Scores => {
+                        let n = self
+                            .moment_attempt()
+                            .and_then(|a| a.scores)
+                            .map_or(0, |t| t.plugins.len() + t.extenders.len());
+                        self.scores.col = step(self.scores.col, d, n);
+                    }
+                    _ => {}
+                }
+            }
+            Command::FocusNext | Command::FocusPrev => {
+                let i = Pane::ORDER
+                    .iter()
+                    .position(|p| *p == self.focus)
+                    .unwrap_or(0);
+                let n = Pane::ORDER.len();
+                let j = if c == Command::FocusNext {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.focus = Pane::ORDER[j];
+            }
+            Command::Select => self.select(),
+            Command::Filter => {
+                if self.focus == Pane::Main && self.tab == Tab::Filter {
+                    self.prompt(PromptKind::MatrixFilter);
+                } else {
+                    self.focus = Pane::Queue;
+                    self.prompt(PromptKind::QueueFilter);
+                }
+            }
+            Command::Sort => {
+                if self.focus == Pane::Main && self.tab == Tab::Filter {
+                    self.matrix.sort = self.matrix.sort.next();
+                    self.refresh_matrix();
+                    self.info(format!("nodes sorted: {}", self.matrix.sort.label()));
+                } else {
+                    self.queue.sort = self.queue.sort.next();
+                    self.refresh_queue_order();
+                    self.info(format!("pods sorted by {}", self.queue.sort.label()));
+                }
+            }
+            Command::ScoreView => {
+                self.scores.mode = self.scores.mode.next();
+                self.info(format!("scores: {}", self.scores.mode.label()));
+            }
+            Command::Allow | Command::AllowAll => self.allow(c == Command::AllowAll),
+            Command::Reject => match self.selected_waiting() {
+                Some(w) => {
+                    let kind = PromptKind::Reject {
+                        pod: w.pod.clone(),
+                        plugin: (!w.allowed).then(|| w.plugin.clone()),
+                    };
+                    self.prompt(kind);
+                }
+                None => self.error("no waiting pod selected"),
+            },
+            Command::WhatIfToggle | Command::WeightUp | Command::WeightDown => self.edit_what_if(c),
+            Command::WhatIfRun => self.run_what_if(),
+            Command::Cancel => {
+                if !self.queue.filter.is_empty() && self.focus == Pane::Queue {
+                    self.queue.filter.clear();
+                    self.refresh_queue_order();
+                } else if !self.matrix.filter.is_empty() && self.tab == Tab::Filter {
+                    self.matrix.filter.clear();
+                    self.refresh_matrix();
+                }
+                self.status = None;
+            }
+            Command::TabFilter => self.show_tab(Tab::Filter),
+            Command::TabScores => self.show_tab(Tab::Scores),
+            Command::TabState => self.show_tab(Tab::State),
+            Command::TabExplain => self.show_tab(Tab::Explain),
+            Command::TabDetail => self.show_tab(Tab::Detail),
+            Command::TabLogs => self.show_tab(Tab::Logs),
+            Command::TabWhatIf => self.show_tab(Tab::WhatIf),
+        }
+    }
+
+    pub fn show_tab(&mut self, t: Tab) {
+        self.tab = t;
+        self.focus = Pane::Main;
+    }
+
+    fn prompt(&mut self, kind: PromptKind) {
+        let text = match kind {
+            PromptKind::QueueFilter => self.queue.filter.clone(),
+            PromptKind::MatrixFilter => self.matrix.filter.clone(),
+            _ => String::new(),
+        };
+        self.mode = Mode::Prompt { kind, text };
+    }
+
+    fn input(&mut self, c: char) {
+        match &mut self.mode {
+            Mode::Prompt { kind, text } => {
+                text.push(c);
+                // Filters apply as you type.
+                match kind {
+                    PromptKind::QueueFilter => {
+                        self.queue.filter = text.clone();
+                        self.refresh_queue_order();
+                    }
+                    PromptKind::MatrixFilter => {
+                        self.matrix.filter = text.clone();
+                        self.refresh_matrix();
+                    }
+                    _ => {}
+                }
+            }
+            Mode::Breakpoints { selected }
+                if c == 'd' && *selected < self.session.breakpoints.len() =>
+            {
+                let b = self.session.breakpoints.remove(*selected);
+                clamp(selected, self.session.breakpoints.len());
+                self.info(format!("breakpoint {} removed", b.describe()));
+            }
+            _ => {}
+        }
+    }
+
+    fn submit(&mut self) {
+        let mode = std::mem::replace(&mut self.mode, Mode::Normal);
+        match mode {
+            Mode::ConfirmQuit => self.quit = true,
+            Mode::Prompt { kind, text } => match kind {
+                PromptKind::Command => self.run_command_line(&text),
+                PromptKind::QueueFilter | PromptKind::MatrixFilter => {}
+                PromptKind::JumpPod => self.jump_to_pod_matching(&text),
+                PromptKind::Reject { pod, plugin } => {
+                    match self.session.reject(&pod, plugin.as_deref(), &text) {
+                        Ok(()) => {
+                            let shown = if text.is_empty() {
+                                "rejected by the user"
+                            } else {
+                                &text
+                            };
+                            self.resume_waiting(format!("{pod} rejected: {shown}"));
+                        }
+                        Err(e) => self.error(e),
+                    }
+                }
+            },
+            other => self.mode = other,
+        }
+    }
+
+    fn engine_step(&mut self, kind: StepKind) {
+        let steps = match kind {
+            StepKind::Point => self.session.step(),
+            StepKind::Plugin => self.session.step_plugin(),
+            StepKind::Pod => Some(self.session.finish_pod()).filter(|s| !s.is_empty()),
+        };
+        self.cursor = None;
+        match steps {
+            None => {
+                self.info("nothing to schedule now (c lets time pass: backoffs, Permit timeouts)")
+            }
+            Some(s) => {
+                if let Some(last) = s.last() {
+                    let plugin = last
+                        .plugin
+                        .as_deref()
+                        .map(|p| format!(" {p}"))
+                        .unwrap_or_default();
+                    let msg = format!(
+                        "{} {}{plugin}: {:?}{}",
+                        last.pod.as_deref().unwrap_or("-"),
+                        last.point.as_str(),
+                        last.code,
+                        if last.message.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" — {}", last.message)
+                        }
+                    );
+                    self.info(msg);
+                }
+            }
+        }
+        self.refresh();
+    }
+
+    /// Real time passing: in running mode, a few steps, or (when idle) virtual time.
+    fn tick(&mut self, dt: Duration) {
+        if !self.running {
+            return;
+        }
+        let (_, steps, factor) = SPEEDS[self.speed.min(SPEEDS.len() - 1)];
+        let resume = std::mem::take(&mut self.resume);
+        match self.session.continue_steps(steps, resume) {
+            Some(StopReason::Breakpoint(b)) => {
+                self.running = false;
+                self.cursor = None;
+                self.status = Some((Level::Warning, format!("breakpoint: {b}")));
+            }
+            Some(StopReason::Idle) => {
+                if self.session.settled() {
+                    self.running = false;
+                    self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)");
+                } else {
+                    let now = self.session.now();
+                    let target = clock::add(now, dt * factor);
+                    let t = self
+                        .session
+                        .next_timer()
+                        .filter(|t| *t <= target)
+                        .unwrap_or(target);
+                    self.session.core.clock.set(t);
+                    self.session.fire_timers_pub();
+                }
+            }
+            _ => {}
+        }
+        self.refresh();
+    }
+
+    fn travel(&mut self, d: i64) {
+        let Some(last) = self.session.history.last().map(|s| s.seq) else {
+            return;
+        };
+        let Some(first) = self.session.history.steps.front().map(|s| s.seq) else {
+            return;
+        };
+        let cur = self.cursor.unwrap_or(last) as i64;
+        let next = (cur + d).clamp(first as i64, last as i64) as u64;
+        self.cursor = (next != last).then_some(next);
+        self.refresh();
+    }
+
+    /// Shows the latest step of `pod` (and the pod in Detail when it never ran).
+    pub fn focus_pod(&mut self, pod: &str) {
+        let seq = self
+            .session
+            .history
+            .steps
+            .iter()
+            .rev()
+            .find(|s| s.pod.as_deref() == Some(pod))
+            .map(|s| s.seq);
+        self.detail = Some(DetailTarget::Pod(pod.to_string()));
+        self.detail_scroll = 0;
+        match seq {
+            Some(seq) => {
+                let last = self.session.history.last().map(|s| s.seq);
+                self.cursor = (Some(seq) != last).then_some(seq);
+                self.info(format!("{pod}: its latest step (#{seq})"));
+            }
+            None => {
+                self.tab = Tab::Detail;
+                self.info(format!("{pod} has not been attempted yet"));
+            }
+        }
+        self.refresh();
+    }
+
+    fn jump_to_pod_matching(&mut self, text: &str) {
+        let exact = self
+            .session
+            .core
+            .pods
+            .contains_key(text)
+            .then(|| text.to_string());
+        let found = exact.or_else(|| {
+            self.session
+                .core
+                .pods
+                .keys()
+                .find(|k| super::rows::fuzzy(text, k))
+                .cloned()
+        });
+        match found {
+            Some(p) => {
+                if let Some(i) = self
+                    .queue
+                    .order
+                    .iter()
+                    .position(|&i| self.queue.rows.get(i).is_some_and(|r| r.pod == p))
+                {
+                    self.queue.selected = i;
+                }
+                self.focus_pod(&p);
+            }
+            None => self.error(format!("no pod matches {text:?}")),
+        }
+    }
+
+    fn select(&mut self) {
+        match self.focus {
+            Pane::Queue => {
+                if let Some(p) = self.selected_queue_row().map(|r| r.pod.clone()) {
+                    self.focus_pod(&p);
+                }
+            }
+            Pane::Waiting => {
+                if let Some(p) = self.selected_waiting().map(|w| w.pod.clone()) {
+                    self.detail = Some(DetailTarget::Pod(p));
+                    self.show_tab(Tab::Detail);
+                }
+            }
+            Pane::Timeline => {
+                let point = Point::ALL[self.timeline_selected.min(Point::ALL.len() - 1)];
+                let Some(id) = self.moment().and_then(|s| s.attempt) else {
+                    return;
+                };
+                let seq = self
+                    .session
+                    .history
+                    .steps
+                    .iter()
+                    .rev()
+                    .find(|s| s.attempt == Some(id) && s.point == point)
+                    .map(|s| s.seq);
+                match seq {
+                    Some(seq) => {
+                        let last = self.session.history.last().map(|s| s.seq);
+                        self.cursor = (Some(seq) != last).then_some(seq);
+                        self.refresh();
+                    }
+                    None => self.info(format!("{} has not run in this attempt", point.as_str())),
+                }
+            }
+            Pane::Main => match self.tab {
+                Tab::Filter => {
+                    let node = self.moment_attempt().and_then(|a| {
+                        let m = a.matrix?;
+                        let r = *self.matrix.order.get(self.matrix.row)?;
+                        Some(a.names.get(*m.nodes.get(r)?).to_string())
+                    });
+                    if let Some(n) = node {
+                        self.detail = Some(DetailTarget::Node(n));
+                        self.detail_scroll = 0;
+                        self.tab = Tab::Detail;
+                    }
+                }
+                Tab::Scores => {
+                    let node = self.moment_attempt().and_then(|a| {
+                        let t = a.scores?;
+                        let r = *self.scores.order.get(self.scores.row)?;
+                        Some(a.names.get(*t.nodes.get(r)?).to_string())
+                    });
+                    if let Some(n) = node {
+                        self.detail = Some(DetailTarget::Node(n));
+                        self.detail_scroll = 0;
+                        self.tab = Tab::Detail;
+                    }
+                }
+                Tab::State => {
+                    let sel = self.tree.selected.clone();
+                    if !sel.is_empty() && !self.tree.opened.remove(&sel) {
+                        self.tree.opened.insert(sel);
+                    }
+                }
+                Tab::WhatIf => self.run_what_if(),
+                _ => {}
+            },
+        }
+    }
+
+    fn move_selection(&mut self, d: isize) {
+        match self.focus {
+            Pane::Queue => {
+                self.queue.selected = step(self.queue.selected, d, self.queue.order.len())
+            }
+            Pane::Waiting => {
+                self.waiting_selected = step(self.waiting_selected, d, self.waiting.len())
+            }
+            Pane::Timeline => {
+                self.timeline_selected = step(self.timeline_selected, d, Point::ALL.len())
+            }
+            Pane::Main => match self.tab {
+                Tab::Filter => self.matrix.row = step(self.matrix.row, d, self.matrix.order.len()),
+                Tab::Scores => self.scores.row = step(self.scores.row, d, self.scores.order.len()),
+                Tab::State => {
+                    let visible = super::components::state_tree::visible_paths(self);
+                    let i = visible
+                        .iter()
+                        .position(|p| *p == self.tree.selected)
+                        .unwrap_or(0);
+                    if let Some(p) = visible.get(step(i, d, visible.len())) {
+                        self.tree.selected = p.clone();
+                    }
+                }
+                Tab::Explain => self.explain_scroll = scroll_by(self.explain_scroll, d),
+                Tab::Detail => self.detail_scroll = scroll_by(self.detail_scroll, d),
+                Tab::Logs => self.logs_scroll = scroll_by(self.logs_scroll, -d),
+                Tab::WhatIf => {
+                    self.whatif.selected = step(self.whatif.selected, d, self.whatif.plugins.len())
+                }
+            },
+        }
+    }
+
+    fn toggle_breakpoint(&mut self) {
+        let b = match (self.focus, self.tab) {
+            (Pane::Queue, _) => self
+                .selected_queue_row()
+                .map(|r| Breakpoint::Pod(r.pod.clone())),
+            (Pane::Timeline, _) => Some(Breakpoint::Point(
+                Point::ALL[self.timeline_selected.min(Point::ALL.len() - 1)],
+            )),
+            (Pane::Main, Tab::Filter) => self
+                .moment_attempt()
+                .and_then(|a| a.matrix)
+                .and_then(|m| m.plugins.get(self.matrix.col))
+                .map(|p| Breakpoint::Plugin(p.to_string())),
+            (Pane::Main, Tab::Scores) => self
+                .moment_attempt()
+                .and_then(|a| a.scores)
+                .and_then(|t| t.plugins.get(self.scores.col))
+                .map(|p| Breakpoint::Plugin(p.name.to_string())),
+            _ => self.moment().map(|s| Breakpoint::Point(s.point)),
+        };
+        let Some(b) = b else {
+            self.error("nothing selected to break on");
+            return;
+        };
+        if let Some(i) = self.session.breakpoints.iter().position(|x| *x == b) {
+            self.session.breakpoints.remove(i);
+            self.info(format!("breakpoint {} removed", b.describe()));
+        } else {
+            self.info(format!("breakpoint {} set", b.describe()));
+            self.session.add_breakpoint(b);
+        }
+    }
+
+    fn allow(&mut self, all: bool) {
+        let Some(w) = self.selected_waiting().cloned() else {
+            self.error("no waiting pod selected");
+            return;
+        };
+        let plugin = (!all && !w.allowed).then_some(w.plugin.as_str());
+        match self.session.allow(&w.pod, plugin) {
+            Ok(()) => {
+                let what = plugin.map(|p| format!(" by {p}")).unwrap_or_default();
+                self.resume_waiting(format!("{} allowed{what}", w.pod));
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
+    /// After allow / reject: when the wait is over and no other pod is mid-attempt, run
+    /// the parked attempt on (bind, or Unreserve and requeue) so the result shows at once.
+    fn resume_waiting(&mut self, msg: String) {
+        let decided = self.session.core.parked.keys().any(|uid| {
+            self.session
+                .core
+                .waiting
+                .get(uid)
+                .is_none_or(|w| w.outcome.is_some())
+        });
+        let mut msg = msg;
+        if decided && self.session.current.is_none() {
+            let steps = self.session.finish_pod();
+            if let Some(last) = steps.last() {
+                msg.push_str(&format!(
+                    " → {} {}",
+                    last.point.as_str(),
+                    if last.code == crate::framework::Code::Success {
+                        "done"
+                    } else {
+                        "failed"
+                    }
+                ));
+            }
+            if let Some(p) = steps.last().and_then(|s| s.pod.clone())
+                && let Some(r) = self.session.core.pods.get(&p)
+            {
+                msg.push_str(&format!(
+                    " ({:?}{})",
+                    r.status,
+                    r.node
+                        .as_ref()
+                        .map(|n| format!(" on {n}"))
+                        .unwrap_or_default()
+                ));
+            }
+        } else if decided {
+            msg.push_str(" (resumes after the current pod)");
+        }
+        self.cursor = None;
+        self.info(msg);
+        self.refresh();
+    }
+
+    fn run_command_line(&mut self, text: &str) {
+        let cmd = match script::parse(text) {
+            Ok(Some(c)) => c,
+            Ok(None) => return,
+            Err(e) => {
+                self.error(e);
+                return;
+            }
+        };
+        if cmd == ScriptCommand::Quit {
+            self.command(Command::Quit);
+            return;
+        }
+        let before = self.session.history.peek_seq();
+        match self.session.run_command(&cmd) {
+            Ok(ran) => {
+                let steps = self.session.history.peek_seq() - before;
+                if let ScriptCommand::Show(_) = cmd {
+                    let lines = ran
+                        .output
+                        .iter()
+                        .flat_map(|v| {
+                            serde_json::to_string_pretty(v)
+                                .unwrap_or_default()
+                                .lines()
+                                .map(str::to_string)
+                                .collect::<Vec<_>>()
+                        })
+                        .collect();
+                    self.mode = Mode::Output {
+                        title: text.trim().to_string(),
+                        lines,
+                        scroll: 0,
+                    };
+                } else {
+                    let stop = ran
+                        .output
+                        .iter()
+                        .rev()
+                        .find(|v| v["type"] == "stop")
+                        .map(|v| format!(", stopped: {}", v["reason"].as_str().unwrap_or("")))
+                        .unwrap_or_default();
+                    self.info(format!("{}: {steps} step(s){stop}", text.trim()));
+                }
+                self.cursor = None;
+                self.refresh();
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
+    fn edit_what_if(&mut self, c: Command) {
+        if self.tab != Tab::WhatIf {
+            self.show_tab(Tab::WhatIf);
+            return;
+        }
+        let Some(row) = self.whatif.plugins.get(self.whatif.selected).cloned() else {
+            return;
+        };
+        let e = &mut self.whatif.edits;
+        match c {
+            Command::WhatIfToggle => {
+                if !e.disabled.remove(&row.name) {
+                    e.disabled.insert(row.name.clone());
+                }
+            }
+            _ => {
+                let Some(base) = row.weight else {
+                    self.error(format!("{} is not a Score plugin", row.name));
+                    return;
+                };
+                let cur = e.weights.get(&row.name).copied().unwrap_or(base as i32);
+                let next = if c == Command::WeightUp {
+                    cur + 1
+                } else {
+                    (cur - 1).max(1)
+                };
+                if i64::from(next) == base {
+                    e.weights.remove(&row.name);
+                } else {
+                    e.weights.insert(row.name.clone(), next);
+                }
+            }
+        }
+        let d = self.whatif.edits.describe();
+        self.info(format!("what-if: {d} (R re-runs the pod)"));
+    }
+
+    /// Re-runs the pod of the moment under both configurations (never into history).
+    pub fn run_what_if(&mut self) {
+        let Some(pod) = self.subject_pod() else {
+            self.error("no pod to re-run: step a pod or select one in the queue");
+            return;
+        };
+        let (name, alt) = match &self.whatif.alt {
+            Some((n, c)) => (n.clone(), c.clone()),
+            None => (String::new(), self.session.core.sched.config.clone()),
+        };
+        let r = super::whatif::compare(&self.session, &pod, &alt, &name, &self.whatif.edits);
+        self.whatif.result = Some(r);
+        self.tab = Tab::WhatIf;
+        self.info(format!(
+            "what-if re-run of {pod} (not part of the session's history)"
+        ));
+    }
+
+    /// The explain pane's engine re-run, for the pod shown (not while running: results
+    /// would be stale by the next tick anyway).
+    fn ensure_explain(&mut self) {
+        if self.tab != Tab::Explain || self.running {
+            return;
+        }
+        let Some(pod) = self.subject_pod() else {
+            self.explain = None;
+            return;
+        };
+        let seq = self.session.history.peek_seq();
+        if self
+            .explain
+            .as_ref()
+            .is_some_and(|c| c.pod == pod && c.seq == seq)
+        {
+            return;
+        }
+        let Some(p) = self.session.core.cluster.pod(&pod).cloned() else {
+            self.explain = None;
+            return;
+        };
+        let cfg = &self.session.core.sched.config;
+        let result = crate::explain::explain(&self.session.core.cluster, cfg, p.clone())
+            .map_err(|e| e.to_string());
+        let hints = match &result {
+            Ok(e) => crate::explain::hints::what_if(&self.session.core.cluster, cfg, &p, e),
+            Err(_) => Vec::new(),
+        };
+        self.explain = Some(ExplainCache {
+            pod,
+            seq,
+            result,
+            hints,
+        });
+        self.explain_scroll = 0;
+    }
+
+    fn click(&mut self, x: u16, y: u16) {
+        if self.mode != Mode::Normal {
+            return;
+        }
+        let l = layout::areas(self.size);
+        let hit = |r: ratatui::layout::Rect| {
+            x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
+        };
+        if hit(l.queue) {
+            self.focus = Pane::Queue;
+            if let Some(i) = layout::row_at(l.queue, 0, 0, y, self.queue.selected) {
+                self.queue.selected = i.min(self.queue.order.len().saturating_sub(1));
+            }
+        } else if hit(l.waiting) {
+            self.focus = Pane::Waiting;
+            if let Some(i) = layout::row_at(l.waiting, 0, 0, y, self.waiting_selected) {
+                self.waiting_selected = i.min(self.waiting.len().saturating_sub(1));
+            }
+        } else if hit(l.timeline) {
+            self.focus = Pane::Timeline;
+            if let Some(i) = layout::row_at(l.timeline, 0, 0, y, self.timeline_selected) {
+                self.timeline_selected = i.min(Point::ALL.len() - 1);
+            }
+        } else if hit(l.main) {
+            self.focus = Pane::Main;
+            if y == l.main.y
+                && let Some(t) = layout::tab_at(l.main, x)
+            {
+                self.tab = t;
+                return;
+            }
+            match self.tab {
+                Tab::Filter => {
+                    if let Some(i) = layout::row_at(l.main, 1, 2, y, self.matrix.row) {
+                        self.matrix.row = i.min(self.matrix.order.len().saturating_sub(1));
+                    }
+                }
+                Tab::Scores => {
+                    if let Some(i) = layout::row_at(l.main, 1, 1, y, self.scores.row) {
+                        self.scores.row = i.min(self.scores.order.len().saturating_sub(1));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn scroll(&mut self, x: u16, y: u16, down: bool) {
+        let l = layout::areas(self.size);
+        let hit = |r: ratatui::layout::Rect| {
+            x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
+        };
+        let focus = [
+            (l.queue, Pane::Queue),
+            (l.waiting, Pane::Waiting),
+            (l.timeline, Pane::Timeline),
+            (l.main, Pane::Main),
+        ]
+        .into_iter()
+        .find(|(r, _)| hit(*r))
+        .map(|(_, p)| p);
+        if let Some(p) = focus {
+            self.focus = p;
+            self.move_selection(if down { 3 } else { -3 });
+        }
+    }
+}
+
+enum StepKind {
+    Point,
+    Plugin,
+    Pod,
+}
+
+fn step(sel: usize, d: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (sel as isize).saturating_add(d).clamp(0, len as isize - 1) as usize
+}
+
+fn scroll_by(v: usize, d: isize) -> usize {
+    (v as isize).saturating_add(d).max(0) as usize
+}

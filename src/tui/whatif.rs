@@ -1,0 +1,160 @@
+//! What-if: the same pod re-run with a changed configuration (a plugin disabled, a score
+//! weight changed), next to the session's own configuration. Runs `explain` on the
+//! session's current cluster; nothing of it enters the session or its history.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use crate::config::KubeSchedulerConfiguration;
+use crate::config::{PluginRef, PluginSet, Plugins};
+use crate::explain::{self, Explanation};
+use crate::framework::profile::ExtensionPoint;
+use crate::session::Session;
+
+/// One plugin row of the what-if editor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginRow {
+    pub name: String,
+    /// `Filter`, `Score`, `Filter+Score`.
+    pub points: String,
+    /// Score weight in the base configuration (None: not a Score plugin).
+    pub weight: Option<i64>,
+}
+
+/// The edits, applied on top of the alternative configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Edits {
+    pub disabled: BTreeSet<String>,
+    pub weights: BTreeMap<String, i32>,
+}
+
+impl Edits {
+    pub fn is_empty(&self) -> bool {
+        self.disabled.is_empty() && self.weights.is_empty()
+    }
+
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .disabled
+            .iter()
+            .map(|p| format!("{p} disabled"))
+            .collect();
+        parts.extend(self.weights.iter().map(|(p, w)| format!("{p} weight {w}")));
+        if parts.is_empty() {
+            "no changes".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// The configuration with these edits, for every profile.
+    pub fn apply(&self, base: &KubeSchedulerConfiguration) -> KubeSchedulerConfiguration {
+        let mut cfg = base.clone();
+        for p in &mut cfg.profiles {
+            let plugins = &mut p.plugins;
+            for name in &self.disabled {
+                for set in sets(plugins) {
+                    set.enabled.retain(|r| &r.name != name);
+                }
+            }
+            for (name, w) in &self.weights {
+                if let Some(r) = plugins.score.enabled.iter_mut().find(|r| &r.name == name) {
+                    r.weight = *w;
+                } else if let Some(r) = plugins
+                    .multi_point
+                    .enabled
+                    .iter_mut()
+                    .find(|r| &r.name == name)
+                {
+                    r.weight = *w;
+                } else {
+                    plugins.score.enabled.push(PluginRef::new(name, *w));
+                }
+            }
+        }
+        cfg
+    }
+}
+
+/// Every plugin set, multiPoint included.
+fn sets(p: &mut Plugins) -> [&mut PluginSet; 13] {
+    [
+        &mut p.pre_enqueue,
+        &mut p.queue_sort,
+        &mut p.pre_filter,
+        &mut p.filter,
+        &mut p.post_filter,
+        &mut p.pre_score,
+        &mut p.score,
+        &mut p.reserve,
+        &mut p.permit,
+        &mut p.pre_bind,
+        &mut p.bind,
+        &mut p.post_bind,
+        &mut p.multi_point,
+    ]
+}
+
+/// Filter and Score plugins of the session's first profile.
+pub fn plugin_rows(s: &Session) -> Vec<PluginRow> {
+    let fwk = &s.core.sched.frameworks[0];
+    let mut rows: Vec<PluginRow> = Vec::new();
+    for (ep, label) in [
+        (ExtensionPoint::Filter, "Filter"),
+        (ExtensionPoint::Score, "Score"),
+    ] {
+        for e in fwk.plugins(ep) {
+            match rows.iter_mut().find(|r| r.name == e.name) {
+                Some(r) => r.points.push_str(&format!("+{label}")),
+                None => rows.push(PluginRow {
+                    name: e.name.to_string(),
+                    points: label.to_string(),
+                    weight: None,
+                }),
+            }
+            if ep == ExtensionPoint::Score
+                && let Some(r) = rows.iter_mut().find(|r| r.name == e.name)
+            {
+                r.weight = Some(fwk.score_weight(e.name));
+            }
+        }
+    }
+    rows
+}
+
+/// Both sides of a comparison on one pod.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub pod: String,
+    pub base_label: String,
+    pub alt_label: String,
+    pub base: Result<Explanation, String>,
+    pub alt: Result<Explanation, String>,
+}
+
+/// Re-runs `pod` under the session's configuration and under `alt` with `edits`.
+pub fn compare(
+    s: &Session,
+    pod: &str,
+    alt: &KubeSchedulerConfiguration,
+    alt_name: &str,
+    edits: &Edits,
+) -> Result<Comparison, String> {
+    let p = s
+        .core
+        .cluster
+        .pod(pod)
+        .cloned()
+        .ok_or_else(|| format!("pod {pod} is not in the cluster"))?;
+    let run = |cfg: &KubeSchedulerConfiguration| {
+        explain::explain(&s.core.cluster, cfg, Arc::clone(&p)).map_err(|e| e.to_string())
+    };
+    let alt_cfg = edits.apply(alt);
+    Ok(Comparison {
+        pod: pod.to_string(),
+        base_label: "session configuration".into(),
+        alt_label: format!("WHAT-IF {alt_name}: {}", edits.describe()),
+        base: run(&s.core.sched.config),
+        alt: run(&alt_cfg),
+    })
+}
