@@ -2,6 +2,8 @@
 
 mod bench;
 mod explain;
+mod live_args;
+mod record;
 mod replay;
 
 use std::process::ExitCode;
@@ -25,6 +27,8 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Replay a cluster (and, later, a recording) through the debugger.
     Replay(replay::ReplayArgs),
+    /// Record a live cluster (objects, then every change) to a file for replay.
+    Record(record::RecordArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
 }
@@ -34,5 +38,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Explain(a) => explain::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Record(a) => record::run(a),
     }
 }
