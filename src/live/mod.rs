@@ -1,9 +1,11 @@
 //! Live clusters: connecting as kubectl does, watching every kind the engine uses, and
 //! what is built on the watch (the recorder, live mode). Library code: no UI here.
 
+pub mod actuator;
 pub mod connect;
 pub mod error;
 pub mod kinds;
+pub mod mirror;
 pub mod recorder;
 pub mod watch;
 

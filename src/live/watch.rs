@@ -117,6 +117,11 @@ impl Watchers {
     pub async fn next(&mut self) -> Option<Update> {
         self.rx.recv().await
     }
+
+    /// An update if one is ready.
+    pub fn try_next(&mut self) -> Option<Update> {
+        self.rx.try_recv().ok()
+    }
 }
 
 /// Whether the PodGroup CRD's group/version is served (404 means not installed).

@@ -178,6 +178,9 @@ struct State {
     open_watches: usize,
     events: Vec<Value>,
     version: String,
+    /// Pods (namespace, name) another scheduler binds to a node just before a client's
+    /// binding request arrives, so that request gets 409 Conflict.
+    races: Vec<(String, String, String)>,
 }
 
 struct Shared {
@@ -242,6 +245,7 @@ impl ApiServer {
                 open_watches: 0,
                 events: Vec::new(),
                 version: "v1.35.4".into(),
+                races: Vec::new(),
             }),
             changed: watch::channel(0).0,
             kill: watch::channel(0).0,
@@ -378,6 +382,15 @@ impl ApiServer {
             plural: plural.into(),
             namespace: namespace.map(str::to_string),
         });
+    }
+
+    /// Makes another scheduler win the race for pod `namespace/name`: when a binding for it
+    /// arrives, the pod is first bound to `node`, and the request gets 409 Conflict.
+    pub fn race_binding(&self, namespace: &str, name: &str, node: &str) {
+        self.shared
+            .lock()
+            .races
+            .push((namespace.into(), name.into(), node.into()));
     }
 
     /// Requires `Authorization: Bearer TOKEN`; anything else gets 401.
@@ -1120,6 +1133,13 @@ fn create(req: &HttpRequest, t: &Target, st: &mut State) -> Reply {
 
 fn bind(st: &mut State, res: usize, ns: &str, name: &str, body: &Value) -> Reply {
     let key = (res, ns.to_string(), name.to_string());
+    if let Some(i) = st.races.iter().position(|(n, p, _)| n == ns && p == name)
+        && let Some(mut pod) = st.objects.get(&key).cloned()
+    {
+        let (_, _, winner) = st.races.remove(i);
+        pod["spec"]["nodeName"] = json!(winner);
+        st.upsert(key.clone(), pod);
+    }
     let Some(mut pod) = st.objects.get(&key).cloned() else {
         return object_not_found(&RESOURCES[res], name);
     };
