@@ -2,6 +2,7 @@
 
 mod bench;
 mod explain;
+mod live;
 mod live_args;
 mod record;
 mod replay;
@@ -27,6 +28,8 @@ pub enum Command {
     Explain(explain::ExplainArgs),
     /// Replay a cluster (and, later, a recording) through the debugger.
     Replay(replay::ReplayArgs),
+    /// Mirror a live cluster and explain (or, with --active, schedule) its pending pods.
+    Live(live::LiveArgs),
     /// Record a live cluster (objects, then every change) to a file for replay.
     Record(record::RecordArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
@@ -39,5 +42,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench(a) => bench::run(a),
         Command::Replay(a) => replay::run(a),
         Command::Record(a) => record::run(a),
+        Command::Live(a) => live::run(a),
     }
 }
