@@ -172,7 +172,7 @@ struct State {
     token: Option<String>,
     user: String,
     pod_groups: bool,
-    pages: HashMap<u64, (u64, Vec<Value>)>,
+    pages: HashMap<u64, (u64, Arc<Vec<Value>>)>,
     next_page: u64,
     bookmark_every: Duration,
     open_watches: usize,
@@ -942,7 +942,7 @@ fn list(req: &HttpRequest, t: &Target, st: &mut State) -> Reply {
         .and_then(|l| l.parse().ok())
         .filter(|l| *l > 0)
         .unwrap_or(usize::MAX);
-    let (rv, items, offset) = match req.param("continue").filter(|c| !c.is_empty()) {
+    let (id, rv, items, offset) = match req.param("continue").filter(|c| !c.is_empty()) {
         Some(token) => {
             let parsed = token
                 .split_once(':')
@@ -954,7 +954,7 @@ fn list(req: &HttpRequest, t: &Target, st: &mut State) -> Reply {
                 );
             };
             match st.pages.get(&id) {
-                Some((rv, items)) if *rv >= st.floor => (*rv, items.clone(), off),
+                Some((rv, items)) if *rv >= st.floor => (Some(id), *rv, items.clone(), off),
                 _ => {
                     return Reply::Json(
                         410,
@@ -982,18 +982,21 @@ fn list(req: &HttpRequest, t: &Target, st: &mut State) -> Reply {
                     o
                 })
                 .collect();
-            (st.rv, items, 0)
+            (None, st.rv, Arc::new(items), 0)
         }
     };
     let end = offset.saturating_add(limit).min(items.len());
     let page: Vec<Value> = items.get(offset..end).unwrap_or_default().to_vec();
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if end < items.len() {
-        let id = st.next_page;
-        st.next_page += 1;
-        st.pages.insert(id, (rv, items));
+        // Later pages come from the same snapshot.
+        let id = id.unwrap_or_else(|| {
+            st.next_page += 1;
+            st.next_page
+        });
         meta["continue"] = json!(format!("{id}:{end}"));
-        meta["remainingItemCount"] = json!(st.pages[&id].1.len() - end);
+        meta["remainingItemCount"] = json!(items.len() - end);
+        st.pages.insert(id, (rv, items));
     }
     Reply::Json(
         200,
