@@ -190,7 +190,21 @@ pub async fn record(
         stats.elapsed = clock.elapsed();
         progress(&stats, note.as_ref());
     };
-    // Whatever was held back is still worth keeping.
+    // Changes already received when stopping are kept, as is whatever was held back.
+    if result.is_ok() {
+        while let Some(u) = watchers.try_next() {
+            match u {
+                Update::Change(c)
+                    if c.initial && writer.event(started, c.event, &c.object).is_ok() =>
+                {
+                    *stats.initial_by_kind.entry(c.kind).or_default() += 1;
+                    stats.initial += 1;
+                }
+                Update::Change(c) if !c.initial => held.push(c),
+                _ => {}
+            }
+        }
+    }
     for c in held {
         if write_event(&mut writer, &mut last_at, &c).is_ok() {
             stats.events += 1;
