@@ -10,6 +10,7 @@ pub mod config;
 pub mod explain;
 pub mod extender;
 pub mod framework;
+pub mod live;
 pub mod plugins;
 pub mod recording;
 pub mod scheduler;

@@ -2,6 +2,9 @@
 
 mod bench;
 mod explain;
+mod live;
+mod live_args;
+mod record;
 mod replay;
 mod tui;
 
@@ -29,6 +32,10 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// The terminal UI on a cluster manifest (the demo without one).
     Tui(tui::TuiArgs),
+    /// Mirror a live cluster and explain (or, with --active, schedule) its pending pods.
+    Live(live::LiveArgs),
+    /// Record a live cluster (objects, then every change) to a file for replay.
+    Record(record::RecordArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
 }
@@ -40,5 +47,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Explain(a)) => explain::run(a),
         Some(Command::Bench(a)) => bench::run(a),
         Some(Command::Replay(a)) => replay::run(a),
+        Some(Command::Record(a)) => record::run(a),
+        Some(Command::Live(a)) => live::run(a),
     }
 }

@@ -122,7 +122,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn script_name(s: &str) -> String {
+pub(super) fn script_name(s: &str) -> String {
     if s == "-" {
         "standard input".into()
     } else {
@@ -130,7 +130,7 @@ fn script_name(s: &str) -> String {
     }
 }
 
-fn read_script(s: &str) -> anyhow::Result<String> {
+pub(super) fn read_script(s: &str) -> anyhow::Result<String> {
     if s == "-" {
         let mut text = String::new();
         std::io::stdin()
@@ -141,13 +141,13 @@ fn read_script(s: &str) -> anyhow::Result<String> {
     std::fs::read_to_string(Path::new(s)).with_context(|| format!("reading script {s}"))
 }
 
-struct Printer<W: Write> {
-    mode: Output,
-    stdout: W,
+pub(super) struct Printer<W: Write> {
+    pub(super) mode: Output,
+    pub(super) stdout: W,
 }
 
 impl<W: Write> Printer<W> {
-    fn print(&mut self, v: &Value) -> anyhow::Result<()> {
+    pub(super) fn print(&mut self, v: &Value) -> anyhow::Result<()> {
         match self.mode {
             Output::Jsonl => writeln!(self.stdout, "{v}")?,
             Output::Text => writeln!(self.stdout, "{}", text_line(v))?,

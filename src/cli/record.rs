@@ -1,0 +1,186 @@
+//! `kubestep record`: lists and watches a live cluster and writes a recording, showing
+//! progress on standard error and a summary at the end (Ctrl-C or --duration).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+
+use kubestep::live::recorder::{self, Note, RecordOptions, Stats};
+use kubestep::session::clock;
+
+use super::live_args::ClusterArgs;
+
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// The recording to write; gzip-compressed when it ends in .gz.
+    /// [default: kubestep-<UTC time>.jsonl.gz]
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Stop after this long (e.g. 30s, 10m, 1h); without it, record until Ctrl-C.
+    #[arg(long, value_name = "D")]
+    duration: Option<String>,
+}
+
+pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
+    let duration = a
+        .duration
+        .as_deref()
+        .map(clock::parse_duration)
+        .transpose()
+        .map_err(anyhow::Error::msg)
+        .context("--duration")?;
+    let output = a.output.unwrap_or_else(|| {
+        let t = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+        PathBuf::from(format!("kubestep-{t}.jsonl.gz"))
+    });
+    let opts = RecordOptions {
+        output: output.clone(),
+        namespace: a.cluster.namespace()?,
+        duration,
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let stats = rt.block_on(async {
+        let mut conn = kubestep::live::connect(&a.cluster.connect_options()).await?;
+        let mut shown = Progress::new();
+        let stop = async {
+            // Without a signal handler, only --duration (or the process ending) stops us.
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let r = recorder::record(&mut conn, &opts, stop, |s, n| shown.update(s, n)).await;
+        shown.finish();
+        r.map_err(anyhow::Error::from)
+    })?;
+    print_summary(&output, &stats);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Progress on standard error: one line rewritten in place on a terminal, else a line at
+/// most every second; notes (connected, synced, reconnecting) always get a line.
+struct Progress {
+    tty: bool,
+    last: Option<Instant>,
+    pending: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            tty: std::io::stderr().is_terminal(),
+            last: None,
+            pending: false,
+        }
+    }
+
+    fn update(&mut self, s: &Stats, note: Option<&Note>) {
+        let mut err = std::io::stderr().lock();
+        if let Some(n) = note {
+            let text = match n {
+                Note::Connected { server, version } => {
+                    format!("connected to {server} (Kubernetes {version})")
+                }
+                Note::Synced { kind, objects } => {
+                    format!(
+                        "listed {kind}: {objects} objects ({}/{} kinds)",
+                        s.synced, s.kinds
+                    )
+                }
+                Note::AllSynced => format!(
+                    "initial sync done: {} objects in {:.1}s; watching",
+                    s.initial,
+                    s.elapsed.as_secs_f64()
+                ),
+                Note::Reconnecting { kind, error } => {
+                    format!("{kind}: reconnecting after error: {error}")
+                }
+                Note::Resynced {
+                    kind,
+                    added,
+                    modified,
+                    deleted,
+                } => format!(
+                    "{kind}: re-listed ({added} added, {modified} modified, {deleted} deleted while away)"
+                ),
+            };
+            let clear = if self.tty { "\r\x1b[2K" } else { "" };
+            let _ = writeln!(err, "{clear}{text}");
+        }
+        self.pending = true;
+        let due = self.last.is_none_or(|t| {
+            t.elapsed() >= Duration::from_millis(if self.tty { 100 } else { 1000 })
+        });
+        if due {
+            self.last = Some(Instant::now());
+            self.pending = false;
+            let line = progress_line(s);
+            if self.tty {
+                let _ = write!(err, "\r\x1b[2K{line}");
+            } else {
+                let _ = writeln!(err, "{line}");
+            }
+            let _ = err.flush();
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.tty {
+            let _ = writeln!(std::io::stderr());
+        }
+    }
+}
+
+fn progress_line(s: &Stats) -> String {
+    format!(
+        "recording: {} objects, {} events, {} written, {:.0}s{}",
+        s.initial,
+        s.events,
+        bytes(s.bytes),
+        s.elapsed.as_secs_f64(),
+        if s.synced < s.kinds {
+            format!(" (syncing: {}/{} kinds listed)", s.synced, s.kinds)
+        } else {
+            String::new()
+        }
+    )
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
+}
+
+fn print_summary(output: &std::path::Path, s: &Stats) {
+    let by_kind: Vec<String> = s
+        .initial_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    println!(
+        "recorded {} objects and {} events to {} ({} uncompressed) in {:.1}s",
+        s.initial,
+        s.events,
+        output.display(),
+        bytes(s.bytes),
+        s.elapsed.as_secs_f64()
+    );
+    if !by_kind.is_empty() {
+        println!("  objects: {}", by_kind.join(", "));
+    }
+    if s.reconnects > 0 {
+        println!("  reconnects: {}", s.reconnects);
+    }
+}

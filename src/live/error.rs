@@ -1,0 +1,207 @@
+//! Errors talking to a live cluster, in words a person can act on: which server could not
+//! be reached, which credentials were refused, which permission (verb, resource, scope) is
+//! missing.
+
+use super::kinds::Kind;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiveError {
+    /// The kubeconfig could not be found, read or used.
+    #[error("{0}")]
+    Kubeconfig(String),
+    #[error(
+        "cannot reach the API server at {server}: {reason} (is the cluster running, and is the server address in the kubeconfig right?)"
+    )]
+    Unreachable { server: String, reason: String },
+    #[error(
+        "the API server at {server} refused the credentials (401 Unauthorized): they are missing, invalid or expired; log in again or check the user of the kubeconfig context"
+    )]
+    Unauthorized { server: String },
+    #[error("missing permission: {verb} {resource} ({group_version}) {scope}{said}")]
+    Forbidden {
+        verb: String,
+        resource: String,
+        group_version: String,
+        /// "in namespace X", "in all namespaces" or "at cluster scope".
+        scope: String,
+        /// The API server's own words, after "; ".
+        said: String,
+    },
+    #[error("{what}: {message}")]
+    Api { what: String, message: String },
+}
+
+impl LiveError {
+    /// Whether retrying cannot help without someone changing the credentials or RBAC.
+    pub fn is_access_denied(&self) -> bool {
+        matches!(
+            self,
+            LiveError::Unauthorized { .. } | LiveError::Forbidden { .. }
+        )
+    }
+}
+
+/// What was being done when a request failed.
+#[derive(Debug, Clone, Copy)]
+pub struct Doing<'a> {
+    pub verb: &'a str,
+    pub kind: Option<&'a Kind>,
+    /// The namespace of a namespaced request; `None` for all namespaces.
+    pub namespace: Option<&'a str>,
+    pub server: &'a str,
+}
+
+/// Maps a kube client error to a clear message.
+pub fn classify(e: &kube::Error, doing: Doing<'_>) -> LiveError {
+    match e {
+        kube::Error::Api(s) if s.code == 401 => LiveError::Unauthorized {
+            server: doing.server.into(),
+        },
+        kube::Error::Api(s) if s.code == 403 => {
+            let (resource, group_version, scope) = match doing.kind {
+                Some(k) => {
+                    let scope = match (k.namespaced, doing.namespace) {
+                        (false, _) => "at cluster scope".to_string(),
+                        (true, Some(ns)) => format!("in namespace {ns}"),
+                        (true, None) => "in all namespaces".to_string(),
+                    };
+                    (k.plural.to_string(), k.group_version(), scope)
+                }
+                None => (
+                    s.details
+                        .as_ref()
+                        .map(|d| d.kind.clone())
+                        .unwrap_or_default(),
+                    String::new(),
+                    String::new(),
+                ),
+            };
+            LiveError::Forbidden {
+                verb: doing.verb.into(),
+                resource,
+                group_version,
+                scope,
+                said: if s.message.is_empty() {
+                    String::new()
+                } else {
+                    format!("; the API server says: {}", s.message)
+                },
+            }
+        }
+        kube::Error::Api(s) => LiveError::Api {
+            what: what(doing),
+            message: format!("{} ({} {})", s.message, s.code, s.reason),
+        },
+        kube::Error::HyperError(_) | kube::Error::Service(_) => LiveError::Unreachable {
+            server: doing.server.into(),
+            reason: root_cause(e),
+        },
+        other => LiveError::Api {
+            what: what(doing),
+            message: chain(other),
+        },
+    }
+}
+
+fn what(doing: Doing<'_>) -> String {
+    match doing.kind {
+        Some(k) => format!("{} {} ({})", doing.verb, k.plural, k.group_version()),
+        None => format!("{} {}", doing.verb, doing.server),
+    }
+}
+
+/// The innermost cause: "Connection refused (os error 111)" rather than the layers of
+/// client wrappers around it.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+/// Every message of an error's chain, outermost first.
+fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let s = c.to_string();
+        if !parts.iter().any(|p| p.contains(&s)) {
+            parts.push(s);
+        }
+        cur = c.source();
+    }
+    parts.join(": ")
+}
+
+/// A watcher error: the request it was making, and the client error inside.
+pub fn classify_watch(
+    e: &kube::runtime::watcher::Error,
+    kind: &Kind,
+    namespace: Option<&str>,
+    server: &str,
+) -> LiveError {
+    use kube::runtime::watcher::Error as W;
+    let doing = |verb| Doing {
+        verb,
+        kind: Some(kind),
+        namespace,
+        server,
+    };
+    match e {
+        W::InitialListFailed(c) => classify(c, doing("list")),
+        W::WatchStartFailed(c) | W::WatchFailed(c) => classify(c, doing("watch")),
+        W::WatchError(s) => classify(&kube::Error::Api(s.clone()), doing("watch")),
+        W::NoResourceVersion => LiveError::Api {
+            what: what(doing("list")),
+            message: e.to_string(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::kinds::KINDS;
+
+    fn status(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            message: message.into(),
+            ..Default::default()
+        }))
+    }
+
+    #[test]
+    fn forbidden_names_verb_resource_and_scope() {
+        let pods = KINDS.iter().find(|k| k.kind == "Pod").unwrap();
+        let nodes = KINDS.iter().find(|k| k.kind == "Node").unwrap();
+        let doing = Doing {
+            verb: "list",
+            kind: Some(pods),
+            namespace: Some("team"),
+            server: "https://x",
+        };
+        let e = classify(&status(403, ""), doing);
+        assert_eq!(
+            e.to_string(),
+            "missing permission: list pods (core/v1) in namespace team"
+        );
+        let doing = Doing {
+            kind: Some(nodes),
+            verb: "watch",
+            ..doing
+        };
+        let e = classify(&status(403, "nodes is forbidden"), doing);
+        assert_eq!(
+            e.to_string(),
+            "missing permission: watch nodes (core/v1) at cluster scope; the API server says: nodes is forbidden"
+        );
+        assert!(e.is_access_denied());
+        assert!(
+            classify(&status(401, "Unauthorized"), doing)
+                .to_string()
+                .contains("refused the credentials (401 Unauthorized)")
+        );
+    }
+}

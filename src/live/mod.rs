@@ -1,0 +1,14 @@
+//! Live clusters: connecting as kubectl does, watching every kind the engine uses, and
+//! what is built on the watch (the recorder, live mode). Library code: no UI here.
+
+pub mod actuator;
+pub mod connect;
+pub mod error;
+pub mod kinds;
+pub mod mirror;
+pub mod recorder;
+pub mod watch;
+
+pub use connect::{ConnectOptions, Connection, connect};
+pub use error::LiveError;
+pub use watch::{Change, Update, WatchOptions, Watchers};

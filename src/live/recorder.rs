@@ -1,0 +1,232 @@
+//! Recording a live cluster: the objects as first listed, then every change, one line
+//! each, written (and flushed) as they arrive so that a crash or kill loses at most the
+//! last event. Changes that arrive while other kinds are still being listed wait until
+//! every kind is listed, so the file holds the initial objects first, then the events, in
+//! time order.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+
+use super::connect::Connection;
+use super::error::LiveError;
+use super::watch::{Change, Update, WatchOptions, Watchers};
+use crate::recording::Header;
+use crate::recording::writer::Writer;
+
+#[derive(Debug, Clone)]
+pub struct RecordOptions {
+    pub output: PathBuf,
+    /// Namespaced kinds from this namespace only (`None`: all namespaces).
+    pub namespace: Option<String>,
+    /// Stop after this long (`None`: until stopped).
+    pub duration: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    #[error("{file}: {error}")]
+    Io { file: String, error: std::io::Error },
+}
+
+/// What has been recorded so far.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    /// Objects in the initial lists, by kind.
+    pub initial_by_kind: BTreeMap<&'static str, u64>,
+    pub initial: u64,
+    /// Changes after the initial lists.
+    pub events: u64,
+    pub bytes: u64,
+    /// Kinds whose first list is complete, of how many.
+    pub synced: usize,
+    pub kinds: usize,
+    pub reconnects: u64,
+    pub elapsed: Duration,
+}
+
+/// Something worth telling the person recording, beside the counters.
+#[derive(Debug, Clone)]
+pub enum Note {
+    Connected {
+        server: String,
+        version: String,
+    },
+    Synced {
+        kind: &'static str,
+        objects: usize,
+    },
+    AllSynced,
+    Reconnecting {
+        kind: &'static str,
+        error: String,
+    },
+    Resynced {
+        kind: &'static str,
+        added: usize,
+        modified: usize,
+        deleted: usize,
+    },
+}
+
+/// Records until `stop` completes, the duration ends or access is refused. `progress` is
+/// called after every update (the caller throttles what it shows).
+pub async fn record(
+    conn: &mut Connection,
+    opts: &RecordOptions,
+    stop: impl Future<Output = ()>,
+    mut progress: impl FnMut(&Stats, Option<&Note>),
+) -> Result<Stats, RecordError> {
+    let version = conn.check_version().await?;
+    progress(
+        &Stats::default(),
+        Some(&Note::Connected {
+            server: conn.server().to_string(),
+            version,
+        }),
+    );
+    let started = Timestamp::now();
+    let clock = Instant::now();
+    let mut header = Header::new(started);
+    header.source = conn.source.clone();
+    header.source.namespaces = opts.namespace.clone().map(|n| vec![n]);
+    let file = opts.output.display().to_string();
+    let io = |error| RecordError::Io {
+        file: file.clone(),
+        error,
+    };
+    let mut writer = Writer::create(&opts.output, &header).map_err(io)?;
+    let watch_opts = WatchOptions {
+        namespace: opts.namespace.clone(),
+    };
+    let mut watchers = match Watchers::start(conn, &watch_opts).await {
+        Ok(w) => w,
+        Err(e) => {
+            writer.finish().map_err(io)?;
+            return Err(e.into());
+        }
+    };
+    let mut stats = Stats {
+        kinds: watchers.kinds().len(),
+        bytes: writer.bytes,
+        ..Default::default()
+    };
+    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
+    let mut held: Vec<Change> = Vec::new();
+    let mut last_at = started;
+    tokio::pin!(stop);
+    let result = loop {
+        let update = tokio::select! {
+            _ = &mut stop => break Ok(()),
+            _ = sleep_until(deadline) => break Ok(()),
+            u = watchers.next() => u,
+        };
+        let Some(update) = update else { break Ok(()) };
+        let mut note = None;
+        match update {
+            Update::Change(c) if c.initial => {
+                *stats.initial_by_kind.entry(c.kind).or_default() += 1;
+                stats.initial += 1;
+                if let Err(e) = writer.event(started, c.event, &c.object) {
+                    break Err(io(e));
+                }
+            }
+            Update::Change(c) if stats.synced < stats.kinds => held.push(c),
+            Update::Change(c) => {
+                if let Err(e) = write_event(&mut writer, &mut last_at, &c) {
+                    break Err(io(e));
+                }
+                stats.events += 1;
+            }
+            Update::Synced { kind, objects } => {
+                stats.synced += 1;
+                note = Some(Note::Synced { kind, objects });
+                if stats.synced == stats.kinds {
+                    let mut failed = None;
+                    for c in std::mem::take(&mut held) {
+                        if let Err(e) = write_event(&mut writer, &mut last_at, &c) {
+                            failed = Some(e);
+                            break;
+                        }
+                        stats.events += 1;
+                    }
+                    if let Some(e) = failed {
+                        break Err(io(e));
+                    }
+                    stats.bytes = writer.bytes;
+                    stats.elapsed = clock.elapsed();
+                    progress(&stats, note.as_ref());
+                    note = Some(Note::AllSynced);
+                }
+            }
+            Update::Resynced {
+                kind,
+                added,
+                modified,
+                deleted,
+            } => {
+                note = Some(Note::Resynced {
+                    kind,
+                    added,
+                    modified,
+                    deleted,
+                })
+            }
+            Update::Reconnecting { kind, error } => {
+                stats.reconnects += 1;
+                note = Some(Note::Reconnecting {
+                    kind,
+                    error: error.to_string(),
+                });
+            }
+            Update::Fatal(e) => break Err(e.into()),
+        }
+        stats.bytes = writer.bytes;
+        stats.elapsed = clock.elapsed();
+        progress(&stats, note.as_ref());
+    };
+    // Changes already received when stopping are kept, as is whatever was held back.
+    if result.is_ok() {
+        while let Some(u) = watchers.try_next() {
+            match u {
+                Update::Change(c)
+                    if c.initial && writer.event(started, c.event, &c.object).is_ok() =>
+                {
+                    *stats.initial_by_kind.entry(c.kind).or_default() += 1;
+                    stats.initial += 1;
+                }
+                Update::Change(c) if !c.initial => held.push(c),
+                _ => {}
+            }
+        }
+    }
+    for c in held {
+        if write_event(&mut writer, &mut last_at, &c).is_ok() {
+            stats.events += 1;
+        }
+    }
+    drop(watchers);
+    stats.bytes = writer.bytes;
+    stats.elapsed = clock.elapsed();
+    writer.finish().map_err(io)?;
+    result.map(|()| stats)
+}
+
+/// Events carry the time they arrived, kept non-decreasing so file order is time order.
+fn write_event(w: &mut Writer, last_at: &mut Timestamp, c: &Change) -> std::io::Result<()> {
+    let at = c.at.max(*last_at);
+    *last_at = at;
+    w.event(at, c.event, &c.object)
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,314 @@
+//! Watching a live cluster: one kube-rs watcher (list, then watch; re-list after 410 Gone
+//! or a lost connection, with the default backoff) per kind the engine uses, merged into a
+//! single stream of changes. Each kind's objects are tracked by resourceVersion, so a
+//! re-list reports only what changed while the watch was down: MODIFIED for changed
+//! objects, ADDED for new ones, DELETED for those gone, nothing for the rest.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::StreamExt;
+use jiff::Timestamp;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::connect::Connection;
+use super::error::{Doing, LiveError, classify, classify_watch};
+use super::kinds::{KINDS, Kind, POD_GROUP};
+use crate::recording::EventType;
+
+/// One change to one object.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// When kubestep received it.
+    pub at: Timestamp,
+    pub event: EventType,
+    pub kind: &'static str,
+    /// The object as the API server serves it, with apiVersion and kind set and
+    /// managedFields stripped.
+    pub object: Value,
+    /// Part of the kind's first list: the cluster as it was when watching began.
+    pub initial: bool,
+}
+
+#[derive(Debug, Clone)]
+pub enum Update {
+    Change(Change),
+    /// The first list of a kind is complete.
+    Synced {
+        kind: &'static str,
+        objects: usize,
+    },
+    /// A re-list (after 410 Gone or a lost connection) reconciled with what was known.
+    Resynced {
+        kind: &'static str,
+        added: usize,
+        modified: usize,
+        deleted: usize,
+    },
+    /// A request failed; the watcher retries with backoff.
+    Reconnecting {
+        kind: &'static str,
+        error: LiveError,
+    },
+    /// Access was refused (401 or 403): retrying cannot help until someone changes the
+    /// credentials or RBAC, so the watcher of that kind stops.
+    Fatal(LiveError),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WatchOptions {
+    /// Namespaced kinds in this namespace only (`None`: all namespaces).
+    pub namespace: Option<String>,
+}
+
+/// The running watchers. Dropping it stops them.
+pub struct Watchers {
+    rx: mpsc::Receiver<Update>,
+    tasks: Vec<JoinHandle<()>>,
+    kinds: Vec<Kind>,
+}
+
+impl Drop for Watchers {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl Watchers {
+    /// Starts a watcher for every kind (PodGroup only when its CRD is installed).
+    pub async fn start(conn: &Connection, opts: &WatchOptions) -> Result<Watchers, LiveError> {
+        let mut kinds = KINDS.to_vec();
+        if pod_groups_served(conn).await? {
+            kinds.push(POD_GROUP);
+        }
+        // Bounded, so a slow consumer slows the watchers instead of growing memory.
+        let (tx, rx) = mpsc::channel(1024);
+        let tasks = kinds
+            .iter()
+            .map(|k| {
+                let ar = k.api_resource();
+                let api: Api<DynamicObject> = match (&opts.namespace, k.namespaced) {
+                    (Some(ns), true) => Api::namespaced_with(conn.client.clone(), ns, &ar),
+                    _ => Api::all_with(conn.client.clone(), &ar),
+                };
+                let w = KindWatch {
+                    kind: *k,
+                    namespace: opts.namespace.clone().filter(|_| k.namespaced),
+                    server: conn.server().to_string(),
+                    tx: tx.clone(),
+                };
+                tokio::spawn(w.run(api))
+            })
+            .collect();
+        Ok(Watchers { rx, tasks, kinds })
+    }
+
+    pub fn kinds(&self) -> &[Kind] {
+        &self.kinds
+    }
+
+    /// The next update; `None` once every watcher has stopped.
+    pub async fn next(&mut self) -> Option<Update> {
+        self.rx.recv().await
+    }
+
+    /// An update if one is ready.
+    pub fn try_next(&mut self) -> Option<Update> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// Whether the PodGroup CRD's group/version is served (404 means not installed).
+async fn pod_groups_served(conn: &Connection) -> Result<bool, LiveError> {
+    match conn
+        .client
+        .list_api_group_resources(&POD_GROUP.api_version())
+        .await
+    {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == POD_GROUP.plural)),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(classify(
+            &e,
+            Doing {
+                verb: "get",
+                kind: Some(&POD_GROUP),
+                namespace: None,
+                server: conn.server(),
+            },
+        )),
+    }
+}
+
+/// What is known of an object: its resourceVersion and last state (for the DELETED a
+/// re-list infers), kept as text to stay small.
+struct Known {
+    rv: String,
+    last: Box<str>,
+}
+
+struct KindWatch {
+    kind: Kind,
+    namespace: Option<String>,
+    server: String,
+    tx: mpsc::Sender<Update>,
+}
+
+#[derive(Default)]
+struct Relist {
+    seen: HashSet<String>,
+    added: usize,
+    modified: usize,
+}
+
+impl KindWatch {
+    async fn run(self, api: Api<DynamicObject>) {
+        let mut stream = watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        let mut known: HashMap<String, Known> = HashMap::new();
+        let mut relist: Option<Relist> = None;
+        let mut synced = false;
+        while let Some(item) = stream.next().await {
+            let mut out = Vec::new();
+            match item {
+                Ok(Event::Init) => relist = Some(Relist::default()),
+                Ok(Event::InitApply(o)) => {
+                    let r = relist.get_or_insert_with(Relist::default);
+                    let (key, rv, value) = self.prepare(o);
+                    r.seen.insert(key.clone());
+                    match self.upsert(&mut known, key, rv, value, !synced) {
+                        Some(c) if c.event == EventType::Added => {
+                            r.added += 1;
+                            out.push(Update::Change(c));
+                        }
+                        Some(c) => {
+                            r.modified += 1;
+                            out.push(Update::Change(c));
+                        }
+                        None => {}
+                    }
+                }
+                Ok(Event::InitDone) => {
+                    let r = relist.take().unwrap_or_default();
+                    let gone: Vec<String> = known
+                        .keys()
+                        .filter(|k| !r.seen.contains(*k))
+                        .cloned()
+                        .collect();
+                    for key in &gone {
+                        if let Some(k) = known.remove(key) {
+                            let object = serde_json::from_str(&k.last).unwrap_or(Value::Null);
+                            out.push(Update::Change(self.change(
+                                EventType::Deleted,
+                                object,
+                                false,
+                            )));
+                        }
+                    }
+                    out.push(if synced {
+                        Update::Resynced {
+                            kind: self.kind.kind,
+                            added: r.added,
+                            modified: r.modified,
+                            deleted: gone.len(),
+                        }
+                    } else {
+                        Update::Synced {
+                            kind: self.kind.kind,
+                            objects: known.len(),
+                        }
+                    });
+                    synced = true;
+                }
+                Ok(Event::Apply(o)) => {
+                    let (key, rv, value) = self.prepare(o);
+                    if let Some(c) = self.upsert(&mut known, key, rv, value, false) {
+                        out.push(Update::Change(c));
+                    }
+                }
+                Ok(Event::Delete(o)) => {
+                    let (key, _, value) = self.prepare(o);
+                    // A deletion of something never seen would be a phantom.
+                    if known.remove(&key).is_some() {
+                        out.push(Update::Change(self.change(
+                            EventType::Deleted,
+                            value,
+                            false,
+                        )));
+                    }
+                }
+                Err(e) => {
+                    let error =
+                        classify_watch(&e, &self.kind, self.namespace.as_deref(), &self.server);
+                    if error.is_access_denied() {
+                        let _ = self.tx.send(Update::Fatal(error)).await;
+                        return;
+                    }
+                    out.push(Update::Reconnecting {
+                        kind: self.kind.kind,
+                        error,
+                    });
+                }
+            }
+            for u in out {
+                if self.tx.send(u).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The object's key, resourceVersion and JSON (apiVersion and kind set, which list
+    /// items lack; managedFields dropped).
+    fn prepare(&self, mut o: DynamicObject) -> (String, String, Value) {
+        o.metadata.managed_fields = None;
+        let name = o.metadata.name.clone().unwrap_or_default();
+        let key = match &o.metadata.namespace {
+            Some(ns) if self.kind.namespaced => format!("{ns}/{name}"),
+            _ => name,
+        };
+        let rv = o.metadata.resource_version.clone().unwrap_or_default();
+        let mut v = serde_json::to_value(&o).unwrap_or(Value::Null);
+        if let Some(m) = v.as_object_mut() {
+            m.insert("apiVersion".into(), self.kind.api_version().into());
+            m.insert("kind".into(), self.kind.kind.into());
+        }
+        (key, rv, v)
+    }
+
+    /// Records the object; the change to report, or `None` when nothing changed (the same
+    /// resourceVersion seen again after a reconnect).
+    fn upsert(
+        &self,
+        known: &mut HashMap<String, Known>,
+        key: String,
+        rv: String,
+        value: Value,
+        initial: bool,
+    ) -> Option<Change> {
+        let event = match known.get(&key) {
+            Some(k) if !rv.is_empty() && k.rv == rv => return None,
+            Some(_) => EventType::Modified,
+            None => EventType::Added,
+        };
+        let last = value.to_string().into_boxed_str();
+        known.insert(key, Known { rv, last });
+        Some(self.change(event, value, initial))
+    }
+
+    fn change(&self, event: EventType, object: Value, initial: bool) -> Change {
+        Change {
+            at: Timestamp::now(),
+            event,
+            kind: self.kind.kind,
+            object,
+            initial,
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `kubestep live --headless` against the loopback API server: shadow mode explains
+//! pending pods and writes nothing; active mode binds through pods/binding, writes events
+//! and status as kube-scheduler does, and never binds a pod twice.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use support::apiserver::ApiServer;
+
+const KINDS: usize = 13;
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kubestep-live-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn node(name: &str, cpu: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}})
+}
+
+fn pod(name: &str, cpu: &str, scheduler: Option<&str>, node: Option<&str>) -> Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]});
+    if let Some(s) = scheduler {
+        spec["schedulerName"] = json!(s);
+    }
+    if let Some(n) = node {
+        spec["nodeName"] = json!(n);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "team"}, "spec": spec})
+}
+
+fn spawn(kubeconfig: &Path, extra: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args(["live", "--headless", "--kubeconfig"])
+        .arg(kubeconfig)
+        .args(extra)
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubestep live")
+}
+
+/// The summary (last stdout line) as pod → entry.
+fn finish(child: Child) -> (std::collections::BTreeMap<String, Value>, String) {
+    let o = child.wait_with_output().expect("wait for kubestep");
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "stderr: {stderr}\nstdout: {stdout}");
+    let last = stdout.lines().last().unwrap_or_default();
+    let v: Value = serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {last}"));
+    let pods = v["summary"]["pods"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no summary: {last}"))
+        .iter()
+        .map(|p| (p["pod"].as_str().unwrap_or_default().to_string(), p.clone()))
+        .collect();
+    (pods, stderr)
+}
+
+#[test]
+fn shadow_mode_explains_pending_pods_and_writes_nothing() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(node("n2", "2"));
+    server.apply(pod("web-1", "100m", None, Some("n1")));
+    server.apply(pod("fits", "3", None, None));
+    server.apply(pod("huge", "100", None, None));
+    server.apply(pod("other", "1", Some("someone-else"), None));
+    let dir = temp_dir("shadow");
+    let kc = server.write_kubeconfig(&dir, None);
+    let child = spawn(&kc, &["--duration", "3s"]);
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS
+    });
+    // A pod arriving later is explained too, against the cluster as it is: the placement
+    // kubestep chose for "fits" is not assumed.
+    server.apply(pod("late", "3", None, None));
+    let (pods, stderr) = finish(child);
+    assert_eq!(
+        pods["team/fits"],
+        json!({"pod": "team/fits", "node": null, "status": "Pending", "selected": ["n1"]}),
+        "{stderr}"
+    );
+    assert_eq!(
+        pods["team/late"],
+        json!({"pod": "team/late", "node": null, "status": "Pending", "selected": ["n1"]})
+    );
+    assert_eq!(
+        pods["team/huge"],
+        json!({"pod": "team/huge", "node": null, "status": "Pending",
+            "message": "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."})
+    );
+    assert_eq!(pods["team/web-1"]["status"], "Bound");
+    assert_eq!(pods["team/web-1"]["node"], "n1");
+    assert_eq!(pods["team/other"]["status"], "Ignored");
+    // Not one create, update, patch or delete.
+    assert!(server.writes().is_empty(), "{:?}", server.writes());
+    assert!(server.events().is_empty());
+}
+
+#[test]
+fn active_mode_binds_reports_and_never_binds_twice() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(node("n2", "2"));
+    server.apply(pod("a", "3", Some("kubestep"), None));
+    server.apply(pod("huge", "100", Some("kubestep"), None));
+    server.apply(pod("theirs", "1", None, None));
+    // Another scheduler binds this one first: kubestep's binding gets 409.
+    server.apply(pod("raced", "1", Some("kubestep"), None));
+    server.race_binding("team", "raced", "n2");
+    let dir = temp_dir("active");
+    let kc = server.write_kubeconfig(&dir, None);
+    let child = spawn(
+        &kc,
+        &[
+            "--active",
+            "--scheduler-name",
+            "kubestep",
+            "--duration",
+            "3s",
+        ],
+    );
+    let (pods, stderr) = finish(child);
+
+    let a = server.get("Pod", Some("team"), "a").expect("pod a");
+    assert_eq!(a["spec"]["nodeName"], "n1", "{stderr}");
+    assert_eq!(
+        pods["team/a"],
+        json!({"pod": "team/a", "node": "n1", "status": "Bound", "message": null})
+    );
+    let raced = server.get("Pod", Some("team"), "raced").expect("pod raced");
+    assert_eq!(raced["spec"]["nodeName"], "n2");
+    assert_eq!(pods["team/raced"]["status"], "Bound");
+    assert_eq!(pods["team/raced"]["node"], "n2");
+
+    let msg = "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+    assert_eq!(pods["team/huge"]["status"], "Unschedulable");
+    assert_eq!(pods["team/huge"]["message"], msg);
+    let huge = server.get("Pod", Some("team"), "huge").expect("pod huge");
+    let cond = &huge["status"]["conditions"][0];
+    assert_eq!(cond["type"], "PodScheduled");
+    assert_eq!(cond["status"], "False");
+    assert_eq!(cond["reason"], "Unschedulable");
+    assert_eq!(cond["message"], msg);
+    assert_eq!(pods["team/theirs"]["status"], "Ignored");
+
+    let events = server.events();
+    let about = |pod: &str, reason: &str| -> Vec<Value> {
+        events
+            .iter()
+            .filter(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+            .cloned()
+            .collect()
+    };
+    let scheduled = about("a", "Scheduled");
+    assert_eq!(scheduled.len(), 1, "{events:#?}");
+    assert_eq!(scheduled[0]["note"], "Successfully assigned team/a to n1");
+    assert_eq!(scheduled[0]["type"], "Normal");
+    assert_eq!(scheduled[0]["reportingController"], "kubestep");
+    let failed = about("huge", "FailedScheduling");
+    assert!(!failed.is_empty());
+    assert!(
+        failed
+            .iter()
+            .all(|e| e["note"] == msg && e["type"] == "Warning")
+    );
+
+    // One binding request per pod kubestep scheduled; none for the other scheduler's pod.
+    let bindings: Vec<String> = server
+        .writes()
+        .iter()
+        .filter(|r| r.path.ends_with("/binding"))
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        bindings,
+        [
+            "/api/v1/namespaces/team/pods/a/binding",
+            "/api/v1/namespaces/team/pods/raced/binding"
+        ]
+    );
+    assert!(!server.writes().iter().any(|r| r.path.contains("/theirs")));
+}

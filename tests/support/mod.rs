@@ -1,0 +1,4 @@
+//! Shared test helpers. Each test binary uses a part of them.
+#![allow(dead_code)]
+
+pub mod apiserver;
