@@ -655,10 +655,18 @@ impl Session {
         d: Duration,
     ) -> StepRecord {
         let seq = self.history.next_seq();
-        let state = (self.core.detail == Detail::Full)
+        let mut state = (self.core.detail == Detail::Full)
             .then(|| a.map(|a| Arc::new(a.cycle.state.render())))
             .flatten();
-        let changed = match (&state, self.history.last().and_then(|s| s.state.clone())) {
+        let before = self.history.last().and_then(|s| s.state.clone());
+        // Most steps leave CycleState as it was: share the previous rendering instead of
+        // keeping another copy of it.
+        if let (Some(now), Some(b)) = (&state, &before)
+            && now == b
+        {
+            state = Some(b.clone());
+        }
+        let changed = match (&state, before) {
             (Some(now), Some(before)) => now
                 .iter()
                 .filter(|t| !before.contains(t))
