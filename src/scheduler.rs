@@ -212,6 +212,15 @@ impl Scheduler {
         Some(cycle)
     }
 
+    /// Seeds every plugin of every profile (see `Plugin::set_seed`).
+    pub fn set_seed(&self, seed: u64) {
+        for fwk in &self.frameworks {
+            for p in fwk.all_plugins() {
+                p.set_seed(seed);
+            }
+        }
+    }
+
     /// Runs `f` on the scheduler's thread pool (so the caller takes part in parallel work).
     pub fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
         match &self.pool {

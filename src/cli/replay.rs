@@ -80,7 +80,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let mut session = Session::new(cluster, cfg, opts, Box::new(LocalActuator))?;
-    let _ = a.seed;
+    session.core.sched.set_seed(a.seed);
     let mut out = Printer {
         mode: a.output,
         stdout: std::io::stdout().lock(),

@@ -93,6 +93,9 @@ pub struct NodeScore<'a> {
 
 pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
+    /// Seeds what upstream leaves to chance (e.g. the preemption dry run's offset), so a
+    /// replay with the same seed repeats itself. Most plugins have nothing to seed.
+    fn set_seed(&self, _seed: u64) {}
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         None
     }

@@ -345,6 +345,11 @@ impl Framework {
         self.points.get(&ep).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// Every plugin instance, once per extension point it serves.
+    pub fn all_plugins(&self) -> impl Iterator<Item = &Arc<dyn Plugin>> {
+        self.points.values().flatten().map(|e| &e.plugin)
+    }
+
     pub fn score_weight(&self, name: &str) -> i64 {
         self.score_weights.get(name).copied().unwrap_or(1)
     }

@@ -44,18 +44,30 @@ pub const DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE: i32 = 10;
 /// Default `minCandidateNodesAbsolute`.
 pub const DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE: i32 = 100;
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DefaultPreemption {
     pub min_candidate_nodes_percentage: i32,
     pub min_candidate_nodes_absolute: i32,
     /// Where the dry run starts among the n potential nodes: `seed % n`. Upstream draws
     /// this offset at random; a fixed seed makes runs repeatable (default 0: the first
-    /// potential node in snapshot order).
-    pub seed: u64,
+    /// potential node in snapshot order). Atomic so `kubestep replay --seed` can set it on
+    /// a built profile.
+    pub seed: std::sync::atomic::AtomicU64,
     /// The instant a pod without `status.startTime` counts as having started (upstream
     /// reads the wall clock). The default, the end of time, orders such pods as
     /// upstream's clock does whenever the recorded start times lie in the past.
     pub now: Timestamp,
+}
+
+impl Clone for DefaultPreemption {
+    fn clone(&self) -> Self {
+        DefaultPreemption {
+            min_candidate_nodes_percentage: self.min_candidate_nodes_percentage,
+            min_candidate_nodes_absolute: self.min_candidate_nodes_absolute,
+            seed: std::sync::atomic::AtomicU64::new(self.seed()),
+            now: self.now,
+        }
+    }
 }
 
 impl Default for DefaultPreemption {
@@ -75,14 +87,22 @@ impl DefaultPreemption {
         DefaultPreemption {
             min_candidate_nodes_percentage,
             min_candidate_nodes_absolute,
-            seed: 0,
+            seed: std::sync::atomic::AtomicU64::new(0),
             now: Timestamp::MAX,
         }
     }
 
-    pub fn with_seed(mut self, seed: u64) -> DefaultPreemption {
-        self.seed = seed;
+    pub fn with_seed(self, seed: u64) -> DefaultPreemption {
+        self.set_seed(seed);
         self
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn set_seed(&self, seed: u64) {
+        self.seed.store(seed, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn with_now(mut self, now: Timestamp) -> DefaultPreemption {
@@ -283,7 +303,7 @@ impl DefaultPreemption {
 impl Interface for DefaultPreemption {
     fn get_offset_and_num_candidates(&self, num_nodes: usize) -> (usize, usize) {
         let offset = match u64::try_from(num_nodes) {
-            Ok(n) if n > 0 => usize::try_from(self.seed % n).unwrap_or(0),
+            Ok(n) if n > 0 => usize::try_from(self.seed() % n).unwrap_or(0),
             _ => 0,
         };
         (offset, self.calculate_num_candidates(num_nodes))
@@ -336,6 +356,9 @@ impl Interface for DefaultPreemption {
 impl Plugin for DefaultPreemption {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn set_seed(&self, seed: u64) {
+        DefaultPreemption::set_seed(self, seed);
     }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         Some(self)
