@@ -2,6 +2,7 @@
 
 mod bench;
 mod explain;
+mod recordings;
 mod replay;
 
 use std::process::ExitCode;
@@ -23,8 +24,11 @@ pub struct Cli {
 pub enum Command {
     /// Explain where a pod would be scheduled, or why it cannot be.
     Explain(explain::ExplainArgs),
-    /// Replay a cluster (and, later, a recording) through the debugger.
+    /// Replay a recording (a file or a bundled one) or a cluster manifest through the
+    /// debugger.
     Replay(replay::ReplayArgs),
+    /// List the bundled recordings.
+    Recordings(recordings::RecordingsArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
 }
@@ -34,5 +38,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Explain(a) => explain::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Replay(a) => replay::run(a),
+        Command::Recordings(a) => recordings::run(a),
     }
 }
