@@ -11,5 +11,6 @@ pub mod extender;
 pub mod framework;
 pub mod plugins;
 pub mod recording;
+pub mod replay_bench;
 pub mod scheduler;
 pub mod session;

@@ -92,7 +92,7 @@ const WORKLOADS: &[Workload] = &[
     w("batch", "report-renderer", 500, 1024, "compute", 4),
     Workload {
         gpus: 1,
-        ..w("ml", "triton-inference", 4000, 16384, "gpu", 4)
+        ..w("ml", "triton-inference", 4000, 16384, "gpu", 2)
     },
     Workload {
         gpus: 2,
@@ -179,20 +179,30 @@ fn pod_of(rng: &mut Rng, d: &Deployments, wi: usize) -> PodB {
 }
 
 /// A node of the workload's group with room for it (a few random tries, as a busy
-/// real scheduler's sample would), taking the room.
+/// real scheduler's sample would), taking the room. `headroom` (percent of the node)
+/// is left free, so that the cluster runs at the utilisation autoscaled clusters do.
 fn place(
     rng: &mut Rng,
     nodes: &mut [NodeState],
     by_group: &[Vec<usize>],
     wi: usize,
+    headroom: u64,
 ) -> Option<usize> {
     let w = &WORKLOADS[wi];
     let gi = GROUPS.iter().position(|g| g.name == w.group)?;
+    let it = GROUPS[gi].instance;
+    let cpu_keep = milli(it.cpu) * headroom / 100;
+    let mem_keep = mib(it.memory) * headroom / 100;
+    let gpu_keep = it.gpus * headroom as u32 / 100;
     let candidates = &by_group[gi];
     for _ in 0..12 {
         let i = candidates[rng.below(candidates.len() as u64) as usize];
         let n = &mut nodes[i];
-        if n.cpu >= w.cpu && n.mem >= w.mem && n.pods >= 1 && n.gpus >= w.gpus {
+        if n.cpu >= w.cpu + cpu_keep
+            && n.mem >= w.mem + mem_keep
+            && n.pods >= 1
+            && n.gpus >= w.gpus + gpu_keep
+        {
             n.cpu -= w.cpu;
             n.mem -= w.mem;
             n.pods -= 1;
@@ -248,7 +258,7 @@ pub fn large() -> Rec {
     while running.len() < 16_000 {
         let rng = r.rng();
         let wi = pick_workload(rng, &d);
-        let Some(ni) = place(rng, &mut nodes, &by_group, wi) else {
+        let Some(ni) = place(rng, &mut nodes, &by_group, wi, 35) else {
             continue;
         };
         let p = pod_of(rng, &d, wi).on(&nodes[ni].name).build();
@@ -271,7 +281,7 @@ pub fn large() -> Rec {
         let p = pod_of(rng, &d, wi).build();
         let recorded = k % 8 == 3;
         let target = if recorded {
-            place(rng, &mut nodes, &by_group, wi)
+            place(rng, &mut nodes, &by_group, wi, 0)
         } else {
             None
         };

@@ -150,6 +150,8 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
         skipped: 0,
     };
     let total = text.lines().count();
+    // Exactly sized: events are large, and doubling a vector of them doubles the peak.
+    rec.events.reserve_exact(total.saturating_sub(1));
     for (i, line) in text.lines().enumerate().skip(1) {
         let n = i + 1;
         if line.trim().is_empty() {

@@ -139,6 +139,8 @@ pub struct Core {
     pub pending_divergences: BTreeMap<String, Divergence>,
     /// Cluster changes applied, for the trace.
     pub changes: Vec<(Timestamp, String)>,
+    /// Pods whose record says Bound (kept with the records, for `counts`).
+    bound: usize,
 }
 
 /// Why `continue` / `advance` stopped.
@@ -210,10 +212,17 @@ impl Core {
                 pod: pod.key.clone(),
                 uid: pod.uid.clone(),
                 node: None,
-                status,
+                // Set just below, so that the Bound count sees the change.
+                status: PodStatus::Pending,
                 message: None,
                 attempts: 0,
             });
+        if r.status == PodStatus::Bound {
+            self.bound -= 1;
+        }
+        if status == PodStatus::Bound {
+            self.bound += 1;
+        }
         r.status = status;
         r.node = node.map(str::to_string);
         r.message = message;
@@ -371,7 +380,9 @@ impl Core {
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
                 self.sched.nominator.remove(&pi.uid);
-                self.pods.remove(&pi.key);
+                if self.pods.remove(&pi.key).map(|r| r.status) == Some(PodStatus::Bound) {
+                    self.bound -= 1;
+                }
                 self.pending_divergences.remove(&pi.uid);
             }
             return;
@@ -455,21 +466,16 @@ impl Core {
     }
 
     pub fn counts(&self) -> QueueCounts {
-        let mut c = QueueCounts::default();
-        for r in self.pods.values() {
-            match r.status {
-                PodStatus::Bound => c.bound += 1,
-                PodStatus::Waiting => c.waiting += 1,
-                _ => {}
-            }
+        // Kept cheap: it runs after every step, and recordings hold tens of thousands of pods.
+        let (active, backoff, unschedulable, gated) = self.queue.sizes();
+        QueueCounts {
+            active,
+            backoff,
+            unschedulable,
+            gated,
+            waiting: self.waiting.len(),
+            bound: self.bound,
         }
-        let v = self.queue.view(&self.sched.frameworks[0], self.clock.now());
-        c.active = v.active.len();
-        c.backoff = v.backoff.len();
-        c.unschedulable = v.unschedulable.len();
-        c.gated = v.gated.len();
-        c.waiting = self.waiting.len();
-        c
     }
 }
 
@@ -510,6 +516,7 @@ impl Session {
             divergences: Vec::new(),
             pending_divergences: BTreeMap::new(),
             changes: Vec::new(),
+            bound: 0,
         };
         let pods: Vec<Arc<Pod>> = core.cluster.pods().cloned().collect();
         for p in pods {

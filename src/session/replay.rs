@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::Pod;
 
 use super::{Actuator, Feed, Session, SessionOptions};
-use crate::cluster::{Object, node_name};
+use crate::cluster::{ClusterState, Object, node_name};
 use crate::config::KubeSchedulerConfiguration;
 use crate::recording::{Event, EventType, Recording};
 use crate::scheduler::SetupError;
@@ -24,8 +24,24 @@ impl Session {
         let start = rec.start();
         opts.start = start;
         let bindings = recorded_bindings(&rec.events);
-        let cluster = rec.cluster_at(start);
-        let later = rec.events.into_iter().filter(|e| e.at > start);
+        // Moved, not cloned: large recordings hold most of their memory in these objects.
+        let mut cluster = ClusterState::default();
+        let mut later = Vec::new();
+        for e in rec.events {
+            if e.at <= start {
+                match e.kind {
+                    EventType::Deleted => {
+                        cluster.remove(e.object.kind(), &e.object.key());
+                    }
+                    _ => {
+                        cluster.upsert(e.object);
+                    }
+                }
+            } else {
+                later.push(e);
+            }
+        }
+        cluster.resolve_priorities();
         let mut s = Session::new(cluster, config, opts, actuator)?;
         s.core.externally_bound = bindings;
         s.core.feed = Feed::from_sorted(later);
@@ -92,4 +108,46 @@ pub fn recorded_bindings(events: &[Event]) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::reader::{ReadOptions, read_str};
+
+    fn pod(at: &str, t: &str, name: &str, uid: &str, node: Option<&str>) -> String {
+        let node = node.map_or(String::new(), |n| format!(r#","nodeName":"{n}""#));
+        format!(
+            r#"{{"at":"{at}","type":"{t}","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"web","uid":"{uid}"}},"spec":{{"containers":[{{"name":"c"}}]{node}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn pods_the_recording_binds_after_they_arrive_unbound() {
+        let text = [
+            r#"{"kubestep":"recording","version":1,"started":"2026-01-01T00:00:00Z"}"#.to_string(),
+            pod("2026-01-01T00:00:00Z", "ADDED", "a", "u-a", None),
+            pod(
+                "2026-01-01T00:00:00Z",
+                "ADDED",
+                "running",
+                "u-r",
+                Some("n1"),
+            ),
+            pod("2026-01-01T00:00:05Z", "ADDED", "b", "u-b", None),
+            pod("2026-01-01T00:00:06Z", "MODIFIED", "b", "u-b", Some("n2")),
+            pod("2026-01-01T00:00:07Z", "MODIFIED", "a", "u-a", Some("n1")),
+            // Recreated with a new UID and bound at once: not a binding of the old pod.
+            pod("2026-01-01T00:00:08Z", "DELETED", "c", "u-c", None),
+            pod("2026-01-01T00:00:09Z", "ADDED", "c", "u-c2", Some("n2")),
+        ]
+        .join("\n");
+        let rec = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        let b = recorded_bindings(&rec.events);
+        let want: BTreeMap<String, String> = [("u-a", "n1"), ("u-b", "n2")]
+            .into_iter()
+            .map(|(u, n)| (u.to_string(), n.to_string()))
+            .collect();
+        assert_eq!(b, want);
+    }
 }
