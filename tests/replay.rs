@@ -280,7 +280,7 @@ fn newer_versions_are_refused() {
 fn speed_is_accepted_and_checked() {
     let o = run(&["replay", "preemption", "--headless", "--speed", "4"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = run(&["replay", "preemption", "--headless", "--speed", "-1"]);
+    let o = run(&["replay", "preemption", "--headless", "--speed", "0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a speed"), "{}", stderr(&o));
 }
