@@ -13,6 +13,7 @@ pub mod framework;
 pub mod live;
 pub mod plugins;
 pub mod recording;
+pub mod replay_bench;
 pub mod scheduler;
 pub mod session;
 pub mod tui;

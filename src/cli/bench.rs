@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 
 use kubestep::bench::{self, Workload};
 use kubestep::framework::Detail;
+use kubestep::replay_bench;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum WorkloadArg {
@@ -14,6 +15,13 @@ pub enum WorkloadArg {
     TopologySpread,
     /// All three.
     All,
+    /// Reading a recording (--recording): events per second.
+    Load,
+    /// Replaying a recording (--recording) end to end.
+    Replay,
+    /// Peak memory replaying a generated recording of --nodes nodes and --pods pods (one
+    /// in ten pending).
+    Memory,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -46,13 +54,23 @@ pub struct BenchArgs {
     /// Print one JSON object per run instead of a table line.
     #[arg(long)]
     json: bool,
+    /// The recording for --workload load and replay: a file or a bundled name.
+    #[arg(long, default_value = "large")]
+    recording: String,
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if matches!(
+        a.workload,
+        WorkloadArg::Load | WorkloadArg::Replay | WorkloadArg::Memory
+    ) {
+        return recordings(&a);
+    }
     let workloads = match a.workload {
         WorkloadArg::Basic => vec![Workload::Basic],
         WorkloadArg::AntiAffinity => vec![Workload::AntiAffinity],
         WorkloadArg::TopologySpread => vec![Workload::TopologySpread],
+        WorkloadArg::Load | WorkloadArg::Replay | WorkloadArg::Memory => Vec::new(),
         WorkloadArg::All => vec![
             Workload::Basic,
             Workload::AntiAffinity,
@@ -114,6 +132,62 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 println!("{:<16} per pod: {}", "", phases.join(", "));
             }
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
+    let detail = if a.full {
+        Detail::Full
+    } else {
+        Detail::Decision
+    };
+    let report = match a.workload {
+        WorkloadArg::Load => {
+            let r = replay_bench::load(&a.recording, 5).map_err(anyhow::Error::msg)?;
+            if a.json {
+                println!("{}", serde_json::to_string(&r)?);
+            } else {
+                println!(
+                    "load {}: {} events, {:.1} MiB in {:.3}s: {:.0} events/s, {:.0} MiB/s",
+                    r.recording,
+                    r.events,
+                    r.bytes as f64 / (1024.0 * 1024.0),
+                    r.seconds,
+                    r.events_per_second,
+                    r.mib_per_second
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        WorkloadArg::Replay => replay_bench::replay(&a.recording, detail),
+        _ => {
+            let pods = a.pods.unwrap_or(50_000);
+            replay_bench::memory(a.nodes, pods, pods / 10, detail)
+        }
+    }
+    .map_err(anyhow::Error::msg)?;
+    if a.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        let r = &report;
+        println!(
+            "replay {} {:?}: {} nodes, {} pods, {} events; load {:.2}s, setup {:.2}s, replay {:.2}s: {} attempts ({:.0}/s), {} bound, {} unschedulable, {} divergences; peak {:.0} MiB",
+            r.recording,
+            r.detail,
+            r.nodes,
+            r.pods,
+            r.events,
+            r.load_seconds,
+            r.setup_seconds,
+            r.replay_seconds,
+            r.attempts,
+            r.attempts_per_second,
+            r.bound,
+            r.unschedulable,
+            r.divergences,
+            r.peak_rss_mib.unwrap_or(0.0)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

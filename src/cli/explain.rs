@@ -1,6 +1,8 @@
 //! `kubestep explain`: one scheduling cycle for one pod, explained.
 
 use std::path::{Path, PathBuf};
+
+use kubestep::recording;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -19,9 +21,11 @@ pub enum Output {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Cluster objects: YAML (multi-document), JSON, or a kubectl List. Repeatable.
-    #[arg(long, required = true, value_name = "FILE")]
-    cluster: Vec<PathBuf>,
+    /// Cluster objects: YAML (multi-document), JSON, or a kubectl List. Repeatable. Or one
+    /// recording (a file, or a bundled recording's name): the cluster as it is at the
+    /// recording's last event.
+    #[arg(long, required = true, value_name = "FILE|RECORDING")]
+    cluster: Vec<String>,
     /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -33,11 +37,11 @@ pub struct ExplainArgs {
 }
 
 pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
-    let paths: Vec<&Path> = a.cluster.iter().map(PathBuf::as_path).collect();
-    let cluster = ClusterState::load(&paths)?;
-    let cfg = match &a.config {
-        Some(p) => config::load_file(p)?,
-        None => config::default_configuration(),
+    let (cluster, recorded_cfg) = load_cluster(&a.cluster)?;
+    let cfg = match (&a.config, recorded_cfg) {
+        (Some(p), _) => config::load_file(p)?,
+        (None, Some(c)) => c,
+        (None, None) => config::default_configuration(),
     };
     let pod = resolve_pod(&a.pod, &cluster)?;
     let e = explain::explain(&cluster, &cfg, pod)?;
@@ -53,6 +57,33 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Manifests are merged (duplicates are errors); a recording stands alone and brings its
+/// header's scheduler configuration.
+fn load_cluster(
+    sources: &[String],
+) -> anyhow::Result<(ClusterState, Option<config::KubeSchedulerConfiguration>)> {
+    let manifest = |s: &String| {
+        let p = Path::new(s);
+        p.is_file() && !recording::reader::is_recording_file(p)
+    };
+    if sources.iter().all(manifest) {
+        let paths: Vec<&Path> = sources.iter().map(Path::new).collect();
+        return Ok((ClusterState::load(&paths)?, None));
+    }
+    let [source] = sources else {
+        bail!(
+            "a recording must be the only --cluster (got {})",
+            sources.join(", ")
+        );
+    };
+    let rec = recording::open(source)?;
+    for w in &rec.warnings {
+        eprintln!("kubestep: warning: {w}");
+    }
+    let cfg = rec.scheduler_config(source)?;
+    Ok((rec.cluster_at(rec.end()), cfg))
 }
 
 fn resolve_pod(

@@ -5,6 +5,7 @@ mod explain;
 mod live;
 mod live_args;
 mod record;
+mod recordings;
 mod replay;
 mod tui;
 
@@ -28,7 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Explain where a pod would be scheduled, or why it cannot be.
     Explain(explain::ExplainArgs),
-    /// Replay a cluster (and, later, a recording) through the debugger.
+    /// Replay a recording (a file or a bundled one) or a cluster manifest through the
+    /// debugger.
     Replay(replay::ReplayArgs),
     /// The terminal UI on a cluster manifest (the demo without one).
     Tui(tui::TuiArgs),
@@ -36,6 +38,8 @@ pub enum Command {
     Live(live::LiveArgs),
     /// Record a live cluster (objects, then every change) to a file for replay.
     Record(record::RecordArgs),
+    /// List the bundled recordings.
+    Recordings(recordings::RecordingsArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
 }
@@ -49,5 +53,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Replay(a)) => replay::run(a),
         Some(Command::Record(a)) => record::run(a),
         Some(Command::Live(a)) => live::run(a),
+        Some(Command::Recordings(a)) => recordings::run(a),
     }
 }

@@ -1,5 +1,6 @@
 //! `kubestep replay SOURCE --headless`: the debugger without a screen, driven by a script
-//! (or run to completion), printing one JSON object per line (or text).
+//! (or run to completion), printing one JSON object per line (or text). SOURCE is a
+//! recording (a file, or the name of a bundled one) or a manifest.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -9,9 +10,9 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use kubestep::cluster::ClusterState;
 use kubestep::config;
 use kubestep::framework::Detail;
+use kubestep::recording::{self, ReadOptions};
 use kubestep::session::script::{self, Command};
 use kubestep::session::{LocalActuator, Session, SessionOptions, clock, trace};
 
@@ -23,14 +24,23 @@ pub enum Output {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// A cluster manifest (YAML, JSON or a kubectl List): pods without spec.nodeName are
-    /// queued at time zero in the order listed.
-    source: PathBuf,
+    /// A recording (.jsonl or .jsonl.gz), the name of a bundled recording (see
+    /// `kubestep recordings`), or a cluster manifest (YAML, JSON or a kubectl List, taken
+    /// as a snapshot at time zero). A file that exists wins over a bundled name.
+    source: String,
     /// Run without the terminal UI.
     #[arg(long)]
     headless: bool,
+    /// Scheduler configuration; without it, the recording header's, else the defaults.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Refuse a recording with a bad or truncated line instead of skipping it.
+    #[arg(long)]
+    strict: bool,
+    /// Replay speed for the terminal UI (2 = twice as fast as recorded). The headless
+    /// run ignores it: it jumps from one event or timer to the next.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_speed)]
+    speed: f64,
     /// Commands to run, one per line ("-" reads standard input). Without it, kubestep runs
     /// until nothing more can change (or --until) and prints the summary.
     #[arg(long, value_name = "FILE|-")]
@@ -40,9 +50,10 @@ pub struct ReplayArgs {
     /// Seed for tie-breaking randomness (preemption offsets, extender ties).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Virtual time to stop at when running without a script.
-    #[arg(long, default_value = "10m")]
-    until: String,
+    /// Virtual time, from the recording's start, to stop at when running without a
+    /// script (default: the recording's last event plus 10 minutes).
+    #[arg(long)]
+    until: Option<String>,
     /// Steps kept in history.
     #[arg(long, default_value_t = 100_000)]
     history: usize,
@@ -57,7 +68,7 @@ pub struct ReplayArgs {
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     if !a.headless {
         kubestep::tui::run(kubestep::tui::TuiOptions {
-            source: Some(a.source),
+            source: Some(std::path::PathBuf::from(&a.source)),
             config: a.config,
             theme: a.theme,
             log_file: a.log_file,
@@ -66,28 +77,44 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         })?;
         return Ok(ExitCode::SUCCESS);
     }
-    let until = clock::parse_duration(&a.until)
+    let until = a
+        .until
+        .as_deref()
+        .map(clock::parse_duration)
+        .transpose()
         .map_err(anyhow::Error::msg)
         .context("--until")?;
-    let cluster = ClusterState::load(&[a.source.as_path()])?;
+    let rec = recording::open_with(&a.source, ReadOptions { strict: a.strict })?;
+    for w in &rec.warnings {
+        eprintln!("kubestep: warning: {w}");
+    }
     let cfg = match &a.config {
         Some(p) => config::load_file(p)?,
-        None => config::default_configuration(),
+        None => rec
+            .scheduler_config(&a.source)?
+            .unwrap_or_else(config::default_configuration),
+    };
+    let start = rec.start();
+    let deadline = match until {
+        Some(d) => clock::add(start, d),
+        None => clock::add(rec.end(), std::time::Duration::from_secs(600)),
     };
     let opts = SessionOptions {
         detail: Detail::Full,
         history_steps: a.history,
         ..Default::default()
     };
-    let mut session = Session::new(cluster, cfg, opts, Box::new(LocalActuator))?;
+    let mut session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))?;
     session.core.sched.set_seed(a.seed);
+    // Headless runs as fast as it can; --speed paces the terminal UI.
+    let _ = a.speed;
     let mut out = Printer {
         mode: a.output,
         stdout: std::io::stdout().lock(),
     };
     match &a.script {
         None => {
-            for v in session.run_to_completion(until) {
+            for v in session.run_until(deadline) {
                 out.print(&v)?;
             }
         }
@@ -118,8 +145,17 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    out.print(&trace::summary(&session.summary()))?;
+    out.print(&trace::session_summary(&session))?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn parse_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a speed: give a positive number (1 = as recorded)"
+        )),
+    }
 }
 
 pub(super) fn script_name(s: &str) -> String {
@@ -179,7 +215,36 @@ fn text_line(v: &Value) -> String {
                 )
             })
             .collect();
-        return format!("summary:\n{}", lines.join("\n"));
+        let divergences: Vec<String> = sum["divergences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|d| {
+                let best: Vec<&str> = d["kubestepNodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let best = if best.is_empty() {
+                    "none".to_string()
+                } else {
+                    best.join(", ")
+                };
+                format!(
+                    "  {}: recorded on {}, kubestep's best: {best}\n    {}",
+                    d["pod"].as_str().unwrap_or(""),
+                    d["realNode"].as_str().unwrap_or(""),
+                    d["reason"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        let div = if divergences.is_empty() {
+            "divergences: none".to_string()
+        } else {
+            format!("divergences:\n{}", divergences.join("\n"))
+        };
+        return format!("summary:\n{}\n{div}", lines.join("\n"));
     }
     match s("type").as_str() {
         "step" => {

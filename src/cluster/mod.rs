@@ -290,42 +290,47 @@ impl ClusterState {
 
     /// What the Priority admission plugin would have set: `spec.priority` from the pod's
     /// PriorityClass (or the global default class) when the manifest left it out.
-    fn resolve_priorities(&mut self) {
+    pub fn resolve_priorities(&mut self) {
         if self.listers.priority_classes.is_empty() {
             return;
         }
-        let default_class = self
-            .listers
-            .priority_classes
-            .values()
-            .find(|c| c.global_default == Some(true))
-            .cloned();
-        for (key, pod) in self.pods.iter_mut() {
-            let spec = pod.spec.as_ref();
-            if spec.is_none_or(|s| s.priority.is_some()) {
+        let keys: Vec<String> = self.pods.keys().cloned().collect();
+        for key in keys {
+            let Some(pod) = self.pods.get(&key) else {
                 continue;
-            }
-            let class_name = spec.and_then(|s| s.priority_class_name.clone());
-            let class = match &class_name {
-                Some(n) => self.listers.priority_classes.get(n).cloned(),
-                None => default_class.clone(),
             };
-            let Some(class) = class else { continue };
-            let p = Arc::make_mut(pod);
-            if let Some(s) = p.spec.as_mut() {
-                s.priority = Some(class.value);
-                if s.preemption_policy.is_none() {
-                    s.preemption_policy = class.preemption_policy.clone();
-                }
-            }
+            let mut p = (**pod).clone();
+            let Some(class) = self.resolve_priority(&mut p) else {
+                continue;
+            };
+            let value = p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
+            let p = Arc::new(p);
             // The pod lister holds the same object.
-            self.listers.pods.insert(key.clone(), pod.clone());
-            let cname = class.metadata.name.clone().unwrap_or_default();
+            self.listers.pods.insert(key.clone(), p.clone());
+            self.pods.insert(key.clone(), p);
             self.notes.push(format!(
-                "Pod {key}: priority {} from PriorityClass {cname}",
-                class.value
+                "Pod {key}: priority {value} from PriorityClass {class}"
             ));
         }
+    }
+
+    /// Sets `spec.priority` (and `preemptionPolicy`) from the pod's PriorityClass, or the
+    /// global default class, when the pod has none; returns the class used.
+    pub fn resolve_priority(&self, pod: &mut Pod) -> Option<String> {
+        let spec = pod.spec.as_mut()?;
+        if spec.priority.is_some() {
+            return None;
+        }
+        let classes = &self.listers.priority_classes;
+        let class = match &spec.priority_class_name {
+            Some(n) => classes.get(n)?,
+            None => classes.values().find(|c| c.global_default == Some(true))?,
+        };
+        spec.priority = Some(class.value);
+        if spec.preemption_policy.is_none() {
+            spec.preemption_policy = class.preemption_policy.clone();
+        }
+        class.metadata.name.clone()
     }
 
     pub fn nodes(&self) -> &[Arc<Node>] {

@@ -104,7 +104,11 @@ impl Mirror {
                 .pending_pods()
                 .filter_map(|p| p.metadata.uid.clone())
                 .collect();
-            session.core.externally_bound.extend(pending);
+            // The real node is not known yet (the cluster's scheduler has not bound them).
+            session
+                .core
+                .externally_bound
+                .extend(pending.into_iter().map(|uid| (uid, String::new())));
         }
         let mut m = Mirror {
             session,
@@ -139,7 +143,10 @@ impl Mirror {
                     && node_name(p).is_empty()
                     && let Some(uid) = &p.metadata.uid
                 {
-                    self.session.core.externally_bound.insert(uid.clone());
+                    self.session
+                        .core
+                        .externally_bound
+                        .insert(uid.clone(), String::new());
                 }
                 self.session.apply(obj);
             }
@@ -228,7 +235,9 @@ impl Mirror {
         else {
             return Vec::new();
         };
-        if a.outcome.as_deref() != Some("Bound") && a.outcome.as_deref() != Some("Waiting") {
+        if !matches!(a.outcome.as_deref(), Some("Bound" | "Waiting" | "Deferred"))
+            || a.node.is_none()
+        {
             return Vec::new();
         }
         let Some(scores) = a.scores.as_ref().filter(|s| !s.totals.is_empty()) else {

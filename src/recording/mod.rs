@@ -2,13 +2,19 @@
 //! gzip-compressed). The format is documented in docs/recording-format.md. Plain manifests
 //! are accepted wherever a recording is, as a snapshot at time zero.
 
+pub mod bundled;
 pub mod reader;
 pub mod writer;
+
+use std::collections::BTreeSet;
+use std::path::Path;
 
 use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::Object;
+use crate::cluster::{ClusterState, Object};
+
+pub use reader::{ReadError, ReadOptions};
 
 /// The format version this build writes and the newest it reads.
 pub const VERSION: u32 = 1;
@@ -99,5 +105,95 @@ impl Recording {
         self.events
             .last()
             .map_or(self.header.started, |e| e.at.max(self.header.started))
+    }
+}
+
+/// How big a recording is, for `kubestep recordings`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub nodes: usize,
+    pub pods: usize,
+    pub events: usize,
+}
+
+impl Recording {
+    /// Distinct nodes and pods that appear, and the number of events.
+    pub fn counts(&self) -> Counts {
+        let mut nodes = BTreeSet::new();
+        let mut pods = BTreeSet::new();
+        for e in &self.events {
+            match &e.object {
+                Object::Node(_) => {
+                    nodes.insert(e.object.key());
+                }
+                Object::Pod(p) => {
+                    pods.insert(p.metadata.uid.clone().unwrap_or_else(|| e.object.key()));
+                }
+                _ => {}
+            }
+        }
+        Counts {
+            nodes: nodes.len(),
+            pods: pods.len(),
+            events: self.events.len(),
+        }
+    }
+
+    /// The cluster as it is once every event up to and including `t` has happened.
+    pub fn cluster_at(&self, t: Timestamp) -> ClusterState {
+        let mut cs = ClusterState::default();
+        for e in self.events.iter().take_while(|e| e.at <= t) {
+            apply_to(&mut cs, e);
+        }
+        cs.resolve_priorities();
+        cs
+    }
+}
+
+/// One event applied to a cluster without a scheduler (loading, `explain`).
+pub fn apply_to(cs: &mut ClusterState, e: &Event) {
+    match e.kind {
+        EventType::Deleted => {
+            cs.remove(e.object.kind(), &e.object.key());
+        }
+        EventType::Added | EventType::Modified => {
+            cs.upsert(e.object.clone());
+        }
+    }
+}
+
+/// Opens a recording (or manifest) by path, or a bundled recording by name; a file that
+/// exists wins over a bundled recording of the same name.
+pub fn open(source: &str) -> Result<Recording, ReadError> {
+    open_with(source, ReadOptions::default())
+}
+
+pub fn open_with(source: &str, opts: ReadOptions) -> Result<Recording, ReadError> {
+    let path = Path::new(source);
+    if path.exists() {
+        return reader::read_file(path, opts);
+    }
+    match bundled::find(source) {
+        Some(b) => b.read(opts),
+        None => Err(ReadError::NotFound {
+            name: source.to_string(),
+            bundled: bundled::names().collect::<Vec<_>>().join(", "),
+        }),
+    }
+}
+
+impl Recording {
+    /// The scheduler configuration the header carries, decoded and validated as a
+    /// `--config` file would be; `name` (the recording) prefixes its errors.
+    pub fn scheduler_config(
+        &self,
+        name: &str,
+    ) -> Result<Option<crate::config::KubeSchedulerConfiguration>, crate::config::ConfigError> {
+        let Some(v) = &self.header.scheduler_configuration else {
+            return Ok(None);
+        };
+        // Pretty-printed so that errors can point at a line.
+        let text = serde_json::to_string_pretty(v).unwrap_or_default();
+        crate::config::parse_str(&text, &format!("{name}: header schedulerConfiguration")).map(Some)
     }
 }

@@ -26,6 +26,8 @@ pub enum ReadError {
         "{file}: recording format version {version} is newer than this kubestep understands (up to {VERSION}); upgrade kubestep"
     )]
     NewerVersion { file: String, version: u32 },
+    #[error("{name}: no such file, and no bundled recording of that name (bundled: {bundled})")]
+    NotFound { name: String, bundled: String },
     #[error(transparent)]
     Manifest(#[from] Box<manifest::ManifestError>),
 }
@@ -45,6 +47,21 @@ struct RawEvent<'a> {
     object: &'a RawValue,
 }
 
+/// Whether the file holds a recording (gzip-compressed, or starting with a header line)
+/// rather than a manifest.
+pub fn is_recording_file(path: &Path) -> bool {
+    let mut head = [0u8; 4096];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    let head = &head[..n];
+    if head.starts_with(&[0x1f, 0x8b]) {
+        return true;
+    }
+    let text = String::from_utf8_lossy(head);
+    is_recording(text.lines().next().unwrap_or(""))
+}
+
 /// Whether the text (its first line) is a kubestep recording header.
 pub fn is_recording(first_line: &str) -> bool {
     first_line.trim_start().starts_with('{') && first_line.contains("\"kubestep\"")
@@ -52,43 +69,45 @@ pub fn is_recording(first_line: &str) -> bool {
 
 pub fn read_file(path: &Path, opts: ReadOptions) -> Result<Recording, ReadError> {
     let file = path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|error| ReadError::Io {
+    let bytes = std::fs::read(path).map_err(|error| ReadError::Io {
         file: file.clone(),
         error,
     })?;
-    let mut reader: Box<dyn Read> = Box::new(f);
-    let mut magic = [0u8; 2];
-    let gz = {
-        let mut f2 = std::fs::File::open(path).map_err(|error| ReadError::Io {
-            file: file.clone(),
-            error,
-        })?;
-        f2.read(&mut magic)
-            .map(|n| n == 2 && magic == [0x1f, 0x8b])
-            .unwrap_or(false)
-    };
-    if gz {
-        reader = Box::new(flate2::read::MultiGzDecoder::new(reader));
+    read_bytes(&bytes, &file, opts)
+}
+
+/// Reads a recording (gzip-compressed or not) or a manifest from memory, named `file` in
+/// messages.
+pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recording, ReadError> {
+    let gz = bytes.starts_with(&[0x1f, 0x8b]);
+    if !gz {
+        let text = String::from_utf8_lossy(bytes);
+        return read_str(&text, file, opts);
     }
     // A recorder killed mid-write leaves a gzip stream without its trailer: keep what was
     // decoded and say so.
-    let mut bytes = Vec::new();
-    let mut buf = BufReader::new(reader);
+    let mut text = Vec::with_capacity(bytes.len() * 8);
+    let mut reader = BufReader::new(flate2::read::MultiGzDecoder::new(bytes));
     let mut cut_short = None;
+    let mut chunk = vec![0u8; 64 * 1024];
     loop {
-        let mut chunk = [0u8; 64 * 1024];
-        match buf.read(&mut chunk) {
+        match reader.read(&mut chunk) {
             Ok(0) => break,
-            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            Err(e) if gz && !bytes.is_empty() => {
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(e) if !text.is_empty() => {
                 cut_short = Some(e.to_string());
                 break;
             }
-            Err(error) => return Err(ReadError::Io { file, error }),
+            Err(error) => {
+                return Err(ReadError::Io {
+                    file: file.into(),
+                    error,
+                });
+            }
         }
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let mut rec = read_str(&text, &file, opts)?;
+    let text = String::from_utf8_lossy(&text);
+    let mut rec = read_str(&text, file, opts)?;
     if let Some(e) = cut_short {
         rec.warnings.push(format!(
             "{file}: compressed stream ends early ({e}); read what was complete"
@@ -131,6 +150,8 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
         skipped: 0,
     };
     let total = text.lines().count();
+    // Exactly sized: events are large, and doubling a vector of them doubles the peak.
+    rec.events.reserve_exact(total.saturating_sub(1));
     for (i, line) in text.lines().enumerate().skip(1) {
         let n = i + 1;
         if line.trim().is_empty() {

@@ -91,6 +91,12 @@ pub enum AttemptResult {
         node: String,
     },
     Failed(Failure),
+    /// The recording binds the pod (to `real_node`): kubestep only decided, on `node`
+    /// (`None`: unschedulable), and left the binding to the recording.
+    Deferred {
+        node: Option<String>,
+        real_node: String,
+    },
 }
 
 /// One step's worth of what happened, for history and trace.
@@ -286,6 +292,10 @@ impl Attempt {
         if let Some(next) = self.cycle.next_start_node_index {
             core.sched.next_start_node_index = next;
         }
+        if let Some(real) = core.externally_bound.get(&self.pod().uid).cloned() {
+            self.defer_to_recording(core, &real, out);
+            return;
+        }
         match self.cycle.outcome.clone() {
             Some(CycleOutcome::Selected { node, .. }) => {
                 let assumed = core.sched.assume(self.pod(), &node);
@@ -333,6 +343,57 @@ impl Attempt {
             }
             None => {}
         }
+    }
+
+    /// The recording binds this pod: kubestep's decision is compared with the recorded
+    /// one and the attempt ends there. Reserve and Permit do not run, because what they
+    /// hold (assumed resources and volumes, a gang member's count, a place in the waiting
+    /// map) would only be released by a binding cycle the pod never goes through; the
+    /// recorded binding later places the pod where it really went.
+    fn defer_to_recording(&mut self, core: &mut Core, real: &str, out: &mut Vec<StepEvent>) {
+        let chosen = match &self.cycle.outcome {
+            Some(CycleOutcome::Selected { node, .. }) => Some(node.clone()),
+            _ => None,
+        };
+        let uid = self.pod().uid.clone();
+        if let Some(d) = super::divergence::compare(&self.cycle, &core.sched.snapshot, real) {
+            core.pending_divergences.insert(uid.clone(), d);
+        }
+        let msg = match &chosen {
+            Some(n) => format!("the recording binds this pod to {real}; kubestep chose {n}"),
+            None => {
+                format!("the recording binds this pod to {real}; kubestep found it unschedulable")
+            }
+        };
+        out.push(StepEvent {
+            point: Point::Reserve,
+            plugin: None,
+            status: Status::new(Code::Skip, msg.clone()),
+            duration: Duration::ZERO,
+        });
+        core.queue.done(&uid);
+        let pod = self.pod().clone();
+        if real.is_empty() {
+            // Live shadow mode: the real scheduler has not decided yet, so the record
+            // says what kubestep would do (best nodes in the history, or why not).
+            let why = match &self.cycle.outcome {
+                Some(CycleOutcome::Unschedulable { fit_error, .. }) => Some(fit_error.message()),
+                _ => None,
+            };
+            let status = if why.is_some() {
+                super::PodStatus::Unschedulable
+            } else {
+                super::PodStatus::Pending
+            };
+            core.record(&pod, status, None, why);
+        } else {
+            core.record(&pod, super::PodStatus::Pending, None, Some(msg));
+        }
+        self.stage = Stage::Done;
+        self.result = Some(AttemptResult::Deferred {
+            node: chosen,
+            real_node: real.to_string(),
+        });
     }
 
     fn node(&self) -> String {

@@ -6,11 +6,14 @@
 pub mod attempt;
 pub mod breakpoints;
 pub mod clock;
+pub mod divergence;
+pub mod feed;
 pub mod history;
+mod replay;
 pub mod script;
 pub mod trace;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +32,8 @@ use crate::scheduler::{Scheduler, SetupError};
 pub use attempt::{Attempt, AttemptResult, Failure};
 pub use breakpoints::{Breakpoint, Outcome};
 pub use clock::Clock;
+pub use divergence::Divergence;
+pub use feed::Feed;
 pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord};
 
 /// What a pod is, from the session's point of view (the summary's `status`).
@@ -122,9 +127,16 @@ pub struct Core {
     pub pods: BTreeMap<String, PodRecord>,
     pub actuator: Box<dyn Actuator>,
     pub detail: Detail,
-    /// Pods whose binding the source (a recording) will apply: kubestep runs their cycle
-    /// but does not bind them.
-    pub externally_bound: BTreeSet<String>,
+    /// Pods the source (a recording) binds, by UID, with the node it binds them to:
+    /// kubestep runs their scheduling cycle and compares its decision, but does not
+    /// reserve or bind them.
+    pub externally_bound: BTreeMap<String, String>,
+    /// Cluster changes still to come (a recording's events, or watch events).
+    pub feed: Feed,
+    /// kubestep's decision differed from the recorded binding, for bindings applied so far.
+    pub divergences: Vec<Divergence>,
+    /// Differences found at decision time, reported once the recorded binding happens.
+    pub pending_divergences: BTreeMap<String, Divergence>,
     /// Cluster changes applied, for the trace.
     pub changes: Vec<(Timestamp, String)>,
     /// Pods recorded as Bound (kept as records change, so steps can count cheaply).
@@ -259,9 +271,6 @@ impl Core {
     /// The binding decided at Bind: carried out by the actuator, then (in replay)
     /// applied to the session's cluster.
     fn bind_pod(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
-        if self.externally_bound.contains(&pod.uid) {
-            return Ok(());
-        }
         self.actuator.bind(pod, node)?;
         if self.actuator.applies_locally() {
             let bound = crate::scheduler::with_node_name(&pod.pod, node);
@@ -273,17 +282,6 @@ impl Core {
 
     fn finish_bound(&mut self, pod: &PodInfo, node: &str) {
         self.queue.done(&pod.uid);
-        if self.externally_bound.contains(&pod.uid) {
-            // The recording binds this pod itself; drop kubestep's assumption.
-            self.sched.snapshot.remove_pod(node, &pod.key);
-            self.record(
-                pod,
-                PodStatus::Pending,
-                None,
-                Some(format!("kubestep chose {node}; the recording binds it")),
-            );
-            return;
-        }
         self.record(pod, PodStatus::Bound, Some(node), None);
     }
 
@@ -422,13 +420,10 @@ impl Core {
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
                 self.sched.nominator.remove(&pi.uid);
-                if self
-                    .pods
-                    .remove(&pi.key)
-                    .is_some_and(|r| r.status == PodStatus::Bound)
-                {
+                if self.pods.remove(&pi.key).map(|r| r.status) == Some(PodStatus::Bound) {
                     self.bound -= 1;
                 }
+                self.pending_divergences.remove(&pi.uid);
             }
             return;
         };
@@ -439,15 +434,12 @@ impl Core {
             self.sched.snapshot.remove_pod(&n, &pi.key);
             self.sched.snapshot.add_pod(pi.clone());
             self.sched.nominator.remove(&pi.uid);
-            if !self.externally_bound.contains(&pi.uid)
-                || self
-                    .pods
-                    .get(&pi.key)
-                    .is_none_or(|r| r.status != PodStatus::Bound)
-            {
-                self.record(&pi, PodStatus::Bound, Some(&n), None);
-            }
+            self.record(&pi, PodStatus::Bound, Some(&n), None);
             self.queue.delete(&pi.uid);
+            // A recorded binding: kubestep's different decision, if any, is now a fact.
+            if let Some(d) = self.pending_divergences.remove(&pi.uid) {
+                self.divergences.push(d);
+            }
             return;
         }
         let Some(i) = self.profile_of(&pi) else {
@@ -514,6 +506,7 @@ impl Core {
     }
 
     pub fn counts(&self) -> QueueCounts {
+        // Kept cheap: it runs after every step, and recordings hold tens of thousands of pods.
         let (active, backoff, unschedulable, gated) = self.queue.sizes();
         QueueCounts {
             active,
@@ -558,7 +551,10 @@ impl Session {
             pods: BTreeMap::new(),
             actuator,
             detail: opts.detail,
-            externally_bound: BTreeSet::new(),
+            externally_bound: BTreeMap::new(),
+            feed: Feed::default(),
+            divergences: Vec::new(),
+            pending_divergences: BTreeMap::new(),
             changes: Vec::new(),
             bound: 0,
             node_names: (u64::MAX, Arc::new(Vec::new())),
@@ -587,7 +583,10 @@ impl Session {
 
     /// Whether something can be done at the current time.
     pub fn has_work(&mut self) -> bool {
-        self.current.is_some() || self.resumable().is_some() || self.core.queue.has_poppable()
+        self.current.is_some()
+            || self.resumable().is_some()
+            || self.core.queue.has_poppable()
+            || self.core.feed.has_due(self.now())
     }
 
     /// A parked attempt whose wait is over.
@@ -607,6 +606,8 @@ impl Session {
     /// Starts the next activity: a waiting pod whose wait ended, else the next pod from
     /// the queue. Returns false when there is nothing to do now.
     fn start_next(&mut self) -> bool {
+        // Cluster changes whose time has come land between attempts, never inside one.
+        self.apply_due();
         if let Some(uid) = self.resumable()
             && let Some(a) = self.core.parked.remove(&uid)
         {
@@ -710,6 +711,11 @@ impl Session {
             Some(AttemptResult::Waiting { node }) => {
                 (Some("Waiting".to_string()), Some(node.clone()), None)
             }
+            Some(AttemptResult::Deferred { node, real_node }) => (
+                Some("Deferred".to_string()),
+                node.clone(),
+                Some(format!("the recording binds this pod to {real_node}")),
+            ),
             Some(AttemptResult::Failed(f)) => (
                 Some(if f.error { "Error" } else { "Unschedulable" }.to_string()),
                 None,
@@ -865,6 +871,7 @@ impl Session {
         [
             self.core.queue.next_timer(now),
             self.core.waiting.next_deadline(),
+            self.core.feed.next_at(),
         ]
         .into_iter()
         .flatten()
@@ -959,6 +966,13 @@ impl Session {
     /// One pod's status (`namespace/name`).
     pub fn pod(&self, key: &str) -> Option<PodRecord> {
         self.core.pods.get(key).map(|r| self.core.overlay(r))
+    }
+
+    /// Where kubestep disagreed with the recorded bindings applied so far, by pod.
+    pub fn divergences(&self) -> Vec<Divergence> {
+        let mut d = self.core.divergences.clone();
+        d.sort_by(|a, b| a.pod.cmp(&b.pod));
+        d
     }
 }
 

@@ -213,13 +213,21 @@ impl Session {
 
     /// Whether anything could still change: work now, timers ahead, waiting pods.
     pub fn settled(&mut self) -> bool {
-        !self.has_work() && self.core.waiting.is_empty() && self.core.parked.is_empty()
+        !self.has_work()
+            && self.core.waiting.is_empty()
+            && self.core.parked.is_empty()
+            && self.core.feed.is_empty()
     }
 
     /// The default headless run: alternate `continue` and advancing to the next timer until
     /// nothing can change any more or `until` (virtual time from now) is reached.
     pub fn run_to_completion(&mut self, until: Duration) -> Vec<Value> {
         let deadline = super::clock::add(self.now(), until);
+        self.run_until(deadline)
+    }
+
+    /// As `run_to_completion`, up to the virtual time `deadline`.
+    pub fn run_until(&mut self, deadline: jiff::Timestamp) -> Vec<Value> {
         let mut out = Vec::new();
         loop {
             let before = self.history.peek_seq();

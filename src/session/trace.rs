@@ -52,7 +52,15 @@ pub fn summary(records: &[PodRecord]) -> Value {
             message: r.message.as_deref(),
         })
         .collect();
-    json!({"summary": {"pods": pods}})
+    json!({"summary": {"pods": pods, "divergences": []}})
+}
+
+/// The summary line of a session: every pod, and where kubestep disagreed with the
+/// recorded bindings.
+pub fn session_summary(session: &Session) -> Value {
+    let mut v = summary(&session.summary());
+    v["summary"]["divergences"] = json!(session.divergences());
+    v
 }
 
 fn qpi(p: &crate::framework::queued::QueuedPodInfo) -> Value {

@@ -23,8 +23,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
+#[cfg(test)]
 use crate::cluster::{ClusterState, manifest};
-use crate::config::{self as sched_config, KubeSchedulerConfiguration};
+use crate::config as sched_config;
+#[cfg(test)]
+use crate::config::KubeSchedulerConfiguration;
 use crate::framework::Detail;
 use crate::session::{LocalActuator, Session, SessionOptions};
 
@@ -49,6 +52,7 @@ pub struct TuiOptions {
     pub history: Option<usize>,
 }
 
+#[cfg(test)]
 fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedulerConfiguration> {
     Ok(match config {
         Some(p) => sched_config::load_file(p)?,
@@ -57,19 +61,35 @@ fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedule
     })
 }
 
-/// The one place a source becomes a Session. The lead swaps this for
-/// `kubestep::recording::open(name_or_path)` once the `replay` branch lands.
+/// The one place a source becomes a Session: a recording file, a bundled recording's name
+/// or a manifest (`recording::open`); without one, the bundled `demo`.
 pub fn open_session(source: Option<&Path>, config: Option<&Path>) -> anyhow::Result<Session> {
-    let cluster = match source {
-        Some(p) => ClusterState::load(&[p])?,
-        None => {
-            let (mut objs, _) = manifest::parse_str(DEMO_CLUSTER, "demo")?;
-            let (extra, _) = manifest::parse_str(DEMO_EXTRA, "demo")?;
-            objs.extend(extra);
-            ClusterState::from_objects(objs)?
-        }
+    let name = source
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "demo".to_string());
+    let rec = crate::recording::open(&name)?;
+    let cfg = match config {
+        Some(p) => crate::config::load_file(p)?,
+        None => rec
+            .scheduler_config(&name)?
+            .unwrap_or_else(crate::config::default_configuration),
     };
-    let cfg = load_config(config, source.is_none())?;
+    let opts = SessionOptions {
+        detail: Detail::Full,
+        ..Default::default()
+    };
+    Session::from_recording(rec, cfg, opts, Box::new(LocalActuator)).context("starting the session")
+}
+
+/// The example cluster plus one ManualApproval pod: a small fixed scene for the UI's own
+/// tests, independent of how the bundled recordings evolve.
+#[cfg(test)]
+pub fn example_session() -> anyhow::Result<Session> {
+    let (mut objs, _) = manifest::parse_str(DEMO_CLUSTER, "demo")?;
+    let (extra, _) = manifest::parse_str(DEMO_EXTRA, "demo")?;
+    objs.extend(extra);
+    let cluster = ClusterState::from_objects(objs)?;
+    let cfg = load_config(None, true)?;
     let opts = SessionOptions {
         detail: Detail::Full,
         ..Default::default()
@@ -103,7 +123,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| p.display().to_string()),
-        None => "demo (stand-in)".to_string(),
+        None => "demo".to_string(),
     };
     let mut app = app::App::new(session, &label, theme, keymap);
     app.logs = logs;

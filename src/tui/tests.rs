@@ -20,7 +20,7 @@ const GATE: &str = "shop/release-gate-0";
 const TRAINER: &str = "ml/trainer-llm-0";
 
 fn demo_app_with(theme: Theme) -> App {
-    let session = super::open_session(None, None).unwrap();
+    let session = super::example_session().unwrap();
     let mut app = App::new(session, "demo (stand-in)", theme, Keymap::default());
     app.update(Action::Resize(W, H));
     app

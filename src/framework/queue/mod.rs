@@ -472,22 +472,27 @@ impl SchedulingQueue {
         view::build(self, fwk, now)
     }
 
-    /// Pods waiting in the queue (activeQ, backoffQ and unschedulable, gated included).
-    /// Whether `pop` would return a pod now (activeQ, or backoffQ with PopFromBackoffQ).
-    pub fn has_poppable(&self) -> bool {
-        self.active.len() > 0 || self.backoff.len() > 0
-    }
-
-    /// (active, backoff incl. error backoff, unschedulable, gated) sizes, without building
-    /// a view: the session records them at every step.
+    /// How many pods wait in activeQ, the backoff queues (both), unschedulable (not
+    /// gated) and gated: what `view` would list, without building it (the session
+    /// reports these after every step).
     pub fn sizes(&self) -> (usize, usize, usize, usize) {
-        let gated = self.unschedulable.values().filter(|q| q.gated()).count();
+        let gated = self
+            .unschedulable
+            .values()
+            .filter(|p| p.gating_plugin.is_some())
+            .count();
         (
             self.active.len(),
             self.backoff.len() + self.error_backoff.len(),
             self.unschedulable.len() - gated,
             gated,
         )
+    }
+
+    /// Pods waiting in the queue (activeQ, backoffQ and unschedulable, gated included).
+    /// Whether `pop` would return a pod now (activeQ, or backoffQ with PopFromBackoffQ).
+    pub fn has_poppable(&self) -> bool {
+        self.active.len() > 0 || self.backoff.len() > 0
     }
 
     pub fn len(&self) -> usize {

@@ -1,0 +1,37 @@
+//! `kubestep recordings`: the bundled recordings, with what each shows and its size.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use kubestep::recording::bundled;
+
+#[derive(Debug, Args)]
+pub struct RecordingsArgs {
+    /// One JSON object per recording instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: RecordingsArgs) -> anyhow::Result<ExitCode> {
+    let list = bundled::list()?;
+    if a.json {
+        for l in &list {
+            println!("{}", serde_json::to_string(l)?);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = list.iter().map(|l| l.name.len()).max().unwrap_or(4).max(4);
+    println!(
+        "{:<width$}  {:>6}  {:>6}  {:>6}  DESCRIPTION",
+        "NAME", "NODES", "PODS", "EVENTS"
+    );
+    for l in &list {
+        println!(
+            "{:<width$}  {:>6}  {:>6}  {:>6}  {}",
+            l.name, l.counts.nodes, l.counts.pods, l.counts.events, l.description
+        );
+    }
+    println!("\nReplay one with `kubestep replay NAME --headless`.");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,231 @@
+//! Benchmarks for recordings (`kubestep bench --workload load|replay|memory`): how fast a
+//! recording loads, how fast a session replays one, and the peak memory of replaying a
+//! generated 5,000-node, 50,000-pod recording.
+
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::bench::{Workload, make_nodes, make_pods, peak_rss_mib};
+use crate::framework::Detail;
+use crate::recording::reader::{ReadOptions, read_bytes, read_str};
+use crate::recording::{self, Header, Recording};
+use crate::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadReport {
+    pub recording: String,
+    pub events: usize,
+    /// Uncompressed bytes parsed.
+    pub bytes: usize,
+    pub seconds: f64,
+    pub events_per_second: f64,
+    pub mib_per_second: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplayReport {
+    pub recording: String,
+    pub detail: Detail,
+    pub nodes: usize,
+    pub pods: usize,
+    pub events: usize,
+    /// Reading and parsing the recording.
+    pub load_seconds: f64,
+    /// Building the session (cluster, snapshot, queue).
+    pub setup_seconds: f64,
+    /// Replaying every event and scheduling until nothing changes.
+    pub replay_seconds: f64,
+    /// Scheduling attempts made (pods popped from the queue).
+    pub attempts: u64,
+    pub bound: usize,
+    pub unschedulable: usize,
+    pub divergences: usize,
+    pub attempts_per_second: f64,
+    pub peak_rss_mib: Option<f64>,
+}
+
+fn uncompressed(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return bytes.to_vec();
+    }
+    let mut out = Vec::new();
+    let _ = flate2::read::MultiGzDecoder::new(bytes).read_to_end(&mut out);
+    out
+}
+
+fn source_bytes(source: &str) -> Result<Vec<u8>, String> {
+    if std::path::Path::new(source).exists() {
+        return std::fs::read(source).map_err(|e| format!("{source}: {e}"));
+    }
+    recording::bundled::find(source)
+        .map(|b| b.bytes().to_vec())
+        .ok_or_else(|| format!("{source}: no such file or bundled recording"))
+}
+
+/// Parses the recording `runs` times (decompressed beforehand, so that only reading the
+/// events is timed) and reports the best run.
+pub fn load(source: &str, runs: usize) -> Result<LoadReport, String> {
+    let text = uncompressed(&source_bytes(source)?);
+    let mut best = Duration::MAX;
+    let mut events = 0;
+    for _ in 0..runs.max(1) {
+        let started = Instant::now();
+        let rec = read_bytes(&text, source, ReadOptions::default()).map_err(|e| e.to_string())?;
+        best = best.min(started.elapsed());
+        events = rec.events.len();
+    }
+    let secs = best.as_secs_f64().max(1e-9);
+    Ok(LoadReport {
+        recording: source.to_string(),
+        events,
+        bytes: text.len(),
+        seconds: secs,
+        events_per_second: events as f64 / secs,
+        mib_per_second: text.len() as f64 / secs / (1024.0 * 1024.0),
+    })
+}
+
+/// Replays a recording end to end (until its last event plus ten minutes).
+pub fn replay(source: &str, detail: Detail) -> Result<ReplayReport, String> {
+    let started = Instant::now();
+    let rec = recording::open(source).map_err(|e| e.to_string())?;
+    let load_seconds = started.elapsed().as_secs_f64();
+    run(source, rec, detail, load_seconds)
+}
+
+fn run(
+    name: &str,
+    rec: Recording,
+    detail: Detail,
+    load_seconds: f64,
+) -> Result<ReplayReport, String> {
+    let counts = rec.counts();
+    let cfg = rec
+        .scheduler_config(name)
+        .map_err(|e| e.to_string())?
+        .unwrap_or_else(crate::config::default_configuration);
+    let deadline = clock::add(rec.end(), Duration::from_secs(600));
+    let started = Instant::now();
+    let opts = SessionOptions {
+        detail,
+        history_steps: 1_000,
+        history_attempts: 50,
+        ..Default::default()
+    };
+    let mut s = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))
+        .map_err(|e| e.to_string())?;
+    let setup_seconds = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    s.run_until(deadline);
+    let replay_seconds = started.elapsed().as_secs_f64().max(1e-9);
+    let sum = s.summary();
+    let attempts: u64 = sum.iter().map(|p| u64::from(p.attempts)).sum();
+    let count = |st: PodStatus| sum.iter().filter(|p| p.status == st).count();
+    Ok(ReplayReport {
+        recording: name.to_string(),
+        detail,
+        nodes: counts.nodes,
+        pods: counts.pods,
+        events: counts.events,
+        load_seconds,
+        setup_seconds,
+        replay_seconds,
+        attempts,
+        bound: count(PodStatus::Bound),
+        unschedulable: count(PodStatus::Unschedulable),
+        divergences: s.divergences().len(),
+        attempts_per_second: attempts as f64 / replay_seconds,
+        peak_rss_mib: peak_rss_mib(),
+    })
+}
+
+/// A recording of `nodes` nodes running `pods - pending` pods, and `pending` more pods
+/// arriving over the first minute, as JSON Lines.
+pub fn synthetic(nodes: usize, pods: usize, pending: usize) -> String {
+    let start = Timestamp::from_second(1_772_442_000).unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut header = Header::new(start);
+    header.description = Some(format!("synthetic: {nodes} nodes, {pods} pods"));
+    let mut out = serde_json::to_string(&header).unwrap_or_default();
+    out.push('\n');
+    let mut line = |at: Timestamp, obj: serde_json::Value| {
+        out.push_str(&json!({"at": at, "type": "ADDED", "object": obj}).to_string());
+        out.push('\n');
+    };
+    let ns = make_nodes(nodes, 42);
+    let mut free: Vec<i64> = Vec::with_capacity(ns.len());
+    for n in &ns {
+        let cpu = n
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get("cpu"))
+            .and_then(|q| q.0.parse::<i64>().ok())
+            .unwrap_or(4);
+        free.push(cpu * 1000);
+        let mut v = serde_json::to_value(n).unwrap_or_default();
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Node");
+        line(start, v);
+    }
+    let milli = |q: &str| match q.strip_suffix('m') {
+        Some(m) => m.parse::<i64>().unwrap_or(0),
+        None => q.parse::<i64>().unwrap_or(0) * 1000,
+    };
+    let running = pods.saturating_sub(pending);
+    let mut next = 0usize;
+    for (i, p) in make_pods(Workload::Basic, pods, 11, "bench", 0)
+        .into_iter()
+        .enumerate()
+    {
+        let mut v = serde_json::to_value(&p).unwrap_or_default();
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Pod");
+        // Running pods go to the next node with room for them.
+        if i < running && !free.is_empty() {
+            let cpu = milli(
+                v["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+                    .as_str()
+                    .unwrap_or("0"),
+            );
+            for _ in 0..free.len() {
+                next = (next + 1) % free.len();
+                if free[next] >= cpu {
+                    free[next] -= cpu;
+                    v["spec"]["nodeName"] = json!(ns[next].metadata.name);
+                    break;
+                }
+            }
+            line(start, v);
+        } else {
+            let k = (i - running) as i64;
+            let at = start
+                .checked_add(jiff::SignedDuration::from_millis(
+                    60_000 * k / pending.max(1) as i64,
+                ))
+                .unwrap_or(start);
+            line(at, v);
+        }
+    }
+    out
+}
+
+/// Generates, loads and replays a synthetic recording; the peak memory covers it all.
+pub fn memory(
+    nodes: usize,
+    pods: usize,
+    pending: usize,
+    detail: Detail,
+) -> Result<ReplayReport, String> {
+    let started = Instant::now();
+    let text = synthetic(nodes, pods, pending);
+    let rec = read_str(&text, "synthetic", ReadOptions::default()).map_err(|e| e.to_string())?;
+    drop(text);
+    let load_seconds = started.elapsed().as_secs_f64();
+    run("synthetic", rec, detail, load_seconds)
+}
