@@ -70,6 +70,20 @@ fn demo_in_tmux() {
     let t = Tmux {
         name: format!("kubestep-e2e-{}", std::process::id()),
     };
+    // A fixed scene (the example cluster plus one ManualApproval pod), opened from files
+    // as a user would; the bundled demo evolves with the recordings.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let scene = config_home.join("scene.yaml");
+    let scene_text = format!(
+        "{}\n---\n{}",
+        read("recordings/example-cluster.yaml"),
+        read("src/tui/demo-approval.yaml")
+    );
+    std::fs::write(&scene, scene_text).unwrap();
+    let cfg = config_home.join("scheduler.yaml");
+    std::fs::write(&cfg, read("src/tui/demo-config.yaml")).unwrap();
+    let (scene, cfg) = (scene.display().to_string(), cfg.display().to_string());
     let xdg = format!("XDG_CONFIG_HOME={}", config_home.display());
     let out = t.run(&[
         "new-session",
@@ -85,6 +99,10 @@ fn demo_in_tmux() {
         "-e",
         "COLORTERM=truecolor",
         bin,
+        "tui",
+        &scene,
+        "--config",
+        &cfg,
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
 
