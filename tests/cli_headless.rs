@@ -224,3 +224,21 @@ fn script_errors_name_the_line() {
         "the summary is always last"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_quietly() {
+    // `kubestep replay demo --headless | head -1`: the rest of the output has nowhere to go.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args(["replay", "demo", "--headless"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}

@@ -491,23 +491,21 @@ fn refused_credentials_and_unreachable_servers_are_clear() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Throughput of the initial sync on a large cluster (run with `--ignored`, in release).
+/// A large initial sync (paged lists) arrives whole, every object once.
 #[test]
-#[ignore]
-fn record_throughput_5000_nodes_50000_pods() {
+fn a_large_initial_sync_arrives_whole() {
     use std::io::BufRead;
     let server = ApiServer::start();
-    for i in 0..5_000 {
+    for i in 0..1_000 {
         server.apply(node(&format!("node-{i:05}")));
     }
-    for i in 0..50_000 {
-        let n = format!("node-{:05}", i % 5_000);
+    for i in 0..10_000 {
+        let n = format!("node-{:05}", i % 1_000);
         server.apply(pod("load", &format!("pod-{i:06}"), Some(&n)));
     }
     let dir = temp_dir("throughput");
     let kc = server.write_kubeconfig(&dir, None);
     let out = dir.join("rec.jsonl.gz");
-    let started = std::time::Instant::now();
     let mut child = record_cmd(&kc, &out, &[]).spawn().expect("run kubestep");
     let stderr = child.stderr.take().expect("stderr");
     let mut done = String::new();
@@ -518,21 +516,16 @@ fn record_throughput_5000_nodes_50000_pods() {
             break;
         }
     }
-    let secs = started.elapsed().as_secs_f64();
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status();
     let o = wait_output(child, Duration::from_secs(60));
-    let size = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
-    println!(
-        "{done}; {:.0} objects/s end to end ({secs:.2}s including start-up); {} compressed\n{}",
-        55_000.0 / secs,
-        size,
-        text(&o.stdout)
-    );
     assert!(
-        done.contains("55001 objects") || done.contains("55000 objects"),
-        "{done}"
+        done.contains("11001 objects") || done.contains("11000 objects"),
+        "{done}\n{}",
+        text(&o.stderr)
     );
+    let rec = read_file(&out, ReadOptions { strict: true }).expect("the recording reads");
+    assert!(rec.events.len() >= 11_000, "{} events", rec.events.len());
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -109,9 +109,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Some(SessionArg::Full) => "Session+history".into(),
         };
         if a.json {
-            println!("{}", serde_json::to_string(&r)?);
+            say!("{}", serde_json::to_string(&r)?)?;
         } else {
-            println!(
+            say!(
                 "{:<16} {}  {} nodes  {} pods ({} bound, {} unschedulable)  {:.2}s  {:.0} pods/s  peak {:.0} MiB",
                 w.name(),
                 mode,
@@ -122,14 +122,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 r.seconds,
                 r.pods_per_second,
                 r.peak_rss_mib.unwrap_or(0.0)
-            );
+            )?;
             let phases: Vec<String> = r
                 .phase_micros
                 .iter()
                 .map(|(k, v)| format!("{k} {v:.1}µs"))
                 .collect();
             if !phases.is_empty() {
-                println!("{:<16} per pod: {}", "", phases.join(", "));
+                say!("{:<16} per pod: {}", "", phases.join(", "))?;
             }
         }
     }
@@ -146,9 +146,9 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         WorkloadArg::Load => {
             let r = replay_bench::load(&a.recording, 5).map_err(anyhow::Error::msg)?;
             if a.json {
-                println!("{}", serde_json::to_string(&r)?);
+                say!("{}", serde_json::to_string(&r)?)?;
             } else {
-                println!(
+                say!(
                     "load {}: {} events, {:.1} MiB in {:.3}s: {:.0} events/s, {:.0} MiB/s",
                     r.recording,
                     r.events,
@@ -156,7 +156,7 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
                     r.seconds,
                     r.events_per_second,
                     r.mib_per_second
-                );
+                )?;
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -168,10 +168,10 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
     }
     .map_err(anyhow::Error::msg)?;
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        say!("{}", serde_json::to_string(&report)?)?;
     } else {
         let r = &report;
-        println!(
+        say!(
             "replay {} {:?}: {} nodes, {} pods, {} events; load {:.2}s, setup {:.2}s, replay {:.2}s: {} attempts ({:.0}/s), {} bound, {} unschedulable, {} divergences; peak {:.0} MiB",
             r.recording,
             r.detail,
@@ -187,7 +187,7 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
             r.unschedulable,
             r.divergences,
             r.peak_rss_mib.unwrap_or(0.0)
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -46,11 +46,11 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     let pod = resolve_pod(&a.pod, &cluster)?;
     let e = explain::explain(&cluster, &cfg, pod)?;
     match a.output {
-        Output::Json => println!(
+        Output::Json => say!(
             "{}",
             serde_json::to_string_pretty(&e).context("encoding the explanation")?
-        ),
-        Output::Text => print!("{}", text::render(&e)),
+        )?,
+        Output::Text => say_raw!("{}", text::render(&e))?,
     }
     Ok(if e.fits() {
         ExitCode::SUCCESS

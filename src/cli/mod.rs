@@ -1,5 +1,22 @@
 //! Subcommands. Errors reach `main` as anyhow errors and exit with code 2.
 
+/// `println!` that returns the write error instead of panicking (a closed pipe, e.g.
+/// `kubestep recordings | head -1`, is then a quiet exit in `main`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($t)*)
+    }};
+}
+
+/// `print!` without the panic, as `say!`.
+macro_rules! say_raw {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($t)*)
+    }};
+}
+
 mod bench;
 mod explain;
 mod live;

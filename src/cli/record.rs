@@ -61,7 +61,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
         shown.finish();
         r.map_err(anyhow::Error::from)
     })?;
-    print_summary(&output, &stats);
+    print_summary(&output, &stats)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -163,24 +163,25 @@ fn bytes(n: u64) -> String {
     }
 }
 
-fn print_summary(output: &std::path::Path, s: &Stats) {
+fn print_summary(output: &std::path::Path, s: &Stats) -> std::io::Result<()> {
     let by_kind: Vec<String> = s
         .initial_by_kind
         .iter()
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
-    println!(
+    say!(
         "recorded {} objects and {} events to {} ({} uncompressed) in {:.1}s",
         s.initial,
         s.events,
         output.display(),
         bytes(s.bytes),
         s.elapsed.as_secs_f64()
-    );
+    )?;
     if !by_kind.is_empty() {
-        println!("  objects: {}", by_kind.join(", "));
+        say!("  objects: {}", by_kind.join(", "))?;
     }
     if s.reconnects > 0 {
-        println!("  reconnects: {}", s.reconnects);
+        say!("  reconnects: {}", s.reconnects)?;
     }
+    Ok(())
 }

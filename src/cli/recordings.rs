@@ -17,21 +17,28 @@ pub fn run(a: RecordingsArgs) -> anyhow::Result<ExitCode> {
     let list = bundled::list()?;
     if a.json {
         for l in &list {
-            println!("{}", serde_json::to_string(l)?);
+            say!("{}", serde_json::to_string(l)?)?;
         }
         return Ok(ExitCode::SUCCESS);
     }
     let width = list.iter().map(|l| l.name.len()).max().unwrap_or(4).max(4);
-    println!(
+    say!(
         "{:<width$}  {:>6}  {:>6}  {:>6}  DESCRIPTION",
-        "NAME", "NODES", "PODS", "EVENTS"
-    );
+        "NAME",
+        "NODES",
+        "PODS",
+        "EVENTS"
+    )?;
     for l in &list {
-        println!(
+        say!(
             "{:<width$}  {:>6}  {:>6}  {:>6}  {}",
-            l.name, l.counts.nodes, l.counts.pods, l.counts.events, l.description
-        );
+            l.name,
+            l.counts.nodes,
+            l.counts.pods,
+            l.counts.events,
+            l.description
+        )?;
     }
-    println!("\nReplay one with `kubestep replay NAME --headless`.");
+    say!("\nReplay one with `kubestep replay NAME --headless`.")?;
     Ok(ExitCode::SUCCESS)
 }
