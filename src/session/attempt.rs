@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::framework::cycle::{CycleOutcome, Detail, Phase, SchedulingCycle};
 use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
 use crate::framework::plugin::MAX_PERMIT_TIMEOUT;
-use crate::framework::profile::ExtensionPoint;
+use crate::framework::profile::{ExtensionPoint, PluginEntry};
 use crate::framework::queued::QueuedPodInfo;
 use crate::framework::{Code, PodInfo, Status};
 
@@ -406,11 +406,18 @@ impl Attempt {
         (r, started.elapsed())
     }
 
+    /// The `i`-th plugin of an extension point in this attempt's profile (cloned: running
+    /// it borrows `core` mutably).
+    fn entry(&self, core: &Core, ep: ExtensionPoint, i: usize) -> Option<PluginEntry> {
+        core.sched.frameworks[self.profile]
+            .plugins(ep)
+            .get(i)
+            .cloned()
+    }
+
     fn reserve(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile]
-            .plugins(ExtensionPoint::Reserve)
-            .to_vec();
-        let Some(e) = plugins.get(i) else {
+        let entry = self.entry(core, ExtensionPoint::Reserve, i);
+        let Some(e) = entry.as_ref() else {
             self.stage = Stage::Permit(0, Vec::new());
             return;
         };
@@ -425,16 +432,7 @@ impl Attempt {
                 None => Status::success(),
             }
         });
-        let s = if s.is_success() || s.is_rejected() {
-            s.with_plugin(e.name)
-        } else {
-            Status::error(format!(
-                "running Reserve plugin {:?}: {}",
-                e.name,
-                s.message()
-            ))
-            .with_plugin(e.name)
-        };
+        let s = plugin_status(s, "Reserve", e.name, None);
         out.push(StepEvent {
             point: Point::Reserve,
             plugin: Some(e.name.into()),
@@ -455,11 +453,9 @@ impl Attempt {
         mut waits: Vec<(String, Duration)>,
         out: &mut Vec<StepEvent>,
     ) {
-        let plugins = core.sched.frameworks[self.profile]
-            .plugins(ExtensionPoint::Permit)
-            .to_vec();
+        let entry = self.entry(core, ExtensionPoint::Permit, i);
         let node = self.node();
-        let Some(e) = plugins.get(i) else {
+        let Some(e) = entry.as_ref() else {
             if waits.is_empty() {
                 self.stage = Stage::WaitOnPermit;
             } else {
@@ -490,16 +486,7 @@ impl Attempt {
                 None => (Status::success(), Duration::ZERO),
             }
         });
-        let s = if s.is_success() || s.is_rejected() || s.is_wait() {
-            s.with_plugin(e.name)
-        } else {
-            Status::error(format!(
-                "running Permit plugin {:?}: {}",
-                e.name,
-                s.message()
-            ))
-            .with_plugin(e.name)
-        };
+        let s = plugin_status(s, "Permit", e.name, Some(Code::Wait));
         out.push(StepEvent {
             point: Point::Permit,
             plugin: Some(e.name.into()),
@@ -581,10 +568,8 @@ impl Attempt {
     }
 
     fn pre_bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile]
-            .plugins(ExtensionPoint::PreBind)
-            .to_vec();
-        let Some(e) = plugins.get(i) else {
+        let entry = self.entry(core, ExtensionPoint::PreBind, i);
+        let Some(e) = entry.as_ref() else {
             self.stage = Stage::Bind(0);
             return;
         };
@@ -609,16 +594,7 @@ impl Attempt {
                 None => Status::success(),
             }
         });
-        let s = if s.is_success() || s.is_rejected() {
-            s.with_plugin(e.name)
-        } else {
-            Status::error(format!(
-                "running PreBind plugin {:?}: {}",
-                e.name,
-                s.message()
-            ))
-            .with_plugin(e.name)
-        };
+        let s = plugin_status(s, "PreBind", e.name, None);
         out.push(StepEvent {
             point: Point::PreBind,
             plugin: Some(e.name.into()),
@@ -702,12 +678,7 @@ impl Attempt {
                 Err(e) => Status::error(e),
             }
         });
-        let s = if s.is_success() || s.is_rejected() || s.is_skip() {
-            s.with_plugin(e.name)
-        } else {
-            Status::error(format!("running Bind plugin {:?}: {}", e.name, s.message()))
-                .with_plugin(e.name)
-        };
+        let s = plugin_status(s, "Bind", e.name, Some(Code::Skip));
         out.push(StepEvent {
             point: Point::Bind,
             plugin: Some(e.name.into()),
@@ -724,11 +695,9 @@ impl Attempt {
     }
 
     fn post_bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
-        let plugins = core.sched.frameworks[self.profile]
-            .plugins(ExtensionPoint::PostBind)
-            .to_vec();
+        let entry = self.entry(core, ExtensionPoint::PostBind, i);
         let node = self.node();
-        let Some(e) = plugins.get(i) else {
+        let Some(e) = entry.as_ref() else {
             self.stage = Stage::Done;
             self.result = Some(AttemptResult::Bound { node: node.clone() });
             core.finish_bound(self.pod(), &node);
@@ -762,18 +731,19 @@ impl Attempt {
     /// Unreserve runs every Reserve plugin in reverse order (idempotent upstream, so also
     /// those that never reserved), then the assumed pod is forgotten.
     fn unreserve(&mut self, core: &mut Core, i: usize, f: Failure, out: &mut Vec<StepEvent>) {
-        if i == 0 {
+        // Reserve plugins unreserve in reverse; past the first, forget the assumed pod.
+        let Some(e) = i
+            .checked_sub(1)
+            .and_then(|j| self.entry(core, ExtensionPoint::Reserve, j))
+        else {
             if let Some(a) = self.assumed.take() {
                 core.sched.snapshot.remove_pod(a.node_name(), &a.key);
             }
             core.waiting.remove(&self.pod().uid);
             self.fail(core, f);
             return;
-        }
-        let plugins = core.sched.frameworks[self.profile]
-            .plugins(ExtensionPoint::Reserve)
-            .to_vec();
-        let e = &plugins[i - 1];
+        };
+        let e = &e;
         let node = self.node();
         let pod = self.pod().clone();
         let profile = self.profile;
@@ -797,5 +767,20 @@ impl Attempt {
         self.stage = Stage::Done;
         core.handle_failure(&self.qpi, &f);
         self.result = Some(AttemptResult::Failed(f));
+    }
+}
+
+/// A plugin's answer as the step records it: success and rejections as returned (and
+/// `also`, e.g. Wait at Permit, Skip at Bind); anything else is an Error naming the
+/// point and plugin, as upstream wraps it.
+fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code>) -> Status {
+    if s.is_success() || s.is_rejected() || also == Some(s.code()) {
+        s.with_plugin(plugin)
+    } else {
+        Status::error(format!(
+            "running {point} plugin {plugin:?}: {}",
+            s.message()
+        ))
+        .with_plugin(plugin)
     }
 }
