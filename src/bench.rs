@@ -175,14 +175,14 @@ pub fn run(
     }
     let pending = to_infos(make_pods(workload, pods, 7, "sched-1", init_count));
     let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
-    let mut phases: std::collections::BTreeMap<String, Duration> = Default::default();
+    let mut phases: std::collections::BTreeMap<&'static str, Duration> = Default::default();
     let started = Instant::now();
     for pod in pending {
         let Some(cycle) = sched.schedule_one(pod, detail, &cluster.listers) else {
             continue;
         };
         for run in &cycle.trace {
-            *phases.entry(run.phase.as_str().to_string()).or_default() += run.duration;
+            *phases.entry(run.phase.as_str()).or_default() += run.duration;
         }
         match cycle.outcome {
             Some(CycleOutcome::Selected { .. }) => scheduled += 1,
@@ -209,7 +209,7 @@ pub fn run(
         peak_rss_mib: peak_rss_mib(),
         phase_micros: phases
             .into_iter()
-            .map(|(k, v)| (k, v.as_secs_f64() * 1e6 / pods.max(1) as f64))
+            .map(|(k, v)| (k.to_string(), v.as_secs_f64() * 1e6 / pods.max(1) as f64))
             .collect(),
     })
 }

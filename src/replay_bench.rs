@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::bench::{Workload, make_nodes, make_pods, peak_rss_mib};
 use crate::framework::Detail;
-use crate::recording::reader::{ReadOptions, read_bytes, read_str};
+use crate::recording::reader::{ReadOptions, read_bytes};
 use crate::recording::{self, Header, Recording};
 use crate::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
 
@@ -26,7 +26,7 @@ pub struct LoadReport {
     pub mib_per_second: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplayReport {
     pub recording: String,
@@ -215,17 +215,44 @@ pub fn synthetic(nodes: usize, pods: usize, pending: usize) -> String {
     out
 }
 
-/// Generates, loads and replays a synthetic recording; the peak memory covers it all.
+/// Generates a synthetic recording into a temporary file and replays it in a child
+/// process (this program, `bench --workload replay`), so the peak memory reported is that
+/// of loading and replaying the recording alone, not of generating it.
 pub fn memory(
     nodes: usize,
     pods: usize,
     pending: usize,
     detail: Detail,
 ) -> Result<ReplayReport, String> {
-    let started = Instant::now();
-    let text = synthetic(nodes, pods, pending);
-    let rec = read_str(&text, "synthetic", ReadOptions::default()).map_err(|e| e.to_string())?;
-    drop(text);
-    let load_seconds = started.elapsed().as_secs_f64();
-    run("synthetic", rec, detail, load_seconds)
+    let dir = std::env::temp_dir().join(format!("kubestep-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let file = dir.join(format!("synthetic-{nodes}-{pods}.jsonl"));
+    let result = std::fs::write(&file, synthetic(nodes, pods, pending))
+        .map_err(|e| format!("{}: {e}", file.display()))
+        .and_then(|()| replay_in_child(&file, detail));
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn replay_in_child(file: &std::path::Path, detail: Detail) -> Result<ReplayReport, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["bench", "--workload", "replay", "--json", "--recording"])
+        .arg(file);
+    if detail == Detail::Full {
+        cmd.arg("--full");
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("running the replay: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "the replay failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let mut report: ReplayReport = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("reading the replay's report: {e}"))?;
+    report.recording = "synthetic".into();
+    Ok(report)
 }

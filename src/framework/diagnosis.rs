@@ -3,12 +3,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use rustc_hash::FxHashMap;
+
 use super::status::{Code, Status};
 
-/// Per-node statuses, plus the status of every node not listed.
+/// Per-node statuses, plus the status of every node not listed. A search rejects
+/// thousands of nodes per pod, so inserts are hashed; listing sorts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeToStatus {
-    map: BTreeMap<String, Status>,
+    map: FxHashMap<String, Status>,
     absent: Status,
 }
 
@@ -17,7 +20,7 @@ impl Default for NodeToStatus {
     /// with no reasons.
     fn default() -> Self {
         NodeToStatus {
-            map: BTreeMap::new(),
+            map: FxHashMap::default(),
             absent: Status::code_only(Code::UnschedulableAndUnresolvable),
         }
     }
@@ -26,7 +29,7 @@ impl Default for NodeToStatus {
 impl NodeToStatus {
     pub fn new(absent: Status) -> NodeToStatus {
         NodeToStatus {
-            map: BTreeMap::new(),
+            map: FxHashMap::default(),
             absent,
         }
     }
@@ -57,7 +60,10 @@ impl NodeToStatus {
 
     /// Explicit entries, sorted by node name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Status)> {
-        self.map.iter().map(|(k, v)| (k.as_str(), v))
+        let mut entries: Vec<(&str, &Status)> =
+            self.map.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        entries.sort_unstable_by_key(|&(k, _)| k);
+        entries.into_iter()
     }
 
     pub fn contains(&self, node: &str) -> bool {
@@ -89,11 +95,16 @@ impl Diagnosis {
         if s.plugin().is_empty() {
             return;
         }
-        if s.is_rejected() {
-            self.unschedulable_plugins.insert(s.plugin().to_string());
-        }
-        if s.code() == Code::Pending {
-            self.pending_plugins.insert(s.plugin().to_string());
+        // Thousands of nodes name the same few plugins: allocate only for a new one.
+        let set = if s.is_rejected() {
+            &mut self.unschedulable_plugins
+        } else if s.code() == Code::Pending {
+            &mut self.pending_plugins
+        } else {
+            return;
+        };
+        if !set.contains(s.plugin()) {
+            set.insert(s.plugin().to_string());
         }
     }
 }
@@ -132,7 +143,7 @@ impl FitError {
 /// included, so "10 x" comes before "2 y").
 pub fn reason_histogram(statuses: &NodeToStatus, num_all_nodes: usize) -> Vec<String> {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for (_, s) in statuses.iter() {
+    for s in statuses.map.values() {
         for r in s.reasons() {
             *counts.entry(r).or_default() += 1;
         }

@@ -210,6 +210,28 @@ pub trait ScorePlugin: Plugin {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status);
+    /// Scores a batch of nodes into `out` (same length as `nodes`); returns the first
+    /// failure as (position, status). The cycle calls this rather than `score`, so a plugin
+    /// can read its CycleState once per batch instead of once per node; the results must
+    /// be what `score` gives node by node.
+    fn score_nodes(
+        &self,
+        h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        let mut failed = None;
+        for (i, (node, slot)) in nodes.iter().zip(out.iter_mut()).enumerate() {
+            let (v, s) = self.score(h, state, pod, node);
+            *slot = v;
+            if failed.is_none() && !s.is_success() {
+                failed = Some((i, s));
+            }
+        }
+        failed
+    }
     /// Whether the plugin has ScoreExtensions (NormalizeScore).
     fn has_normalize(&self) -> bool {
         false

@@ -57,11 +57,32 @@ pub fn heap_pop(h: &mut Vec<Scored>) -> Option<Scored> {
     h.pop()
 }
 
-/// The node kube-scheduler v1.35 picks, as an index into `scored`'s order.
+/// The node kube-scheduler v1.35 picks, as an index into `scored`'s order: the root of
+/// the heap after `heap.Init` (Pop returns it).
+///
+/// The root is found without moving anything: when `down(i)` runs, position `i` still
+/// holds its own element and each child holds the root of its already-built subtree, so a
+/// subtree's root is its own element unless a child root is strictly better, the left
+/// child winning unless the right is strictly better than it. One pass from the last
+/// parent to the top computes that (tests check it against the heap itself).
 pub fn select_host(scored: &[Scored]) -> Option<usize> {
-    let mut h = scored.to_vec();
-    heap_init(&mut h);
-    heap_pop(&mut h).map(|s| s.index)
+    let n = scored.len();
+    if n == 0 {
+        return None;
+    }
+    // winner[i]: position of the element at the root of i's subtree (leaves: themselves).
+    let mut winner: Vec<usize> = (0..n).collect();
+    for i in (0..n / 2).rev() {
+        let (left, right) = (2 * i + 1, 2 * i + 2);
+        let mut child = winner[left];
+        if right < n && less(&scored[winner[right]], &scored[child]) {
+            child = winner[right];
+        }
+        if less(&scored[child], &scored[i]) {
+            winner[i] = child;
+        }
+    }
+    Some(scored[winner[0]].index)
 }
 
 #[cfg(test)]
@@ -98,6 +119,32 @@ mod tests {
         // Index 0 sinks: its children are 2 (9) and 3 (9): Less(j2, j1) is false on a tie,
         // so the left child 1 wins the swap.
         assert_eq!(select_host(&s(&[0, 9, 9])), Some(1));
+    }
+
+    /// The shortcut agrees with building the heap and popping, ties and all.
+    #[test]
+    fn root_shortcut_matches_the_heap() {
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for len in 0..200 {
+            for _ in 0..20 {
+                let scored: Vec<Scored> = (0..len)
+                    .map(|index| Scored {
+                        index,
+                        total: (next() % 4) as i64,
+                        randomizer: next() % 3,
+                    })
+                    .collect();
+                let mut h = scored.clone();
+                heap_init(&mut h);
+                assert_eq!(select_host(&scored), heap_pop(&mut h).map(|s| s.index));
+            }
+        }
     }
 
     #[test]

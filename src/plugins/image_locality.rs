@@ -36,6 +36,21 @@ impl Plugin for ImageLocality {
     }
 }
 
+/// The size of the pod's images present on the node, scaled by how many nodes have them.
+fn image_score(h: &Handle, pod: &PodInfo, node: &NodeInfo) -> i64 {
+    let total = h.snapshot.num_nodes();
+    let mut sum = 0i64;
+    for name in pod.images.iter() {
+        if let Some(&size) = node.images.get(name)
+            && total > 0
+        {
+            let spread = h.snapshot.image_num_nodes(name) as f64 / total as f64;
+            sum += (size as f64 * spread) as i64;
+        }
+    }
+    calculate_priority(sum, pod.images.len())
+}
+
 impl ScorePlugin for ImageLocality {
     fn score(
         &self,
@@ -44,18 +59,28 @@ impl ScorePlugin for ImageLocality {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status) {
-        let total = h.snapshot.num_nodes();
-        let mut sum = 0i64;
-        for name in pod.images.iter() {
-            if let Some(&size) = node.images.get(name)
-                && total > 0
-            {
-                let spread = h.snapshot.image_num_nodes(name) as f64 / total as f64;
-                sum += (size as f64 * spread) as i64;
-            }
+        (image_score(h, pod, node), Status::success())
+    }
+
+    fn score_nodes(
+        &self,
+        h: &Handle,
+        _state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        // A node without images (the common case in a snapshot without image states)
+        // scores what no matching image gives, computed once.
+        let none = calculate_priority(0, pod.images.len());
+        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
+            *slot = if node.images.is_empty() {
+                none
+            } else {
+                image_score(h, pod, node)
+            };
         }
-        let count = pod.images.len();
-        (calculate_priority(sum, count), Status::success())
+        None
     }
 }
 
@@ -107,5 +132,31 @@ mod tests {
         // 500MiB * 2/3 = 333.3MiB; (333.3-23)/(1000-23)*100 = 31
         assert_eq!(score("a"), 31);
         assert_eq!(score("c"), 0);
+    }
+
+    #[test]
+    fn batch_scores_match_single_scores() {
+        let with = |name: &str, imgs: serde_json::Value| {
+            node_obj(json!({"metadata": {"name": name}, "status": {"images": imgs}}))
+        };
+        let snap = Snapshot::new(
+            vec![
+                with("a", json!([{"names": ["app:1"], "sizeBytes": 900 * MB}])),
+                with("b", json!([])),
+                with("c", json!([{"names": ["side:2"], "sizeBytes": 50 * MB}])),
+            ],
+            [],
+        );
+        let env = Env::new(snap, Listers::default());
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "c", "image": "app:1"}, {"name": "s", "image": "side:2"}]}}));
+        let refs: Vec<&NodeInfo> = env.snapshot.list().iter().collect();
+        crate::plugins::testing::assert_score_nodes_agrees(
+            &ImageLocality,
+            &env.handle(),
+            &CycleState::new(),
+            &p,
+            &refs,
+        );
     }
 }

@@ -112,6 +112,15 @@ impl PreScorePlugin for TaintToleration {
     }
 }
 
+/// How many PreferNoSchedule taints of the node the tolerations leave untolerated.
+fn intolerable_prefer_no_schedule(tolerations: &[Toleration], node: &NodeInfo) -> i64 {
+    node.taints()
+        .iter()
+        .filter(|t| t.effect == EFFECT_PREFER_NO_SCHEDULE)
+        .filter(|t| !tolerations_tolerate(tolerations, t))
+        .count() as i64
+}
+
 impl ScorePlugin for TaintToleration {
     fn score(
         &self,
@@ -128,13 +137,29 @@ impl ScorePlugin for TaintToleration {
                 )),
             );
         };
-        let count = node
-            .taints()
-            .iter()
-            .filter(|t| t.effect == EFFECT_PREFER_NO_SCHEDULE)
-            .filter(|t| !tolerations_tolerate(&s.tolerations_prefer_no_schedule, t))
-            .count();
-        (count as i64, Status::success())
+        (
+            intolerable_prefer_no_schedule(&s.tolerations_prefer_no_schedule, node),
+            Status::success(),
+        )
+    }
+
+    fn score_nodes(
+        &self,
+        h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        let Ok(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) else {
+            out.fill(0);
+            let first = nodes.first()?;
+            return Some((0, self.score(h, state, pod, first).1));
+        };
+        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
+            *slot = intolerable_prefer_no_schedule(&s.tolerations_prefer_no_schedule, node);
+        }
+        None
     }
 
     fn has_normalize(&self) -> bool {
@@ -202,5 +227,30 @@ mod tests {
         ];
         TaintToleration.normalize_score(&h, &state, &p, &mut scores);
         assert_eq!(scores.iter().map(|s| s.score).collect::<Vec<_>>(), [0, 100]);
+    }
+
+    #[test]
+    fn batch_scores_match_single_scores() {
+        let env = Env::new(Snapshot::default(), Listers::default());
+        let h = env.handle();
+        let nodes = [
+            node(json!({"metadata": {"name": "a"}})),
+            node(json!({"metadata": {"name": "b"}, "spec": {"taints": [
+                {"key": "a", "effect": "PreferNoSchedule"}, {"key": "c", "effect": "PreferNoSchedule"}]}})),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [],
+            "tolerations": [{"key": "a", "operator": "Exists"}]}}));
+        // Without PreScore both paths report the missing state on the first node.
+        crate::plugins::testing::assert_score_nodes_agrees(
+            &TaintToleration,
+            &h,
+            &CycleState::new(),
+            &p,
+            &refs,
+        );
+        let mut state = CycleState::new();
+        TaintToleration.pre_score(&h, &mut state, &p, &[]);
+        crate::plugins::testing::assert_score_nodes_agrees(&TaintToleration, &h, &state, &p, &refs);
     }
 }

@@ -125,3 +125,21 @@ pub fn listers(objs: &[serde_json::Value]) -> Listers {
     }
     l
 }
+
+/// Checks that a plugin's batch scoring gives, node for node, what `score` gives.
+pub fn assert_score_nodes_agrees(
+    p: &dyn crate::framework::plugin::ScorePlugin,
+    h: &Handle,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+) {
+    let mut batch = vec![-1; nodes.len()];
+    let failed = p.score_nodes(h, state, pod, nodes, &mut batch);
+    let one_by_one: Vec<i64> = nodes.iter().map(|n| p.score(h, state, pod, n).0).collect();
+    assert_eq!(batch, one_by_one);
+    let first_failure = nodes
+        .iter()
+        .position(|n| !p.score(h, state, pod, n).1.is_success());
+    assert_eq!(failed.map(|(i, _)| i), first_failure);
+}

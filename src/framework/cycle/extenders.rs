@@ -64,6 +64,9 @@ impl SchedulingCycle {
     /// Runs the filtering extenders over the feasible nodes. Failed nodes get their
     /// statuses in the diagnosis; `Err` is an error of an extender that is not ignorable.
     pub(super) fn run_extender_filters(&mut self, env: &CycleEnv) -> Result<(), Status> {
+        if !env.extenders.iter().any(|e| e.is_filter()) {
+            return Ok(());
+        }
         let mut current = self.take_feasible();
         let result = self.filter_with_extenders(env, &mut current);
         self.put_feasible(env.snapshot, current);

@@ -149,13 +149,39 @@ impl FilterMatrix {
     }
 }
 
+/// The nodes to examine in round-robin order from the cycle's start index, computed on
+/// demand: materializing thousands of indices per pod costs more than filtering a few.
+pub(super) struct Candidates {
+    /// The nodes a PreFilterResult left (snapshot indices); `None` = every node.
+    narrowed: Option<Vec<usize>>,
+    len: usize,
+    start: usize,
+}
+
+impl Candidates {
+    fn get(&self, i: usize) -> usize {
+        let j = (self.start + i) % self.len.max(1);
+        match &self.narrowed {
+            Some(v) => v[j],
+            None => j,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn to_vec(&self) -> Vec<usize> {
+        (0..self.len).map(|i| self.get(i)).collect()
+    }
+}
+
 pub(super) struct FilterProgress {
-    /// Candidate snapshot indices in round-robin order.
-    candidates: Vec<usize>,
+    candidates: Candidates,
     num_to_find: usize,
     column_mode: bool,
     next_plugin: usize,
-    /// Pass-1 result per candidate (first failure so far; None = passing so far).
+    /// Column mode: pass-1 result per candidate (first failure so far; None = passing).
     first_failure: Vec<Option<Status>>,
     /// Pass-1 state and node with nominated pods added, for candidates that have some.
     nominated: Vec<Option<Box<(CycleState, NodeInfo)>>>,
@@ -234,14 +260,17 @@ impl SchedulingCycle {
 
     fn init_filter(&mut self, env: &CycleEnv, one_plugin: bool) {
         let all = env.snapshot.list();
-        let mut nodes: Vec<usize> = (0..all.len()).collect();
+        let mut narrowed = None;
         if let Some(names) = self
             .pre_filter
             .result
             .as_ref()
             .and_then(|r| r.node_names.as_ref())
         {
-            nodes.retain(|&i| names.contains(all[i].name()));
+            let nodes: Vec<usize> = (0..all.len())
+                .filter(|&i| names.contains(all[i].name()))
+                .collect();
+            narrowed = Some(nodes);
             let plugins = format!("[{}]", self.pre_filter.plugins_with_nodes.join(" "));
             self.diagnosis
                 .node_to_status
@@ -252,13 +281,11 @@ impl SchedulingCycle {
                 .unschedulable_plugins
                 .extend(self.pre_filter.plugins_with_nodes.iter().cloned());
         }
-        let n = nodes.len();
-        let candidates: Vec<usize> = if n == 0 {
-            Vec::new()
-        } else {
-            (0..n)
-                .map(|i| nodes[(self.start_node_index + i) % n])
-                .collect()
+        let n = narrowed.as_ref().map_or(all.len(), Vec::len);
+        let candidates = Candidates {
+            narrowed,
+            len: n,
+            start: if n == 0 { 0 } else { self.start_node_index % n },
         };
         let percentage = env
             .framework
@@ -272,30 +299,31 @@ impl SchedulingCycle {
         }
         let column_mode =
             (one_plugin || self.detail == Detail::Full) && env.framework.has_filter_plugins();
-        let len = candidates.len();
+        let first_failure = if column_mode {
+            vec![None; n]
+        } else {
+            Vec::new()
+        };
+        let matrix_nodes =
+            (column_mode && self.detail == Detail::Full).then(|| candidates.to_vec());
         self.filter = Some(FilterProgress {
             candidates,
             num_to_find,
             column_mode,
             next_plugin: 0,
-            first_failure: vec![None; len],
+            first_failure,
             nominated: Vec::new(),
             all_nodes: all.len(),
         });
         if column_mode {
             self.prepare_nominated(env);
-            if self.detail == Detail::Full {
+            if let Some(nodes) = matrix_nodes {
                 let plugins = env
                     .framework
                     .plugins(ExtensionPoint::Filter)
                     .iter()
                     .map(|e| e.name)
                     .collect();
-                let nodes = self
-                    .filter
-                    .as_ref()
-                    .map(|p| p.candidates.clone())
-                    .unwrap_or_default();
                 self.matrix = Some(FilterMatrix::new(plugins, nodes));
             }
         }
@@ -312,7 +340,8 @@ impl SchedulingCycle {
             return;
         }
         let mut out = Vec::with_capacity(p.candidates.len());
-        for (ci, &idx) in p.candidates.iter().enumerate() {
+        for ci in 0..p.candidates.len() {
+            let idx = p.candidates.get(ci);
             let node = &env.snapshot.list()[idx];
             match env
                 .framework
@@ -352,7 +381,7 @@ impl SchedulingCycle {
                 }
                 let (st, node) = match p.nominated.get(ci).and_then(|o| o.as_deref()) {
                     Some((st, node)) => (st, node),
-                    None => (state, &env.snapshot.list()[p.candidates[ci]]),
+                    None => (state, &env.snapshot.list()[p.candidates.get(ci)]),
                 };
                 let f = e.plugin.as_filter()?;
                 let s = filter_status(e.name, f.filter(&h, st, pod, node));
@@ -387,7 +416,7 @@ impl SchedulingCycle {
         // Pass 2: a node that passed with its nominated pods must also pass without them.
         for ci in 0..p.candidates.len() {
             if p.first_failure[ci].is_none() && p.nominated.get(ci).is_some_and(|o| o.is_some()) {
-                let node = &env.snapshot.list()[p.candidates[ci]];
+                let node = &env.snapshot.list()[p.candidates.get(ci)];
                 let s = env
                     .framework
                     .run_filter_plugins(&h, &self.state, &self.pod, node);
@@ -403,7 +432,7 @@ impl SchedulingCycle {
             .collect();
         let mut search = Search::new(p.num_to_find);
         for (ci, s) in results.into_iter().enumerate() {
-            if search.consume(self, env, p.candidates[ci], s) {
+            if search.consume(p.candidates.get(ci), s) {
                 break;
             }
         }
@@ -417,7 +446,9 @@ impl SchedulingCycle {
         let mut search = Search::new(p.num_to_find);
         if !env.framework.has_filter_plugins() {
             // Without Filter plugins the first N nodes from the start are feasible.
-            self.feasible = p.candidates.iter().take(p.num_to_find).copied().collect();
+            search.feasible = (0..p.candidates.len().min(p.num_to_find))
+                .map(|i| p.candidates.get(i))
+                .collect();
             search.stopped = true;
         }
         // Without nominated pods every node runs the same plugin list: prepare it once.
@@ -425,23 +456,34 @@ impl SchedulingCycle {
             .nominator
             .is_empty()
             .then(|| env.framework.active_filters(&self.state));
+        let state = &self.state;
+        let pod = &self.pod;
+        let eval = |ci: usize| {
+            let node = &env.snapshot.list()[p.candidates.get(ci)];
+            match &active {
+                Some(list) => run_filter_list(list, &h, state, pod, node),
+                None => env
+                    .framework
+                    .run_filter_plugins_with_nominated_pods(&h, state, pod, node),
+            }
+        };
         let mut next = 0;
+        if env.pool.is_none() {
+            // One node at a time, as the sequential reading of upstream's search.
+            while !search.stopped && next < p.candidates.len() {
+                let s = eval(next);
+                search.consume(p.candidates.get(next), s);
+                next += 1;
+            }
+        }
         while !search.stopped && next < p.candidates.len() {
-            let need = p.num_to_find.saturating_sub(self.feasible.len()) + 1;
+            // Waves a little larger than what is still needed, evaluated in parallel and
+            // consumed in order, so the result is the sequential one.
+            let need = p.num_to_find.saturating_sub(search.feasible.len()) + 1;
             let wave = (need + need / 4).max(64).min(p.candidates.len() - next);
-            let state = &self.state;
-            let pod = &self.pod;
-            let results: Vec<Status> = par_map(env, wave, |i| {
-                let node = &env.snapshot.list()[p.candidates[next + i]];
-                match &active {
-                    Some(list) => run_filter_list(list, &h, state, pod, node),
-                    None => env
-                        .framework
-                        .run_filter_plugins_with_nominated_pods(&h, state, pod, node),
-                }
-            });
+            let results: Vec<Status> = par_map(env, wave, |i| eval(next + i));
             for (i, s) in results.into_iter().enumerate() {
-                if search.consume(self, env, p.candidates[next + i], s) {
+                if search.consume(p.candidates.get(next + i), s) {
                     break;
                 }
             }
@@ -458,6 +500,12 @@ impl SchedulingCycle {
 
     /// Common end of the node search: round-robin bookkeeping, then the next phase.
     fn end_search(&mut self, env: &CycleEnv, p: &FilterProgress, search: Search) {
+        self.feasible = search.feasible;
+        for (idx, s) in search.rejected {
+            let name = env.snapshot.list()[idx].name().to_string();
+            self.diagnosis.add_plugin_status(&s);
+            self.diagnosis.node_to_status.set(name, s);
+        }
         let processed = self.feasible.len() + self.diagnosis.node_to_status.len();
         if p.all_nodes > 0 {
             self.next_start_node_index = Some((self.start_node_index + processed) % p.all_nodes);
@@ -496,11 +544,14 @@ impl SchedulingCycle {
     }
 }
 
-/// Upstream's sequential search rule over per-node results.
+/// Upstream's sequential search rule over per-node results. What it finds is kept here
+/// and handed to the cycle at the end, so plugins can borrow the cycle meanwhile.
 struct Search {
     num_to_find: usize,
     stopped: bool,
     error: Option<Status>,
+    feasible: Vec<usize>,
+    rejected: Vec<(usize, Status)>,
 }
 
 impl Search {
@@ -509,27 +560,23 @@ impl Search {
             num_to_find,
             stopped: false,
             error: None,
+            feasible: Vec::new(),
+            rejected: Vec::new(),
         }
     }
 
     /// Takes one node's result; true when the search is over.
-    fn consume(
-        &mut self,
-        cycle: &mut SchedulingCycle,
-        env: &CycleEnv,
-        idx: usize,
-        s: Status,
-    ) -> bool {
+    fn consume(&mut self, idx: usize, s: Status) -> bool {
         if self.stopped {
             return true;
         }
         if s.is_success() {
-            if cycle.feasible.len() >= self.num_to_find {
+            if self.feasible.len() >= self.num_to_find {
                 // This node made one too many: upstream cancels and does not count it.
                 self.stopped = true;
                 return true;
             }
-            cycle.feasible.push(idx);
+            self.feasible.push(idx);
             return false;
         }
         if s.code() == Code::Error {
@@ -537,9 +584,7 @@ impl Search {
             self.stopped = true;
             return true;
         }
-        let name = env.snapshot.list()[idx].name().to_string();
-        cycle.diagnosis.add_plugin_status(&s);
-        cycle.diagnosis.node_to_status.set(name, s);
+        self.rejected.push((idx, s));
         false
     }
 }

@@ -28,7 +28,7 @@ use super::status::{Code, Status};
 use super::types::PodInfo;
 
 /// How much the cycle records beyond what upstream computes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 pub enum Detail {
     /// Upstream's decision only (fastest).
     #[default]

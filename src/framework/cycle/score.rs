@@ -194,44 +194,53 @@ impl SchedulingCycle {
         let nodes = &table.nodes;
         let returned = self.extender_feasible_nodes.as_deref();
         let width = plugins.len();
-        // Row-major scores: node i, plugin k at i * width + k; failures kept aside (rare).
-        let mut flat = vec![0i64; nodes.len() * width];
-        let score_row = |i: usize, row: &mut [i64]| -> Option<(usize, Status)> {
-            let node = match returned.and_then(|r| r.get(i)) {
+        let refs: Vec<&crate::framework::NodeInfo> = (0..nodes.len())
+            .map(|i| match returned.and_then(|r| r.get(i)) {
                 Some(n) => n,
                 None => &env.snapshot.list()[nodes[i]],
-            };
-            let mut failed = None;
+            })
+            .collect();
+        // Plugin by plugin over a run of nodes (each plugin reads its state once per run);
+        // failures come back as (node, plugin, status), the first per plugin and run.
+        let score_run = |from: usize, to: usize| {
+            let mut cols: Vec<Vec<i64>> = Vec::with_capacity(width);
+            let mut failures: Vec<(usize, usize, Status)> = Vec::new();
             for (k, (_, p)) in plugins.iter().enumerate() {
-                let (v, st) = p.score(&h, state, pod, node);
-                row[k] = v;
-                if failed.is_none() && !st.is_success() {
-                    failed = Some((k, st));
+                let mut col = vec![0i64; to - from];
+                if let Some((i, s)) = p.score_nodes(&h, state, pod, &refs[from..to], &mut col) {
+                    failures.push((from + i, k, s));
                 }
+                cols.push(col);
             }
-            failed
+            (cols, failures)
         };
-        let failures: Vec<(usize, usize, Status)> = match env.pool {
-            Some(pool) if nodes.len() > 64 && width > 0 => pool.install(|| {
-                flat.par_chunks_mut(width)
-                    .enumerate()
-                    .with_min_len(32)
-                    .filter_map(|(i, row)| score_row(i, row).map(|(k, s)| (i, k, s)))
-                    .collect()
-            }),
-            _ if width > 0 => flat
-                .chunks_mut(width)
-                .enumerate()
-                .filter_map(|(i, row)| score_row(i, row).map(|(k, s)| (i, k, s)))
-                .collect(),
-            _ => Vec::new(),
+        let (cols, failures) = match env.pool {
+            Some(pool) if nodes.len() >= 128 && width > 0 => {
+                let runs = (pool.current_num_threads() * 2).clamp(1, nodes.len() / 64);
+                let size = nodes.len().div_ceil(runs);
+                let parts: Vec<_> = pool.install(|| {
+                    (0..runs)
+                        .into_par_iter()
+                        .map(|r| score_run(r * size, ((r + 1) * size).min(nodes.len())))
+                        .collect()
+                });
+                let mut cols = vec![Vec::with_capacity(nodes.len()); width];
+                let mut failures = Vec::new();
+                for (part, fails) in parts {
+                    for (col, piece) in cols.iter_mut().zip(part) {
+                        col.extend(piece);
+                    }
+                    failures.extend(fails);
+                }
+                (cols, failures)
+            }
+            _ => score_run(0, nodes.len()),
         };
-        let n_nodes = nodes.len();
+        drop(refs);
         self.cursor = last;
         let mut failure: Option<(&'static str, Status)> = None;
         let per_plugin = started.elapsed() / width.max(1) as u32;
-        for (k, (name, _)) in plugins.iter().enumerate() {
-            let raw: Vec<i64> = (0..n_nodes).map(|i| flat[i * width + k]).collect();
+        for (k, ((name, _), raw)) in plugins.iter().zip(cols).enumerate() {
             let failed = failures
                 .iter()
                 .filter(|(_, fk, _)| *fk == k)

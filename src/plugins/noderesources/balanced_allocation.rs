@@ -107,6 +107,32 @@ impl ScorePlugin for BalancedAllocation {
         }
         (self.scorer.score(node, &r), Status::success())
     }
+
+    fn score_nodes(
+        &self,
+        _h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        let computed;
+        let requests = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(s) => &s.pod_requests,
+            Err(_) => {
+                computed = self.scorer.pod_requests(pod);
+                if computed.iter().all(|&v| v == 0) {
+                    out.fill(0);
+                    return None;
+                }
+                &computed
+            }
+        };
+        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
+            *slot = self.scorer.score(node, requests);
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -143,5 +169,30 @@ mod tests {
             BalancedAllocation::default().score(&h, &state, &p, &n).0,
             87
         );
+    }
+
+    #[test]
+    fn batch_scores_match_single_scores() {
+        let env = Env::new(Snapshot::default(), Listers::default());
+        let h = env.handle();
+        let nodes = [
+            node(
+                json!({"metadata": {"name": "a"}, "status": {"allocatable": {"cpu": "4", "memory": "4Gi"}}}),
+            ),
+            node(
+                json!({"metadata": {"name": "b"}, "status": {"allocatable": {"cpu": "1", "memory": "64Gi"}}}),
+            ),
+            node(json!({"metadata": {"name": "c"}, "status": {"allocatable": {"memory": "1Gi"}}})),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let p = pod(
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c",
+            "resources": {"requests": {"cpu": "1500m", "memory": "3Gi"}}}]}}),
+        );
+        let b = BalancedAllocation::default();
+        crate::plugins::testing::assert_score_nodes_agrees(&b, &h, &CycleState::new(), &p, &refs);
+        let mut state = CycleState::new();
+        b.pre_score(&h, &mut state, &p, &[]);
+        crate::plugins::testing::assert_score_nodes_agrees(&b, &h, &state, &p, &refs);
     }
 }

@@ -281,6 +281,28 @@ impl ScorePlugin for Fit {
         };
         (score, Status::success())
     }
+
+    fn score_nodes(
+        &self,
+        _h: &Handle,
+        state: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        let computed;
+        let requests = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(s) => &s.pod_requests,
+            Err(_) => {
+                computed = self.scorer.pod_requests(pod);
+                &computed
+            }
+        };
+        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
+            *slot = self.scorer.score(node, requests);
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -378,5 +400,34 @@ mod tests {
         let empty =
             pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}));
         assert_eq!(score(&Fit::default(), &empty, &ni), (97 + 97) / 2);
+    }
+
+    #[test]
+    fn batch_scores_match_single_scores() {
+        let env = Env::new(Snapshot::default(), Listers::default());
+        let h = env.handle();
+        let nodes = [
+            n("4", "8Gi", "10"),
+            n("500m", "64Gi", "10"),
+            n("32", "1Gi", "10"),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let p = p("1", "2Gi");
+        for strategy in [Strategy::LeastAllocated, Strategy::MostAllocated] {
+            let fit = Fit::new(FitArgs {
+                strategy,
+                ..Default::default()
+            });
+            crate::plugins::testing::assert_score_nodes_agrees(
+                &fit,
+                &h,
+                &CycleState::new(),
+                &p,
+                &refs,
+            );
+            let mut state = CycleState::new();
+            fit.pre_score(&h, &mut state, &p, &[]);
+            crate::plugins::testing::assert_score_nodes_agrees(&fit, &h, &state, &p, &refs);
+        }
     }
 }

@@ -83,6 +83,27 @@ impl ResourceAllocationScorer {
 
     /// The pod's request of each configured resource (cpu in millicores).
     pub fn pod_requests(&self, pod: &PodInfo) -> Vec<i64> {
+        // What the PodInfo already summed covers every resource kind but unusual names.
+        let summed = &pod.resource.resource;
+        if self.use_requested {
+            let fast: Option<Vec<i64>> = self
+                .kinds
+                .iter()
+                .map(|k| match k {
+                    ResourceKind::Cpu => Some(summed.milli_cpu),
+                    ResourceKind::Memory => Some(summed.memory),
+                    ResourceKind::EphemeralStorage => Some(summed.ephemeral_storage),
+                    ResourceKind::Scalar {
+                        name,
+                        is_scalar_name: true,
+                    } => Some(summed.scalar(name)),
+                    ResourceKind::Scalar { .. } => None,
+                })
+                .collect();
+            if let Some(v) = fast {
+                return v;
+            }
+        }
         let reqs = if self.use_requested {
             pod_resources::pod_requests(&pod.pod, None)
         } else {
@@ -137,54 +158,52 @@ impl ResourceAllocationScorer {
     }
 
     pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
-        let n = self.resources.len();
-        let mut requested: Values = smallvec::smallvec![0; n];
-        let mut allocatable: Values = smallvec::smallvec![0; n];
-        for (i, kind) in self.kinds.iter().enumerate() {
+        // Each resource the node has (allocatable > 0) as (index, requested, allocatable).
+        let resources = self.kinds.iter().enumerate().filter_map(|(i, kind)| {
             let (alloc, req) = self.allocatable_and_requested(node, kind, pod_requests[i]);
-            if alloc == 0 {
-                continue;
-            }
-            allocatable[i] = alloc;
-            requested[i] = req;
-        }
+            (alloc != 0).then_some((i, req, alloc))
+        });
         match &self.strategy {
-            Strategy::LeastAllocated => {
-                self.weighted(&requested, &allocatable, least_requested_score)
+            Strategy::LeastAllocated => self.weighted(resources, least_requested_score),
+            Strategy::MostAllocated => self.weighted(resources, most_requested_score),
+            Strategy::RequestedToCapacityRatio(shape) => self.ratio(resources, shape),
+            Strategy::Balanced => {
+                let mut requested: Values = Values::new();
+                let mut allocatable: Values = Values::new();
+                for (_, req, alloc) in resources {
+                    requested.push(req);
+                    allocatable.push(alloc);
+                }
+                balanced_resource_score(&requested, &allocatable)
             }
-            Strategy::MostAllocated => {
-                self.weighted(&requested, &allocatable, most_requested_score)
-            }
-            Strategy::RequestedToCapacityRatio(shape) => {
-                self.ratio(&requested, &allocatable, shape)
-            }
-            Strategy::Balanced => balanced_resource_score(&requested, &allocatable),
         }
     }
 
-    fn weighted(&self, requested: &[i64], allocatable: &[i64], f: fn(i64, i64) -> i64) -> i64 {
+    fn weighted(
+        &self,
+        resources: impl Iterator<Item = (usize, i64, i64)>,
+        f: fn(i64, i64) -> i64,
+    ) -> i64 {
         let (mut score, mut weights) = (0i64, 0i64);
-        for i in 0..requested.len() {
-            if allocatable[i] == 0 {
-                continue;
-            }
+        for (i, requested, allocatable) in resources {
             let w = self.resources[i].weight;
-            score += f(requested[i], allocatable[i]) * w;
+            score += f(requested, allocatable) * w;
             weights += w;
         }
         if weights == 0 { 0 } else { score / weights }
     }
 
-    fn ratio(&self, requested: &[i64], allocatable: &[i64], shape: &[ShapePoint]) -> i64 {
+    fn ratio(
+        &self,
+        resources: impl Iterator<Item = (usize, i64, i64)>,
+        shape: &[ShapePoint],
+    ) -> i64 {
         let (mut score, mut weights) = (0i64, 0i64);
-        for i in 0..requested.len() {
-            if allocatable[i] == 0 {
-                continue;
-            }
-            let util = if requested[i] > allocatable[i] {
+        for (i, requested, allocatable) in resources {
+            let util = if requested > allocatable {
                 MAX_UTILIZATION
             } else {
-                requested[i] * MAX_UTILIZATION / allocatable[i]
+                requested * MAX_UTILIZATION / allocatable
             };
             let s = broken_linear(shape, util);
             // Only resources that score contribute, to the sum and to the weights.
