@@ -122,7 +122,7 @@ fn run(
         .map_err(|e| e.to_string())?;
     let setup_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
-    s.run_until(deadline);
+    s.run_until_with(deadline, None);
     let replay_seconds = started.elapsed().as_secs_f64().max(1e-9);
     let sum = s.summary();
     let attempts: u64 = sum.iter().map(|p| u64::from(p.attempts)).sum();

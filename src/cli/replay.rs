@@ -114,8 +114,20 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     match &a.script {
         None => {
-            for v in session.run_until(deadline) {
-                out.print(&v)?;
+            // Printed as the steps happen: a long recording's trace never sits in memory.
+            let mut failed = None;
+            session.run_until_with(
+                deadline,
+                Some(&mut |v| {
+                    if failed.is_none()
+                        && let Err(e) = out.print(&v)
+                    {
+                        failed = Some(e);
+                    }
+                }),
+            );
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
         Some(s) => {

@@ -143,18 +143,21 @@ impl ClusterState {
     pub fn upsert(&mut self, obj: Object) -> Option<Change> {
         let key = obj.key();
         let kind = obj.kind().to_string();
-        let new = Stored::of(&obj);
-        let old = match obj {
+        // Nodes and pods are shared between the cluster, the change and the snapshot
+        // rather than copied: they are most of a large cluster's memory.
+        let (new, old) = match obj {
             Object::Node(n) => {
                 let n = Arc::new(n);
-                match self.node_index.get(&key) {
+                let new = Stored::Node(n.clone());
+                let old = match self.node_index.get(&key) {
                     Some(&i) => Some(Stored::Node(std::mem::replace(&mut self.nodes[i], n))),
                     None => {
                         self.node_index.insert(key.clone(), self.nodes.len());
                         self.nodes.push(n);
                         None
                     }
-                }
+                };
+                (new, old)
             }
             Object::Pod(p) => {
                 let phase = p
@@ -169,6 +172,7 @@ impl ClusterState {
                     return self.remove("Pod", &key);
                 }
                 let p = Arc::new(p);
+                let new = Stored::Pod(p.clone());
                 self.listers.pods.insert(key.clone(), p.clone());
                 let old = self.pods.insert(key.clone(), p);
                 if old.is_none() {
@@ -177,9 +181,12 @@ impl ClusterState {
                     self.pod_order.insert(seq, key.clone());
                     self.pod_seq.insert(key.clone(), seq);
                 }
-                old.map(Stored::Pod)
+                (new, old.map(Stored::Pod))
             }
-            other => self.listers_insert(other, &key),
+            other => {
+                let new = Stored::of(&other);
+                (new, self.listers_insert(other, &key))
+            }
         };
         Some(Change {
             kind,
@@ -202,19 +209,19 @@ impl ClusterState {
         }
         match obj {
             Object::Namespace(o) => put(&mut l.namespaces, key, o, "Namespace"),
-            Object::PersistentVolume(o) => put(&mut l.pvs, key, o, "PersistentVolume"),
+            Object::PersistentVolume(o) => put(&mut l.pvs, key, *o, "PersistentVolume"),
             Object::PersistentVolumeClaim(o) => put(&mut l.pvcs, key, o, "PersistentVolumeClaim"),
             Object::StorageClass(o) => put(&mut l.storage_classes, key, o, "StorageClass"),
             Object::CSINode(o) => put(&mut l.csi_nodes, key, o, "CSINode"),
             Object::PodDisruptionBudget(o) => put(&mut l.pdbs, key, o, "PodDisruptionBudget"),
             Object::PriorityClass(o) => put(&mut l.priority_classes, key, o, "PriorityClass"),
             Object::Service(o) => put(&mut l.services, key, o, "Service"),
-            Object::ReplicaSet(o) => put(&mut l.replica_sets, key, o, "ReplicaSet"),
-            Object::StatefulSet(o) => put(&mut l.stateful_sets, key, o, "StatefulSet"),
+            Object::ReplicaSet(o) => put(&mut l.replica_sets, key, *o, "ReplicaSet"),
+            Object::StatefulSet(o) => put(&mut l.stateful_sets, key, *o, "StatefulSet"),
             Object::ReplicationController(o) => put(
                 &mut l.replication_controllers,
                 key,
-                o,
+                *o,
                 "ReplicationController",
             ),
             Object::Custom { kind, value, .. } => l

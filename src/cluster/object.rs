@@ -26,16 +26,18 @@ pub enum Object {
     Node(Node),
     Pod(Pod),
     Namespace(Namespace),
-    PersistentVolume(PersistentVolume),
+    // Boxed: these are rare and several times larger than a Pod, and an Object is as
+    // large as its largest variant.
+    PersistentVolume(Box<PersistentVolume>),
     PersistentVolumeClaim(PersistentVolumeClaim),
     StorageClass(StorageClass),
     CSINode(CSINode),
     PodDisruptionBudget(PodDisruptionBudget),
     PriorityClass(PriorityClass),
     Service(Service),
-    ReplicaSet(ReplicaSet),
-    StatefulSet(StatefulSet),
-    ReplicationController(ReplicationController),
+    ReplicaSet(Box<ReplicaSet>),
+    StatefulSet(Box<StatefulSet>),
+    ReplicationController(Box<ReplicationController>),
     /// Out-of-tree kinds kept as JSON (PodGroup).
     Custom {
         kind: String,
@@ -103,16 +105,36 @@ struct Head<'a> {
     api_version: Option<std::borrow::Cow<'a, str>>,
 }
 
+/// `apiVersion` and `kind` read off the start of `{"apiVersion":"..","kind":".."` (the
+/// layout API servers and kubestep's writer use), sparing a parse of the whole object;
+/// `None` for anything else, which the full parse handles.
+fn sniff_head(text: &str) -> Option<Head<'_>> {
+    let rest = text.strip_prefix(r#"{"apiVersion":""#)?;
+    let (api_version, rest) = rest.split_once('"')?;
+    let rest = rest.strip_prefix(r#","kind":""#)?;
+    let (kind, _) = rest.split_once('"')?;
+    if api_version.contains('\\') || kind.contains('\\') {
+        return None;
+    }
+    Some(Head {
+        kind: Some(kind.into()),
+        api_version: Some(api_version.into()),
+    })
+}
+
 /// Parses one object from JSON text, as an API server serves it. Fast path for
 /// recordings: typed parsing straight from the text, falling back to `from_value` (which
 /// accepts numeric quantities and names the failing field) when that fails.
 pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
-    let head: Head = serde_json::from_str(text).map_err(|e| ObjectError {
-        kind: String::new(),
-        name: String::new(),
-        field: String::new(),
-        message: e.to_string(),
-    })?;
+    let head = match sniff_head(text) {
+        Some(h) => h,
+        None => serde_json::from_str(text).map_err(|e| ObjectError {
+            kind: String::new(),
+            name: String::new(),
+            field: String::new(),
+            message: e.to_string(),
+        })?,
+    };
     let kind = head.kind.as_deref().unwrap_or("");
     let Some((_, versions)) = KINDS.iter().find(|(k, _)| *k == kind) else {
         if kind.is_empty() {
@@ -128,7 +150,7 @@ pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
         "Pod" => serde_json::from_str(text).map(Object::Pod).ok(),
         "Namespace" => serde_json::from_str(text).map(Object::Namespace).ok(),
         "PersistentVolume" => serde_json::from_str(text)
-            .map(Object::PersistentVolume)
+            .map(|pv| Object::PersistentVolume(Box::new(pv)))
             .ok(),
         "PersistentVolumeClaim" => serde_json::from_str(text)
             .map(Object::PersistentVolumeClaim)
@@ -218,16 +240,16 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
         "Node" => Object::Node(typed(v, &err)?),
         "Pod" => Object::Pod(typed(v, &err)?),
         "Namespace" => Object::Namespace(typed(v, &err)?),
-        "PersistentVolume" => Object::PersistentVolume(typed(v, &err)?),
+        "PersistentVolume" => Object::PersistentVolume(Box::new(typed(v, &err)?)),
         "PersistentVolumeClaim" => Object::PersistentVolumeClaim(typed(v, &err)?),
         "StorageClass" => Object::StorageClass(typed(v, &err)?),
         "CSINode" => Object::CSINode(typed(v, &err)?),
         "PodDisruptionBudget" => Object::PodDisruptionBudget(typed(v, &err)?),
         "PriorityClass" => Object::PriorityClass(typed(v, &err)?),
         "Service" => Object::Service(typed(v, &err)?),
-        "ReplicaSet" => Object::ReplicaSet(typed(v, &err)?),
-        "StatefulSet" => Object::StatefulSet(typed(v, &err)?),
-        "ReplicationController" => Object::ReplicationController(typed(v, &err)?),
+        "ReplicaSet" => Object::ReplicaSet(Box::new(typed(v, &err)?)),
+        "StatefulSet" => Object::StatefulSet(Box::new(typed(v, &err)?)),
+        "ReplicationController" => Object::ReplicationController(Box::new(typed(v, &err)?)),
         _ => {
             let meta: ObjectMeta = typed(
                 v.get("metadata").cloned().unwrap_or(Value::Null),

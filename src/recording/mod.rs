@@ -81,7 +81,8 @@ pub enum EventType {
 pub struct Event {
     pub at: Timestamp,
     pub kind: EventType,
-    pub object: Object,
+    /// Boxed: objects are kilobytes in place, and recordings hold tens of thousands.
+    pub object: Box<Object>,
     /// Line of the recording it came from (0 for manifests).
     pub line: usize,
 }
@@ -122,7 +123,7 @@ impl Recording {
         let mut nodes = BTreeSet::new();
         let mut pods = BTreeSet::new();
         for e in &self.events {
-            match &e.object {
+            match &*e.object {
                 Object::Node(_) => {
                     nodes.insert(e.object.key());
                 }
@@ -157,7 +158,7 @@ pub fn apply_to(cs: &mut ClusterState, e: &Event) {
             cs.remove(e.object.kind(), &e.object.key());
         }
         EventType::Added | EventType::Modified => {
-            cs.upsert(e.object.clone());
+            cs.upsert((*e.object).clone());
         }
     }
 }

@@ -6,6 +6,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 
 use jiff::Timestamp;
+use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -79,10 +80,13 @@ pub fn read_file(path: &Path, opts: ReadOptions) -> Result<Recording, ReadError>
 /// Reads a recording (gzip-compressed or not) or a manifest from memory, named `file` in
 /// messages.
 pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recording, ReadError> {
+    let mut warnings = Vec::new();
     let gz = bytes.starts_with(&[0x1f, 0x8b]);
     if !gz {
-        let text = String::from_utf8_lossy(bytes);
-        return read_str(&text, file, opts);
+        return read_str(&utf8(bytes, file, &mut warnings), file, opts).map(|mut r| {
+            r.warnings.splice(0..0, warnings);
+            r
+        });
     }
     // A recorder killed mid-write leaves a gzip stream without its trailer: keep what was
     // decoded and say so.
@@ -106,14 +110,29 @@ pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recordi
             }
         }
     }
-    let text = String::from_utf8_lossy(&text);
+    let text = utf8(&text, file, &mut warnings);
     let mut rec = read_str(&text, file, opts)?;
+    rec.warnings.splice(0..0, warnings);
     if let Some(e) = cut_short {
         rec.warnings.push(format!(
             "{file}: compressed stream ends early ({e}); read what was complete"
         ));
     }
     Ok(rec)
+}
+
+/// The text of the bytes; invalid UTF-8 is replaced (U+FFFD), and said so.
+fn utf8<'a>(bytes: &'a [u8], file: &str, warnings: &mut Vec<String>) -> std::borrow::Cow<'a, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(e) => {
+            warnings.push(format!(
+                "{file}: invalid UTF-8 at byte {} (replaced with U+FFFD)",
+                e.valid_up_to()
+            ));
+            String::from_utf8_lossy(bytes)
+        }
+    }
 }
 
 /// Reads recording text (or manifest text) named `file` in messages.
@@ -149,15 +168,24 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
         warnings: Vec::new(),
         skipped: 0,
     };
+    // Lines are independent: parse them on every core, then take the results in file
+    // order so warnings, the strict-mode error and same-time ordering stay sequential.
+    let lines: Vec<(usize, &str)> = text
+        .lines()
+        .enumerate()
+        .skip(1)
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(_, l)| !l.trim().is_empty())
+        .collect();
     let total = text.lines().count();
-    // Exactly sized: events are large, and doubling a vector of them doubles the peak.
-    rec.events.reserve_exact(total.saturating_sub(1));
-    for (i, line) in text.lines().enumerate().skip(1) {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        match parse_line(line) {
+    let parsed: Vec<Result<Option<Event>, String>> = lines
+        .par_iter()
+        .with_min_len(256)
+        .map(|(_, line)| parse_line(line))
+        .collect();
+    rec.events.reserve_exact(parsed.len());
+    for ((n, line), result) in lines.into_iter().zip(parsed) {
+        match result {
             Ok(Some(ev)) => rec.events.push(Event { line: n, ..ev }),
             Ok(None) => rec.skipped += 1,
             Err(message) => {
@@ -184,15 +212,44 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
     Ok(rec)
 }
 
+/// The envelope as kubestep writes it, `{"at":"..","object":{..},"type":".."}`, taken
+/// apart without parsing the object twice; `None` sends the line to the full parser.
+fn split_envelope(line: &str) -> Option<(Timestamp, EventType, &str)> {
+    let rest = line.trim_end().strip_prefix(r#"{"at":""#)?;
+    let (at, rest) = rest.split_once('"')?;
+    let rest = rest.strip_prefix(r#","object":"#)?;
+    let (object, kind) = [
+        (r#","type":"ADDED"}"#, EventType::Added),
+        (r#","type":"MODIFIED"}"#, EventType::Modified),
+        (r#","type":"DELETED"}"#, EventType::Deleted),
+    ]
+    .into_iter()
+    .find_map(|(tail, kind)| rest.strip_suffix(tail).map(|o| (o, kind)))?;
+    if at.contains('\\') {
+        return None;
+    }
+    Some((at.parse().ok()?, kind, object))
+}
+
 fn parse_line(line: &str) -> Result<Option<Event>, String> {
-    let raw: RawEvent = serde_json::from_str(line).map_err(|e| e.to_string())?;
-    match object::from_json_str(raw.object.get()) {
+    // The object text from the fast split must itself be one JSON value; if it is not
+    // (an unusual layout), the full parse below says what is wrong.
+    let fast = split_envelope(line)
+        .and_then(|(at, kind, text)| object::from_json_str(text).ok().map(|o| (at, kind, o)));
+    let (at, kind, parsed) = match fast {
+        Some((at, kind, o)) => (at, kind, Ok(o)),
+        None => {
+            let raw: RawEvent = serde_json::from_str(line).map_err(|e| e.to_string())?;
+            (raw.at, raw.kind, object::from_json_str(raw.object.get()))
+        }
+    };
+    match parsed {
         Ok(Some(mut obj)) => {
             obj.normalize();
             Ok(Some(Event {
-                at: raw.at,
-                kind: raw.kind,
-                object: obj,
+                at,
+                kind,
+                object: Box::new(obj),
                 line: 0,
             }))
         }
@@ -212,7 +269,7 @@ fn from_manifest(text: &str, file: &str) -> Result<Recording, ReadError> {
             Event {
                 at: start,
                 kind: EventType::Added,
-                object: o.value,
+                object: Box::new(o.value),
                 line: o.line,
             }
         })

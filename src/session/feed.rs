@@ -75,7 +75,7 @@ mod tests {
         Event {
             at: Timestamp::from_second(sec).unwrap(),
             kind: EventType::Added,
-            object: Object::Node(node.unwrap()),
+            object: Box::new(Object::Node(node.unwrap())),
             line: 0,
         }
     }

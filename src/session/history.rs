@@ -143,6 +143,9 @@ pub struct History {
     pub max_steps: usize,
     pub max_attempts: usize,
     next_seq: u64,
+    /// Steps taken since a caller asked to hear about them (the trace of a command),
+    /// whether or not the bounded history keeps them.
+    tap: Option<Vec<StepRecord>>,
 }
 
 impl History {
@@ -153,7 +156,28 @@ impl History {
             max_steps,
             max_attempts,
             next_seq: 1,
+            tap: None,
         }
+    }
+
+    /// Starts collecting every step taken from now on (see `take_tapped`).
+    pub fn start_tap(&mut self) {
+        self.tap.get_or_insert_with(Vec::new);
+    }
+
+    /// The steps collected since the tap started or was last emptied; it stays on.
+    pub fn take_tapped(&mut self) -> Vec<StepRecord> {
+        self.tap.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Stops collecting; returns what was still collected.
+    pub fn stop_tap(&mut self) -> Vec<StepRecord> {
+        self.tap.take().unwrap_or_default()
+    }
+
+    /// Whether a step taken now would be heard by anyone (kept or tapped).
+    pub fn wants_steps(&self) -> bool {
+        self.max_steps > 0 || self.tap.is_some()
     }
 
     pub fn next_seq(&mut self) -> u64 {
@@ -168,6 +192,9 @@ impl History {
     }
 
     pub fn push(&mut self, r: StepRecord) {
+        if let Some(t) = self.tap.as_mut() {
+            t.push(r.clone());
+        }
         if self.max_steps == 0 {
             return;
         }

@@ -693,7 +693,7 @@ impl Session {
             state,
             changed,
         };
-        if self.history.max_steps > 0 {
+        if self.history.wants_steps() {
             self.history.push(rec.clone());
         }
         rec

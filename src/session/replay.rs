@@ -34,7 +34,7 @@ impl Session {
                         cluster.remove(e.object.kind(), &e.object.key());
                     }
                     _ => {
-                        cluster.upsert(e.object);
+                        cluster.upsert(*e.object);
                     }
                 }
             } else {
@@ -58,7 +58,7 @@ impl Session {
 
     /// Applies one event from a recording or a watch.
     pub fn apply_event(&mut self, e: Event) {
-        match (e.kind, e.object) {
+        match (e.kind, *e.object) {
             (EventType::Deleted, obj) => self.delete(obj.kind(), &obj.key()),
             (_, Object::Pod(p)) => {
                 let p = self.admit(p);
@@ -92,7 +92,7 @@ pub fn recorded_bindings(events: &[Event]) -> BTreeMap<String, String> {
     let mut seen_unbound = BTreeSet::new();
     let mut out = BTreeMap::new();
     for e in events {
-        let Object::Pod(p) = &e.object else { continue };
+        let Object::Pod(p) = &*e.object else { continue };
         if e.kind == EventType::Deleted {
             continue;
         }

@@ -178,15 +178,15 @@ impl Session {
             ),
             Command::Finish => output.extend(self.finish_pod().iter().map(trace::step)),
             Command::Continue => {
-                let before = self.history.peek_seq();
+                self.history.start_tap();
                 let r = self.continue_();
-                output.extend(self.history.since(before).iter().map(trace::step));
+                output.extend(self.history.stop_tap().iter().map(trace::step));
                 output.push(trace::stop(self, &r));
             }
             Command::Advance(d) => {
-                let before = self.history.peek_seq();
+                self.history.start_tap();
                 let r = self.advance(*d);
-                output.extend(self.history.since(before).iter().map(trace::step));
+                output.extend(self.history.stop_tap().iter().map(trace::step));
                 output.push(trace::stop(self, &r));
             }
             Command::Break(b) => self.add_breakpoint(b.clone()),
@@ -229,12 +229,29 @@ impl Session {
     /// As `run_to_completion`, up to the virtual time `deadline`.
     pub fn run_until(&mut self, deadline: jiff::Timestamp) -> Vec<Value> {
         let mut out = Vec::new();
+        self.run_until_with(deadline, Some(&mut |v| out.push(v)));
+        out
+    }
+
+    /// Runs up to `deadline`, handing each step's trace line (and each stop) to `sink` as
+    /// it happens rather than collecting them; `None` runs without building a trace.
+    pub fn run_until_with(
+        &mut self,
+        deadline: jiff::Timestamp,
+        mut sink: Option<&mut dyn FnMut(Value)>,
+    ) {
+        if sink.is_some() {
+            self.history.start_tap();
+        }
         loop {
-            let before = self.history.peek_seq();
             let r = self.continue_();
-            out.extend(self.history.since(before).iter().map(trace::step));
-            if let super::StopReason::Breakpoint(_) = r {
-                out.push(trace::stop(self, &r));
+            if let Some(sink) = sink.as_mut() {
+                for step in self.history.take_tapped() {
+                    sink(trace::step(&step));
+                }
+                if let super::StopReason::Breakpoint(_) = r {
+                    sink(trace::stop(self, &r));
+                }
             }
             if self.settled() {
                 break;
@@ -247,7 +264,11 @@ impl Session {
                 _ => break,
             }
         }
-        out
+        if let Some(sink) = sink.as_mut() {
+            for step in self.history.stop_tap() {
+                sink(trace::step(&step));
+            }
+        }
     }
 
     pub fn fire_timers_pub(&mut self) {
