@@ -191,3 +191,200 @@ fn active_mode_binds_reports_and_never_binds_twice() {
     );
     assert!(!server.writes().iter().any(|r| r.path.contains("/theirs")));
 }
+
+/// The default profile plus ManualApproval at Permit, served as `kubestep`.
+const APPROVAL_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: kubestep
+  plugins:
+    permit:
+      enabled:
+      - name: ManualApproval
+";
+
+/// A pod ManualApproval holds (label `kubestep.io/approval=manual`).
+fn held_pod(name: &str) -> Value {
+    let mut p = pod(name, "1", Some("kubestep"), None);
+    p["metadata"]["labels"] = json!({"kubestep.io/approval": "manual"});
+    p
+}
+
+fn binding_paths(server: &ApiServer) -> Vec<String> {
+    server
+        .writes()
+        .iter()
+        .filter(|r| r.path.ends_with("/binding"))
+        .map(|r| r.path.clone())
+        .collect()
+}
+
+fn events_about(server: &ApiServer, pod: &str, reason: &str) -> Vec<Value> {
+    server
+        .events()
+        .into_iter()
+        .filter(|e| e["regarding"]["name"] == pod && e["reason"] == reason)
+        .collect()
+}
+
+#[test]
+fn approval_by_hand_binds_the_allowed_pod_and_never_the_rejected_one() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(node("n2", "2"));
+    server.apply(held_pod("approved"));
+    server.apply(held_pod("refused"));
+    let dir = temp_dir("approval");
+    let kc = server.write_kubeconfig(&dir, None);
+    let cfg = dir.join("scheduler.yaml");
+    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
+    let script = dir.join("script");
+    std::fs::write(
+        &script,
+        "continue\nshow waiting\nallow team/approved\nreject team/refused ManualApproval not during the freeze\ncontinue\nquit\n",
+    )
+    .unwrap();
+    let child = spawn(
+        &kc,
+        &[
+            "--active",
+            "--scheduler-name",
+            "kubestep",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--script",
+            script.to_str().unwrap(),
+            "--duration",
+            "20s",
+        ],
+    );
+    let (pods, stderr) = finish(child);
+    let approved = server.get("Pod", Some("team"), "approved").unwrap();
+    assert_eq!(approved["spec"]["nodeName"], "n1", "{stderr}");
+    assert_eq!(pods["team/approved"]["status"], "Bound");
+    assert_eq!(
+        binding_paths(&server),
+        ["/api/v1/namespaces/team/pods/approved/binding"]
+    );
+    let refused = server.get("Pod", Some("team"), "refused").unwrap();
+    assert!(refused["spec"]["nodeName"].is_null());
+    assert_eq!(pods["team/refused"]["status"], "Unschedulable");
+    let failed = events_about(&server, "refused", "FailedScheduling");
+    assert!(
+        failed.iter().any(|e| e["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("not during the freeze"))),
+        "{failed:#?}"
+    );
+    let cond = &refused["status"]["conditions"][0];
+    assert_eq!(cond["reason"], "Unschedulable");
+    assert_eq!(events_about(&server, "approved", "Scheduled").len(), 1);
+}
+
+#[test]
+fn quitting_active_mode_rejects_waiting_pods_and_binds_nothing() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(held_pod("held"));
+    let dir = temp_dir("quit");
+    let kc = server.write_kubeconfig(&dir, None);
+    let cfg = dir.join("scheduler.yaml");
+    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
+    let child = spawn(
+        &kc,
+        &[
+            "--active",
+            "--scheduler-name",
+            "kubestep",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "3s",
+        ],
+    );
+    let (pods, stderr) = finish(child);
+    assert!(
+        stderr.contains("rejected 1 pod(s) waiting at Permit: kubestep is shutting down"),
+        "{stderr}"
+    );
+    assert!(binding_paths(&server).is_empty(), "{:?}", server.writes());
+    let held = server.get("Pod", Some("team"), "held").unwrap();
+    assert!(held["spec"]["nodeName"].is_null());
+    let shutting = |s: &Value| {
+        s.as_str()
+            .is_some_and(|n| n.contains("kubestep is shutting down"))
+    };
+    assert!(
+        shutting(&held["status"]["conditions"][0]["message"]),
+        "{held:#}"
+    );
+    let failed = events_about(&server, "held", "FailedScheduling");
+    assert!(failed.iter().any(|e| shutting(&e["note"])), "{failed:#?}");
+    assert_eq!(pods["team/held"]["status"], "Unschedulable");
+    assert!(shutting(&pods["team/held"]["message"]));
+}
+
+#[test]
+fn record_writes_what_live_mode_saw_and_replays() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(node("n2", "2"));
+    server.apply(pod("fits", "3", None, None));
+    let dir = temp_dir("record");
+    let kc = server.write_kubeconfig(&dir, None);
+    let file = dir.join("live.jsonl.gz");
+    let child = spawn(
+        &kc,
+        &["--record", file.to_str().unwrap(), "--duration", "3s"],
+    );
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS
+    });
+    server.apply(pod("late", "1", None, None));
+    server.delete("Node", None, "n2");
+    let (_, stderr) = finish(child);
+    assert!(stderr.contains("recorded"), "{stderr}");
+    assert!(server.writes().is_empty());
+
+    // The file: a header, the first lists at its start, then the changes in order.
+    let mut text = String::new();
+    use std::io::Read;
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["kubestep"], "recording");
+    let from = lines[0]["source"]["server"].as_str().unwrap_or_default();
+    assert!(from.starts_with(&server.url()), "{from}");
+    let started = lines[0]["started"].clone();
+    let find = |ty: &str, kind: &str, name: &str| {
+        lines.iter().skip(1).position(|e| {
+            e["type"] == ty
+                && e["object"]["kind"] == kind
+                && e["object"]["metadata"]["name"] == name
+        })
+    };
+    let first = find("ADDED", "Pod", "fits").expect("the first list");
+    assert_eq!(lines[first + 1]["at"], started);
+    let late = find("ADDED", "Pod", "late").expect("the pod added later");
+    let gone = find("DELETED", "Node", "n2").expect("the node deleted later");
+    assert!(first < late && late < gone, "{text}");
+
+    // kubestep replays it.
+    let o = Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args(["replay", "--headless"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let pods = summary["summary"]["pods"].to_string();
+    assert!(
+        pods.contains("team/fits") && pods.contains("team/late"),
+        "{pods}"
+    );
+}

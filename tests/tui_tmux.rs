@@ -1,9 +1,17 @@
 //! End to end: the real binary in a detached tmux session of fixed size, driven with
-//! send-keys and read with capture-pane, on the demo: step, continue until a pod waits at
-//! Permit, approve it, open help, quit. Skipped (with a message) when tmux is absent.
+//! send-keys and read with capture-pane: on a fixed scene (step, continue until a pod
+//! waits at Permit, approve it, open help, quit), and live against the loopback API
+//! server (pending pods explained as they arrive, a watch re-listed, quit). Skipped (with
+//! a message) when tmux is absent.
+
+mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use support::apiserver::ApiServer;
 
 struct Tmux {
     name: String,
@@ -50,6 +58,25 @@ impl Tmux {
     }
 }
 
+fn tmux_missing() -> bool {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED tui_tmux: tmux is not installed (apt-get install tmux)");
+        return true;
+    }
+    false
+}
+
+impl Tmux {
+    /// Waits for the program in the session to end.
+    fn wait_gone(&self) {
+        let start = Instant::now();
+        while self.alive() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(!self.alive(), "kubestep did not quit:\n{}", self.screen());
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
@@ -60,8 +87,7 @@ impl Drop for Tmux {
 
 #[test]
 fn demo_in_tmux() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED tui_tmux: tmux is not installed (apt-get install tmux)");
+    if tmux_missing() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_kubestep");
@@ -136,10 +162,79 @@ fn demo_in_tmux() {
 
     // Quit: nothing waits, so no question; the session ends.
     t.keys(&["q"]);
-    let start = Instant::now();
-    while t.alive() && start.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(!t.alive(), "kubestep did not quit:\n{}", t.screen());
+    t.wait_gone();
     let _ = std::fs::remove_dir_all(&config_home);
+}
+
+#[test]
+fn live_shadow_mode_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    let node = |name: &str, cpu: &str| {
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}})
+    };
+    let pod = |name: &str, cpu: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "team"},
+            "spec": {"containers": [{"name": "c", "image": "nginx", "resources": {"requests": {"cpu": cpu}}}]}})
+    };
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(node("n2", "2"));
+    server.apply(pod("fits", "3"));
+    server.apply(pod("huge", "100"));
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-live-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let kc = server.write_kubeconfig(&home, None);
+    let t = Tmux {
+        name: format!("kubestep-live-{}", std::process::id()),
+    };
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let bin = env!("CARGO_BIN_EXE_kubestep");
+    let kc = kc.display().to_string();
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "120",
+        "-y",
+        "32",
+        "-e",
+        &xdg,
+        "-e",
+        "KUBECONFIG=",
+        bin,
+        "live",
+        "--kubeconfig",
+        &kc,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+
+    let s = t.wait_for("▶ live shadow");
+    assert!(s.contains("connected"), "{s}");
+    assert!(s.contains("wall +"), "{s}");
+    let s = t.wait_for("kubestep picks n1");
+    assert!(s.contains("team/fits"), "{s}");
+    assert!(s.contains("team/huge"), "{s}");
+    assert!(s.contains("Waiting at Permit 0 · simulated"), "{s}");
+
+    // The unschedulable pod comes first in the queue: its latest step, then why.
+    t.keys(&["Enter"]);
+    t.keys(&["4"]);
+    let s = t.wait_for("Insufficient cpu");
+    assert!(s.contains("0/2 nodes are available"), "{s}");
+
+    // A pod created now appears; a watch ended by 410 Gone is re-listed.
+    server.apply(pod("late", "1"));
+    t.wait_for("team/late");
+    server.expire_watches();
+    t.wait_for("re-listed");
+
+    t.keys(&["q"]);
+    t.wait_gone();
+    assert!(server.writes().is_empty(), "{:?}", server.writes());
+    let _ = std::fs::remove_dir_all(&home);
 }

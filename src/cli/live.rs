@@ -1,6 +1,7 @@
-//! `kubestep live --headless`: mirrors a live cluster into a Session and schedules its
-//! pending pods as changes arrive — in shadow mode (default) only to explain them, with
-//! `--active` for real. Prints the trace and, at the end, replay's summary.
+//! `kubestep live`: mirrors a live cluster into a Session and schedules its pending pods
+//! as changes arrive — in shadow mode (default) only to explain them, with `--active`
+//! for real — in the terminal UI, or with `--headless` printing the trace and, at the end,
+//! replay's summary. `--record` also writes what is seen as a recording.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -16,10 +17,13 @@ use jiff::Timestamp;
 use kubestep::config::{self, KubeSchedulerConfiguration};
 use kubestep::framework::Detail;
 use kubestep::live::actuator::{ApiActuator, ShadowActuator};
-use kubestep::live::mirror::{self, Mirror};
+use kubestep::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
+use kubestep::live::recorder::Tape;
 use kubestep::live::{Update, WatchOptions, Watchers};
 use kubestep::session::script::{self, Command};
-use kubestep::session::{Actuator, SessionOptions, clock, trace};
+use kubestep::session::{Actuator, Session, SessionOptions, clock, trace};
+use kubestep::tui;
+use kubestep::tui::live::{LiveLink, LiveUiOptions};
 
 use super::live_args::ClusterArgs;
 use super::replay::{Output, Printer, read_script, script_name};
@@ -35,9 +39,20 @@ pub struct LiveArgs {
     config: Option<PathBuf>,
     /// Commands to run, one per line ("-" reads standard input), once the cluster is
     /// mirrored; afterwards kubestep keeps scheduling as changes arrive.
-    #[arg(long, value_name = "FILE|-")]
+    #[arg(long, value_name = "FILE|-", requires = "headless")]
     script: Option<String>,
-    /// Stop after this much wall time; without it, run until Ctrl-C or `quit`.
+    /// Also write everything seen (the first lists, then every change) as a recording;
+    /// gzip-compressed when FILE ends in .gz.
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+    /// The terminal UI's theme: dark, light, high-contrast, ansi16, mono, or a file.
+    #[arg(long, value_name = "NAME|FILE")]
+    theme: Option<String>,
+    /// Also write kubestep's log to this file (terminal UI).
+    #[arg(long, value_name = "FILE")]
+    log_file: Option<PathBuf>,
+    /// Stop after this much wall time; without it, run until Ctrl-C or `quit` (in the
+    /// terminal UI, until q).
     #[arg(long, value_name = "D")]
     duration: Option<String>,
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Jsonl)]
@@ -55,9 +70,6 @@ pub struct LiveArgs {
 }
 
 pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
-    if !a.headless {
-        bail!("the terminal UI is not available yet; use --headless");
-    }
     let duration = a
         .duration
         .as_deref()
@@ -77,32 +89,34 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?,
         None => Vec::new(),
     };
+    // The TUI's log pane hears kube-rs and kubestep from the start (connecting, syncing).
+    let logs = (!a.headless).then(|| {
+        let (buffer, warning) = tui::logs::install(a.log_file.as_deref());
+        if let Some(w) = warning {
+            eprintln!("{w}");
+        }
+        buffer
+    });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    rt.spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            s.store(true, Ordering::SeqCst);
-        }
-    });
     let deadline = duration.map(|d| Instant::now() + d);
 
     let mut conn = rt.block_on(kubestep::live::connect(&a.cluster.connect_options()))?;
     let version = rt.block_on(conn.check_version())?;
     eprintln!("connected to {} (Kubernetes {version})", conn.server());
-    let watch_opts = WatchOptions {
-        namespace: a.cluster.namespace()?,
+    let namespace = a.cluster.namespace()?;
+    let tape = match &a.record {
+        Some(p) => Some(Tape::create(p, &conn, namespace.clone())?),
+        None => None,
     };
+    let watch_opts = WatchOptions { namespace };
     let mut watchers = rt.block_on(Watchers::start(&conn, &watch_opts))?;
-    let sync = rt.block_on(mirror::initial_sync(&mut watchers, status_line))?;
+    let mut mirror = Mirror::new(!a.active, tape);
+    let sync = rt.block_on(mirror.initial_sync(&mut watchers, status_line))?;
     eprintln!("mirrored {} objects", sync.objects.len());
-    for n in &sync.notes {
-        eprintln!("{n}");
-    }
     let actuator: Box<dyn Actuator> = match (&a.scheduler_name, a.active) {
         (Some(name), true) => Box::new(ApiActuator::new(
             conn.client.clone(),
@@ -117,75 +131,151 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
         start: Timestamp::now(),
         ..Default::default()
     };
-    let mut m = Mirror::new(sync, cfg, opts, actuator, !a.active)?;
-    let mut out = Printer {
-        mode: a.output,
-        stdout: std::io::stdout().lock(),
-    };
-    let mut script = commands.into_iter();
-    let mut in_script = a.script.is_some();
-    loop {
-        while let Some(u) = watchers.try_next() {
-            handle(&mut m, u)?;
-        }
-        if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        if in_script {
-            match script.next() {
-                Some((line, cmd)) => {
-                    m.set_clock(Timestamp::now());
-                    let ran = m.session.run_command(&cmd).map_err(|e| {
-                        let _ = out.print(&trace::error(line, &e));
-                        anyhow::anyhow!(
-                            "{}: line {line}: {e}",
-                            script_name(a.script.as_deref().unwrap_or("-"))
-                        )
-                    })?;
-                    for v in &ran.output {
-                        out.print(v)?;
-                    }
-                    if ran.quit || cmd == Command::Quit {
-                        break;
-                    }
-                    continue;
-                }
-                None => in_script = false,
-            }
-        }
-        for v in m.tick(Timestamp::now()) {
-            out.print(&v)?;
-        }
-        out.stdout.flush()?;
-        // Sleep until a change arrives, a timer is due, or the run ends.
-        let mut wait = Duration::from_millis(200);
-        if let Some(t) = m.session.next_timer() {
-            let until = t.duration_since(Timestamp::now()).unsigned_abs();
-            wait = wait.min(until);
-        }
-        if let Some(d) = deadline {
-            wait = wait.min(d.saturating_duration_since(Instant::now()));
-        }
-        let next = rt.block_on(async { tokio::time::timeout(wait, watchers.next()).await });
-        if let Ok(Some(u)) = next {
-            handle(&mut m, u)?;
-        }
+    let session = mirror.start(sync, cfg, opts, actuator)?;
+    if let Some(logs) = logs {
+        let mut link = LiveLink::new(mirror, Box::new(watchers), conn.server());
+        link.scheduler_name = a.scheduler_name.clone().filter(|_| a.active);
+        link.deadline = deadline;
+        let ui = LiveUiOptions {
+            theme: a.theme.clone(),
+            log_file: a.log_file.clone(),
+        };
+        tui::live::run(session, link, &ui, logs)?;
+        return Ok(ExitCode::SUCCESS);
     }
-    drop(watchers);
-    for n in &m.notes {
+    for n in mirror.notes.drain(..) {
         eprintln!("{n}");
     }
-    out.print(&m.summary())?;
-    Ok(ExitCode::SUCCESS)
+    let run = Headless {
+        rt: &rt,
+        watchers,
+        mirror,
+        session,
+        out: Printer {
+            mode: a.output,
+            stdout: std::io::stdout().lock(),
+        },
+    };
+    run.run(commands, a.script.as_deref(), deadline)
 }
 
-fn handle(m: &mut Mirror, u: Update) -> anyhow::Result<()> {
-    match u {
-        Update::Change(c) => m.apply(&c),
-        Update::Fatal(e) => return Err(e.into()),
-        other => status_line(&other),
+/// `kubestep live --headless`: the script, then scheduling as changes arrive, until the
+/// script's `quit`, Ctrl-C or `--duration`.
+struct Headless<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    watchers: Watchers,
+    mirror: Mirror,
+    session: Session,
+    out: Printer<std::io::StdoutLock<'static>>,
+}
+
+impl Headless<'_> {
+    fn run(
+        mut self,
+        commands: Vec<(usize, Command)>,
+        script: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> anyhow::Result<ExitCode> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        self.rt.spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                s.store(true, Ordering::SeqCst);
+            }
+        });
+        let mut commands = commands.into_iter();
+        let mut in_script = script.is_some();
+        loop {
+            while let Some(u) = self.watchers.try_next() {
+                self.handle(u)?;
+            }
+            if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            if in_script {
+                match commands.next() {
+                    Some((line, cmd)) => {
+                        mirror::set_clock(&mut self.session, Timestamp::now());
+                        let ran = self.session.run_command(&cmd).map_err(|e| {
+                            let _ = self.out.print(&trace::error(line, &e));
+                            anyhow::anyhow!(
+                                "{}: line {line}: {e}",
+                                script_name(script.unwrap_or("-"))
+                            )
+                        })?;
+                        for v in &ran.output {
+                            self.out.print(v)?;
+                        }
+                        if ran.quit || cmd == Command::Quit {
+                            break;
+                        }
+                        continue;
+                    }
+                    None => in_script = false,
+                }
+            }
+            for v in self.mirror.tick(&mut self.session, Timestamp::now()) {
+                self.out.print(&v)?;
+            }
+            self.out.stdout.flush()?;
+            // Sleep until a change arrives, a timer is due, or the run ends.
+            let mut wait = Duration::from_millis(200);
+            if let Some(t) = self.session.next_timer() {
+                let until = t.duration_since(Timestamp::now()).unsigned_abs();
+                wait = wait.min(until);
+            }
+            if let Some(d) = deadline {
+                wait = wait.min(d.saturating_duration_since(Instant::now()));
+            }
+            let next = self
+                .rt
+                .block_on(async { tokio::time::timeout(wait, self.watchers.next()).await });
+            if let Ok(Some(u)) = next {
+                self.handle(u)?;
+            }
+        }
+        self.shut_down()?;
+        self.out.print(&self.mirror.summary(&self.session))?;
+        Ok(ExitCode::SUCCESS)
     }
-    Ok(())
+
+    fn handle(&mut self, u: Update) -> anyhow::Result<()> {
+        match self.mirror.update(&mut self.session, u) {
+            Some(Said::Denied(e)) => return Err(e.into()),
+            Some(Said::Info(t) | Said::Problem(t)) => eprintln!("{t}"),
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// Active mode rejects the pods waiting at Permit (nothing stays reserved); changes
+    /// already received are recorded; the recording is closed.
+    fn shut_down(&mut self) -> anyhow::Result<()> {
+        let waiting = self.session.core.waiting.len();
+        for v in self
+            .mirror
+            .release_waiting(&mut self.session, SHUTDOWN_MESSAGE)
+        {
+            self.out.print(&v)?;
+        }
+        if !self.mirror.shadow && waiting > 0 {
+            eprintln!("rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}");
+        }
+        while let Some(u) = self.watchers.try_next() {
+            if let Update::Change(_) = u {
+                self.handle(u)?;
+            }
+        }
+        for n in &self.mirror.notes {
+            eprintln!("{n}");
+        }
+        match self.mirror.finish_tape() {
+            Some(Ok((file, n))) => eprintln!("recorded {n} events to {}", file.display()),
+            Some(Err(e)) => bail!(e),
+            None => {}
+        }
+        Ok(())
+    }
 }
 
 /// Sync progress and reconnects, on standard error.

@@ -1,5 +1,6 @@
 //! Live mode's engine side: a Session built from the first list of every kind and kept in
-//! step with the watches, with the clock following the wall clock.
+//! step with the watches, with the clock following the wall clock. The driver (headless
+//! or the TUI) owns the Session; `Mirror` holds what live mode adds to it.
 //!
 //! Shadow mode evaluates each pending pod against the cluster as it is: kubestep's choice
 //! is recorded but never assumed (the pod is marked as bound by its source, as replay does
@@ -7,17 +8,21 @@
 //! and what the real scheduler does arrives through the watch.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::LiveError;
+use super::link::LinkStatus;
+use super::recorder::Tape;
 use super::watch::{Change, Update, Watchers};
 use crate::cluster::{ClusterState, Located, Object, node_name, object};
 use crate::config::KubeSchedulerConfiguration;
 use crate::recording::EventType;
 use crate::scheduler::SetupError;
-use crate::session::{Actuator, PodStatus, Session, SessionOptions, StopReason, trace};
+use crate::session::{Actuator, PodStatus, Point, Session, SessionOptions, StopReason, trace};
 
 /// The first list of every kind, and the changes that arrived meanwhile.
 pub struct InitialSync {
@@ -25,37 +30,6 @@ pub struct InitialSync {
     pub held: Vec<Change>,
     /// Objects that could not be read (named, skipped).
     pub notes: Vec<String>,
-}
-
-/// Waits for every kind's first list. `progress` hears about each kind and reconnects.
-pub async fn initial_sync(
-    w: &mut Watchers,
-    mut progress: impl FnMut(&Update),
-) -> Result<InitialSync, LiveError> {
-    let mut out = InitialSync {
-        objects: Vec::new(),
-        held: Vec::new(),
-        notes: Vec::new(),
-    };
-    let mut synced = 0;
-    while synced < w.kinds().len() {
-        let Some(u) = w.next().await else { break };
-        match u {
-            Update::Change(c) if c.initial => match to_object(&c) {
-                Ok(Some(o)) => out.objects.push(o),
-                Ok(None) => {}
-                Err(e) => out.notes.push(e),
-            },
-            Update::Change(c) => out.held.push(c),
-            Update::Synced { .. } => {
-                synced += 1;
-                progress(&u);
-            }
-            Update::Fatal(e) => return Err(e),
-            other => progress(&other),
-        }
-    }
-    Ok(out)
 }
 
 /// The engine's object for a change; `Ok(None)` for kinds it does not read.
@@ -70,21 +44,88 @@ pub fn to_object(c: &Change) -> Result<Option<Object>, String> {
     }
 }
 
+/// Something the driver (headless or the TUI) should tell the person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Said {
+    /// A watch re-listed, or similar news.
+    Info(String),
+    /// A watch is being retried, or the recording could not be written.
+    Problem(String),
+    /// Access refused: that kind's watch stopped (headless gives up; the TUI shows it).
+    Denied(LiveError),
+}
+
+/// The message waiting pods are rejected with when active mode ends.
+pub const SHUTDOWN_MESSAGE: &str = "kubestep is shutting down";
+
+/// Live mode's logic over a Session (owned by the driver: the headless loop or the
+/// TUI's App): watched changes are applied, the clock follows the wall clock, the link's
+/// state is tracked, and with a tape everything seen is also recorded.
 pub struct Mirror {
-    pub session: Session,
-    shadow: bool,
+    /// Shadow mode: nothing is written to the cluster and Permit waits are simulated.
+    pub shadow: bool,
     /// Objects skipped because they could not be read.
     pub notes: Vec<String>,
+    pub link: LinkStatus,
+    tape: Option<Tape>,
 }
 
 impl Mirror {
-    pub fn new(
+    pub fn new(shadow: bool, tape: Option<Tape>) -> Mirror {
+        Mirror {
+            shadow,
+            notes: Vec::new(),
+            link: LinkStatus::default(),
+            tape,
+        }
+    }
+
+    /// Waits for every kind's first list, recording it on the tape. `progress` hears
+    /// about each kind and reconnects.
+    pub async fn initial_sync(
+        &mut self,
+        w: &mut Watchers,
+        mut progress: impl FnMut(&Update),
+    ) -> Result<InitialSync, LiveError> {
+        let mut out = InitialSync {
+            objects: Vec::new(),
+            held: Vec::new(),
+            notes: Vec::new(),
+        };
+        let mut synced = 0;
+        while synced < w.kinds().len() {
+            let Some(u) = w.next().await else { break };
+            self.link.observe(&u, Instant::now());
+            match u {
+                Update::Change(c) if c.initial => {
+                    self.record(&c);
+                    match to_object(&c) {
+                        Ok(Some(o)) => out.objects.push(o),
+                        Ok(None) => {}
+                        Err(e) => out.notes.push(e),
+                    }
+                }
+                Update::Change(c) => out.held.push(c),
+                Update::Synced { .. } => {
+                    synced += 1;
+                    progress(&u);
+                }
+                Update::Fatal(e) => return Err(e),
+                other => progress(&other),
+            }
+        }
+        Ok(out)
+    }
+
+    /// The session over the first lists, with the changes held meanwhile applied. In
+    /// shadow mode every pending pod is the cluster's to bind.
+    pub fn start(
+        &mut self,
         sync: InitialSync,
         config: KubeSchedulerConfiguration,
         opts: SessionOptions,
         actuator: Box<dyn Actuator>,
-        shadow: bool,
-    ) -> Result<Mirror, SetupError> {
+    ) -> Result<Session, SetupError> {
         let located = sync
             .objects
             .into_iter()
@@ -97,7 +138,7 @@ impl Mirror {
         // The API server never serves two objects under one key.
         let cluster = ClusterState::from_objects(located).unwrap_or_default();
         let mut session = Session::new(cluster, config, opts, actuator)?;
-        if shadow {
+        if self.shadow {
             let pending: Vec<String> = session
                 .core
                 .cluster
@@ -110,19 +151,47 @@ impl Mirror {
                 .externally_bound
                 .extend(pending.into_iter().map(|uid| (uid, String::new())));
         }
-        let mut m = Mirror {
-            session,
-            shadow,
-            notes: sync.notes,
-        };
+        self.notes.extend(sync.notes);
         for c in sync.held {
-            m.apply(&c);
+            self.apply(&mut session, &c);
         }
-        Ok(m)
+        Ok(session)
+    }
+
+    /// Takes in one update: a change is recorded and applied; the rest move the link's
+    /// state. Returns what is worth telling.
+    pub fn update(&mut self, s: &mut Session, u: Update) -> Option<Said> {
+        let said = self.link.observe(&u, Instant::now());
+        match u {
+            Update::Change(c) => {
+                let problem = self.record(&c);
+                self.apply(s, &c);
+                problem.map(Said::Problem)
+            }
+            Update::Fatal(e) => Some(Said::Denied(e)),
+            Update::Reconnecting { .. } => said.map(Said::Problem),
+            _ => said.map(Said::Info),
+        }
+    }
+
+    /// Writes a change to the tape; a failure ends the tape (live mode goes on) and is
+    /// returned once.
+    fn record(&mut self, c: &Change) -> Option<String> {
+        let t = self.tape.as_mut()?;
+        let e = t.write(c).err()?;
+        self.tape = None;
+        Some(format!("recording stopped: {e}"))
+    }
+
+    /// Closes the tape: the file and the events written, if there was one.
+    pub fn finish_tape(&mut self) -> Option<Result<(PathBuf, u64), String>> {
+        let t = self.tape.take()?;
+        let file = t.file.clone();
+        Some(t.finish().map(|n| (file, n)).map_err(|e| e.to_string()))
     }
 
     /// Applies a watched change to the session.
-    pub fn apply(&mut self, c: &Change) {
+    pub fn apply(&mut self, s: &mut Session, c: &Change) {
         let obj = match to_object(c) {
             Ok(Some(o)) => o,
             Ok(None) => return,
@@ -131,11 +200,11 @@ impl Mirror {
                 return;
             }
         };
-        self.set_clock(Timestamp::now());
+        set_clock(s, Timestamp::now());
         match c.event {
             EventType::Deleted => {
                 let key = obj.key();
-                self.session.delete(obj.kind(), &key);
+                s.delete(obj.kind(), &key);
             }
             EventType::Added | EventType::Modified => {
                 if self.shadow
@@ -143,56 +212,110 @@ impl Mirror {
                     && node_name(p).is_empty()
                     && let Some(uid) = &p.metadata.uid
                 {
-                    self.session
-                        .core
-                        .externally_bound
-                        .insert(uid.clone(), String::new());
+                    s.core.externally_bound.insert(uid.clone(), String::new());
                 }
-                self.session.apply(obj);
+                s.apply(obj);
             }
-        }
-    }
-
-    /// Moves the session's clock to `now` (never back).
-    pub fn set_clock(&mut self, now: Timestamp) {
-        if now > self.session.now() {
-            self.session.core.clock.set(now);
         }
     }
 
     /// Lets the session catch up with the wall clock: timers fire, pods are scheduled.
     /// Returns the trace of what happened.
-    pub fn tick(&mut self, now: Timestamp) -> Vec<Value> {
-        let before = self.session.history.peek_seq();
-        let target = now.max(self.session.now());
-        let d = target.duration_since(self.session.now()).unsigned_abs();
-        let r = self.session.advance(d);
-        let mut out: Vec<Value> = self
-            .session
-            .history
-            .since(before)
-            .iter()
-            .map(trace::step)
-            .collect();
+    pub fn tick(&self, s: &mut Session, now: Timestamp) -> Vec<Value> {
+        let before = s.history.peek_seq();
+        let target = now.max(s.now());
+        let d = target.duration_since(s.now()).unsigned_abs();
+        let r = s.advance(d);
+        let mut out: Vec<Value> = s.history.since(before).iter().map(trace::step).collect();
         if let StopReason::Breakpoint(_) = r {
-            out.push(trace::stop(&self.session, &r));
+            out.push(trace::stop(s, &r));
         }
         out
+    }
+
+    /// `tick` a slice at a time, for a driver that must stay responsive (the TUI): works
+    /// for at most about `budget`, and returns `None` when that was not enough to catch
+    /// up (the next call goes on). `resume` as for `Session::continue_steps`.
+    pub fn tick_within(
+        &self,
+        s: &mut Session,
+        now: Timestamp,
+        budget: Duration,
+        resume: bool,
+    ) -> Option<StopReason> {
+        let began = Instant::now();
+        let mut resume = resume;
+        loop {
+            match s.continue_steps(SLICE, std::mem::take(&mut resume)) {
+                Some(StopReason::Idle) => {
+                    // Caught up at the session's time: move on to the next timer or to now.
+                    let target = now.max(s.now());
+                    let next = s.next_timer().filter(|t| *t <= target).unwrap_or(target);
+                    s.core.clock.set(next);
+                    s.fire_timers_pub();
+                    if next >= target && !s.has_work() {
+                        return Some(StopReason::Reached);
+                    }
+                }
+                Some(other) => return Some(other),
+                None => {}
+            }
+            if began.elapsed() >= budget {
+                return None;
+            }
+        }
+    }
+
+    /// Active mode's way out: every pod waiting at Permit is rejected with `message` and
+    /// its attempt runs on to Unreserve (and, as for any rejection, FailedScheduling and
+    /// the PodScheduled condition), so nothing stays reserved and none of them is bound
+    /// later. No other pod is started. An attempt in its binding cycle (a pod already
+    /// allowed) runs to its end; one still in its scheduling cycle is dropped, as it has
+    /// written nothing. Shadow mode has nothing to release: its waits
+    /// are simulated. Returns the trace.
+    pub fn release_waiting(&self, s: &mut Session, message: &str) -> Vec<Value> {
+        if self.shadow {
+            return Vec::new();
+        }
+        let before = s.history.peek_seq();
+        let binding = s.current.as_ref().is_some_and(|a| {
+            matches!(
+                a.point(),
+                Point::PreBind | Point::Bind | Point::PostBind | Point::Unreserve
+            )
+        });
+        if binding {
+            s.finish_pod();
+        } else {
+            s.current = None;
+        }
+        for w in s.core.waiting.list() {
+            if w.outcome.is_none() {
+                let _ = s.reject(&w.pod.key, None, message);
+            }
+        }
+        let parked: Vec<String> = s.core.parked.keys().cloned().collect();
+        for uid in parked {
+            if let Some(a) = s.core.parked.remove(&uid) {
+                s.current = Some(a);
+                s.finish_pod();
+            }
+        }
+        s.history.since(before).iter().map(trace::step).collect()
     }
 
     /// The headless summary: replay's, and in shadow mode every pod still pending in the
     /// cluster as `"node":null,"status":"Pending"` with kubestep's `"selected"` nodes or
     /// its unschedulable `"message"`.
-    pub fn summary(&self) -> Value {
-        let records = self.session.summary();
+    pub fn summary(&self, s: &Session) -> Value {
+        let records = s.summary();
         if !self.shadow {
             return trace::summary(&records);
         }
         let pods: Vec<Value> = records
             .iter()
             .map(|r| {
-                let pending = self
-                    .session
+                let pending = s
                     .core
                     .cluster
                     .pod(&r.pod)
@@ -205,10 +328,10 @@ impl Mirror {
                     PodStatus::Unschedulable | PodStatus::Gated => v["message"] = json!(r.message),
                     PodStatus::Waiting => {
                         v["selected"] = json!(r.node.iter().collect::<Vec<_>>());
-                        v["message"] = json!("waiting at Permit (simulated: shadow mode writes nothing)");
+                        v["message"] = json!(SIMULATED_WAIT);
                     }
                     _ => {
-                        let selected = self.selected(&r.pod);
+                        let selected = selected(s, &r.pod);
                         if selected.is_empty() {
                             v["message"] = json!(r.message);
                         } else {
@@ -221,37 +344,41 @@ impl Mirror {
             .collect();
         json!({"summary": {"pods": pods}})
     }
+}
 
-    /// The best nodes of the pod's last attempt: every node sharing the top score (the one
-    /// node when there was nothing to score).
-    fn selected(&self, pod: &str) -> Vec<String> {
-        let Some(a) = self
-            .session
-            .history
-            .attempts
-            .iter()
-            .rev()
-            .find(|a| a.pod == pod)
-        else {
-            return Vec::new();
-        };
-        if !matches!(a.outcome.as_deref(), Some("Bound" | "Waiting" | "Deferred"))
-            || a.node.is_none()
-        {
-            return Vec::new();
-        }
-        let Some(scores) = a.scores.as_ref().filter(|s| !s.totals.is_empty()) else {
-            return a.node.iter().cloned().collect();
-        };
-        let best = scores.totals.iter().copied().max().unwrap_or(0);
-        let mut by_name: BTreeMap<&str, ()> = BTreeMap::new();
-        for (i, t) in scores.totals.iter().enumerate() {
-            if *t == best
-                && let Some(name) = scores.nodes.get(i).and_then(|n| a.node_names.get(*n))
-            {
-                by_name.insert(name, ());
-            }
-        }
-        by_name.keys().map(|s| s.to_string()).collect()
+/// How shadow mode labels a pod held at Permit.
+pub const SIMULATED_WAIT: &str = "waiting at Permit (simulated: shadow mode writes nothing)";
+
+/// Steps per slice of `tick_within` between looks at the time budget.
+const SLICE: usize = 64;
+
+/// Moves the session's clock to `now` (never back).
+pub fn set_clock(s: &mut Session, now: Timestamp) {
+    if now > s.now() {
+        s.core.clock.set(now);
     }
+}
+
+/// The best nodes of the pod's last attempt: every node sharing the top score (the one
+/// node when there was nothing to score).
+fn selected(s: &Session, pod: &str) -> Vec<String> {
+    let Some(a) = s.history.attempts.iter().rev().find(|a| a.pod == pod) else {
+        return Vec::new();
+    };
+    if !matches!(a.outcome.as_deref(), Some("Bound" | "Waiting" | "Deferred")) || a.node.is_none() {
+        return Vec::new();
+    }
+    let Some(scores) = a.scores.as_ref().filter(|s| !s.totals.is_empty()) else {
+        return a.node.iter().cloned().collect();
+    };
+    let best = scores.totals.iter().copied().max().unwrap_or(0);
+    let mut by_name: BTreeMap<&str, ()> = BTreeMap::new();
+    for (i, t) in scores.totals.iter().enumerate() {
+        if *t == best
+            && let Some(name) = scores.nodes.get(i).and_then(|n| a.node_names.get(*n))
+        {
+            by_name.insert(name, ());
+        }
+    }
+    by_name.keys().map(|s| s.to_string()).collect()
 }

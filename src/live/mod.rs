@@ -5,6 +5,7 @@ pub mod actuator;
 pub mod connect;
 pub mod error;
 pub mod kinds;
+pub mod link;
 pub mod mirror;
 pub mod recorder;
 pub mod watch;

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -215,6 +215,73 @@ pub async fn record(
     stats.elapsed = clock.elapsed();
     writer.finish().map_err(io)?;
     result.map(|()| stats)
+}
+
+/// A recording kept beside live mode (`kubestep live --record`): the objects as first
+/// listed, at the start time, then every change as it arrives, each line flushed as
+/// `kubestep record` does. The caller writes the initial objects while the first lists
+/// arrive and the later changes as it applies them, so file order is time order.
+pub struct Tape {
+    writer: Writer,
+    pub file: PathBuf,
+    started: Timestamp,
+    last_at: Timestamp,
+}
+
+impl Tape {
+    /// Creates the file and writes its header (server, context and Kubernetes version
+    /// from the connection; call `check_version` first).
+    pub fn create(
+        path: &Path,
+        conn: &Connection,
+        namespace: Option<String>,
+    ) -> Result<Tape, RecordError> {
+        let started = Timestamp::now();
+        let mut header = Header::new(started);
+        header.source = conn.source.clone();
+        header.source.namespaces = namespace.map(|n| vec![n]);
+        let writer = Writer::create(path, &header).map_err(|error| RecordError::Io {
+            file: path.display().to_string(),
+            error,
+        })?;
+        Ok(Tape {
+            writer,
+            file: path.to_path_buf(),
+            started,
+            last_at: started,
+        })
+    }
+
+    pub fn write(&mut self, c: &Change) -> Result<(), RecordError> {
+        let r = if c.initial {
+            self.writer.event(self.started, c.event, &c.object)
+        } else {
+            write_event(&mut self.writer, &mut self.last_at, c)
+        };
+        r.map_err(|error| self.io(error))
+    }
+
+    /// Events written so far (initial objects included).
+    pub fn events(&self) -> u64 {
+        self.writer.events
+    }
+
+    /// Closes the file (the gzip trailer); returns the events written.
+    pub fn finish(self) -> Result<u64, RecordError> {
+        let events = self.writer.events;
+        let file = self.file.display().to_string();
+        self.writer
+            .finish()
+            .map(|_| events)
+            .map_err(|error| RecordError::Io { file, error })
+    }
+
+    fn io(&self, error: std::io::Error) -> RecordError {
+        RecordError::Io {
+            file: self.file.display().to_string(),
+            error,
+        }
+    }
 }
 
 /// Events carry the time they arrived, kept non-decreasing so file order is time order.

@@ -215,6 +215,8 @@ pub struct App {
     pub explain_scroll: usize,
     pub logs_scroll: usize,
     pub whatif: WhatIfUi,
+    /// Live mode (`kubestep live`): the cluster link; `None` for recordings.
+    pub live: Option<super::live::LiveLink>,
     /// The next tick continues from a stop (its breakpoint must not stop it again).
     pub(super) resume: bool,
 }
@@ -258,6 +260,7 @@ impl App {
                 plugins,
                 ..Default::default()
             },
+            live: None,
             resume: false,
         };
         app.refresh();

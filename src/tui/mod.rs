@@ -11,6 +11,7 @@ pub mod config;
 pub mod draw;
 pub mod keymap;
 pub mod layout;
+pub mod live;
 pub mod logs;
 pub mod moment;
 pub mod rows;
@@ -100,19 +101,7 @@ pub fn example_session() -> anyhow::Result<Session> {
 /// Builds the app: session, config file, theme and keymap (problems there become
 /// warnings shown in the UI).
 pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app::App> {
-    let mut warnings = Vec::new();
-    let ui_cfg = match config::config_dir() {
-        Some(dir) => config::load(&dir.join("config.toml"), &mut warnings),
-        None => config::UiConfig::default(),
-    };
-    let theme = theme::resolve(
-        opts.theme.as_deref(),
-        ui_cfg.theme.as_deref(),
-        theme::ColorEnv::from_env(),
-        ui_cfg.theme_dir.as_deref(),
-        &mut warnings,
-    );
-    let keymap = ui_cfg.keymap(&mut warnings);
+    let (theme, keymap, mut warnings) = ui_setup(opts.theme.as_deref());
     let mut session = open_session(opts.source.as_deref(), opts.config.as_deref())?;
     if let Some(h) = opts.history {
         session.history.max_steps = h;
@@ -150,6 +139,25 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     Ok(app)
 }
 
+/// The theme and keymap from the user's config file and `--theme`, with the warnings
+/// their problems became.
+pub fn ui_setup(theme_choice: Option<&str>) -> (theme::Theme, keymap::Keymap, Vec<String>) {
+    let mut warnings = Vec::new();
+    let ui_cfg = match config::config_dir() {
+        Some(dir) => config::load(&dir.join("config.toml"), &mut warnings),
+        None => config::UiConfig::default(),
+    };
+    let theme = theme::resolve(
+        theme_choice,
+        ui_cfg.theme.as_deref(),
+        theme::ColorEnv::from_env(),
+        ui_cfg.theme_dir.as_deref(),
+        &mut warnings,
+    );
+    let keymap = ui_cfg.keymap(&mut warnings);
+    (theme, keymap, warnings)
+}
+
 /// Runs the TUI until the user quits.
 pub fn run(opts: TuiOptions) -> anyhow::Result<()> {
     let (logs, log_warning) = logs::install(opts.log_file.as_deref());
@@ -161,5 +169,7 @@ pub fn run(opts: TuiOptions) -> anyhow::Result<()> {
     terminal::run(&mut app)
 }
 
+#[cfg(test)]
+mod live_tests;
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! Rows the tables show, rebuilt after the session changes (never per frame): the queue
 //! by sub-queue, waiting pods per plugin, and the orders of the matrix and score rows.
 
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use jiff::Timestamp;
@@ -17,6 +18,9 @@ pub enum QState {
     Unschedulable,
     Gated,
     Waiting,
+    /// Evaluated, but bound by someone else (the cluster's scheduler in live shadow
+    /// mode, the recording in replay): pending until that binding arrives.
+    Deferred,
     Bound,
     Other,
 }
@@ -30,6 +34,7 @@ impl QState {
             QState::Unschedulable => "unschedulable",
             QState::Gated => "gated",
             QState::Waiting => "waiting",
+            QState::Deferred => "awaiting binding",
             QState::Bound => "bound",
             QState::Other => "other",
         }
@@ -44,6 +49,7 @@ impl QState {
             QState::Unschedulable => "✗",
             QState::Gated => "⊘",
             QState::Waiting => "⏸",
+            QState::Deferred => "◌",
             QState::Bound => "✓",
             QState::Other => "·",
         }
@@ -158,16 +164,30 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
             attempts: attempts(&g.pod.pod_info.key),
         });
     }
+    let queued: HashSet<String> = rows.iter().map(|r| r.pod.clone()).collect();
+    let mut chosen: Option<HashMap<&str, &str>> = None;
     for r in s.core.pods.values() {
-        let state = match r.status {
-            PodStatus::Waiting => QState::Waiting,
-            PodStatus::Bound => QState::Bound,
+        let (state, info) = match r.status {
+            PodStatus::Waiting => (QState::Waiting, r.node.clone().unwrap_or_default()),
+            PodStatus::Bound => (QState::Bound, r.node.clone().unwrap_or_default()),
+            // Out of the queue yet unbound: deferred to another binder.
+            PodStatus::Unschedulable if !queued.contains(&r.pod) => {
+                (QState::Unschedulable, r.message.clone().unwrap_or_default())
+            }
+            PodStatus::Pending if !queued.contains(&r.pod) => {
+                let chosen = chosen.get_or_insert_with(|| last_choices(s));
+                let info = match chosen.get(r.pod.as_str()) {
+                    Some(n) => format!("kubestep picks {n}"),
+                    None => r.message.clone().unwrap_or_default(),
+                };
+                (QState::Deferred, info)
+            }
             _ => continue,
         };
         rows.push(QueueRow {
             pod: r.pod.clone(),
             state,
-            info: r.node.clone().unwrap_or_default(),
+            info,
             attempts: r.attempts,
         });
     }
@@ -181,6 +201,17 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
     };
     counts.bound = rows.iter().filter(|r| r.state == QState::Bound).count();
     (rows, counts)
+}
+
+/// Each pod's node in its latest attempt that chose one.
+fn last_choices(s: &Session) -> HashMap<&str, &str> {
+    let mut out = HashMap::new();
+    for a in s.history.attempts.iter().rev() {
+        if let Some(n) = &a.node {
+            out.entry(a.pod.as_str()).or_insert(n.as_str());
+        }
+    }
+    out
 }
 
 /// Case-insensitive subsequence match: `chk` matches `shop/checkout`.

@@ -98,9 +98,14 @@ impl App {
             Command::ContinuePause => {
                 self.running = !self.running;
                 self.resume = true;
-                if self.running {
+                if self.running && self.is_live() {
+                    self.cursor = None;
+                    self.info("live: scheduling as changes arrive");
+                } else if self.running {
                     self.cursor = None;
                     self.info(format!("running at {}", self.speed_label()));
+                } else if self.is_live() {
+                    self.info("paused: changes still arrive; n steps, c resumes");
                 } else {
                     self.info("paused");
                 }
@@ -114,6 +119,9 @@ impl App {
                 self.refresh();
             }
             Command::JumpPod => self.prompt(PromptKind::JumpPod),
+            Command::SpeedUp | Command::SpeedDown if self.is_live() => {
+                self.info("live mode follows the wall clock: there is no replay speed");
+            }
             Command::SpeedUp | Command::SpeedDown => {
                 self.speed = if c == Command::SpeedUp {
                     (self.speed + 1).min(SPEEDS.len() - 1)
@@ -130,7 +138,8 @@ impl App {
             }
             Command::Help => self.mode = Mode::Help { scroll: 0 },
             Command::Quit => {
-                if self.pods_waiting() > 0 {
+                // Shadow mode's waits are simulated: nothing real is lost by quitting.
+                if self.pods_waiting() > 0 && !self.shadow() {
                     self.mode = Mode::ConfirmQuit;
                 } else {
                     self.quit = true;
@@ -338,6 +347,10 @@ impl App {
 
     /// Real time passing: in running mode, a few steps, or (when idle) virtual time.
     fn tick(&mut self, dt: Duration) {
+        if self.is_live() {
+            self.live_tick();
+            return;
+        }
         if !self.running {
             return;
         }
@@ -632,6 +645,9 @@ impl App {
             }
         } else if decided {
             msg.push_str(" (resumes after the current pod)");
+        }
+        if self.shadow() {
+            msg.push_str(" (simulated: shadow mode writes nothing)");
         }
         self.cursor = None;
         self.info(msg);

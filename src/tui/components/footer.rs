@@ -29,6 +29,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             f.set_cursor_position(Position::new(x.min(area.right().saturating_sub(1)), area.y));
             Line::from(vec![span(label, t.key), span(text.clone(), t.base)])
         }
+        Mode::ConfirmQuit if app.is_live() => Line::from(span(
+            format!(
+                "{} pod(s) wait at Permit: quitting rejects them (\"{}\"). Quit? (y/N)",
+                app.pods_waiting(),
+                crate::live::mirror::SHUTDOWN_MESSAGE
+            ),
+            t.warning,
+        )),
         Mode::ConfirmQuit => Line::from(span(
             format!(
                 "{} pod(s) wait at Permit. Quit anyway? (y/N)",

@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::span;
+use crate::live::link::Health;
 use crate::tui::app::App;
 
 /// Virtual time since the session started, `+HH:MM:SS.s`.
@@ -37,17 +38,32 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .moment_attempt()
         .map(|a| a.profile.to_string())
         .unwrap_or_else(|| app.session.core.sched.frameworks[0].profile_name.clone());
-    let clock = if app.session.core.clock.is_virtual() {
+    // Live mode's session clock follows the wall clock.
+    let clock = if app.session.core.clock.is_virtual() && !app.is_live() {
         "virtual"
     } else {
         "wall"
     };
     // Most telling first: a narrow terminal cuts the end.
     let mut spans: Vec<Span> = vec![span(" kubestep ", t.title)];
-    if app.running {
-        spans.push(span(format!("▶ running {} ", app.speed_label()), t.running));
-    } else {
-        spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused));
+    match (&app.live, app.running) {
+        (Some(l), running) => {
+            let (label, style) = if running {
+                ("▶ live", t.running)
+            } else {
+                ("⏸ paused", t.paused)
+            };
+            spans.push(span(format!("{label} {} ", l.mode()), style));
+            let (health, text) = &l.health;
+            let style = match health {
+                Health::Connected => t.header,
+                Health::Recovering => t.warning,
+                Health::Denied => t.error,
+            };
+            spans.push(span(format!("│ {text} "), style));
+        }
+        (None, true) => spans.push(span(format!("▶ running {} ", app.speed_label()), t.running)),
+        (None, false) => spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused)),
     }
     spans.push(span(
         format!("│ {clock} {} ", session_time(app, at)),

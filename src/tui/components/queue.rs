@@ -21,6 +21,7 @@ pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
         QState::Unschedulable => t.queue_unschedulable,
         QState::Gated => t.queue_gated,
         QState::Waiting => t.queue_waiting,
+        QState::Deferred => t.queue_active,
         QState::Bound => t.queue_bound,
         QState::Other => t.muted,
     }

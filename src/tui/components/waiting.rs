@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{fit, pane, span};
 use crate::tui::action::Pane;
@@ -15,18 +15,23 @@ use crate::tui::rows::short_duration;
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let focused = app.focus == Pane::Waiting;
+    // Shadow mode writes nothing: its waits are kubestep's simulation, never the cluster's.
+    let simulated = if app.shadow() { "· simulated " } else { "" };
     let block = pane(
         app,
-        format!(" Waiting at Permit {} ", app.pods_waiting()),
+        format!(" Waiting at Permit {} {simulated}", app.pods_waiting()),
         focused,
     );
     let inner = block.inner(area);
     f.render_widget(block, area);
     if app.waiting.is_empty() {
-        f.render_widget(
-            Paragraph::new(span("no pod waits at Permit", t.muted)),
-            inner,
-        );
+        let empty = if app.shadow() {
+            "shadow mode: Permit waits are simulated, and none is held (each pod stops before Reserve)"
+        } else {
+            "no pod waits at Permit"
+        };
+        let p = Paragraph::new(span(empty, t.muted)).wrap(Wrap { trim: true });
+        f.render_widget(p, inner);
         return;
     }
     let now = app.session.now();

@@ -1,0 +1,217 @@
+//! How the watches are doing, in one line for a status bar: connected, re-listing after
+//! 410 Gone, reconnecting after an error, or stopped by an access denial.
+//!
+//! kube-rs does not say when a watch it restarted is up again (a restart with nothing
+//! new emits no event), so a kind counts as reconnecting until it shows life (a change or
+//! a re-list) or until a retry would have failed again: the watchers' backoff never
+//! waits longer than 30 seconds between attempts.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::LiveError;
+use super::watch::Update;
+
+/// Longer than the watchers' longest backoff: an error older than this, with no newer
+/// one, means the retry worked.
+pub const RETRY_WINDOW: Duration = Duration::from_secs(35);
+
+/// How long a completed re-list stays in the line.
+pub const RELIST_SHOWN: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Health {
+    Connected,
+    /// Some watch is being retried or re-listed; the rest keep working.
+    Recovering,
+    /// Access was refused: that kind is no longer watched.
+    Denied,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LinkStatus {
+    /// Kinds whose watch failed, with when and why.
+    retrying: BTreeMap<&'static str, (Instant, String)>,
+    relisted: Option<(Instant, String)>,
+    denied: Option<String>,
+    /// Watch errors seen (each one a reconnect attempt by the watcher).
+    pub reconnects: u64,
+}
+
+impl LinkStatus {
+    /// Takes in an update; returns a line worth telling at once (a transition), if any.
+    pub fn observe(&mut self, u: &Update, now: Instant) -> Option<String> {
+        match u {
+            Update::Change(c) => {
+                self.retrying.remove(c.kind);
+                None
+            }
+            Update::Synced { kind, .. } => {
+                self.retrying.remove(kind);
+                None
+            }
+            Update::Resynced {
+                kind,
+                added,
+                modified,
+                deleted,
+            } => {
+                self.retrying.remove(kind);
+                self.relisted = Some((now, kind.to_string()));
+                Some(format!(
+                    "{kind}: re-listed ({added} added, {modified} modified, {deleted} deleted while away)"
+                ))
+            }
+            Update::Reconnecting { kind, error } => {
+                self.reconnects += 1;
+                let text = error.to_string();
+                self.retrying.insert(kind, (now, text));
+                Some(retry_text(kind, &error.to_string()))
+            }
+            Update::Fatal(e) => {
+                // The header gets the permission alone; the server's own words go to the
+                // status line and the log.
+                let short = match e {
+                    LiveError::Forbidden {
+                        verb,
+                        resource,
+                        group_version,
+                        scope,
+                        ..
+                    } => format!("missing permission: {verb} {resource} ({group_version}) {scope}"),
+                    LiveError::Unauthorized { .. } => "credentials refused (401)".into(),
+                    other => other.to_string(),
+                };
+                self.denied = Some(format!("access denied: {short}"));
+                Some(format!("access denied, watch stopped: {e}"))
+            }
+        }
+    }
+
+    /// The state and a short line for a header at `now` (the whole story went to the
+    /// status line when it happened).
+    pub fn line(&self, now: Instant) -> (Health, String) {
+        if let Some(d) = &self.denied {
+            return (Health::Denied, d.clone());
+        }
+        let recent: Vec<String> = self
+            .retrying
+            .iter()
+            .filter(|(_, (at, _))| now.saturating_duration_since(*at) < RETRY_WINDOW)
+            .map(|(kind, (_, e))| {
+                if gone(e) {
+                    format!("re-listing {kind} after 410 Gone")
+                } else {
+                    format!("reconnecting {kind}")
+                }
+            })
+            .collect();
+        if !recent.is_empty() {
+            return (Health::Recovering, recent.join(", "));
+        }
+        match &self.relisted {
+            Some((at, kind)) if now.saturating_duration_since(*at) < RELIST_SHOWN => {
+                (Health::Connected, format!("connected · re-listed {kind}"))
+            }
+            _ => (Health::Connected, "connected".into()),
+        }
+    }
+}
+
+/// A watch that ended because its resourceVersion is too old (410 Gone).
+fn gone(error: &str) -> bool {
+    error.contains("410") || error.contains("too old")
+}
+
+/// The whole story of a retry, for the status line and the log.
+fn retry_text(kind: &str, error: &str) -> String {
+    if gone(error) {
+        format!("re-listing {kind}: 410 Gone, the watch's resourceVersion expired")
+    } else {
+        format!("{kind}: reconnecting with backoff after error: {error}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(message: &str) -> LiveError {
+        LiveError::Api {
+            what: "watch pods (core/v1)".into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn retries_show_until_the_kind_shows_life_or_the_window_passes() {
+        let t0 = Instant::now();
+        let mut s = LinkStatus::default();
+        assert_eq!(s.line(t0), (Health::Connected, "connected".into()));
+        let said = s.observe(
+            &Update::Reconnecting {
+                kind: "Pod",
+                error: api("too old resource version (410 Gone)"),
+            },
+            t0,
+        );
+        assert!(said.is_some_and(|t| t.starts_with("re-listing Pod: 410 Gone")));
+        assert_eq!(
+            s.line(t0),
+            (Health::Recovering, "re-listing Pod after 410 Gone".into())
+        );
+        let resynced = Update::Resynced {
+            kind: "Pod",
+            added: 1,
+            modified: 0,
+            deleted: 2,
+        };
+        let said = s.observe(&resynced, t0);
+        assert!(said.is_some_and(|t| t.contains("Pod: re-listed (1 added, 0 modified, 2 deleted")));
+        assert_eq!(
+            s.line(t0),
+            (Health::Connected, "connected · re-listed Pod".into())
+        );
+        assert_eq!(s.line(t0 + RELIST_SHOWN).1, "connected");
+
+        let said = s.observe(
+            &Update::Reconnecting {
+                kind: "Node",
+                error: api("connection reset"),
+            },
+            t0,
+        );
+        assert!(said.is_some_and(|t| t.starts_with("Node: reconnecting with backoff after error")));
+        let (h, text) = s.line(t0 + Duration::from_secs(1));
+        assert_eq!(h, Health::Recovering);
+        assert_eq!(text, "reconnecting Node");
+        assert_eq!(s.line(t0 + RETRY_WINDOW).0, Health::Connected);
+        assert_eq!(s.reconnects, 2);
+    }
+
+    #[test]
+    fn a_denial_stays() {
+        let t0 = Instant::now();
+        let mut s = LinkStatus::default();
+        let e = LiveError::Forbidden {
+            verb: "watch".into(),
+            resource: "pods".into(),
+            group_version: "core/v1".into(),
+            scope: "in all namespaces".into(),
+            said: "; the API server says: pods is forbidden".into(),
+        };
+        let said = s.observe(&Update::Fatal(e), t0);
+        assert_eq!(
+            said.as_deref(),
+            Some(
+                "access denied, watch stopped: missing permission: watch pods (core/v1) in all namespaces; the API server says: pods is forbidden"
+            )
+        );
+        let (h, text) = s.line(t0 + Duration::from_secs(3600));
+        assert_eq!(h, Health::Denied);
+        assert_eq!(
+            text,
+            "access denied: missing permission: watch pods (core/v1) in all namespaces"
+        );
+    }
+}
