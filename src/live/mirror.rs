@@ -328,7 +328,7 @@ impl Mirror {
                     PodStatus::Unschedulable | PodStatus::Gated => v["message"] = json!(r.message),
                     PodStatus::Waiting => {
                         v["selected"] = json!(r.node.iter().collect::<Vec<_>>());
-                        v["message"] = json!(SIMULATED_WAIT);
+                        v["message"] = json!(r.message.as_deref().unwrap_or(SIMULATED_WAIT));
                     }
                     _ => {
                         let selected = selected(s, &r.pod);

@@ -12,6 +12,7 @@ use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
 use crate::framework::plugin::MAX_PERMIT_TIMEOUT;
 use crate::framework::profile::{ExtensionPoint, PluginEntry};
 use crate::framework::queued::QueuedPodInfo;
+use crate::framework::waiting::go_duration;
 use crate::framework::{Code, PodInfo, Status};
 
 use super::Core;
@@ -359,11 +360,16 @@ impl Attempt {
         if let Some(d) = super::divergence::compare(&self.cycle, &core.sched.snapshot, real) {
             core.pending_divergences.insert(uid.clone(), d);
         }
+        // An empty real node is live shadow mode: the cluster's scheduler has not bound
+        // the pod yet, and kubestep never will.
+        let binder = if real.is_empty() {
+            "shadow mode: the cluster's scheduler binds this pod".to_string()
+        } else {
+            format!("the recording binds this pod to {real}")
+        };
         let msg = match &chosen {
-            Some(n) => format!("the recording binds this pod to {real}; kubestep chose {n}"),
-            None => {
-                format!("the recording binds this pod to {real}; kubestep found it unschedulable")
-            }
+            Some(n) => format!("{binder}; kubestep chose {n}"),
+            None => format!("{binder}; kubestep found it unschedulable"),
         };
         out.push(StepEvent {
             point: Point::Reserve,
@@ -380,6 +386,23 @@ impl Attempt {
                 Some(CycleOutcome::Unschedulable { fit_error, .. }) => Some(fit_error.message()),
                 _ => None,
             };
+            let simulated = chosen
+                .as_deref()
+                .and_then(|node| self.simulate_permit(core, node, out));
+            if let Some((waits, note)) = simulated {
+                let (status, node) = if waits {
+                    (super::PodStatus::Waiting, chosen.as_deref())
+                } else {
+                    (super::PodStatus::Unschedulable, None)
+                };
+                core.record(&pod, status, node, Some(note));
+                self.stage = Stage::Done;
+                self.result = Some(AttemptResult::Deferred {
+                    node: chosen,
+                    real_node: real.to_string(),
+                });
+                return;
+            }
             let status = if why.is_some() {
                 super::PodStatus::Unschedulable
             } else {
@@ -394,6 +417,65 @@ impl Attempt {
             node: chosen,
             real_node: real.to_string(),
         });
+    }
+
+    /// Live shadow mode: what Permit would say if kubestep scheduled the pod, computed on
+    /// a copy of CycleState and holding nothing (no Reserve, no waiting-map entry). Steps
+    /// are labelled simulated. When a plugin would make the pod wait (true) or reject it
+    /// (false), returns that with the pod's note.
+    fn simulate_permit(
+        &self,
+        core: &mut Core,
+        node: &str,
+        out: &mut Vec<StepEvent>,
+    ) -> Option<(bool, String)> {
+        let mut state = self.cycle.state.clone();
+        let h = core.handle(self.profile);
+        let mut note = None;
+        for e in core.sched.frameworks[self.profile].plugins(ExtensionPoint::Permit) {
+            let Some(p) = e.plugin.as_permit() else {
+                continue;
+            };
+            let started = std::time::Instant::now();
+            let (s, timeout) = p.permit(&h, &mut state, self.pod(), node);
+            let s = plugin_status(s, "Permit", e.name, Some(Code::Wait));
+            let (code, text) = if s.is_wait() {
+                let wait = go_duration(timeout.min(MAX_PERMIT_TIMEOUT));
+                (
+                    Code::Wait,
+                    format!(
+                        "would wait at Permit on {node} (up to {wait}): {}",
+                        s.message()
+                    ),
+                )
+            } else if s.is_success() {
+                (Code::Success, String::new())
+            } else {
+                (
+                    s.code(),
+                    format!("Permit would reject it on {node}: {}", s.message()),
+                )
+            };
+            let label = "simulated in shadow mode: nothing is held";
+            out.push(StepEvent {
+                point: Point::Permit,
+                plugin: Some(e.name.into()),
+                status: if text.is_empty() {
+                    Status::new(code, label)
+                } else {
+                    Status::new(code, format!("{text} ({label})"))
+                },
+                duration: started.elapsed(),
+            });
+            if !s.is_success() && !s.is_wait() {
+                // A rejection ends Permit whatever others said before it.
+                return Some((false, format!("{text} ({label})")));
+            }
+            if !text.is_empty() && note.is_none() {
+                note = Some((true, format!("{text} ({label})")));
+            }
+        }
+        note
     }
 
     fn node(&self) -> String {

@@ -714,7 +714,11 @@ impl Session {
             Some(AttemptResult::Deferred { node, real_node }) => (
                 Some("Deferred".to_string()),
                 node.clone(),
-                Some(format!("the recording binds this pod to {real_node}")),
+                Some(if real_node.is_empty() {
+                    "shadow mode: the cluster's scheduler binds this pod".to_string()
+                } else {
+                    format!("the recording binds this pod to {real_node}")
+                }),
             ),
             Some(AttemptResult::Failed(f)) => (
                 Some(if f.error { "Error" } else { "Unschedulable" }.to_string()),

@@ -215,7 +215,7 @@ fn shadow_mode_follows_the_watch_and_shows_the_link() {
     // Nothing was ever written: the shadow actuator is not even asked.
     assert!(spy.calls().is_empty(), "{:?}", spy.calls());
     assert!(s.contains("Waiting at Permit 0 · simulated"), "{s}");
-    assert!(s.contains("shadow mode: Permit waits are"), "{s}");
+    assert!(s.contains("shadow mode holds nothing at Permit"), "{s}");
     // Quitting asks nothing: shadow mode holds nothing real.
     press(&mut app, "q");
     assert!(app.quit);

@@ -168,7 +168,12 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
     let mut chosen: Option<HashMap<&str, &str>> = None;
     for r in s.core.pods.values() {
         let (state, info) = match r.status {
-            PodStatus::Waiting => (QState::Waiting, r.node.clone().unwrap_or_default()),
+            // A simulated wait (live shadow mode) says so in its message; a real one
+            // shows its node.
+            PodStatus::Waiting => match r.message.as_deref() {
+                Some(m) if m.contains("simulated") => (QState::Waiting, m.to_string()),
+                _ => (QState::Waiting, r.node.clone().unwrap_or_default()),
+            },
             PodStatus::Bound => (QState::Bound, r.node.clone().unwrap_or_default()),
             // Out of the queue yet unbound: deferred to another binder.
             PodStatus::Unschedulable if !queued.contains(&r.pod) => {

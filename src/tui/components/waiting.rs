@@ -26,7 +26,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(block, area);
     if app.waiting.is_empty() {
         let empty = if app.shadow() {
-            "shadow mode: Permit waits are simulated, and none is held (each pod stops before Reserve)"
+            "shadow mode holds nothing at Permit: pods a Permit plugin would hold are listed in the queue as waiting (simulated)"
         } else {
             "no pod waits at Permit"
         };
