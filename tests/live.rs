@@ -428,3 +428,49 @@ fn shadow_mode_simulates_permit_waits_and_holds_nothing() {
     );
     assert!(server.writes().is_empty(), "{:?}", server.writes());
 }
+
+#[test]
+fn active_mode_preemption_marks_and_deletes_the_victim() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "2"));
+    let mut low = pod("low", "2", None, Some("n1"));
+    low["spec"]["priority"] = json!(0);
+    server.apply(low);
+    let mut high = pod("high", "2", Some("kubestep"), None);
+    high["spec"]["priority"] = json!(1000);
+    server.apply(high);
+    let dir = temp_dir("preempt");
+    let kc = server.write_kubeconfig(&dir, None);
+    let child = spawn(
+        &kc,
+        &[
+            "--active",
+            "--scheduler-name",
+            "kubestep",
+            "--duration",
+            "6s",
+        ],
+    );
+    let (pods, stderr) = finish(child);
+    // The victim is told why (DisruptionTarget), then deleted; the preemptor binds once
+    // the deletion arrives through the watch.
+    let writes = server.writes();
+    let marked = writes
+        .iter()
+        .position(|r| r.method == "PATCH" && r.path.ends_with("/pods/low/status"));
+    let deleted = writes
+        .iter()
+        .position(|r| r.method == "DELETE" && r.path.ends_with("/pods/low"));
+    assert!(
+        matches!((marked, deleted), (Some(m), Some(d)) if m < d),
+        "{writes:?}\n{stderr}"
+    );
+    assert!(server.get("Pod", Some("team"), "low").is_none());
+    let preempted = events_about(&server, "low", "Preempted");
+    assert_eq!(preempted.len(), 1, "{preempted:#?}");
+    assert_eq!(pods["team/high"]["status"], "Bound", "{stderr}");
+    assert_eq!(
+        server.get("Pod", Some("team"), "high").unwrap()["spec"]["nodeName"],
+        "n1"
+    );
+}

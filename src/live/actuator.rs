@@ -145,6 +145,18 @@ impl Actuator for ApiActuator {
             "Preempted by pod {} on node {node}",
             preemptor.pod.uid().unwrap_or_default()
         );
+        // As kube-scheduler does: the victim first says why it is going (a DisruptionTarget
+        // condition its controllers and PDB tooling read), then it is deleted.
+        let cond = json!({"conditions": [{"type": "DisruptionTarget", "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": format!("{}: preempting to accommodate a higher priority pod", self.scheduler_name),
+            "lastTransitionTime": Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()}]});
+        match self.patch_status(victim, cond) {
+            Ok(()) => {}
+            // Already gone: nothing left to preempt.
+            Err(e) if e.contains("404") || e.contains("not found") => return Ok(()),
+            Err(e) => self.errors.push(e),
+        }
         let r = self
             .rt
             .block_on(api.delete(&victim.name, &DeleteParams::default()));
@@ -166,10 +178,17 @@ impl Actuator for ApiActuator {
         r
     }
 
-    fn failed(&mut self, pod: &PodInfo, message: &str) {
+    fn failed(&mut self, pod: &PodInfo, message: &str, error: bool) {
         self.event(pod, "Warning", "FailedScheduling", "Scheduling", message);
+        // kube-scheduler's reasons: a fit problem is Unschedulable, anything else (a plugin
+        // or extender error) SchedulerError.
+        let reason = if error {
+            "SchedulerError"
+        } else {
+            "Unschedulable"
+        };
         let cond = json!({"conditions": [{"type": "PodScheduled", "status": "False",
-            "reason": "Unschedulable", "message": message,
+            "reason": reason, "message": message,
             "lastTransitionTime": Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
             "lastProbeTime": null}]});
         if let Err(e) = self.patch_status(pod, cond) {

@@ -69,8 +69,9 @@ pub trait Actuator: Send {
     fn delete(&mut self, victim: &PodInfo, preemptor: &PodInfo, node: &str) -> Result<(), String>;
     /// Set (or with `None` clear) `status.nominatedNodeName`.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), String>;
-    /// The attempt failed with this message (FailedScheduling event, PodScheduled=False).
-    fn failed(&mut self, _pod: &PodInfo, _message: &str) {}
+    /// The attempt failed with this message (FailedScheduling event, PodScheduled=False);
+    /// `error` when it was not about fit (the condition's reason is then SchedulerError).
+    fn failed(&mut self, _pod: &PodInfo, _message: &str, _error: bool) {}
     /// True when the session must apply binds and deletions to its own cluster copy
     /// (replay); false when they come back as watch events (live).
     fn applies_locally(&self) -> bool {
@@ -289,7 +290,7 @@ impl Core {
     fn handle_failure(&mut self, qpi: &crate::framework::queued::QueuedPodInfo, f: &Failure) {
         let pod = &qpi.pod_info;
         let now = self.clock.now();
-        self.actuator.failed(pod, &f.message);
+        self.actuator.failed(pod, &f.message, f.error);
         if let Some(n) = &f.nominated {
             let node = (!n.is_empty()).then_some(n.as_str());
             let _ = self.actuator.nominate(pod, node);

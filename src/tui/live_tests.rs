@@ -76,7 +76,7 @@ impl Actuator for Spy {
     fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), String> {
         Ok(())
     }
-    fn failed(&mut self, pod: &PodInfo, message: &str) {
+    fn failed(&mut self, pod: &PodInfo, message: &str, _error: bool) {
         self.0
             .lock()
             .unwrap()
