@@ -128,9 +128,7 @@ impl ScorePlugin for BalancedAllocation {
                 &computed
             }
         };
-        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
-            *slot = self.scorer.score(node, requests);
-        }
+        self.scorer.score_all(nodes, requests, out);
         None
     }
 }

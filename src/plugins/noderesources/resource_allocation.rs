@@ -157,6 +157,13 @@ impl ResourceAllocationScorer {
         }
     }
 
+    /// `score` for each node into `out` (the batch form both plugins use).
+    pub fn score_all(&self, nodes: &[&NodeInfo], pod_requests: &[i64], out: &mut [i64]) {
+        for (node, slot) in nodes.iter().zip(out.iter_mut()) {
+            *slot = self.score(node, pod_requests);
+        }
+    }
+
     pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
         // Each resource the node has (allocatable > 0) as (index, requested, allocatable).
         let resources = self.kinds.iter().enumerate().filter_map(|(i, kind)| {
