@@ -170,14 +170,15 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
     };
     // Lines are independent: parse them on every core, then take the results in file
     // order so warnings, the strict-mode error and same-time ordering stay sequential.
-    let lines: Vec<(usize, &str)> = text
-        .lines()
+    let all: Vec<&str> = text.lines().collect();
+    let total = all.len();
+    let lines: Vec<(usize, &str)> = all
+        .into_iter()
         .enumerate()
         .skip(1)
         .map(|(i, l)| (i + 1, l))
         .filter(|(_, l)| !l.trim().is_empty())
         .collect();
-    let total = text.lines().count();
     let parsed: Vec<Result<Option<Event>, String>> = lines
         .par_iter()
         .with_min_len(256)
@@ -369,5 +370,57 @@ mod tests {
         let r = read_str(text, "m.yaml", ReadOptions::default()).unwrap();
         assert_eq!(r.events.len(), 1);
         assert_eq!(r.start(), Timestamp::UNIX_EPOCH);
+    }
+
+    /// The writer's layout (read by the fast split) and any other layout give the same
+    /// events; a bad object in the writer's layout still names its line and field.
+    #[test]
+    fn every_envelope_layout_reads_the_same() {
+        let written = r#"{"at":"2026-01-01T00:00:01Z","object":{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"status":{"allocatable":{"cpu":"4"}}},"type":"MODIFIED"}"#;
+        let reordered = r#"{"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"a"},"status":{"allocatable":{"cpu":"4"}}},"at":"2026-01-01T00:00:01Z"}"#;
+        let read = |line: &str| {
+            let r = read_str(
+                &format!("{HEADER}\n{line}"),
+                "r.jsonl",
+                ReadOptions::default(),
+            )
+            .unwrap();
+            assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+            let e = &r.events[0];
+            (e.at, e.kind, e.object.to_value())
+        };
+        assert_eq!(read(written), read(reordered));
+        assert_eq!(read(written).1, EventType::Modified);
+        let bad = written.replace(r#""cpu":"4""#, r#""cpu":"four""#);
+        let r = read_str(
+            &format!("{HEADER}\n{bad}"),
+            "r.jsonl",
+            ReadOptions::default(),
+        )
+        .unwrap();
+        assert!(r.events.is_empty());
+        assert!(
+            r.warnings[0].starts_with("r.jsonl:2: ") && r.warnings[0].contains("cpu"),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_and_reported() {
+        let mut bytes = format!("{HEADER}\n").into_bytes();
+        let line = node_line("2026-01-01T00:00:01Z", "ADDED", "a");
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.extend_from_slice(b"\n\xff\n");
+        let r = read_bytes(&bytes, "r.jsonl", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 1);
+        let at = HEADER.len() + 1 + line.len() + 1;
+        assert!(
+            r.warnings.iter().any(
+                |w| w == &format!("r.jsonl: invalid UTF-8 at byte {at} (replaced with U+FFFD)")
+            ),
+            "{:?}",
+            r.warnings
+        );
     }
 }

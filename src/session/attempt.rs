@@ -18,6 +18,10 @@ use crate::framework::{Code, PodInfo, Status};
 use super::Core;
 use super::history::Point;
 
+/// How live shadow mode labels what its simulated Permit says (the queue pane and the
+/// summary show such messages instead of a node).
+pub const SIMULATED_PERMIT: &str = "simulated in shadow mode: nothing is held";
+
 /// Where the attempt is.
 #[derive(Debug, Clone)]
 pub enum Stage {
@@ -456,7 +460,7 @@ impl Attempt {
                     format!("Permit would reject it on {node}: {}", s.message()),
                 )
             };
-            let label = "simulated in shadow mode: nothing is held";
+            let label = SIMULATED_PERMIT;
             out.push(StepEvent {
                 point: Point::Permit,
                 plugin: Some(e.name.into()),

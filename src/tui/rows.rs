@@ -7,6 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::framework::cycle::{FilterCell, FilterMatrix, ScoreTable};
+use crate::session::attempt::SIMULATED_PERMIT;
 use crate::session::{PodStatus, QueueCounts, Session};
 
 /// Where a pod is, as the queue pane groups them.
@@ -168,10 +169,10 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
     let mut chosen: Option<HashMap<&str, &str>> = None;
     for r in s.core.pods.values() {
         let (state, info) = match r.status {
-            // A simulated wait (live shadow mode) says so in its message; a real one
-            // shows its node.
+            // A simulated wait (live shadow mode) carries the plugin's message; a real
+            // one shows its node.
             PodStatus::Waiting => match r.message.as_deref() {
-                Some(m) if m.contains("simulated") => (QState::Waiting, m.to_string()),
+                Some(m) if m.contains(SIMULATED_PERMIT) => (QState::Waiting, m.to_string()),
                 _ => (QState::Waiting, r.node.clone().unwrap_or_default()),
             },
             PodStatus::Bound => (QState::Bound, r.node.clone().unwrap_or_default()),

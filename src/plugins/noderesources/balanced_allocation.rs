@@ -1,6 +1,8 @@
 //! NodeResourcesBalancedAllocation: prefers nodes whose resource usage stays balanced
 //! across resources once the pod is placed.
 
+use std::borrow::Cow;
+
 use super::resource_allocation::{
     ResourceAllocationScorer, ResourceSpec, Strategy, default_resources,
 };
@@ -90,6 +92,18 @@ impl PreScorePlugin for BalancedAllocation {
     }
 }
 
+impl BalancedAllocation {
+    /// The pod's requests as PreScore stored them, computed afresh if it did not run;
+    /// `None` for a pod that requests nothing, which scores 0 everywhere.
+    fn score_requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Option<Cow<'a, [i64]>> {
+        if let Ok(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            return Some(Cow::Borrowed(&s.pod_requests));
+        }
+        let r = self.scorer.pod_requests(pod);
+        (!r.iter().all(|&v| v == 0)).then_some(Cow::Owned(r))
+    }
+}
+
 impl ScorePlugin for BalancedAllocation {
     fn score(
         &self,
@@ -98,14 +112,10 @@ impl ScorePlugin for BalancedAllocation {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status) {
-        if let Ok(s) = state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            return (self.scorer.score(node, &s.pod_requests), Status::success());
-        }
-        let r = self.scorer.pod_requests(pod);
-        if r.iter().all(|&v| v == 0) {
-            return (0, Status::success());
-        }
-        (self.scorer.score(node, &r), Status::success())
+        let score = self
+            .score_requests(state, pod)
+            .map_or(0, |r| self.scorer.score(node, &r));
+        (score, Status::success())
     }
 
     fn score_nodes(
@@ -116,19 +126,10 @@ impl ScorePlugin for BalancedAllocation {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Option<(usize, Status)> {
-        let computed;
-        let requests = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Ok(s) => &s.pod_requests,
-            Err(_) => {
-                computed = self.scorer.pod_requests(pod);
-                if computed.iter().all(|&v| v == 0) {
-                    out.fill(0);
-                    return None;
-                }
-                &computed
-            }
-        };
-        self.scorer.score_all(nodes, requests, out);
+        match self.score_requests(state, pod) {
+            Some(r) => self.scorer.score_all(nodes, &r, out),
+            None => out.fill(0),
+        }
         None
     }
 }

@@ -2,6 +2,7 @@
 //! (and the pod count); Score ranks nodes by a configurable strategy (LeastAllocated by
 //! default).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use super::resource_allocation::{
@@ -267,6 +268,16 @@ impl PreScorePlugin for Fit {
     }
 }
 
+impl Fit {
+    /// The pod's requests as PreScore stored them (computed afresh if it did not run).
+    fn score_requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, [i64]> {
+        match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
+            Ok(s) => Cow::Borrowed(&s.pod_requests),
+            Err(_) => Cow::Owned(self.scorer.pod_requests(pod)),
+        }
+    }
+}
+
 impl ScorePlugin for Fit {
     fn score(
         &self,
@@ -275,11 +286,8 @@ impl ScorePlugin for Fit {
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status) {
-        let score = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Ok(s) => self.scorer.score(node, &s.pod_requests),
-            Err(_) => self.scorer.score(node, &self.scorer.pod_requests(pod)),
-        };
-        (score, Status::success())
+        let requests = self.score_requests(state, pod);
+        (self.scorer.score(node, &requests), Status::success())
     }
 
     fn score_nodes(
@@ -290,15 +298,8 @@ impl ScorePlugin for Fit {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Option<(usize, Status)> {
-        let computed;
-        let requests = match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Ok(s) => &s.pod_requests,
-            Err(_) => {
-                computed = self.scorer.pod_requests(pod);
-                &computed
-            }
-        };
-        self.scorer.score_all(nodes, requests, out);
+        let requests = self.score_requests(state, pod);
+        self.scorer.score_all(nodes, &requests, out);
         None
     }
 }
