@@ -31,12 +31,7 @@ pub fn abbrev(name: &str) -> String {
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let msg = |f: &mut Frame, m: &str| {
-        f.render_widget(
-            Paragraph::new(span(m.to_string(), t.muted)).wrap(Wrap { trim: false }),
-            area,
-        )
-    };
+    let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
     let Some(step) = app.moment() else {
         return msg(f, "no attempt yet: press n to step the first pod");
     };

@@ -16,10 +16,11 @@ pub mod timeline;
 pub mod waiting;
 pub mod whatif;
 
+use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::app::App;
 
@@ -57,6 +58,12 @@ pub fn pad(s: &str, w: usize) -> String {
 
 pub fn span<'a>(s: impl Into<String>, style: Style) -> Span<'a> {
     Span::styled(s.into(), style)
+}
+
+/// A muted, wrapped note filling `area`: what a pane says when it has nothing to show.
+pub fn note(f: &mut Frame, area: Rect, app: &App, text: &str) {
+    let p = Paragraph::new(span(text, app.theme.muted)).wrap(Wrap { trim: false });
+    f.render_widget(p, area);
 }
 
 /// The inner area of a bordered block.

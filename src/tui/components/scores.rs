@@ -4,7 +4,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 use super::matrix::abbrev;
 use super::{fit, pad, span};
@@ -17,12 +17,7 @@ const COL: usize = 6;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let msg = |f: &mut Frame, m: &str| {
-        f.render_widget(
-            Paragraph::new(span(m.to_string(), t.muted)).wrap(Wrap { trim: false }),
-            area,
-        )
-    };
+    let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
     let Some(step) = app.moment() else {
         return msg(f, "no attempt yet");
     };
