@@ -37,6 +37,11 @@ impl Feed {
         self.pending.front().map(|e| e.at)
     }
 
+    /// The next event, due or not.
+    pub fn front(&self) -> Option<&Event> {
+        self.pending.front()
+    }
+
     /// The next event if its time has come.
     pub fn pop_due(&mut self, now: Timestamp) -> Option<Event> {
         if self.pending.front()?.at > now {

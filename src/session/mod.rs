@@ -13,7 +13,7 @@ mod replay;
 pub mod script;
 pub mod trace;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -134,6 +134,9 @@ pub struct Core {
     pub externally_bound: BTreeMap<String, String>,
     /// Cluster changes still to come (a recording's events, or watch events).
     pub feed: Feed,
+    /// UIDs of preemption victims kubestep deleted from its own copy of the cluster (replay):
+    /// the recording, where they lived on, must not bring them back.
+    pub evicted: BTreeSet<String>,
     /// kubestep's decision differed from the recorded binding, for bindings applied so far.
     pub divergences: Vec<Divergence>,
     /// Differences found at decision time, reported once the recorded binding happens.
@@ -348,6 +351,7 @@ impl Core {
             if self.actuator.delete(&victim, preemptor, node).is_ok()
                 && self.actuator.applies_locally()
             {
+                self.evicted.insert(victim.uid.clone());
                 let change = self.cluster.remove("Pod", key);
                 self.apply_change(change);
             }
@@ -554,6 +558,7 @@ impl Session {
             detail: opts.detail,
             externally_bound: BTreeMap::new(),
             feed: Feed::default(),
+            evicted: BTreeSet::new(),
             divergences: Vec::new(),
             pending_divergences: BTreeMap::new(),
             changes: Vec::new(),

@@ -48,16 +48,60 @@ impl Session {
         Ok(s)
     }
 
-    /// Applies every feed event whose time has come.
+    /// Applies every feed event whose time has come, except that a binding of a pod still
+    /// waiting in the active queue is held back (with everything after it) until
+    /// kubestep has run that pod's cycle: a recorded scheduler may bind within the
+    /// recording's time resolution, and the pod's trace and comparison must still exist.
     pub fn apply_due(&mut self) {
         let now = self.now();
-        while let Some(e) = self.core.feed.pop_due(now) {
+        while self.core.feed.has_due(now) {
+            if self.binds_unattempted_pod() {
+                return;
+            }
+            let Some(e) = self.core.feed.pop_due(now) else {
+                return;
+            };
             self.apply_event(e);
         }
     }
 
+    /// The next feed event binds a pod that kubestep has pending and about to be popped.
+    fn binds_unattempted_pod(&self) -> bool {
+        let Some(e) = self.core.feed.front() else {
+            return false;
+        };
+        let Object::Pod(p) = &*e.object else {
+            return false;
+        };
+        if e.kind == EventType::Deleted || node_name(p).is_empty() {
+            return false;
+        }
+        let Some(uid) = p.metadata.uid.as_deref() else {
+            return false;
+        };
+        let key = super::pod_key(p);
+        self.core.cluster.pod(&key).is_some_and(|old| {
+            node_name(old).is_empty() && old.metadata.uid.as_deref() == Some(uid)
+        }) && self.core.queue.queue_of(uid) == Some(crate::framework::queue::QueueName::Active)
+    }
+
     /// Applies one event from a recording or a watch.
     pub fn apply_event(&mut self, e: Event) {
+        if let Object::Pod(p) = &*e.object
+            && let Some(uid) = p.metadata.uid.as_deref()
+            && self.core.evicted.contains(uid)
+        {
+            let key = super::pod_key(p);
+            let note = if e.kind == EventType::Deleted {
+                self.core.evicted.remove(uid);
+                "deleted in the recording too"
+            } else {
+                "recorded update ignored: kubestep preempted it"
+            };
+            let now = self.now();
+            self.core.changes.push((now, format!("Pod {key}: {note}")));
+            return;
+        }
         match (e.kind, *e.object) {
             (EventType::Deleted, obj) => self.delete(obj.kind(), &obj.key()),
             (_, Object::Pod(p)) => {
@@ -149,5 +193,109 @@ mod tests {
             .map(|(u, n)| (u.to_string(), n.to_string()))
             .collect();
         assert_eq!(b, want);
+    }
+
+    fn node(name: &str, cpu: &str) -> String {
+        format!(
+            r#"{{"at":"2026-01-01T00:00:00Z","type":"ADDED","object":{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}},"status":{{"allocatable":{{"cpu":"{cpu}","memory":"8Gi","pods":"110"}}}}}}}}"#
+        )
+    }
+
+    /// A recorded scheduler can bind a pod within the recording's time resolution: the
+    /// pod's add and its binding then share a timestamp. kubestep still runs its cycle for
+    /// the pod before the binding lands, and compares.
+    #[test]
+    fn a_pod_added_and_bound_at_the_same_instant_is_still_attempted() {
+        let text = [
+            r#"{"kubestep":"recording","version":1,"started":"2026-01-01T00:00:00Z"}"#.to_string(),
+            node("big", "8"),
+            node("small", "2"),
+            pod("2026-01-01T00:00:05Z", "ADDED", "b", "u-b", None),
+            pod(
+                "2026-01-01T00:00:05Z",
+                "MODIFIED",
+                "b",
+                "u-b",
+                Some("small"),
+            ),
+            pod("2026-01-01T00:00:05Z", "ADDED", "c", "u-c", None),
+        ]
+        .join("\n");
+        let rec = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        let end = crate::session::clock::add(rec.end(), std::time::Duration::from_secs(60));
+        let mut s = Session::from_recording(
+            rec,
+            crate::config::default_configuration(),
+            SessionOptions::default(),
+            Box::new(crate::session::LocalActuator),
+        )
+        .unwrap();
+        s.run_until(end);
+        let sum = s.summary();
+        let b = sum.iter().find(|p| p.pod == "web/b").unwrap();
+        assert_eq!(b.attempts, 1, "{b:?}");
+        assert_eq!(b.node.as_deref(), Some("small"), "{b:?}");
+        let d = s.divergences();
+        assert_eq!(d.len(), 1, "{d:?}");
+        assert_eq!(d[0].real_node, "small");
+        assert_eq!(d[0].kubestep_nodes, vec!["big".to_string()]);
+        let c = sum.iter().find(|p| p.pod == "web/c").unwrap();
+        assert_eq!(c.status, crate::session::PodStatus::Bound, "{c:?}");
+    }
+
+    fn running(at: &str, t: &str, name: &str, node: &str, priority: i32) -> String {
+        format!(
+            r#"{{"at":"{at}","type":"{t}","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"web","uid":"u-{name}"}},"spec":{{"nodeName":"{node}","priority":{priority},"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"2"}}}}}}]}},"status":{{"phase":"Running"}}}}}}"#
+        )
+    }
+
+    /// kubestep's preemption deletes a victim the real cluster kept: the recording's later
+    /// updates of that pod must not bring it back onto the node kubestep gave away.
+    #[test]
+    fn a_victim_kubestep_evicted_stays_gone_when_the_recording_updates_it() {
+        let text = [
+            r#"{"kubestep":"recording","version":1,"started":"2026-01-01T00:00:00Z"}"#.to_string(),
+            node("n1", "2"),
+            running("2026-01-01T00:00:00Z", "ADDED", "low", "n1", 0),
+            r#"{"at":"2026-01-01T00:00:05Z","type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"high","namespace":"web","uid":"u-high"},"spec":{"priority":1000,"containers":[{"name":"c","resources":{"requests":{"cpu":"2"}}}]}}}"#.to_string(),
+            running("2026-01-01T00:01:00Z", "MODIFIED", "low", "n1", 0),
+            running("2026-01-01T00:02:00Z", "DELETED", "low", "n1", 0),
+            running("2026-01-01T00:03:00Z", "ADDED", "low", "n1", 0)
+                .replace("u-low", "u-low2"),
+        ]
+        .join("\n");
+        let rec = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        let mut s = Session::from_recording(
+            rec,
+            crate::config::default_configuration(),
+            SessionOptions::default(),
+            Box::new(crate::session::LocalActuator),
+        )
+        .unwrap();
+        let at = |m: i64| {
+            crate::session::clock::add(s.now(), std::time::Duration::from_secs(m as u64 * 60 + 30))
+        };
+        let (t1, t3) = (at(1), at(3));
+        s.run_until(t1);
+        let on_n1: Vec<String> = s
+            .core
+            .cluster
+            .pods()
+            .filter(|p| node_name(p) == "n1")
+            .map(|p| super::super::pod_key(p))
+            .collect();
+        assert_eq!(on_n1, vec!["web/high".to_string()]);
+        assert!(
+            s.core
+                .changes
+                .iter()
+                .any(|(_, c)| c.contains("web/low") && c.contains("preempted")),
+            "{:?}",
+            s.core.changes
+        );
+        // A new pod under the same name (its controller recreated it) is a pod like any.
+        s.run_until(t3);
+        let low = s.core.cluster.pod("web/low").expect("recreated pod");
+        assert_eq!(low.metadata.uid.as_deref(), Some("u-low2"));
     }
 }
