@@ -123,7 +123,8 @@ impl Rec {
         self.modify(ms, p)
     }
 
-    pub fn write(mut self, dir: &Path, name: &str, gz: bool) -> std::io::Result<()> {
+    /// The recording's text (header and events in time order), as written to the file.
+    pub fn text(mut self, name: &str) -> String {
         self.events.sort_by_key(|e| e.0);
         let mut header = json!({
             "kubestep": "recording",
@@ -143,12 +144,14 @@ impl Rec {
             text.push_str(&line.to_string());
             text.push('\n');
         }
-        let file = dir.join(if gz {
-            format!("{name}.jsonl.gz")
-        } else {
-            format!("{name}.jsonl")
-        });
-        let f = std::fs::File::create(&file)?;
+        text
+    }
+
+    /// Writes the recording to `file`, gzipped when `gz`.
+    pub fn write(self, file: &Path, name: &str, gz: bool) -> std::io::Result<()> {
+        let events = self.events.len();
+        let text = self.text(name);
+        let f = std::fs::File::create(file)?;
         if gz {
             let mut w = flate2::GzBuilder::new().write(f, flate2::Compression::best());
             w.write_all(text.as_bytes())?;
@@ -161,8 +164,8 @@ impl Rec {
         println!(
             "{}: {} events, {} bytes",
             file.display(),
-            self.events.len(),
-            std::fs::metadata(&file)?.len()
+            events,
+            std::fs::metadata(file)?.len()
         );
         Ok(())
     }
