@@ -333,9 +333,22 @@ fn record_writes_what_live_mode_saw_and_replays() {
     let dir = temp_dir("record");
     let kc = server.write_kubeconfig(&dir, None);
     let file = dir.join("live.jsonl.gz");
+    let cfg = dir.join("sched.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: 70\n",
+    )
+    .unwrap();
     let child = spawn(
         &kc,
-        &["--record", file.to_str().unwrap(), "--duration", "3s"],
+        &[
+            "--record",
+            file.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "3s",
+        ],
     );
     server.wait_until("every kind watched", Duration::from_secs(20), |s| {
         s.open_watches() == KINDS
@@ -359,6 +372,10 @@ fn record_writes_what_live_mode_saw_and_replays() {
     assert_eq!(lines[0]["kubestep"], "recording");
     let from = lines[0]["source"]["server"].as_str().unwrap_or_default();
     assert!(from.starts_with(&server.url()), "{from}");
+    // The configuration kubestep ran with, so that the replay decides as it did.
+    let sc = &lines[0]["schedulerConfiguration"];
+    assert_eq!(sc["kind"], "KubeSchedulerConfiguration", "{sc}");
+    assert_eq!(sc["percentageOfNodesToScore"], 70, "{sc}");
     let started = lines[0]["started"].clone();
     let find = |ty: &str, kind: &str, name: &str| {
         lines.iter().skip(1).position(|e| {

@@ -109,7 +109,12 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     eprintln!("connected to {} (Kubernetes {version})", conn.server());
     let namespace = a.cluster.namespace()?;
     let tape = match &a.record {
-        Some(p) => Some(Tape::create(p, &conn, namespace.clone())?),
+        Some(p) => Some(Tape::create(
+            p,
+            &conn,
+            namespace.clone(),
+            Some(cfg.to_json()),
+        )?),
         None => None,
     };
     let watch_opts = WatchOptions { namespace };

@@ -230,16 +230,19 @@ pub struct Tape {
 
 impl Tape {
     /// Creates the file and writes its header (server, context and Kubernetes version
-    /// from the connection; call `check_version` first).
+    /// from the connection, call `check_version` first; and the scheduler configuration
+    /// kubestep runs with, so that replaying the file repeats kubestep's decisions).
     pub fn create(
         path: &Path,
         conn: &Connection,
         namespace: Option<String>,
+        config: Option<serde_json::Value>,
     ) -> Result<Tape, RecordError> {
         let started = Timestamp::now();
         let mut header = Header::new(started);
         header.source = conn.source.clone();
         header.source.namespaces = namespace.map(|n| vec![n]);
+        header.scheduler_configuration = config;
         let writer = Writer::create(path, &header).map_err(|error| RecordError::Io {
             file: path.display().to_string(),
             error,
