@@ -118,11 +118,11 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             let mut failed = None;
             session.run_until_with(
                 deadline,
-                Some(&mut |v| {
-                    if failed.is_none()
-                        && let Err(e) = out.print(&v)
-                    {
+                Some(&mut |v| match out.print(&v) {
+                    Ok(()) => std::ops::ControlFlow::Continue(()),
+                    Err(e) => {
                         failed = Some(e);
+                        std::ops::ControlFlow::Break(())
                     }
                 }),
             );

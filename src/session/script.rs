@@ -2,6 +2,7 @@
 //! `step`, `step-plugin`, `finish`, `continue`, `break ...`, `clear`, `allow`, `reject`,
 //! `advance 30s`, `show queue|waiting|cycle|state|filter|scores|pod NS/NAME`, `quit`.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -229,16 +230,23 @@ impl Session {
     /// As `run_to_completion`, up to the virtual time `deadline`.
     pub fn run_until(&mut self, deadline: jiff::Timestamp) -> Vec<Value> {
         let mut out = Vec::new();
-        self.run_until_with(deadline, Some(&mut |v| out.push(v)));
+        self.run_until_with(
+            deadline,
+            Some(&mut |v| {
+                out.push(v);
+                ControlFlow::Continue(())
+            }),
+        );
         out
     }
 
     /// Runs up to `deadline`, handing each step's trace line (and each stop) to `sink` as
-    /// it happens rather than collecting them; `None` runs without building a trace.
+    /// it happens rather than collecting them; `None` runs without building a trace. The
+    /// run ends early when `sink` breaks (its reader went away, say).
     pub fn run_until_with(
         &mut self,
         deadline: jiff::Timestamp,
-        mut sink: Option<&mut dyn FnMut(Value)>,
+        mut sink: Option<&mut dyn FnMut(Value) -> ControlFlow<()>>,
     ) {
         if sink.is_some() {
             self.history.start_tap();
@@ -246,11 +254,20 @@ impl Session {
         loop {
             let r = self.continue_();
             if let Some(sink) = sink.as_mut() {
+                let mut flow = ControlFlow::Continue(());
                 for step in self.history.take_tapped() {
-                    sink(trace::step(&step));
+                    if flow.is_continue() {
+                        flow = sink(trace::step(&step));
+                    }
                 }
-                if let super::StopReason::Breakpoint(_) = r {
-                    sink(trace::stop(self, &r));
+                if flow.is_continue()
+                    && let super::StopReason::Breakpoint(_) = r
+                {
+                    flow = sink(trace::stop(self, &r));
+                }
+                if flow.is_break() {
+                    self.history.stop_tap();
+                    return;
                 }
             }
             if self.settled() {
@@ -266,7 +283,9 @@ impl Session {
         }
         if let Some(sink) = sink.as_mut() {
             for step in self.history.stop_tap() {
-                sink(trace::step(&step));
+                if sink(trace::step(&step)).is_break() {
+                    break;
+                }
             }
         }
     }
@@ -310,6 +329,47 @@ mod tests {
             parse_script("step\nbreak Nowhere\n")
                 .unwrap_err()
                 .starts_with("line 2:")
+        );
+    }
+
+    /// A sink that breaks (stdout closed under `| head`) ends the run there instead of
+    /// replaying the rest of the recording for nobody.
+    #[test]
+    fn a_sink_that_breaks_ends_the_run() {
+        let open = || {
+            let rec = crate::recording::open("preemption").unwrap();
+            let end = super::super::clock::add(rec.end(), Duration::from_secs(600));
+            let s = Session::from_recording(
+                rec,
+                crate::config::default_configuration(),
+                super::super::SessionOptions::default(),
+                Box::new(super::super::LocalActuator),
+            )
+            .unwrap();
+            (s, end)
+        };
+        let (mut all, end) = open();
+        let full = all.run_until(end).len();
+        let (mut s, end) = open();
+        let mut seen = 0;
+        s.run_until_with(
+            end,
+            Some(&mut |_| {
+                seen += 1;
+                if seen == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            }),
+        );
+        assert_eq!(seen, 3);
+        assert!(full > 3, "{full}");
+        assert!(
+            s.now() < all.now(),
+            "stopped at {} of {}",
+            s.now(),
+            all.now()
         );
     }
 }
