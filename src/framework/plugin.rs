@@ -44,6 +44,9 @@ pub struct Handle<'a> {
     pub now: Timestamp,
     /// The configured scheduler extenders (upstream `Handle.Extenders`).
     pub extenders: &'a [crate::extender::Extender],
+    /// The caller only asks what a plugin would answer (live shadow mode's Permit): the
+    /// plugin must leave its own state and the waiting pods as they are.
+    pub simulation: bool,
 }
 
 /// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.

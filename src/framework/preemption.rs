@@ -987,6 +987,7 @@ mod tests {
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
+            simulation: false,
         };
         let m = NodeToStatus::new(Status::unschedulable("Insufficient cpu"));
         let preemptor = pod("p", 10, None);

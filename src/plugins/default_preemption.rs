@@ -923,6 +923,7 @@ mod tests {
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
+            simulation: false,
         };
         let run = |pl: DefaultPreemption| {
             let mut state = r.state.clone();
@@ -981,6 +982,7 @@ mod tests {
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
+            simulation: false,
         };
         let mut state = r.state.clone();
         let pl = DefaultPreemption::new(10, 5).with_seed(37);
@@ -1021,6 +1023,7 @@ mod tests {
             waiting: &crate::framework::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
+            simulation: false,
         };
         let mut state = r.state.clone();
         let (res, s) = DefaultPreemption::new(10, 0).post_filter(&h, &mut state, &w.pod, &statuses);
@@ -1105,6 +1108,7 @@ mod tests {
                 waiting: &crate::framework::waiting::NO_WAITING,
                 now: jiff::Timestamp::UNIX_EPOCH,
                 extenders: &[],
+                simulation: false,
             };
             pl.pod_eligible_to_preempt_others(&h, &w.pod, &n1_status)
         };

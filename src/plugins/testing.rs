@@ -67,6 +67,7 @@ impl Env {
             waiting: &self.waiting,
             now: self.now,
             extenders: &[],
+            simulation: false,
         }
     }
 }

@@ -13,7 +13,7 @@ use crate::framework::plugin::MAX_PERMIT_TIMEOUT;
 use crate::framework::profile::{ExtensionPoint, PluginEntry};
 use crate::framework::queued::QueuedPodInfo;
 use crate::framework::waiting::go_duration;
-use crate::framework::{Code, PodInfo, Status};
+use crate::framework::{Code, Handle, PodInfo, Status};
 
 use super::Core;
 use super::history::Point;
@@ -434,7 +434,10 @@ impl Attempt {
         out: &mut Vec<StepEvent>,
     ) -> Option<(bool, String)> {
         let mut state = self.cycle.state.clone();
-        let h = core.handle(self.profile);
+        let h = Handle {
+            simulation: true,
+            ..core.handle(self.profile)
+        };
         let mut note = None;
         for e in core.sched.frameworks[self.profile].plugins(ExtensionPoint::Permit) {
             let Some(p) = e.plugin.as_permit() else {

@@ -192,6 +192,7 @@ fn handle_of<'a>(
         waiting,
         now,
         extenders: &sched.extenders,
+        simulation: false,
     }
 }
 

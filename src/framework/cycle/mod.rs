@@ -92,6 +92,7 @@ impl<'a> CycleEnv<'a> {
             waiting: self.waiting,
             now: self.now,
             extenders: self.extenders,
+            simulation: false,
         }
     }
 }

@@ -815,9 +815,13 @@ impl PermitPlugin for Coscheduling {
             state.write(STATE_KEY, GroupState::new(key.clone(), Some(pg.clone())));
         }
         if assigned >= min {
-            self.lock().last_failed.remove(&key);
             let mut allowed = Vec::new();
-            for w in h.waiting.list() {
+            // A simulation only asks for the answer: the group's failure backoff stays
+            // and waiting members stay held.
+            if !h.simulation {
+                self.lock().last_failed.remove(&key);
+            }
+            for w in h.waiting.list().into_iter().filter(|_| !h.simulation) {
                 let member = full_name(&w.pod).as_deref() == Some(key.as_str());
                 if member && h.waiting.allow(&w.pod.uid, NAME) {
                     allowed.push(w.pod.key.clone());

@@ -656,3 +656,31 @@ profiles:
         "initializing plugin \"Coscheduling\": podGroupBackoffSeconds: Invalid value: -5: must be greater than 0"
     );
 }
+
+/// Live shadow mode asks Permit what it would say: the answer is the real one, but the
+/// group's failure record and its waiting members are left alone.
+#[test]
+fn a_simulated_permit_changes_nothing() {
+    let mut env = cluster(&gang(3, 3, json!({})));
+    let pl = Coscheduling::default();
+    reserve_and_wait(&pl, &mut env, 2);
+    pl.lock()
+        .last_failed
+        .insert("default/pg".to_string(), test_now());
+    let last = member("p-2", "pg");
+    assume(&mut env, &last, "n1");
+    let h = Handle {
+        simulation: true,
+        ..env.handle()
+    };
+    let mut state = CycleState::new();
+    let (s, _) = pl.permit(&h, &mut state, &last, "n1");
+    assert!(s.is_success(), "{s}");
+    assert_eq!(pl.records().last_failed["default/pg"], test_now());
+    assert!(env.waiting.list().iter().all(|w| w.outcome.is_none()));
+    // The same call for real allows the waiting members and forgets the failure.
+    let (s, _) = pl.permit(&env.handle(), &mut CycleState::new(), &last, "n1");
+    assert!(s.is_success(), "{s}");
+    assert!(pl.records().last_failed.is_empty());
+    assert!(outcome(&env, "p-0").is_some_and(|o| o.is_success()));
+}
