@@ -126,6 +126,8 @@ pub struct AttemptRecord {
     pub pod: String,
     pub profile: String,
     pub started: Timestamp,
+    /// Wall time of the PreEnqueue run that let the pod into the queue.
+    pub pre_enqueue: Duration,
     pub matrix: Option<FilterMatrix>,
     pub scores: Option<ScoreTable>,
     /// Snapshot index → node name, as of the attempt.

@@ -616,9 +616,13 @@ impl Session {
             return true;
         }
         let now = self.now();
+        // The pop is QueueSort's work (the order was kept as pods entered): its time is
+        // the QueueSort step's.
+        let started = std::time::Instant::now();
         let Some(qpi) = self.core.queue.pop(&self.core.sched.frameworks[0], now) else {
             return false;
         };
+        let popped_in = started.elapsed();
         let pod = qpi.pod_info.clone();
         let Some(profile) = self.core.profile_of(&pod) else {
             self.core.queue.done(&pod.uid);
@@ -642,7 +646,7 @@ impl Session {
             Point::QueueSort,
             None,
             Status::new(Code::Success, msg),
-            Duration::ZERO,
+            popped_in,
         );
         self.current = Some(attempt);
         true
@@ -733,6 +737,7 @@ impl Session {
             pod: a.pod().key.clone(),
             profile: self.core.sched.frameworks[a.profile].profile_name.clone(),
             started: a.qpi.timestamp,
+            pre_enqueue: a.qpi.pre_enqueue,
             matrix: a.cycle.matrix.clone(),
             scores: a.cycle.scores.clone(),
             node_names: names,

@@ -18,6 +18,7 @@ pub mod rows;
 pub mod terminal;
 pub mod theme;
 pub mod update;
+pub mod verdicts;
 pub mod whatif;
 
 use std::path::{Path, PathBuf};

@@ -54,8 +54,16 @@ fn press(app: &mut App, keys: &str) {
 }
 
 fn terminal(app: &mut App) -> Terminal<TestBackend> {
+    let zero = std::time::Duration::ZERO;
     for s in app.session.history.steps.iter_mut() {
-        s.duration = std::time::Duration::ZERO;
+        s.duration = zero;
+    }
+    for a in app.session.history.attempts.iter_mut() {
+        std::sync::Arc::make_mut(a).pre_enqueue = zero;
+    }
+    let s = &mut app.session;
+    for a in s.current.iter_mut().chain(s.core.parked.values_mut()) {
+        a.qpi.pre_enqueue = zero;
     }
     let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
     t.draw(|f| super::draw::draw(f, app)).unwrap();
@@ -180,6 +188,27 @@ fn time_travel_shows_the_past() {
     // Stepping while in the past returns to the present.
     press(&mut app, "[n");
     assert_eq!(app.cursor, None);
+}
+
+#[test]
+fn timeline_verdicts_as_of_a_past_step() {
+    let mut app = demo_app();
+    // The first pod to the end: bound.
+    press(&mut app, "f");
+    let s = screen(&mut app);
+    assert!(s.contains("▶✓ Bind           Success"), "{s}");
+    // Back to the middle of its Filter: Filter is running, what came later is pending
+    // (the timeline shows what was known then, not how the attempt ended).
+    while app.moment().is_some_and(|m| {
+        m.point != crate::session::Point::Filter || m.plugin.as_deref() != Some("TaintToleration")
+    }) {
+        press(&mut app, "[");
+    }
+    let s = screen(&mut app);
+    assert!(s.contains("▶… Filter         running"), "{s}");
+    assert!(s.contains("… Score          pending"), "{s}");
+    assert!(s.contains("Cycle · ⏪ attempt 1"), "{s}");
+    insta::assert_snapshot!(s);
 }
 
 #[test]
