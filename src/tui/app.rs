@@ -205,6 +205,8 @@ pub struct App {
     pub counts: QueueCounts,
     pub waiting: Vec<WaitingRow>,
     pub waiting_selected: usize,
+    /// Set while the queue and waiting panes show a past step.
+    pub past: Option<super::past::PastQueue>,
     pub timeline_selected: usize,
     pub matrix: MatrixUi,
     pub scores: ScoresUi,
@@ -222,8 +224,10 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
+    pub fn new(mut session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
         let plugins = super::whatif::plugin_rows(&session);
+        // Time travel shows each step's queue: history keeps it from now on.
+        session.history.queues.keep = true;
         let start = session.now();
         let mut app = App {
             session,
@@ -247,6 +251,7 @@ impl App {
             counts: QueueCounts::default(),
             waiting: Vec::new(),
             waiting_selected: 0,
+            past: None,
             timeline_selected: 0,
             matrix: MatrixUi::default(),
             scores: ScoresUi::default(),
@@ -330,17 +335,14 @@ impl App {
 
     /// Rebuilds what the tables show after the session or a filter changed.
     pub fn refresh(&mut self) {
-        let (rows, counts) = rows::queue_rows(&self.session);
-        self.queue.rows = rows;
-        self.counts = counts;
-        self.refresh_queue_order();
-        self.waiting = rows::waiting_rows(&self.session);
-        clamp(&mut self.waiting_selected, self.waiting.len());
         if let Some(c) = self.cursor
             && self.session.history.step(c).is_none()
         {
             self.cursor = None;
         }
+        self.refresh_queue_rows();
+        self.refresh_queue_order();
+        clamp(&mut self.waiting_selected, self.waiting.len());
         self.refresh_matrix();
         self.refresh_scores();
     }

@@ -14,6 +14,7 @@ pub mod layout;
 pub mod live;
 pub mod logs;
 pub mod moment;
+pub mod past;
 pub mod rows;
 pub mod terminal;
 pub mod theme;

@@ -39,11 +39,12 @@ fn key(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), m)
 }
 
-/// Types `keys` as a person would (`\n` is Enter, `\x1b` Esc).
+/// Types `keys` as a person would (`\n` is Enter, `\t` Tab, `\x1b` Esc).
 fn press(app: &mut App, keys: &str) {
     for c in keys.chars() {
         let k = match c {
             '\n' => KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            '\t' => KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE),
             '\x1b' => KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
             c => key(c),
         };
@@ -209,6 +210,74 @@ fn timeline_verdicts_as_of_a_past_step() {
     assert!(s.contains("… Score          pending"), "{s}");
     assert!(s.contains("Cycle · ⏪ attempt 1"), "{s}");
     insta::assert_snapshot!(s);
+}
+
+/// Travels back until `pred` holds for the step shown.
+fn back_until(app: &mut App, pred: impl Fn(&crate::session::StepRecord) -> bool) {
+    while !app.moment().is_some_and(&pred) {
+        let before = app.cursor;
+        press(app, "[");
+        assert!(
+            app.cursor != before || before.is_none(),
+            "no such step in history"
+        );
+    }
+}
+
+#[test]
+fn past_moment_shows_the_queue_of_then() {
+    let mut app = demo_app();
+    until_waiting(&mut app, GATE);
+    // Now: the trainer is unschedulable, the gate waits at Permit.
+    let now = screen(&mut app);
+    assert!(now.contains("✗ ml/trainer-llm-0"), "{now}");
+    // Back to the trainer's first Filter step: it is in flight, the gate still in
+    // activeQ, nobody waits at Permit.
+    back_until(&mut app, |s| {
+        s.pod.as_deref() == Some(TRAINER) && s.point == crate::session::Point::Filter
+    });
+    let s = screen(&mut app);
+    assert!(s.contains("▶ ml/trainer-llm-0"), "{s}");
+    assert!(s.contains("● shop/release-gate-0"), "{s}");
+    assert!(s.contains("Queue 9/9 ⏪ step"), "{s}");
+    assert!(s.contains("no pod waited at Permit then"), "{s}");
+    insta::assert_snapshot!(s);
+    // Back to now.
+    press(&mut app, "0");
+    assert!(app.past.is_none());
+    assert!(screen(&mut app).contains("✗ ml/trainer-llm-0"));
+}
+
+#[test]
+fn waiting_list_in_the_past_and_allow_refused_there() {
+    let mut app = demo_app();
+    until_waiting(&mut app, GATE);
+    press(&mut app, "a");
+    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    // Back to when the gate was parked at Permit: it waits there again, with the time
+    // it had left then, in the queue and in the waiting list.
+    back_until(&mut app, |s| {
+        s.pod.as_deref() == Some(GATE)
+            && s.point == crate::session::Point::Permit
+            && s.plugin.is_none()
+    });
+    let past = app.cursor;
+    assert_eq!(app.waiting.len(), 1);
+    let s = screen(&mut app);
+    assert!(s.contains("Waiting at Permit 1 ⏪ step"), "{s}");
+    assert!(s.contains("⏸ shop/release-gate-0 MA 15m00s"), "{s}");
+    // Allowing or rejecting there would act on a past state: refused, nothing changes.
+    press(&mut app, "\tr");
+    assert_eq!(app.mode, super::app::Mode::Normal);
+    let (level, msg) = app.status.clone().unwrap();
+    assert_eq!(level, super::app::Level::Error);
+    assert!(msg.contains("reject acts on pods waiting now"), "{msg}");
+    press(&mut app, "a");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("allow acts on pods waiting now"), "{msg}");
+    assert_eq!(app.cursor, past);
+    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    insta::assert_snapshot!(screen(&mut app));
 }
 
 #[test]

@@ -208,6 +208,8 @@ impl App {
                 self.scores.mode = self.scores.mode.next();
                 self.info(format!("scores: {}", self.scores.mode.label()));
             }
+            Command::Allow | Command::AllowAll if self.refuse_in_past("allow") => {}
+            Command::Reject if self.refuse_in_past("reject") => {}
             Command::Allow | Command::AllowAll => self.allow(c == Command::AllowAll),
             Command::Reject => match self.selected_waiting() {
                 Some(w) => {
