@@ -2,8 +2,6 @@
 //! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
 
 use crate::config::KubeSchedulerConfiguration;
-use crate::explain::Explanation;
-use crate::explain::hints::Hint;
 use crate::session::{QueueCounts, Session, StepRecord};
 use std::collections::HashSet;
 
@@ -120,17 +118,6 @@ pub enum DetailTarget {
     Pod(String),
 }
 
-/// The explain pane's engine re-run, cached per pod (re-running it on every frame or
-/// step would be wasted work on a big cluster).
-#[derive(Debug, Clone)]
-pub struct ExplainCache {
-    pub pod: String,
-    /// `History::peek_seq` when it ran: the cluster it saw.
-    pub seq: u64,
-    pub result: Result<Explanation, String>,
-    pub hints: Vec<Hint>,
-}
-
 #[derive(Debug, Default)]
 pub struct QueueUi {
     pub rows: Vec<QueueRow>,
@@ -213,7 +200,9 @@ pub struct App {
     pub tree: TreeUi,
     pub detail: Option<DetailTarget>,
     pub detail_scroll: usize,
-    pub explain: Option<ExplainCache>,
+    pub explain: Option<super::explaining::ExplainCache>,
+    /// Engine work off the UI thread (explain, what-if); results arrive as actions.
+    pub background: super::background::Background,
     pub explain_scroll: usize,
     pub logs_scroll: usize,
     pub whatif: WhatIfUi,
@@ -259,6 +248,7 @@ impl App {
             detail: None,
             detail_scroll: 0,
             explain: None,
+            background: Default::default(),
             explain_scroll: 0,
             logs_scroll: 0,
             whatif: WhatIfUi {

@@ -6,9 +6,11 @@
 
 pub mod action;
 pub mod app;
+pub mod background;
 pub mod components;
 pub mod config;
 pub mod draw;
+pub mod explaining;
 pub mod keymap;
 pub mod layout;
 pub mod live;

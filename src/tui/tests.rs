@@ -18,6 +18,7 @@ const H: u16 = 32;
 
 const GATE: &str = "shop/release-gate-0";
 const TRAINER: &str = "ml/trainer-llm-0";
+const CHECKOUT: &str = "shop/checkout-7d9f6c8b5-w8r2t";
 
 fn demo_app_with(theme: Theme) -> App {
     let session = super::example_session().unwrap();
@@ -51,6 +52,14 @@ fn press(app: &mut App, keys: &str) {
         if let Some(a) = app.action_for_key(&k) {
             app.update(a);
         }
+    }
+}
+
+/// Applies the background worker's results until none is outstanding (blocking on the
+/// worker, not on a clock).
+fn settle(app: &mut App) {
+    while let Some(a) = app.background.wait_next() {
+        app.update(a);
     }
 }
 
@@ -152,16 +161,87 @@ fn explain_unschedulable_pod_with_hints() {
     let mut app = demo_app();
     press(&mut app, "ff");
     press(&mut app, &format!("p{TRAINER}\n4"));
+    settle(&mut app);
     let c = app.explain.as_ref().unwrap();
     assert_eq!(c.pod, TRAINER);
     assert!(
-        c.hints
+        c.outcome
+            .as_ref()
+            .unwrap()
+            .hints
             .iter()
             .any(|h| h.text.contains("toleration nvidia.com/gpu")),
         "{:?}",
-        c.hints
+        c.outcome
     );
     insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn explain_computes_in_the_background_and_the_app_stays_responsive() {
+    let mut app = demo_app();
+    let gate = std::sync::Arc::new(super::background::Gate::default());
+    app.background.gate = Some(gate.clone());
+    press(&mut app, "ff");
+    press(&mut app, &format!("p{TRAINER}\n4"));
+    // The worker holds the job: the pane says so, and keys still work meanwhile.
+    let s = screen(&mut app);
+    assert!(s.contains("computing hints…"), "{s}");
+    assert!(app.explain.as_ref().unwrap().outcome.is_none());
+    insta::assert_snapshot!("explain_computing", s);
+    press(&mut app, "jj");
+    assert_eq!(app.explain_scroll, 2);
+    press(&mut app, "gk");
+    assert_eq!(app.explain_scroll, 0);
+    // Released: the result arrives as an action and is drawn.
+    gate.open();
+    settle(&mut app);
+    // The hints are further down the pane.
+    press(&mut app, "jjjjjjjjjjjj");
+    let s = screen(&mut app);
+    assert!(!s.contains("computing hints…"), "{s}");
+    assert!(s.contains("✓ would fit"), "{s}");
+    insta::assert_snapshot!("explain_computed", s);
+}
+
+#[test]
+fn a_stale_explanation_is_dropped() {
+    let mut app = demo_app();
+    let gate = std::sync::Arc::new(super::background::Gate::default());
+    app.background.gate = Some(gate.clone());
+    press(&mut app, "ff");
+    press(&mut app, &format!("p{TRAINER}\n4"));
+    let first = app.explain.as_ref().unwrap().job;
+    // Another pod before the first answer: the first answer no longer matters.
+    press(&mut app, &format!("p{CHECKOUT}\n4"));
+    let c = app.explain.as_ref().unwrap();
+    assert_eq!(c.pod, CHECKOUT);
+    assert_ne!(c.job, first);
+    gate.open();
+    settle(&mut app);
+    let c = app.explain.as_ref().unwrap();
+    assert_eq!(c.pod, CHECKOUT);
+    let e = c.outcome.as_ref().unwrap().result.as_ref().unwrap();
+    assert_eq!(e.pod, CHECKOUT);
+    // An answer to the old job, arriving late, changes nothing.
+    let late = super::explaining::ExplainDone {
+        job: first,
+        outcome: super::explaining::Explained {
+            result: Err("late".into()),
+            hints: Vec::new(),
+        },
+    };
+    app.update(Action::Explained(Box::new(late)));
+    assert!(
+        app.explain
+            .as_ref()
+            .unwrap()
+            .outcome
+            .as_ref()
+            .unwrap()
+            .result
+            .is_ok()
+    );
 }
 
 #[test]
