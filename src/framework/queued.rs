@@ -35,6 +35,8 @@ pub struct QueuedPodInfo {
     pub gating_message: Option<String>,
     /// The message of the last failed attempt.
     pub last_failure: Option<String>,
+    /// Wall time the last PreEnqueue run took (the debugger's timeline shows it).
+    pub pre_enqueue: std::time::Duration,
     /// Order in which timestamps were given out: breaks ties between pods queued at the
     /// same instant of the virtual clock (upstream's clock never repeats).
     pub seq: u64,
@@ -55,6 +57,7 @@ impl QueuedPodInfo {
             gating_plugin_events: Vec::new(),
             gating_message: None,
             last_failure: None,
+            pre_enqueue: std::time::Duration::ZERO,
             seq: 0,
         }
     }

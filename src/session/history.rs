@@ -126,6 +126,8 @@ pub struct AttemptRecord {
     pub pod: String,
     pub profile: String,
     pub started: Timestamp,
+    /// Wall time of the PreEnqueue run that let the pod into the queue.
+    pub pre_enqueue: Duration,
     pub matrix: Option<FilterMatrix>,
     pub scores: Option<ScoreTable>,
     /// Snapshot index → node name, as of the attempt.
@@ -146,6 +148,8 @@ pub struct History {
     /// Steps taken since a caller asked to hear about them (the trace of a command),
     /// whether or not the bounded history keeps them.
     tap: Option<Vec<StepRecord>>,
+    /// The queue at each step, when a driver asks for it (time travel in the TUI).
+    pub queues: super::queue_history::QueueHistory,
 }
 
 impl History {
@@ -157,6 +161,7 @@ impl History {
             max_attempts,
             next_seq: 1,
             tap: None,
+            queues: Default::default(),
         }
     }
 

@@ -9,6 +9,7 @@ pub mod clock;
 pub mod divergence;
 pub mod feed;
 pub mod history;
+pub mod queue_history;
 mod replay;
 pub mod script;
 pub mod trace;
@@ -58,6 +59,10 @@ pub struct PodRecord {
     pub message: Option<String>,
     #[serde(skip)]
     pub attempts: u32,
+    /// `Core::records_version` when the record last changed (time travel: a record that
+    /// has not changed since a moment was already like this then).
+    #[serde(skip)]
+    pub version: u64,
 }
 
 /// What scheduling decisions do to the cluster. In replay the session applies them to its
@@ -145,6 +150,11 @@ pub struct Core {
     pub changes: Vec<(Timestamp, String)>,
     /// Pods recorded as Bound (kept as records change, so steps can count cheaply).
     bound: usize,
+    /// Counts changes to `pods` (a record set, or removed).
+    pub records_version: u64,
+    /// Pods whose record is neither Bound nor Ignored: the ones the queue pane lists
+    /// besides the queue, found without walking every bound pod.
+    pub unbound: std::collections::BTreeSet<String>,
     /// Node names in snapshot order for attempt records, shared while the node list
     /// stays the same (keyed by the snapshot's epoch).
     node_names: (u64, Arc<Vec<String>>),
@@ -231,6 +241,7 @@ impl Core {
                 status: PodStatus::Pending,
                 message: None,
                 attempts: 0,
+                version: 0,
             });
         if r.status == PodStatus::Bound {
             self.bound -= 1;
@@ -238,9 +249,22 @@ impl Core {
         if status == PodStatus::Bound {
             self.bound += 1;
         }
+        let changed = r.version == 0
+            || r.status != status
+            || r.node.as_deref() != node
+            || r.message != message;
         r.status = status;
         r.node = node.map(str::to_string);
         r.message = message;
+        if changed {
+            self.records_version += 1;
+            r.version = self.records_version;
+        }
+        if matches!(status, PodStatus::Bound | PodStatus::Ignored) {
+            self.unbound.remove(&pod.key);
+        } else {
+            self.unbound.insert(pod.key.clone());
+        }
     }
 
     /// Node names in snapshot order (what attempt records' indices refer to).
@@ -429,6 +453,8 @@ impl Core {
                 if self.pods.remove(&pi.key).map(|r| r.status) == Some(PodStatus::Bound) {
                     self.bound -= 1;
                 }
+                self.records_version += 1;
+                self.unbound.remove(&pi.key);
                 self.pending_divergences.remove(&pi.uid);
             }
             return;
@@ -564,6 +590,8 @@ impl Session {
             pending_divergences: BTreeMap::new(),
             changes: Vec::new(),
             bound: 0,
+            records_version: 0,
+            unbound: Default::default(),
             node_names: (u64::MAX, Arc::new(Vec::new())),
         };
         let pods: Vec<Arc<Pod>> = core.cluster.pods().cloned().collect();
@@ -622,9 +650,13 @@ impl Session {
             return true;
         }
         let now = self.now();
+        // The pop is QueueSort's work (the order was kept as pods entered): its time is
+        // the QueueSort step's.
+        let started = std::time::Instant::now();
         let Some(qpi) = self.core.queue.pop(&self.core.sched.frameworks[0], now) else {
             return false;
         };
+        let popped_in = started.elapsed();
         let pod = qpi.pod_info.clone();
         let Some(profile) = self.core.profile_of(&pod) else {
             self.core.queue.done(&pod.uid);
@@ -648,7 +680,7 @@ impl Session {
             Point::QueueSort,
             None,
             Status::new(Code::Success, msg),
-            Duration::ZERO,
+            popped_in,
         );
         self.current = Some(attempt);
         true
@@ -703,6 +735,7 @@ impl Session {
         if self.history.wants_steps() {
             self.history.push(rec.clone());
         }
+        self.note_queue(seq);
         rec
     }
 
@@ -739,6 +772,7 @@ impl Session {
             pod: a.pod().key.clone(),
             profile: self.core.sched.frameworks[a.profile].profile_name.clone(),
             started: a.qpi.timestamp,
+            pre_enqueue: a.qpi.pre_enqueue,
             matrix: a.cycle.matrix.clone(),
             scores: a.cycle.scores.clone(),
             node_names: names,
@@ -779,6 +813,10 @@ impl Session {
                 self.core
                     .record(a.pod(), PodStatus::Waiting, Some(&node), msg);
                 self.core.parked.insert(a.pod().uid.clone(), a);
+                // The step that parked it: its queue has the pod waiting, not in flight.
+                if let Some(last) = steps.last() {
+                    self.note_queue(last.seq);
+                }
             }
         } else {
             self.current = Some(a);

@@ -183,6 +183,7 @@ fn attempt_record(session: &Session) -> Option<AttemptRecord> {
                 .profile_name
                 .clone(),
             started: a.qpi.timestamp,
+            pre_enqueue: a.qpi.pre_enqueue,
             matrix: a.cycle.matrix.clone(),
             scores: a.cycle.scores.clone(),
             node_names: std::sync::Arc::new(names),

@@ -1,5 +1,6 @@
-//! Actions: everything that can change the app. Keys, mouse, ticks and the command line
-//! become actions; `App::update` is the only place that applies them.
+//! Actions: everything that can change the app. Keys, mouse, ticks, the command line
+//! and the background worker's results become actions; `App::update` is the only place
+//! that applies them.
 
 use std::time::Duration;
 
@@ -229,7 +230,7 @@ impl Command {
 }
 
 /// Anything `App::update` accepts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Action {
     Command(Command),
     /// A character typed into a prompt (command line, filter, reject message).
@@ -243,4 +244,6 @@ pub enum Action {
     ScrollUp(u16, u16),
     ScrollDown(u16, u16),
     Resize(u16, u16),
+    /// The background worker's explanation of a pod (see `explaining`).
+    Explained(Box<super::explaining::ExplainDone>),
 }

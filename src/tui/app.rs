@@ -2,8 +2,6 @@
 //! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
 
 use crate::config::KubeSchedulerConfiguration;
-use crate::explain::Explanation;
-use crate::explain::hints::Hint;
 use crate::session::{QueueCounts, Session, StepRecord};
 use std::collections::HashSet;
 
@@ -120,17 +118,6 @@ pub enum DetailTarget {
     Pod(String),
 }
 
-/// The explain pane's engine re-run, cached per pod (re-running it on every frame or
-/// step would be wasted work on a big cluster).
-#[derive(Debug, Clone)]
-pub struct ExplainCache {
-    pub pod: String,
-    /// `History::peek_seq` when it ran: the cluster it saw.
-    pub seq: u64,
-    pub result: Result<Explanation, String>,
-    pub hints: Vec<Hint>,
-}
-
 #[derive(Debug, Default)]
 pub struct QueueUi {
     pub rows: Vec<QueueRow>,
@@ -205,13 +192,17 @@ pub struct App {
     pub counts: QueueCounts,
     pub waiting: Vec<WaitingRow>,
     pub waiting_selected: usize,
+    /// Set while the queue and waiting panes show a past step.
+    pub past: Option<super::past::PastQueue>,
     pub timeline_selected: usize,
     pub matrix: MatrixUi,
     pub scores: ScoresUi,
     pub tree: TreeUi,
     pub detail: Option<DetailTarget>,
     pub detail_scroll: usize,
-    pub explain: Option<ExplainCache>,
+    pub explain: Option<super::explaining::ExplainCache>,
+    /// Engine work off the UI thread (explain, what-if); results arrive as actions.
+    pub background: super::background::Background,
     pub explain_scroll: usize,
     pub logs_scroll: usize,
     pub whatif: WhatIfUi,
@@ -222,8 +213,10 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
+    pub fn new(mut session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
         let plugins = super::whatif::plugin_rows(&session);
+        // Time travel shows each step's queue: history keeps it from now on.
+        session.history.queues.keep = true;
         let start = session.now();
         let mut app = App {
             session,
@@ -247,6 +240,7 @@ impl App {
             counts: QueueCounts::default(),
             waiting: Vec::new(),
             waiting_selected: 0,
+            past: None,
             timeline_selected: 0,
             matrix: MatrixUi::default(),
             scores: ScoresUi::default(),
@@ -254,6 +248,7 @@ impl App {
             detail: None,
             detail_scroll: 0,
             explain: None,
+            background: Default::default(),
             explain_scroll: 0,
             logs_scroll: 0,
             whatif: WhatIfUi {
@@ -330,17 +325,14 @@ impl App {
 
     /// Rebuilds what the tables show after the session or a filter changed.
     pub fn refresh(&mut self) {
-        let (rows, counts) = rows::queue_rows(&self.session);
-        self.queue.rows = rows;
-        self.counts = counts;
-        self.refresh_queue_order();
-        self.waiting = rows::waiting_rows(&self.session);
-        clamp(&mut self.waiting_selected, self.waiting.len());
         if let Some(c) = self.cursor
             && self.session.history.step(c).is_none()
         {
             self.cursor = None;
         }
+        self.refresh_queue_rows();
+        self.refresh_queue_order();
+        clamp(&mut self.waiting_selected, self.waiting.len());
         self.refresh_matrix();
         self.refresh_scores();
     }

@@ -6,18 +6,22 @@
 
 pub mod action;
 pub mod app;
+pub mod background;
 pub mod components;
 pub mod config;
 pub mod draw;
+pub mod explaining;
 pub mod keymap;
 pub mod layout;
 pub mod live;
 pub mod logs;
 pub mod moment;
+pub mod past;
 pub mod rows;
 pub mod terminal;
 pub mod theme;
 pub mod update;
+pub mod verdicts;
 pub mod whatif;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
 //! The moment being looked at: the latest step, or a past one (time travel), and the
 //! attempt it belongs to (verdict matrix, scores) — read from the Session and its History.
 
+use std::time::Duration;
+
 use crate::framework::cycle::{FilterMatrix, ScoreTable};
 use crate::framework::node_info::NodeInfo;
 use crate::session::{Point, Session, StepRecord};
@@ -33,6 +35,8 @@ pub struct AttemptData<'a> {
     pub outcome: Option<&'a str>,
     pub node: Option<&'a str>,
     pub message: Option<&'a str>,
+    /// Wall time of the PreEnqueue run that let the pod into the queue.
+    pub pre_enqueue: Duration,
 }
 
 /// The step shown: `cursor` (a past step's seq) or the latest one.
@@ -56,6 +60,7 @@ pub fn attempt(session: &Session, id: u64) -> Option<AttemptData<'_>> {
             outcome: a.outcome.as_deref(),
             node: a.node.as_deref(),
             message: a.message.as_deref(),
+            pre_enqueue: a.pre_enqueue,
         });
     }
     let a = session.current.as_ref().filter(|a| a.id == id)?;
@@ -69,6 +74,7 @@ pub fn attempt(session: &Session, id: u64) -> Option<AttemptData<'_>> {
         outcome: None,
         node: a.node.as_deref(),
         message: None,
+        pre_enqueue: a.qpi.pre_enqueue,
     })
 }
 
@@ -96,11 +102,14 @@ pub fn scores_ready(step: &StepRecord) -> bool {
     step.point >= Point::Score && step.point != Point::PostFilter
 }
 
+/// How far an attempt search walks through history (steps of other pods can sit
+/// between an attempt's steps when it was parked).
+const WINDOW: usize = 5_000;
+
 /// The steps of `step`'s attempt up to and including it, oldest first. Steps of other
 /// pods can sit between (a parked attempt resumes later), so this walks back to the
 /// attempt's first step (`QueueSort`) within a bounded window.
 pub fn attempt_steps<'a>(session: &'a Session, step: &StepRecord) -> Vec<&'a StepRecord> {
-    const WINDOW: usize = 5_000;
     let Some(id) = step.attempt else {
         return Vec::new();
     };
@@ -121,4 +130,16 @@ pub fn attempt_steps<'a>(session: &'a Session, step: &StepRecord) -> Vec<&'a Ste
     }
     out.reverse();
     out
+}
+
+/// The step of `step`'s attempt that came right after it, if history has one.
+pub fn next_attempt_step<'a>(session: &'a Session, step: &StepRecord) -> Option<&'a StepRecord> {
+    let id = step.attempt?;
+    let steps = &session.history.steps;
+    let first = steps.front()?.seq;
+    let start = (step.seq + 1).checked_sub(first)? as usize;
+    steps
+        .range(start.min(steps.len())..)
+        .take(WINDOW)
+        .find(|s| s.attempt == Some(id))
 }

@@ -1,14 +1,15 @@
 //! Rows the tables show, rebuilt after the session changes (never per frame): the queue
 //! by sub-queue, waiting pods per plugin, and the orders of the matrix and score rows.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
 
 use crate::framework::cycle::{FilterCell, FilterMatrix, ScoreTable};
 use crate::session::attempt::SIMULATED_PERMIT;
-use crate::session::{PodStatus, QueueCounts, Session};
+use crate::session::queue_history::{Place, QueueMoment, WaitingPlugin};
+use crate::session::{PodStatus, Session};
 
 /// Where a pod is, as the queue pane groups them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -109,65 +110,38 @@ fn left(expiry: Option<Timestamp>, now: Timestamp) -> String {
     }
 }
 
-/// Every pod the session knows, grouped by where it is.
-pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
-    let now = s.now();
-    let v = s.core.queue.view(&s.core.sched.frameworks[0], now);
-    let attempts = |key: &str| s.core.pods.get(key).map_or(0, |r| r.attempts);
+/// Every pod of a moment of the queue (now, or a past one from history), grouped by
+/// where it was; `at` is that moment's time (backoff left is counted to it). Bound pods
+/// come from the present records: in the past, those whose record has not changed since
+/// (`past`), and the number of pods bound then whose record changed or went since.
+pub fn queue_rows(
+    s: &Session,
+    m: &QueueMoment,
+    at: Timestamp,
+    past: bool,
+) -> (Vec<QueueRow>, usize) {
     let mut rows = Vec::new();
-    for f in &v.in_flight {
-        // A pod held at Permit is in flight for the queue; it is listed as waiting.
-        let waiting = s
-            .core
-            .pods
-            .get(&f.pod.key)
-            .is_some_and(|r| r.status == PodStatus::Waiting);
-        if waiting {
-            continue;
-        }
+    let mut bound_then = 0;
+    for q in &m.queued {
+        let (state, info) = match &q.place {
+            Place::InFlight => (QState::InFlight, "being scheduled".to_string()),
+            Place::Active { priority } => (QState::Active, format!("priority {priority}")),
+            Place::Backoff { until, error } => {
+                let what = if *error { "error backoff" } else { "backoff" };
+                (QState::Backoff, format!("{what} {} left", left(*until, at)))
+            }
+            Place::Unschedulable { message } => (QState::Unschedulable, message.clone()),
+            Place::Gated { plugin, message } => (QState::Gated, format!("{plugin}: {message}")),
+        };
         rows.push(QueueRow {
-            pod: f.pod.key.clone(),
-            state: QState::InFlight,
-            info: "being scheduled".into(),
-            attempts: attempts(&f.pod.key),
+            pod: q.pod.clone(),
+            state,
+            info,
+            attempts: q.attempts,
         });
     }
-    for p in &v.active {
-        rows.push(QueueRow {
-            pod: p.pod_info.key.clone(),
-            state: QState::Active,
-            info: format!("priority {}", p.pod_info.priority),
-            attempts: attempts(&p.pod_info.key),
-        });
-    }
-    for b in &v.backoff {
-        let what = if b.error { "error backoff" } else { "backoff" };
-        rows.push(QueueRow {
-            pod: b.pod.pod_info.key.clone(),
-            state: QState::Backoff,
-            info: format!("{what} {} left", left(b.expiry, now)),
-            attempts: attempts(&b.pod.pod_info.key),
-        });
-    }
-    for u in &v.unschedulable {
-        rows.push(QueueRow {
-            pod: u.pod.pod_info.key.clone(),
-            state: QState::Unschedulable,
-            info: u.message.clone(),
-            attempts: attempts(&u.pod.pod_info.key),
-        });
-    }
-    for g in &v.gated {
-        rows.push(QueueRow {
-            pod: g.pod.pod_info.key.clone(),
-            state: QState::Gated,
-            info: format!("{}: {}", g.plugin, g.message),
-            attempts: attempts(&g.pod.pod_info.key),
-        });
-    }
-    let queued: HashSet<String> = rows.iter().map(|r| r.pod.clone()).collect();
     let mut chosen: Option<HashMap<&str, &str>> = None;
-    for r in s.core.pods.values() {
+    for r in &m.others {
         let (state, info) = match r.status {
             // A simulated wait (live shadow mode) carries the plugin's message; a real
             // one shows its node.
@@ -175,13 +149,12 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
                 Some(m) if m.contains(SIMULATED_PERMIT) => (QState::Waiting, m.to_string()),
                 _ => (QState::Waiting, r.node.clone().unwrap_or_default()),
             },
-            PodStatus::Bound => (QState::Bound, r.node.clone().unwrap_or_default()),
             // Out of the queue yet unbound: deferred to another binder.
-            PodStatus::Unschedulable if !queued.contains(&r.pod) => {
+            PodStatus::Unschedulable => {
                 (QState::Unschedulable, r.message.clone().unwrap_or_default())
             }
-            PodStatus::Pending if !queued.contains(&r.pod) => {
-                let chosen = chosen.get_or_insert_with(|| last_choices(s));
+            PodStatus::Pending => {
+                let chosen = chosen.get_or_insert_with(|| last_choices(s, m.last_attempt));
                 let info = match chosen.get(r.pod.as_str()) {
                     Some(n) => format!("kubestep picks {n}"),
                     None => r.message.clone().unwrap_or_default(),
@@ -197,22 +170,27 @@ pub fn queue_rows(s: &Session) -> (Vec<QueueRow>, QueueCounts) {
             attempts: r.attempts,
         });
     }
-    let mut counts = QueueCounts {
-        active: v.active.len(),
-        backoff: v.backoff.len(),
-        unschedulable: v.unschedulable.len(),
-        gated: v.gated.len(),
-        waiting: s.core.waiting.len(),
-        bound: 0,
-    };
-    counts.bound = rows.iter().filter(|r| r.state == QState::Bound).count();
-    (rows, counts)
+    let bound = s
+        .core
+        .pods
+        .values()
+        .filter(|r| r.status == PodStatus::Bound && (!past || r.version <= m.records_version));
+    for r in bound {
+        bound_then += 1;
+        rows.push(QueueRow {
+            pod: r.pod.clone(),
+            state: QState::Bound,
+            info: r.node.clone().unwrap_or_default(),
+            attempts: r.attempts,
+        });
+    }
+    (rows, m.bound.saturating_sub(bound_then))
 }
 
-/// Each pod's node in its latest attempt that chose one.
-fn last_choices(s: &Session) -> HashMap<&str, &str> {
+/// Each pod's node in its latest attempt that chose one, among attempts up to `last`.
+fn last_choices(s: &Session, last: u64) -> HashMap<&str, &str> {
     let mut out = HashMap::new();
-    for a in s.history.attempts.iter().rev() {
+    for a in s.history.attempts.iter().rev().filter(|a| a.id <= last) {
         if let Some(n) = &a.node {
             out.entry(a.pod.as_str()).or_insert(n.as_str());
         }
@@ -243,42 +221,7 @@ pub fn queue_order(rows: &[QueueRow], filter: &str, sort: QueueSort) -> Vec<usiz
 }
 
 /// One waiting pod and one plugin it waits on (or has been allowed by).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WaitingRow {
-    pub pod: String,
-    pub node: String,
-    pub plugin: String,
-    pub allowed: bool,
-    pub deadline: Option<Timestamp>,
-}
-
-pub fn waiting_rows(s: &Session) -> Vec<WaitingRow> {
-    let mut out = Vec::new();
-    for w in s.core.waiting.list() {
-        if w.outcome.is_some() {
-            continue;
-        }
-        for (plugin, deadline) in &w.pending {
-            out.push(WaitingRow {
-                pod: w.pod.key.clone(),
-                node: w.node.clone(),
-                plugin: plugin.clone(),
-                allowed: false,
-                deadline: Some(*deadline),
-            });
-        }
-        for plugin in &w.allowed {
-            out.push(WaitingRow {
-                pod: w.pod.key.clone(),
-                node: w.node.clone(),
-                plugin: plugin.clone(),
-                allowed: true,
-                deadline: None,
-            });
-        }
-    }
-    out
-}
+pub type WaitingRow = WaitingPlugin;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MatrixSort {

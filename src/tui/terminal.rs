@@ -145,6 +145,10 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
                 app.update(a);
             }
         }
+        // Results of background work (explain, what-if) arrive like any other input.
+        while let Some(a) = app.background.try_next() {
+            app.update(a);
+        }
         if last_tick.elapsed() >= TICK {
             let dt = last_tick.elapsed();
             last_tick = Instant::now();

@@ -18,6 +18,7 @@ const H: u16 = 32;
 
 const GATE: &str = "shop/release-gate-0";
 const TRAINER: &str = "ml/trainer-llm-0";
+const CHECKOUT: &str = "shop/checkout-7d9f6c8b5-w8r2t";
 
 fn demo_app_with(theme: Theme) -> App {
     let session = super::example_session().unwrap();
@@ -39,11 +40,12 @@ fn key(c: char) -> KeyEvent {
     KeyEvent::new(KeyCode::Char(c), m)
 }
 
-/// Types `keys` as a person would (`\n` is Enter, `\x1b` Esc).
+/// Types `keys` as a person would (`\n` is Enter, `\t` Tab, `\x1b` Esc).
 fn press(app: &mut App, keys: &str) {
     for c in keys.chars() {
         let k = match c {
             '\n' => KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
+            '\t' => KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE),
             '\x1b' => KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE),
             c => key(c),
         };
@@ -53,9 +55,25 @@ fn press(app: &mut App, keys: &str) {
     }
 }
 
+/// Applies the background worker's results until none is outstanding (blocking on the
+/// worker, not on a clock).
+fn settle(app: &mut App) {
+    while let Some(a) = app.background.wait_next() {
+        app.update(a);
+    }
+}
+
 fn terminal(app: &mut App) -> Terminal<TestBackend> {
+    let zero = std::time::Duration::ZERO;
     for s in app.session.history.steps.iter_mut() {
-        s.duration = std::time::Duration::ZERO;
+        s.duration = zero;
+    }
+    for a in app.session.history.attempts.iter_mut() {
+        std::sync::Arc::make_mut(a).pre_enqueue = zero;
+    }
+    let s = &mut app.session;
+    for a in s.current.iter_mut().chain(s.core.parked.values_mut()) {
+        a.qpi.pre_enqueue = zero;
     }
     let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
     t.draw(|f| super::draw::draw(f, app)).unwrap();
@@ -143,16 +161,87 @@ fn explain_unschedulable_pod_with_hints() {
     let mut app = demo_app();
     press(&mut app, "ff");
     press(&mut app, &format!("p{TRAINER}\n4"));
+    settle(&mut app);
     let c = app.explain.as_ref().unwrap();
     assert_eq!(c.pod, TRAINER);
     assert!(
-        c.hints
+        c.outcome
+            .as_ref()
+            .unwrap()
+            .hints
             .iter()
             .any(|h| h.text.contains("toleration nvidia.com/gpu")),
         "{:?}",
-        c.hints
+        c.outcome
     );
     insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn explain_computes_in_the_background_and_the_app_stays_responsive() {
+    let mut app = demo_app();
+    let gate = std::sync::Arc::new(super::background::Gate::default());
+    app.background.gate = Some(gate.clone());
+    press(&mut app, "ff");
+    press(&mut app, &format!("p{TRAINER}\n4"));
+    // The worker holds the job: the pane says so, and keys still work meanwhile.
+    let s = screen(&mut app);
+    assert!(s.contains("computing hints…"), "{s}");
+    assert!(app.explain.as_ref().unwrap().outcome.is_none());
+    insta::assert_snapshot!("explain_computing", s);
+    press(&mut app, "jj");
+    assert_eq!(app.explain_scroll, 2);
+    press(&mut app, "gk");
+    assert_eq!(app.explain_scroll, 0);
+    // Released: the result arrives as an action and is drawn.
+    gate.open();
+    settle(&mut app);
+    // The hints are further down the pane.
+    press(&mut app, "jjjjjjjjjjjj");
+    let s = screen(&mut app);
+    assert!(!s.contains("computing hints…"), "{s}");
+    assert!(s.contains("✓ would fit"), "{s}");
+    insta::assert_snapshot!("explain_computed", s);
+}
+
+#[test]
+fn a_stale_explanation_is_dropped() {
+    let mut app = demo_app();
+    let gate = std::sync::Arc::new(super::background::Gate::default());
+    app.background.gate = Some(gate.clone());
+    press(&mut app, "ff");
+    press(&mut app, &format!("p{TRAINER}\n4"));
+    let first = app.explain.as_ref().unwrap().job;
+    // Another pod before the first answer: the first answer no longer matters.
+    press(&mut app, &format!("p{CHECKOUT}\n4"));
+    let c = app.explain.as_ref().unwrap();
+    assert_eq!(c.pod, CHECKOUT);
+    assert_ne!(c.job, first);
+    gate.open();
+    settle(&mut app);
+    let c = app.explain.as_ref().unwrap();
+    assert_eq!(c.pod, CHECKOUT);
+    let e = c.outcome.as_ref().unwrap().result.as_ref().unwrap();
+    assert_eq!(e.pod, CHECKOUT);
+    // An answer to the old job, arriving late, changes nothing.
+    let late = super::explaining::ExplainDone {
+        job: first,
+        outcome: super::explaining::Explained {
+            result: Err("late".into()),
+            hints: Vec::new(),
+        },
+    };
+    app.update(Action::Explained(Box::new(late)));
+    assert!(
+        app.explain
+            .as_ref()
+            .unwrap()
+            .outcome
+            .as_ref()
+            .unwrap()
+            .result
+            .is_ok()
+    );
 }
 
 #[test]
@@ -180,6 +269,95 @@ fn time_travel_shows_the_past() {
     // Stepping while in the past returns to the present.
     press(&mut app, "[n");
     assert_eq!(app.cursor, None);
+}
+
+#[test]
+fn timeline_verdicts_as_of_a_past_step() {
+    let mut app = demo_app();
+    // The first pod to the end: bound.
+    press(&mut app, "f");
+    let s = screen(&mut app);
+    assert!(s.contains("▶✓ Bind           Success"), "{s}");
+    // Back to the middle of its Filter: Filter is running, what came later is pending
+    // (the timeline shows what was known then, not how the attempt ended).
+    while app.moment().is_some_and(|m| {
+        m.point != crate::session::Point::Filter || m.plugin.as_deref() != Some("TaintToleration")
+    }) {
+        press(&mut app, "[");
+    }
+    let s = screen(&mut app);
+    assert!(s.contains("▶… Filter         running"), "{s}");
+    assert!(s.contains("… Score          pending"), "{s}");
+    assert!(s.contains("Cycle · ⏪ attempt 1"), "{s}");
+    insta::assert_snapshot!(s);
+}
+
+/// Travels back until `pred` holds for the step shown.
+fn back_until(app: &mut App, pred: impl Fn(&crate::session::StepRecord) -> bool) {
+    while !app.moment().is_some_and(&pred) {
+        let before = app.cursor;
+        press(app, "[");
+        assert!(
+            app.cursor != before || before.is_none(),
+            "no such step in history"
+        );
+    }
+}
+
+#[test]
+fn past_moment_shows_the_queue_of_then() {
+    let mut app = demo_app();
+    until_waiting(&mut app, GATE);
+    // Now: the trainer is unschedulable, the gate waits at Permit.
+    let now = screen(&mut app);
+    assert!(now.contains("✗ ml/trainer-llm-0"), "{now}");
+    // Back to the trainer's first Filter step: it is in flight, the gate still in
+    // activeQ, nobody waits at Permit.
+    back_until(&mut app, |s| {
+        s.pod.as_deref() == Some(TRAINER) && s.point == crate::session::Point::Filter
+    });
+    let s = screen(&mut app);
+    assert!(s.contains("▶ ml/trainer-llm-0"), "{s}");
+    assert!(s.contains("● shop/release-gate-0"), "{s}");
+    assert!(s.contains("Queue 9/9 ⏪ step"), "{s}");
+    assert!(s.contains("no pod waited at Permit then"), "{s}");
+    insta::assert_snapshot!(s);
+    // Back to now.
+    press(&mut app, "0");
+    assert!(app.past.is_none());
+    assert!(screen(&mut app).contains("✗ ml/trainer-llm-0"));
+}
+
+#[test]
+fn waiting_list_in_the_past_and_allow_refused_there() {
+    let mut app = demo_app();
+    until_waiting(&mut app, GATE);
+    press(&mut app, "a");
+    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    // Back to when the gate was parked at Permit: it waits there again, with the time
+    // it had left then, in the queue and in the waiting list.
+    back_until(&mut app, |s| {
+        s.pod.as_deref() == Some(GATE)
+            && s.point == crate::session::Point::Permit
+            && s.plugin.is_none()
+    });
+    let past = app.cursor;
+    assert_eq!(app.waiting.len(), 1);
+    let s = screen(&mut app);
+    assert!(s.contains("Waiting at Permit 1 ⏪ step"), "{s}");
+    assert!(s.contains("⏸ shop/release-gate-0 MA 15m00s"), "{s}");
+    // Allowing or rejecting there would act on a past state: refused, nothing changes.
+    press(&mut app, "\tr");
+    assert_eq!(app.mode, super::app::Mode::Normal);
+    let (level, msg) = app.status.clone().unwrap();
+    assert_eq!(level, super::app::Level::Error);
+    assert!(msg.contains("reject acts on pods waiting now"), "{msg}");
+    press(&mut app, "a");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("allow acts on pods waiting now"), "{msg}");
+    assert_eq!(app.cursor, past);
+    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    insta::assert_snapshot!(screen(&mut app));
 }
 
 #[test]

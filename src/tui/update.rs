@@ -9,7 +9,7 @@ use crate::session::script::{self, Command as ScriptCommand};
 use crate::session::{Breakpoint, Point, StopReason, clock};
 
 use super::action::{Action, Command, Pane, Tab};
-use super::app::{App, DetailTarget, ExplainCache, Level, Mode, PromptKind, SPEEDS, clamp};
+use super::app::{App, DetailTarget, Level, Mode, PromptKind, SPEEDS, clamp};
 use super::layout;
 
 /// Rows a page key moves.
@@ -57,6 +57,7 @@ impl App {
             }
             Action::Submit => self.submit(),
             Action::Command(c) => self.command(c),
+            Action::Explained(done) => self.explained(*done),
         }
         self.ensure_explain();
     }
@@ -208,6 +209,8 @@ impl App {
                 self.scores.mode = self.scores.mode.next();
                 self.info(format!("scores: {}", self.scores.mode.label()));
             }
+            Command::Allow | Command::AllowAll if self.refuse_in_past("allow") => {}
+            Command::Reject if self.refuse_in_past("reject") => {}
             Command::Allow | Command::AllowAll => self.allow(c == Command::AllowAll),
             Command::Reject => match self.selected_waiting() {
                 Some(w) => {
@@ -758,44 +761,6 @@ impl App {
         self.info(format!(
             "what-if re-run of {pod} (not part of the session's history)"
         ));
-    }
-
-    /// The explain pane's engine re-run, for the pod shown (not while running: results
-    /// would be stale by the next tick anyway).
-    fn ensure_explain(&mut self) {
-        if self.tab != Tab::Explain || self.running {
-            return;
-        }
-        let Some(pod) = self.subject_pod() else {
-            self.explain = None;
-            return;
-        };
-        let seq = self.session.history.peek_seq();
-        if self
-            .explain
-            .as_ref()
-            .is_some_and(|c| c.pod == pod && c.seq == seq)
-        {
-            return;
-        }
-        let Some(p) = self.session.core.cluster.pod(&pod).cloned() else {
-            self.explain = None;
-            return;
-        };
-        let cfg = &self.session.core.sched.config;
-        let result = crate::explain::explain(&self.session.core.cluster, cfg, p.clone())
-            .map_err(|e| e.to_string());
-        let hints = match &result {
-            Ok(e) => crate::explain::hints::what_if(&self.session.core.cluster, cfg, &p, e),
-            Err(_) => Vec::new(),
-        };
-        self.explain = Some(ExplainCache {
-            pod,
-            seq,
-            result,
-            hints,
-        });
-        self.explain_scroll = 0;
     }
 
     fn click(&mut self, x: u16, y: u16) {

@@ -6,4 +6,5 @@ mod support;
 mod approval;
 mod gang;
 mod queue;
+mod queue_history;
 mod stepping;

@@ -23,6 +23,12 @@ impl SchedulingQueue {
     /// Runs the profile's PreEnqueue plugins (the gating plugin first); the first that
     /// does not succeed gates the pod.
     pub(super) fn run_pre_enqueue(&self, h: &Handle, fwk: &Framework, qpi: &mut QueuedPodInfo) {
+        let started = std::time::Instant::now();
+        self.gate(h, fwk, qpi);
+        qpi.pre_enqueue = started.elapsed();
+    }
+
+    fn gate(&self, h: &Handle, fwk: &Framework, qpi: &mut QueuedPodInfo) {
         let hh = handle_for(h, fwk);
         let plugins = fwk.plugins(ExtensionPoint::PreEnqueue);
         let gating = qpi.gating_plugin.clone();

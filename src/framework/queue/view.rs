@@ -175,3 +175,35 @@ pub(super) fn build(q: &SchedulingQueue, fwk: &Framework, now: Timestamp) -> Que
         scheduling_cycle: q.scheduling_cycle,
     }
 }
+
+impl SchedulingQueue {
+    /// Every pod waiting in a queue, with where it waits, in `view`'s order but borrowed
+    /// (nothing copied, no hints built): cheap enough to run after every step, which the
+    /// debugger's history does to remember each moment's queue.
+    pub fn for_each_queued<'a>(&'a self, mut f: impl FnMut(QueueName, &'a QueuedPodInfo)) {
+        for p in self.active.iter() {
+            f(QueueName::Active, p);
+        }
+        for p in self.backoff.iter() {
+            f(QueueName::Backoff, p);
+        }
+        for p in self.error_backoff.iter() {
+            f(QueueName::ErrorBackoff, p);
+        }
+        let mut waiting: Vec<&QueuedPodInfo> = self.unschedulable.values().collect();
+        waiting.sort_by(|a, b| a.timestamp.cmp(&b.timestamp).then(a.seq.cmp(&b.seq)));
+        for p in waiting {
+            let to = if p.gated() {
+                QueueName::Gated
+            } else {
+                QueueName::Unschedulable
+            };
+            f(to, p);
+        }
+    }
+
+    /// Pods popped and not done yet (being scheduled, or held at Permit).
+    pub fn in_flight_pods(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
+        self.in_flight.values().map(|i| &i.pod)
+    }
+}

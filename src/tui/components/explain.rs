@@ -1,8 +1,8 @@
 //! Explain: for the pod shown, the outcome and the exact kube-scheduler message, the
 //! reasons grouped by plugin with node counts and names (upstream's first failure per
 //! node, from the attempt's matrix), preemption (nominated node, victims) and what-if
-//! hints, both from re-running the engine on the current cluster. `text` is also what
-//! `y` copies.
+//! hints, both from re-running the engine on the current cluster (in the background:
+//! "computing hints…" until it is done). `text` is also what `y` copies.
 
 use std::collections::BTreeMap;
 
@@ -109,9 +109,17 @@ pub fn text(app: &App) -> Vec<String> {
         out.push("not attempted yet".into());
     }
     match &app.explain {
-        Some(c) if c.pod == pod => {
+        Some(c) if c.pod == pod && c.outcome.is_none() => {
             out.push(String::new());
-            match &c.result {
+            out.push("Re-run on the current cluster (kubestep explain):".into());
+            out.push("  computing hints…".into());
+        }
+        Some(c)
+            if c.pod == pod
+                && let Some(o) = &c.outcome =>
+        {
+            out.push(String::new());
+            match &o.result {
                 Ok(e) => {
                     out.push("Re-run on the current cluster (kubestep explain):".into());
                     match (&e.bound, &e.message) {
@@ -130,13 +138,13 @@ pub fn text(app: &App) -> Vec<String> {
                     } else if e.message.is_some() && e.nominated_node.is_none() {
                         out.push("  preemption: no candidate node".into());
                     }
-                    if !c.hints.is_empty() {
+                    if !o.hints.is_empty() {
                         out.push(String::new());
                         out.push(
                             "What-if (kubestep's hints, each confirmed by re-running the engine):"
                                 .into(),
                         );
-                        for h in &c.hints {
+                        for h in &o.hints {
                             out.push(format!("  ✓ {}", h.text));
                         }
                     }

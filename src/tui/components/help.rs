@@ -30,7 +30,7 @@ pub fn draw(f: &mut Frame, app: &App, scroll: usize) {
     }
     lines.push(Line::default());
     lines.push(Line::from(span(
-        "Symbols: ✓ pass  ✗ reject  ✗* upstream's first failure  – skipped  ! error  · not run yet  ★ selected  = tied",
+        "Symbols: ✓ pass  ✗ reject  ✗* upstream's first failure  – skipped / not run  ! error  ⏸ waits at Permit  … not reached yet (or running)  · not run yet  ★ selected  = tied  ⏪ a past step",
         t.muted,
     )));
     lines.push(Line::from(span(

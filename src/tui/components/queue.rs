@@ -1,5 +1,6 @@
 //! Queue pane: every pod by where it is (in flight, activeQ, backoffQ with time left,
-//! unschedulable with the last reason, gated, waiting, bound); filter, sort, Enter.
+//! unschedulable with the last reason, gated, waiting, bound); filter, sort, Enter. At a
+//! past step, the queue as it was then (title marked ⏪).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -38,7 +39,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     if q.sort != Default::default() {
         title.push_str(&format!("by {} ", q.sort.label()));
     }
-    let block = pane(app, title, focused);
+    // Unstyled: the pane's title style (focused or not) applies.
+    let mut title = vec![span(title, ratatui::style::Style::default())];
+    if let Some(p) = &app.past {
+        title.push(span(format!("⏪ step {} ", p.seq), t.warning));
+        if p.unlisted_bound > 0 {
+            title.push(span(
+                format!("+{} bound then, changed since ", p.unlisted_bound),
+                t.muted,
+            ));
+        }
+    }
+    let block = pane(app, Line::from(title), focused);
     let inner = block.inner(area);
     let visible = layout::visible_rows(area, 0, 0);
     let offset = layout::offset(q.selected, visible);
@@ -77,12 +89,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let empty = lines.is_empty();
     f.render_widget(block, area);
     if empty {
-        let msg = if q.rows.is_empty() {
-            "no pods"
-        } else {
-            "no pod matches the filter"
+        let msg = match &app.past {
+            Some(p) if !p.kept => format!(
+                "the queue at step {} is no longer kept (history keeps the latest changes); {} returns to now",
+                p.seq,
+                app.keymap.label(crate::tui::action::Command::Live)
+            ),
+            _ if q.rows.is_empty() => "no pods".into(),
+            _ => "no pod matches the filter".into(),
         };
-        f.render_widget(Paragraph::new(span(msg, t.muted)), inner);
+        let p = Paragraph::new(span(msg, t.muted)).wrap(ratatui::widgets::Wrap { trim: true });
+        f.render_widget(p, inner);
     } else {
         f.render_widget(Paragraph::new(lines), inner);
     }

@@ -1,5 +1,6 @@
 //! Waiting pods: pods held at Permit, one row per plugin, with the time left (a live
 //! countdown on the session clock). `a` allows for the plugin, `A` for all, `r` rejects.
+//! At a past step: who waited then (marked ⏪); `a` / `r` are refused there.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -17,24 +18,33 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let focused = app.focus == Pane::Waiting;
     // Shadow mode writes nothing: its waits are kubestep's simulation, never the cluster's.
     let simulated = if app.shadow() { "· simulated " } else { "" };
-    let block = pane(
-        app,
-        format!(" Waiting at Permit {} {simulated}", app.pods_waiting()),
-        focused,
-    );
+    let count = app.past.as_ref().map_or(app.pods_waiting(), |p| p.waiting);
+    // Unstyled: the pane's title style (focused or not) applies.
+    let mut title = vec![span(
+        format!(" Waiting at Permit {count} {simulated}"),
+        ratatui::style::Style::default(),
+    )];
+    if let Some(p) = &app.past {
+        title.push(span(format!("⏪ step {} ", p.seq), t.warning));
+    }
+    let block = pane(app, Line::from(title), focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
     if app.waiting.is_empty() {
-        let empty = if app.shadow() {
-            "shadow mode holds nothing at Permit: pods a Permit plugin would hold are listed in the queue as waiting (simulated)"
-        } else {
-            "no pod waits at Permit"
+        let empty = match &app.past {
+            Some(p) if !p.kept => "not kept for this step",
+            Some(_) => "no pod waited at Permit then",
+            None if app.shadow() => {
+                "shadow mode holds nothing at Permit: pods a Permit plugin would hold are listed in the queue as waiting (simulated)"
+            }
+            None => "no pod waits at Permit",
         };
         let p = Paragraph::new(span(empty, t.muted)).wrap(Wrap { trim: true });
         f.render_widget(p, inner);
         return;
     }
-    let now = app.session.now();
+    // Countdowns at a past step are as they stood then.
+    let now = app.shown_time();
     let visible = layout::visible_rows(area, 0, 0);
     let offset = layout::offset(app.waiting_selected, visible);
     let w = inner.width as usize;
