@@ -93,6 +93,8 @@ pub enum Command {
     WeightUp,
     WeightDown,
     WhatIfRun,
+    WhatIfField,
+    WhatIfUndo,
     Cancel,
     TabFilter,
     TabScores,
@@ -104,7 +106,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 45] = [
+    pub const ALL: [Command; 47] = [
         Command::Step,
         Command::StepPlugin,
         Command::FinishPod,
@@ -142,6 +144,8 @@ impl Command {
         Command::WeightUp,
         Command::WeightDown,
         Command::WhatIfRun,
+        Command::WhatIfField,
+        Command::WhatIfUndo,
         Command::Cancel,
         Command::TabFilter,
         Command::TabScores,
@@ -213,6 +217,11 @@ impl Command {
                 "what-if-run",
                 "what-if: re-run the pod with both configurations",
             ),
+            Command::WhatIfField => (
+                "what-if-edit",
+                "what-if: edit a pod or node field (requests, toleration, nodeSelector, labels, taints, allocatable)",
+            ),
+            Command::WhatIfUndo => ("what-if-undo", "what-if: undo the last field edit"),
             Command::Cancel => ("cancel", "close a popup / clear the filter"),
             Command::TabFilter => ("tab-filter", "Filter matrix"),
             Command::TabScores => ("tab-scores", "Scores"),
@@ -246,4 +255,6 @@ pub enum Action {
     Resize(u16, u16),
     /// The background worker's explanation of a pod (see `explaining`).
     Explained(Box<super::explaining::ExplainDone>),
+    /// The background worker's what-if comparison (see `whatif_actions`).
+    Compared(Box<super::whatif_actions::CompareDone>),
 }

@@ -32,6 +32,8 @@ pub enum PromptKind {
     QueueFilter,
     MatrixFilter,
     JumpPod,
+    /// A what-if edit of a pod or node field.
+    WhatIfField,
     /// The message for rejecting a waiting pod.
     Reject {
         pod: String,
@@ -46,6 +48,7 @@ impl PromptKind {
             PromptKind::QueueFilter => "filter pods /".into(),
             PromptKind::MatrixFilter => "filter nodes /".into(),
             PromptKind::JumpPod => "jump to pod: ".into(),
+            PromptKind::WhatIfField => "what-if edit (pod request|toleration|selector, node NAME label|untaint|allocatable): ".into(),
             PromptKind::Reject { pod, plugin } => format!(
                 "reject {pod}{} — message: ",
                 plugin
@@ -164,6 +167,8 @@ pub struct WhatIfUi {
     /// The alternative configuration (`--compare FILE`), else the session's.
     pub alt: Option<(String, KubeSchedulerConfiguration)>,
     pub result: Option<Result<Comparison, String>>,
+    /// The re-run under way on the background worker, and its pod.
+    pub job: Option<(u64, String)>,
 }
 
 pub struct App {

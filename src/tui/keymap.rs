@@ -183,6 +183,8 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::WeightUp, &["ctrl-up", "K"]),
     (Command::WeightDown, &["ctrl-down"]),
     (Command::WhatIfRun, &["R"]),
+    (Command::WhatIfField, &["e"]),
+    (Command::WhatIfUndo, &["u"]),
     (Command::Cancel, &["esc"]),
     (Command::TabFilter, &["1"]),
     (Command::TabScores, &["2"]),

@@ -23,6 +23,8 @@ pub mod theme;
 pub mod update;
 pub mod verdicts;
 pub mod whatif;
+pub mod whatif_actions;
+pub mod whatif_fields;
 
 use std::path::{Path, PathBuf};
 

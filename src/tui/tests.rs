@@ -251,6 +251,17 @@ fn help_is_generated_from_the_keymap() {
     let s = screen(&mut app);
     assert!(s.contains("step: finish the current extension point"));
     insta::assert_snapshot!(s);
+    // The what-if field keys are in it too (further down).
+    let help = app.keymap.help();
+    assert!(
+        help.iter()
+            .any(|(k, d)| k == "e" && d.contains("edit a pod or node field")),
+        "{help:?}"
+    );
+    assert!(
+        help.iter()
+            .any(|(k, d)| k == "u" && d.contains("undo the last field edit"))
+    );
     press(&mut app, "\x1b");
     assert_eq!(app.mode, super::app::Mode::Normal);
 }
@@ -369,6 +380,7 @@ fn what_if_never_enters_history() {
     let pods = app.session.summary().len();
     // Disable the first plugin (NodeUnschedulable), re-run the trainer.
     press(&mut app, &format!("p{TRAINER}\n7xR"));
+    settle(&mut app);
     let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.pod, TRAINER);
     assert!(
@@ -380,6 +392,91 @@ fn what_if_never_enters_history() {
     assert_eq!(app.session.history.attempts.len(), attempts);
     assert_eq!(app.session.summary().len(), pods);
     insta::assert_snapshot!(screen(&mut app));
+}
+
+#[test]
+fn what_if_field_edits_rerun_the_pod_on_copies() {
+    let mut app = demo_app();
+    press(&mut app, "ff");
+    let steps = app.session.history.steps.len();
+    let cluster_pod = app.session.core.cluster.pod(TRAINER).cloned();
+    let gpu_node = "ip-10-0-3-31.eu-west-1.compute.internal";
+    // The toleration the explain hint suggests, typed at the what-if prompt.
+    press(&mut app, &format!("p{TRAINER}\n"));
+    press(
+        &mut app,
+        "epod toleration nvidia.com/gpu=present:NoSchedule\n",
+    );
+    assert_eq!(app.tab, Tab::WhatIf);
+    settle(&mut app);
+    let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
+    assert_eq!(r.pod, TRAINER);
+    let base = r.base.as_ref().unwrap();
+    let alt = r.alt.as_ref().unwrap();
+    assert!(base.bound.is_none(), "{:?}", base.message);
+    assert_eq!(alt.bound.as_deref(), Some(gpu_node), "{:?}", alt.message);
+    insta::assert_snapshot!("what_if_field_edit", screen(&mut app));
+    // A node edit too: the GPU node's taint removed on the copy; the real node keeps it.
+    press(
+        &mut app,
+        &format!("enode {gpu_node} untaint nvidia.com/gpu\n"),
+    );
+    settle(&mut app);
+    assert_eq!(app.whatif.edits.fields.len(), 2);
+    let real = app
+        .session
+        .core
+        .cluster
+        .nodes()
+        .iter()
+        .find(|n| n.metadata.name.as_deref() == Some(gpu_node))
+        .unwrap()
+        .clone();
+    assert!(
+        real.spec
+            .as_ref()
+            .unwrap()
+            .taints
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|t| t.key == "nvidia.com/gpu")
+    );
+    // Bad input names the field and changes nothing.
+    for (line, said) in [
+        (
+            "pod request cpu=5x",
+            "pod request cpu: \"5x\" is not a quantity",
+        ),
+        ("node nope label a=b", "node nope: no such node"),
+        (
+            "pod toleration gpu=true:Bad",
+            "pod toleration: effect \"Bad\" must be",
+        ),
+    ] {
+        press(&mut app, &format!("e{line}\n"));
+        let (level, msg) = app.status.clone().unwrap();
+        assert_eq!(level, super::app::Level::Error, "{line}");
+        assert!(msg.starts_with(said), "{line}: {msg}");
+        assert_eq!(app.whatif.edits.fields.len(), 2);
+    }
+    // Undo drops the last edit and re-runs.
+    press(&mut app, "u");
+    settle(&mut app);
+    assert_eq!(app.whatif.edits.fields.len(), 1);
+    assert!(
+        app.whatif
+            .result
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap()
+            .alt_label
+            .contains("toleration")
+    );
+    // None of it touched the session.
+    assert_eq!(app.session.history.steps.len(), steps);
+    assert_eq!(app.session.core.cluster.pod(TRAINER).cloned(), cluster_pod);
 }
 
 #[test]

@@ -58,6 +58,7 @@ impl App {
             Action::Submit => self.submit(),
             Action::Command(c) => self.command(c),
             Action::Explained(done) => self.explained(*done),
+            Action::Compared(done) => self.compared(*done),
         }
         self.ensure_explain();
     }
@@ -224,6 +225,11 @@ impl App {
             },
             Command::WhatIfToggle | Command::WeightUp | Command::WeightDown => self.edit_what_if(c),
             Command::WhatIfRun => self.run_what_if(),
+            Command::WhatIfField => {
+                self.show_tab(Tab::WhatIf);
+                self.prompt(PromptKind::WhatIfField);
+            }
+            Command::WhatIfUndo => self.undo_field_edit(),
             Command::Cancel => {
                 if !self.queue.filter.is_empty() && self.focus == Pane::Queue {
                     self.queue.filter.clear();
@@ -249,7 +255,7 @@ impl App {
         self.focus = Pane::Main;
     }
 
-    fn prompt(&mut self, kind: PromptKind) {
+    pub(super) fn prompt(&mut self, kind: PromptKind) {
         let text = match kind {
             PromptKind::QueueFilter => self.queue.filter.clone(),
             PromptKind::MatrixFilter => self.matrix.filter.clone(),
@@ -294,6 +300,7 @@ impl App {
                 PromptKind::Command => self.run_command_line(&text),
                 PromptKind::QueueFilter | PromptKind::MatrixFilter => {}
                 PromptKind::JumpPod => self.jump_to_pod_matching(&text),
+                PromptKind::WhatIfField => self.add_field_edit(&text),
                 PromptKind::Reject { pod, plugin } => {
                     match self.session.reject(&pod, plugin.as_deref(), &text) {
                         Ok(()) => {
@@ -706,61 +713,6 @@ impl App {
             }
             Err(e) => self.error(e),
         }
-    }
-
-    fn edit_what_if(&mut self, c: Command) {
-        if self.tab != Tab::WhatIf {
-            self.show_tab(Tab::WhatIf);
-            return;
-        }
-        let Some(row) = self.whatif.plugins.get(self.whatif.selected).cloned() else {
-            return;
-        };
-        let e = &mut self.whatif.edits;
-        match c {
-            Command::WhatIfToggle => {
-                if !e.disabled.remove(&row.name) {
-                    e.disabled.insert(row.name.clone());
-                }
-            }
-            _ => {
-                let Some(base) = row.weight else {
-                    self.error(format!("{} is not a Score plugin", row.name));
-                    return;
-                };
-                let cur = e.weights.get(&row.name).copied().unwrap_or(base as i32);
-                let next = if c == Command::WeightUp {
-                    cur + 1
-                } else {
-                    (cur - 1).max(1)
-                };
-                if i64::from(next) == base {
-                    e.weights.remove(&row.name);
-                } else {
-                    e.weights.insert(row.name.clone(), next);
-                }
-            }
-        }
-        let d = self.whatif.edits.describe();
-        self.info(format!("what-if: {d} (R re-runs the pod)"));
-    }
-
-    /// Re-runs the pod of the moment under both configurations (never into history).
-    pub fn run_what_if(&mut self) {
-        let Some(pod) = self.subject_pod() else {
-            self.error("no pod to re-run: step a pod or select one in the queue");
-            return;
-        };
-        let (name, alt) = match &self.whatif.alt {
-            Some((n, c)) => (n.clone(), c.clone()),
-            None => (String::new(), self.session.core.sched.config.clone()),
-        };
-        let r = super::whatif::compare(&self.session, &pod, &alt, &name, &self.whatif.edits);
-        self.whatif.result = Some(r);
-        self.tab = Tab::WhatIf;
-        self.info(format!(
-            "what-if re-run of {pod} (not part of the session's history)"
-        ));
     }
 
     fn click(&mut self, x: u16, y: u16) {

@@ -1,10 +1,15 @@
 //! What-if: the same pod re-run with a changed configuration (a plugin disabled, a score
-//! weight changed), next to the session's own configuration. Runs `explain` on the
-//! session's current cluster; nothing of it enters the session or its history.
+//! weight changed) and changed fields of the pod or of nodes, next to the real one (the
+//! session's configuration on the cluster as it is). Runs `explain` on copies, on the
+//! background worker; nothing of it enters the session or its history.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::Pod;
+
+use super::whatif_fields::FieldEdit;
+use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::config::{PluginRef, PluginSet, Plugins};
 use crate::explain::{self, Explanation};
@@ -21,16 +26,19 @@ pub struct PluginRow {
     pub weight: Option<i64>,
 }
 
-/// The edits, applied on top of the alternative configuration.
+/// The edits: plugin changes applied on top of the alternative configuration, field
+/// changes to copies of the pod and the cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Edits {
     pub disabled: BTreeSet<String>,
     pub weights: BTreeMap<String, i32>,
+    /// In the order entered (a later edit of the same field wins).
+    pub fields: Vec<FieldEdit>,
 }
 
 impl Edits {
     pub fn is_empty(&self) -> bool {
-        self.disabled.is_empty() && self.weights.is_empty()
+        self.disabled.is_empty() && self.weights.is_empty() && self.fields.is_empty()
     }
 
     pub fn describe(&self) -> String {
@@ -40,6 +48,7 @@ impl Edits {
             .map(|p| format!("{p} disabled"))
             .collect();
         parts.extend(self.weights.iter().map(|(p, w)| format!("{p} weight {w}")));
+        parts.extend(self.fields.iter().map(FieldEdit::describe));
         if parts.is_empty() {
             "no changes".into()
         } else {
@@ -132,29 +141,66 @@ pub struct Comparison {
     pub alt: Result<Explanation, String>,
 }
 
-/// Re-runs `pod` under the session's configuration and under `alt` with `edits`.
-pub fn compare(
+/// A comparison to run (on the background worker): copies of everything it reads.
+pub struct CompareJob {
+    pod: String,
+    object: Arc<Pod>,
+    cluster: ClusterState,
+    base: KubeSchedulerConfiguration,
+    alt: KubeSchedulerConfiguration,
+    alt_label: String,
+    fields: Vec<FieldEdit>,
+}
+
+/// Prepares the re-run of `pod` under the session's configuration and under `alt` with
+/// `edits`: the cluster as it is now, copied.
+pub fn compare_job(
     s: &Session,
     pod: &str,
     alt: &KubeSchedulerConfiguration,
     alt_name: &str,
     edits: &Edits,
-) -> Result<Comparison, String> {
-    let p = s
+) -> Result<CompareJob, String> {
+    let object = s
         .core
         .cluster
         .pod(pod)
         .cloned()
         .ok_or_else(|| format!("pod {pod} is not in the cluster"))?;
-    let run = |cfg: &KubeSchedulerConfiguration| {
-        explain::explain(&s.core.cluster, cfg, Arc::clone(&p)).map_err(|e| e.to_string())
+    let name = if alt_name.is_empty() {
+        String::new()
+    } else {
+        format!(" {alt_name}")
     };
-    let alt_cfg = edits.apply(alt);
-    Ok(Comparison {
+    Ok(CompareJob {
         pod: pod.to_string(),
-        base_label: "session configuration".into(),
-        alt_label: format!("WHAT-IF {alt_name}: {}", edits.describe()),
-        base: run(&s.core.sched.config),
-        alt: run(&alt_cfg),
+        object,
+        cluster: s.core.cluster.clone(),
+        base: s.core.sched.config.clone(),
+        alt: edits.apply(alt),
+        alt_label: format!("WHAT-IF{name}: {}", edits.describe()),
+        fields: edits.fields.clone(),
     })
+}
+
+impl CompareJob {
+    /// Both re-runs, through `explain` (the path the hints take): the real side on the
+    /// cluster as it is, the what-if side on the edited copies.
+    pub fn run(self) -> Comparison {
+        let base = explain::explain(&self.cluster, &self.base, Arc::clone(&self.object))
+            .map_err(|e| e.to_string());
+        let alt = super::whatif_fields::apply(&self.fields, &self.cluster, &self.object).and_then(
+            |(cluster, pod)| {
+                let cluster = cluster.as_ref().unwrap_or(&self.cluster);
+                explain::explain(cluster, &self.alt, Arc::new(pod)).map_err(|e| e.to_string())
+            },
+        );
+        Comparison {
+            pod: self.pod,
+            base_label: "real (as it is)".into(),
+            alt_label: self.alt_label,
+            base,
+            alt,
+        }
+    }
 }

@@ -1,5 +1,6 @@
-//! What-if and compare: the plugin list with edits (disable, weight), and the pod re-run
-//! under both configurations side by side. Marked WHAT-IF: none of it is in the history.
+//! What-if and compare: the plugin list with edits (disable, weight), the field edits,
+//! and the pod re-run as it really is and with the edits, side by side. Marked WHAT-IF:
+//! none of it is in the history.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -8,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::{fit, pad, span};
 use crate::explain::Explanation;
-use crate::tui::action::Pane;
+use crate::tui::action::{Command, Pane};
 use crate::tui::app::App;
 use crate::tui::layout;
 
@@ -20,7 +21,10 @@ pub fn side(e: &Result<Explanation, String>) -> Vec<String> {
     };
     let mut out = Vec::new();
     match (&e.bound, &e.message) {
-        (Some(n), _) => out.push(format!("→ {n}")),
+        (Some(n), _) => {
+            out.push("→ would bind to".into());
+            out.push(n.clone());
+        }
         (None, Some(m)) => out.push(m.clone()),
         _ => out.push("no decision".into()),
     }
@@ -39,18 +43,116 @@ pub fn side(e: &Result<Explanation, String>) -> Vec<String> {
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let w = &app.whatif;
-    let [left, right] = Layout::horizontal([
+    let [left, _, right] = Layout::horizontal([
         Constraint::Length(40.min(area.width / 3)),
+        Constraint::Length(1),
         Constraint::Min(10),
     ])
     .areas(area);
-    let focused = app.focus == Pane::Main;
-    let visible = left.height.saturating_sub(1) as usize;
-    let offset = layout::offset(w.selected, visible);
-    let mut lines = vec![Line::from(span(
-        "x toggle · K/C-↑ C-↓ weight · R run",
-        t.muted,
+    plugins(f, left, app);
+
+    let keys = |c: Command| app.keymap.label(c);
+    // The right side: what is edited, then the two sides (or how to get them).
+    let mut head = vec![Line::from(span(
+        match (&w.job, &w.result) {
+            (Some((_, pod)), _) => format!("WHAT-IF · {pod} · re-running… (not in history)"),
+            (None, Some(Ok(c))) => format!("WHAT-IF · {} (not in history)", c.pod),
+            _ => "WHAT-IF (not in history)".to_string(),
+        },
+        t.what_if,
     ))];
+    if w.edits.fields.is_empty() {
+        head.push(Line::from(span(
+            format!("no field edits ({} adds one)", keys(Command::WhatIfField)),
+            t.muted,
+        )));
+    }
+    for e in &w.edits.fields {
+        head.push(Line::from(span(format!("✎ {}", e.describe()), t.what_if)));
+    }
+    let [top, body] = Layout::vertical([
+        Constraint::Length(head.len() as u16 + 1),
+        Constraint::Min(1),
+    ])
+    .areas(right);
+    f.render_widget(Paragraph::new(head), top);
+
+    let Some(result) = &w.result else {
+        let text = format!(
+            "Edit plugins on the left ({} toggles, {} / {} change a weight) or a field ({}), then {} re-runs the pod shown (or the selected queue pod) as it really is and with the edits, side by side, on copies. Nothing enters the session's history.",
+            keys(Command::WhatIfToggle),
+            keys(Command::WeightUp),
+            keys(Command::WeightDown),
+            keys(Command::WhatIfField),
+            keys(Command::WhatIfRun),
+        );
+        f.render_widget(
+            Paragraph::new(span(text, t.muted)).wrap(Wrap { trim: false }),
+            body,
+        );
+        return;
+    };
+    let c = match result {
+        Ok(c) => c,
+        Err(e) => {
+            f.render_widget(
+                Paragraph::new(span(e.clone(), t.error)).wrap(Wrap { trim: false }),
+                body,
+            );
+            return;
+        }
+    };
+    let [a, b] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    for (area, label, res, style) in [
+        (a, &c.base_label, &c.base, t.title),
+        (b, &c.alt_label, &c.alt, t.what_if),
+    ] {
+        let block = Block::default()
+            .borders(Borders::LEFT)
+            .border_style(t.border);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        let mut l = vec![Line::from(span(fit(label, inner.width as usize), style))];
+        l.extend(side(res).into_iter().map(|s| Line::from(span(s, t.base))));
+        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), inner);
+    }
+}
+
+/// The plugin list with its edits (disabled, weight), under the keys that edit it.
+fn plugins(f: &mut Frame, area: Rect, app: &App) {
+    let t = &app.theme;
+    let w = &app.whatif;
+    let focused = app.focus == Pane::Main;
+    let keys = |c: Command| app.keymap.label(c);
+    let mut lines = vec![
+        Line::from(span(
+            fit(
+                &format!(
+                    "{} toggle · {}/{} weight",
+                    keys(Command::WhatIfToggle),
+                    keys(Command::WeightUp),
+                    keys(Command::WeightDown)
+                ),
+                area.width as usize,
+            ),
+            t.muted,
+        )),
+        Line::from(span(
+            fit(
+                &format!(
+                    "{} edit field · {} undo · {} run",
+                    keys(Command::WhatIfField),
+                    keys(Command::WhatIfUndo),
+                    keys(Command::WhatIfRun)
+                ),
+                area.width as usize,
+            ),
+            t.muted,
+        )),
+    ];
+    let visible = area.height.saturating_sub(lines.len() as u16) as usize;
+    let offset = layout::offset(w.selected, visible);
     for (i, p) in w.plugins.iter().enumerate().skip(offset).take(visible) {
         let off = w.edits.disabled.contains(&p.name);
         let weight = match (p.weight, w.edits.weights.get(&p.name)) {
@@ -67,7 +169,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         let mut line = Line::from(span(
             format!(
                 "{mark} {} {weight}",
-                pad(&p.name, (left.width as usize).saturating_sub(12))
+                pad(&p.name, (area.width as usize).saturating_sub(12))
             ),
             style,
         ));
@@ -76,50 +178,5 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         }
         lines.push(line);
     }
-    f.render_widget(Paragraph::new(lines), left);
-
-    let Some(result) = &w.result else {
-        f.render_widget(
-            Paragraph::new(vec![
-                Line::from(span("WHAT-IF", t.what_if)),
-                Line::from(span(
-                    "Edit plugins on the left, then R re-runs the pod shown (or the selected queue pod) under the session's configuration and the edited one, side by side. Nothing enters the session's history.",
-                    t.muted,
-                )),
-            ])
-            .wrap(Wrap { trim: false }),
-            right,
-        );
-        return;
-    };
-    let c = match result {
-        Ok(c) => c,
-        Err(e) => {
-            f.render_widget(Paragraph::new(span(e.clone(), t.error)), right);
-            return;
-        }
-    };
-    let [top, cols] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(right);
-    f.render_widget(
-        Paragraph::new(span(
-            format!("WHAT-IF · {} (not in history)", c.pod),
-            t.what_if,
-        )),
-        top,
-    );
-    let [a, b] =
-        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(cols);
-    for (area, label, res, style) in [
-        (a, &c.base_label, &c.base, t.title),
-        (b, &c.alt_label, &c.alt, t.what_if),
-    ] {
-        let block = Block::default()
-            .borders(Borders::LEFT)
-            .border_style(t.border);
-        let inner = block.inner(area);
-        f.render_widget(block, area);
-        let mut l = vec![Line::from(span(fit(label, inner.width as usize), style))];
-        l.extend(side(res).into_iter().map(|s| Line::from(span(s, t.base))));
-        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), inner);
-    }
+    f.render_widget(Paragraph::new(lines), area);
 }

@@ -1,0 +1,124 @@
+//! The What-if tab's actions: plugin edits (toggle, weight), field edits typed at the
+//! prompt (`e`, undone with `u`), and the re-run of the pod shown under both sides, on
+//! the background worker; its answer is kept only if it is for the newest re-run.
+
+use super::action::{Action, Command, Tab};
+use super::app::App;
+use super::background::JobKind;
+use super::whatif::Comparison;
+
+/// A worker's comparison.
+#[derive(Debug, Clone)]
+pub struct CompareDone {
+    pub job: u64,
+    pub comparison: Comparison,
+}
+
+impl App {
+    pub(super) fn edit_what_if(&mut self, c: Command) {
+        if self.tab != Tab::WhatIf {
+            self.show_tab(Tab::WhatIf);
+            return;
+        }
+        let Some(row) = self.whatif.plugins.get(self.whatif.selected).cloned() else {
+            return;
+        };
+        let e = &mut self.whatif.edits;
+        match c {
+            Command::WhatIfToggle => {
+                if !e.disabled.remove(&row.name) {
+                    e.disabled.insert(row.name.clone());
+                }
+            }
+            _ => {
+                let Some(base) = row.weight else {
+                    self.error(format!("{} is not a Score plugin", row.name));
+                    return;
+                };
+                let cur = e.weights.get(&row.name).copied().unwrap_or(base as i32);
+                let next = if c == Command::WeightUp {
+                    cur + 1
+                } else {
+                    (cur - 1).max(1)
+                };
+                if i64::from(next) == base {
+                    e.weights.remove(&row.name);
+                } else {
+                    e.weights.insert(row.name.clone(), next);
+                }
+            }
+        }
+        let d = self.whatif.edits.describe();
+        let run = self.keymap.label(Command::WhatIfRun);
+        self.info(format!("what-if: {d} ({run} re-runs the pod)"));
+    }
+
+    /// A field edit typed at the prompt: checked, added, and the pod re-run with it.
+    pub(super) fn add_field_edit(&mut self, text: &str) {
+        match super::whatif_fields::parse(text, &self.session.core.cluster) {
+            Ok(edit) => {
+                self.whatif.edits.fields.push(edit);
+                self.run_what_if();
+            }
+            Err(e) => self.error(e),
+        }
+    }
+
+    pub(super) fn undo_field_edit(&mut self) {
+        match self.whatif.edits.fields.pop() {
+            Some(e) => {
+                let undone = e.describe();
+                self.run_what_if();
+                self.info(format!("what-if: {undone} undone"));
+            }
+            None => self.error("what-if: no field edit to undo"),
+        }
+    }
+
+    /// Re-runs the pod shown under both sides on the background worker (never into
+    /// history).
+    pub fn run_what_if(&mut self) {
+        self.tab = Tab::WhatIf;
+        let Some(pod) = self.subject_pod() else {
+            self.error("no pod to re-run: step a pod or select one in the queue");
+            return;
+        };
+        let (name, alt) = match &self.whatif.alt {
+            Some((n, c)) => (n.clone(), c.clone()),
+            None => (String::new(), self.session.core.sched.config.clone()),
+        };
+        let job = super::whatif::compare_job(&self.session, &pod, &alt, &name, &self.whatif.edits);
+        match job {
+            Ok(job) => {
+                let id = self.background.submit(JobKind::WhatIf, move |id| {
+                    Action::Compared(Box::new(CompareDone {
+                        job: id,
+                        comparison: job.run(),
+                    }))
+                });
+                self.whatif.job = Some((id, pod.clone()));
+                self.info(format!(
+                    "what-if re-run of {pod} (not part of the session's history)"
+                ));
+            }
+            Err(e) => {
+                self.whatif.job = None;
+                self.whatif.result = Some(Err(e.clone()));
+                self.error(e);
+            }
+        }
+    }
+
+    /// The worker's comparison: shown if it answers the newest re-run.
+    pub(super) fn compared(&mut self, done: CompareDone) {
+        if self
+            .whatif
+            .job
+            .as_ref()
+            .is_some_and(|(id, _)| *id == done.job)
+        {
+            self.whatif.job = None;
+            self.whatif.result = Some(Ok(done.comparison));
+        }
+    }
+}
