@@ -195,6 +195,18 @@ mod tests {
         assert_eq!(b, want);
     }
 
+    /// A session replaying `text` with the default configuration.
+    fn session(text: &str) -> Session {
+        let rec = read_str(text, "r.jsonl", ReadOptions::default()).unwrap();
+        Session::from_recording(
+            rec,
+            crate::config::default_configuration(),
+            SessionOptions::default(),
+            Box::new(crate::session::LocalActuator),
+        )
+        .unwrap()
+    }
+
     fn node(name: &str, cpu: &str) -> String {
         format!(
             r#"{{"at":"2026-01-01T00:00:00Z","type":"ADDED","object":{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}},"status":{{"allocatable":{{"cpu":"{cpu}","memory":"8Gi","pods":"110"}}}}}}}}"#
@@ -221,15 +233,8 @@ mod tests {
             pod("2026-01-01T00:00:05Z", "ADDED", "c", "u-c", None),
         ]
         .join("\n");
-        let rec = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
-        let end = crate::session::clock::add(rec.end(), std::time::Duration::from_secs(60));
-        let mut s = Session::from_recording(
-            rec,
-            crate::config::default_configuration(),
-            SessionOptions::default(),
-            Box::new(crate::session::LocalActuator),
-        )
-        .unwrap();
+        let mut s = session(&text);
+        let end = crate::session::clock::add(s.now(), std::time::Duration::from_secs(65));
         s.run_until(end);
         let sum = s.summary();
         let b = sum.iter().find(|p| p.pod == "web/b").unwrap();
@@ -264,14 +269,7 @@ mod tests {
                 .replace("u-low", "u-low2"),
         ]
         .join("\n");
-        let rec = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
-        let mut s = Session::from_recording(
-            rec,
-            crate::config::default_configuration(),
-            SessionOptions::default(),
-            Box::new(crate::session::LocalActuator),
-        )
-        .unwrap();
+        let mut s = session(&text);
         let at = |m: i64| {
             crate::session::clock::add(s.now(), std::time::Duration::from_secs(m as u64 * 60 + 30))
         };

@@ -125,30 +125,19 @@ fn plugins(f: &mut Frame, area: Rect, app: &App) {
     let w = &app.whatif;
     let focused = app.focus == Pane::Main;
     let keys = |c: Command| app.keymap.label(c);
+    let hint = |text: String| Line::from(span(fit(&text, area.width as usize), t.muted));
     let mut lines = vec![
-        Line::from(span(
-            fit(
-                &format!(
-                    "{} toggle · {}/{} weight",
-                    keys(Command::WhatIfToggle),
-                    keys(Command::WeightUp),
-                    keys(Command::WeightDown)
-                ),
-                area.width as usize,
-            ),
-            t.muted,
+        hint(format!(
+            "{} toggle · {}/{} weight",
+            keys(Command::WhatIfToggle),
+            keys(Command::WeightUp),
+            keys(Command::WeightDown)
         )),
-        Line::from(span(
-            fit(
-                &format!(
-                    "{} edit field · {} undo · {} run",
-                    keys(Command::WhatIfField),
-                    keys(Command::WhatIfUndo),
-                    keys(Command::WhatIfRun)
-                ),
-                area.width as usize,
-            ),
-            t.muted,
+        hint(format!(
+            "{} edit field · {} undo · {} run",
+            keys(Command::WhatIfField),
+            keys(Command::WhatIfUndo),
+            keys(Command::WhatIfRun)
         )),
     ];
     let visible = area.height.saturating_sub(lines.len() as u16) as usize;
