@@ -161,7 +161,7 @@ pub fn run(
 ) -> Result<BenchReport, String> {
     let mut cluster = ClusterState::default();
     for n in make_nodes(nodes, 42) {
-        cluster.add(Object::Node(n));
+        cluster.add(Object::Node(Box::new(n)));
     }
     let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
     let to_infos = |v: Vec<Pod>| -> Vec<Arc<PodInfo>> {
@@ -235,11 +235,11 @@ pub fn run_session(
     use crate::session::{LocalActuator, PodStatus, Session, SessionOptions};
     let mut cluster = ClusterState::default();
     for n in make_nodes(nodes, 42) {
-        cluster.add(Object::Node(n));
+        cluster.add(Object::Node(Box::new(n)));
     }
     let (init_kind, init_count) = init_pods(workload);
     for p in make_pods(init_kind, init_count, 3, "sched-0", 0) {
-        cluster.add(Object::Pod(p));
+        cluster.add(Object::Pod(Box::new(p)));
     }
     let (detail, opts) = match history {
         SessionHistory::Off => (
@@ -257,7 +257,7 @@ pub fn run_session(
         Session::new(cluster, cfg, opts, Box::new(LocalActuator)).map_err(|e| e.to_string())?;
     session.continue_();
     for p in make_pods(workload, pods, 7, "sched-1", init_count) {
-        session.apply(Object::Pod(p));
+        session.apply(Object::Pod(Box::new(p)));
     }
     let steps_before = session.history.peek_seq();
     let started = Instant::now();

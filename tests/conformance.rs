@@ -37,7 +37,7 @@ fn run_case(dir: &Path) -> Result<Explanation, String> {
             }
         })
         .ok_or("pod.yaml has no Pod")?;
-    explain::explain(&cluster, &cfg, Arc::new(pod)).map_err(|e| e.to_string())
+    explain::explain(&cluster, &cfg, Arc::new(*pod)).map_err(|e| e.to_string())
 }
 
 /// The fields expected.json holds, from our explanation, in the same shape.

@@ -96,7 +96,8 @@ fn resolve_pod(
         let mut pods = objs.into_iter().filter_map(|mut o| {
             o.value.normalize();
             match o.value {
-                Object::Pod(p) => Some(p),
+                Object::Pod(p) => Some(*p),
+                Object::PackedPod(pi) => Some(Arc::unwrap_or_clone(pi.full_pod())),
                 _ => None,
             }
         });
@@ -113,8 +114,9 @@ fn resolve_pod(
     } else {
         format!("default/{arg}")
     };
-    match cluster.pod(&key) {
-        Some(p) => Ok(p.clone()),
+    // Explain re-runs the pod, so it needs the pod whole, containers included.
+    match cluster.full_pod(&key) {
+        Some(p) => Ok(p),
         None if arg.ends_with(".yaml") || arg.ends_with(".yml") || arg.ends_with(".json") => {
             bail!("{arg}: no such file")
         }

@@ -21,7 +21,8 @@ use crate::framework::{PodInfo, Snapshot};
 #[derive(Debug, Clone)]
 pub enum Stored {
     Node(Arc<Node>),
-    Pod(Arc<Pod>),
+    /// Bound pods are packed (see `framework::pod_pack`).
+    Pod(Arc<PodInfo>),
     Other {
         kind: String,
         value: serde_json::Value,
@@ -31,8 +32,9 @@ pub enum Stored {
 impl Stored {
     fn of(obj: &Object) -> Stored {
         match obj {
-            Object::Node(n) => Stored::Node(Arc::new(n.clone())),
-            Object::Pod(p) => Stored::Pod(Arc::new(p.clone())),
+            Object::Node(n) => Stored::Node(Arc::new((**n).clone())),
+            Object::Pod(p) => Stored::Pod(Arc::new(PodInfo::new(Arc::new((**p).clone())))),
+            Object::PackedPod(pi) => Stored::Pod(pi.clone()),
             Object::Custom { kind, value, .. } => Stored::Other {
                 kind: kind.clone(),
                 value: value.clone(),
@@ -81,8 +83,9 @@ pub struct ClusterState {
     /// Nodes in the order they were added (the node tree order derives from it).
     nodes: Vec<Arc<Node>>,
     node_index: std::collections::HashMap<String, usize>,
-    /// Pods by `namespace/name`.
-    pods: BTreeMap<String, Arc<Pod>>,
+    /// Pods by `namespace/name`, with what the scheduler derives from each; bound pods
+    /// packed.
+    pods: BTreeMap<String, Arc<PodInfo>>,
     /// Pod keys in the order they were added (by sequence number), so deletions are cheap.
     pod_order: BTreeMap<u64, String>,
     pod_seq: HashMap<String, u64>,
@@ -147,7 +150,7 @@ impl ClusterState {
         // rather than copied: they are most of a large cluster's memory.
         let (new, old) = match obj {
             Object::Node(n) => {
-                let n = Arc::new(n);
+                let n = Arc::new(*n);
                 let new = Stored::Node(n.clone());
                 let old = match self.node_index.get(&key) {
                     Some(&i) => Some(Stored::Node(std::mem::replace(&mut self.nodes[i], n))),
@@ -159,10 +162,10 @@ impl ClusterState {
                 };
                 (new, old)
             }
-            Object::Pod(p) => {
-                let phase = p
-                    .status
-                    .as_ref()
+            obj @ (Object::Pod(_) | Object::PackedPod(_)) => {
+                let phase = obj
+                    .as_pod()
+                    .and_then(|p| p.status.as_ref())
                     .and_then(|s| s.phase.as_deref())
                     .unwrap_or("");
                 if phase == "Succeeded" || phase == "Failed" {
@@ -171,10 +174,14 @@ impl ClusterState {
                     self.notes.push(format!("ignored Pod {key}: phase {phase}"));
                     return self.remove("Pod", &key);
                 }
-                let p = Arc::new(p);
-                let new = Stored::Pod(p.clone());
-                self.listers.pods.insert(key.clone(), p.clone());
-                let old = self.pods.insert(key.clone(), p);
+                let pi = match obj.packed() {
+                    Object::PackedPod(pi) => pi,
+                    Object::Pod(p) => Arc::new(PodInfo::new(Arc::new(*p))),
+                    _ => return None,
+                };
+                let new = Stored::Pod(pi.clone());
+                self.listers.pods.insert(key.clone(), pi.pod.clone());
+                let old = self.pods.insert(key.clone(), pi);
                 if old.is_none() {
                     let seq = self.next_seq;
                     self.next_seq += 1;
@@ -208,14 +215,14 @@ impl ClusterState {
             m.insert(key, Arc::new(v)).map(|o| Stored::other(kind, &*o))
         }
         match obj {
-            Object::Namespace(o) => put(&mut l.namespaces, key, o, "Namespace"),
+            Object::Namespace(o) => put(&mut l.namespaces, key, *o, "Namespace"),
             Object::PersistentVolume(o) => put(&mut l.pvs, key, *o, "PersistentVolume"),
-            Object::PersistentVolumeClaim(o) => put(&mut l.pvcs, key, o, "PersistentVolumeClaim"),
-            Object::StorageClass(o) => put(&mut l.storage_classes, key, o, "StorageClass"),
-            Object::CSINode(o) => put(&mut l.csi_nodes, key, o, "CSINode"),
-            Object::PodDisruptionBudget(o) => put(&mut l.pdbs, key, o, "PodDisruptionBudget"),
-            Object::PriorityClass(o) => put(&mut l.priority_classes, key, o, "PriorityClass"),
-            Object::Service(o) => put(&mut l.services, key, o, "Service"),
+            Object::PersistentVolumeClaim(o) => put(&mut l.pvcs, key, *o, "PersistentVolumeClaim"),
+            Object::StorageClass(o) => put(&mut l.storage_classes, key, *o, "StorageClass"),
+            Object::CSINode(o) => put(&mut l.csi_nodes, key, *o, "CSINode"),
+            Object::PodDisruptionBudget(o) => put(&mut l.pdbs, key, *o, "PodDisruptionBudget"),
+            Object::PriorityClass(o) => put(&mut l.priority_classes, key, *o, "PriorityClass"),
+            Object::Service(o) => put(&mut l.services, key, *o, "Service"),
             Object::ReplicaSet(o) => put(&mut l.replica_sets, key, *o, "ReplicaSet"),
             Object::StatefulSet(o) => put(&mut l.stateful_sets, key, *o, "StatefulSet"),
             Object::ReplicationController(o) => put(
@@ -233,7 +240,7 @@ impl ClusterState {
                     kind,
                     value: (*o).clone(),
                 }),
-            Object::Node(_) | Object::Pod(_) => None,
+            Object::Node(_) | Object::Pod(_) | Object::PackedPod(_) => None,
         }
     }
 
@@ -303,18 +310,16 @@ impl ClusterState {
         }
         let keys: Vec<String> = self.pods.keys().cloned().collect();
         for key in keys {
-            let Some(pod) = self.pods.get(&key) else {
+            let Some(pi) = self.pods.get(&key) else {
                 continue;
             };
-            let mut p = (**pod).clone();
-            let Some(class) = self.resolve_priority(&mut p) else {
+            let Some((pi, class)) = self.resolve_priority_of(pi) else {
                 continue;
             };
-            let value = p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0);
-            let p = Arc::new(p);
+            let value = pi.priority;
             // The pod lister holds the same object.
-            self.listers.pods.insert(key.clone(), p.clone());
-            self.pods.insert(key.clone(), p);
+            self.listers.pods.insert(key.clone(), pi.pod.clone());
+            self.pods.insert(key.clone(), pi);
             self.notes.push(format!(
                 "Pod {key}: priority {value} from PriorityClass {class}"
             ));
@@ -340,16 +345,43 @@ impl ClusterState {
         class.metadata.name.clone()
     }
 
+    /// [`resolve_priority`](Self::resolve_priority) for a pod as stored (packed or not):
+    /// the pod with its priority and the class used, if it had none.
+    pub fn resolve_priority_of(&self, pi: &PodInfo) -> Option<(Arc<PodInfo>, String)> {
+        if pi.pod.spec.as_ref().is_none_or(|s| s.priority.is_some()) {
+            return None;
+        }
+        let mut p = (*pi.pod).clone();
+        let class = self.resolve_priority(&mut p)?;
+        Some((Arc::new(pi.with_resolved_priority(p)), class))
+    }
+
     pub fn nodes(&self) -> &[Arc<Node>] {
         &self.nodes
     }
 
+    /// A pod as stored: a bound pod is packed, without its containers (use
+    /// [`full_pod`](Self::full_pod) to see them, [`pod_info`](Self::pod_info) for what the
+    /// scheduler derived from them).
     pub fn pod(&self, key: &str) -> Option<&Arc<Pod>> {
+        self.pods.get(key).map(|pi| &pi.pod)
+    }
+
+    pub fn pod_info(&self, key: &str) -> Option<&Arc<PodInfo>> {
         self.pods.get(key)
     }
 
-    /// Pods in the order they were added.
+    /// A pod with everything it has, containers included.
+    pub fn full_pod(&self, key: &str) -> Option<Arc<Pod>> {
+        self.pods.get(key).map(|pi| pi.full_pod())
+    }
+
+    /// Pods in the order they were added (bound ones packed).
     pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.pod_infos().map(|pi| &pi.pod)
+    }
+
+    pub fn pod_infos(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
         self.pod_order.values().filter_map(|k| self.pods.get(k))
     }
 
@@ -361,23 +393,19 @@ impl ClusterState {
     /// Nodes with their bound pods, in node-tree order.
     pub fn snapshot(&self) -> Snapshot {
         let bound = self
-            .pods()
-            .filter(|p| !node_name(p).is_empty())
-            .map(|p| Arc::new(PodInfo::new(p.clone())));
+            .pod_infos()
+            .filter(|p| !p.node_name().is_empty())
+            .cloned();
         Snapshot::new(self.nodes.clone(), bound)
     }
 
     /// Pending pods that preemption nominated to a node.
     pub fn nominator(&self) -> Nominator {
         let mut n = Nominator::default();
-        for p in self.pending_pods() {
-            let nnn = p
-                .status
-                .as_ref()
-                .and_then(|s| s.nominated_node_name.as_deref())
-                .unwrap_or("");
+        for p in self.pod_infos().filter(|p| p.node_name().is_empty()) {
+            let nnn = p.nominated_node_name();
             if !nnn.is_empty() {
-                n.add(Arc::new(PodInfo::new(p.clone())), nnn);
+                n.add(p.clone(), nnn);
             }
         }
         n
@@ -453,6 +481,39 @@ value: 1000
             .unwrap()
             .priority;
         assert_eq!(lister_priority, Some(1000));
+    }
+
+    #[test]
+    fn bound_pods_are_kept_packed_and_come_back_whole() {
+        let (objs, _) = manifest::parse_str(CLUSTER, "c.yaml").unwrap();
+        let cs = ClusterState::from_objects(objs).unwrap();
+        let bound = cs.pod_info("default/bound").unwrap();
+        assert!(bound.is_packed());
+        assert!(
+            cs.pod("default/bound")
+                .unwrap()
+                .spec
+                .as_ref()
+                .unwrap()
+                .containers
+                .is_empty()
+        );
+        assert_eq!(bound.resource.resource.milli_cpu, 500);
+        let whole = cs.full_pod("default/bound").unwrap();
+        assert_eq!(whole.spec.as_ref().unwrap().containers[0].name, "c");
+        // The lister shares the stored (packed) pod rather than holding a copy.
+        assert!(Arc::ptr_eq(&cs.listers.pods["default/bound"], &bound.pod));
+        // Pending pods are read by the scheduling cycle: whole.
+        assert!(!cs.pod_info("team/pending").unwrap().is_packed());
+        // Packed pods keep the priority the PriorityClass resolution gives them.
+        let mut p = (*bound.pod).clone();
+        p.spec.as_mut().unwrap().priority_class_name = Some("high".into());
+        p.spec.as_mut().unwrap().priority = None;
+        let (admitted, class) = cs
+            .resolve_priority_of(&bound.with_resolved_priority(p))
+            .unwrap();
+        assert_eq!((admitted.priority, class.as_str()), (1000, "high"));
+        assert!(admitted.is_packed());
     }
 
     #[test]

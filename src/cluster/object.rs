@@ -12,36 +12,38 @@ use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::api::quantity::Quantity;
+use crate::framework::PodInfo;
 
 /// API group/version of the scheduler-plugins PodGroup (gang scheduling).
 pub const POD_GROUP_API_VERSION: &str = "scheduling.x-k8s.io/v1alpha1";
 
-/// Objects are parsed once and moved into `Arc`s, so the size spread between kinds costs
-/// nothing worth boxing for.
-#[allow(clippy::large_enum_variant)]
+/// The large kinds are boxed: a recording holds one `Object` per event, and an enum is as
+/// large as its largest variant.
 #[derive(Debug, Clone)]
 pub enum Object {
-    Node(Node),
-    Pod(Pod),
-    Namespace(Namespace),
-    // Boxed: these are rare and several times larger than a Pod, and an Object is as
-    // large as its largest variant.
+    Node(Box<Node>),
+    Pod(Box<Pod>),
+    /// A bound pod as the cluster keeps it: with what the scheduler derives from it, its
+    /// containers packed (see `framework::pod_pack`). Recordings pack while they parse.
+    PackedPod(Arc<PodInfo>),
+    Namespace(Box<Namespace>),
     PersistentVolume(Box<PersistentVolume>),
-    PersistentVolumeClaim(PersistentVolumeClaim),
-    StorageClass(StorageClass),
-    CSINode(CSINode),
-    PodDisruptionBudget(PodDisruptionBudget),
-    PriorityClass(PriorityClass),
-    Service(Service),
+    PersistentVolumeClaim(Box<PersistentVolumeClaim>),
+    StorageClass(Box<StorageClass>),
+    CSINode(Box<CSINode>),
+    PodDisruptionBudget(Box<PodDisruptionBudget>),
+    PriorityClass(Box<PriorityClass>),
+    Service(Box<Service>),
     ReplicaSet(Box<ReplicaSet>),
     StatefulSet(Box<StatefulSet>),
     ReplicationController(Box<ReplicationController>),
     /// Out-of-tree kinds kept as JSON (PodGroup).
     Custom {
         kind: String,
-        meta: ObjectMeta,
+        meta: Box<ObjectMeta>,
         value: Value,
     },
 }
@@ -146,14 +148,20 @@ pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
         return from_value(serde_json::from_str(text).unwrap_or_default());
     }
     let typed = match kind {
-        "Node" => serde_json::from_str(text).map(Object::Node).ok(),
-        "Pod" => serde_json::from_str(text).map(Object::Pod).ok(),
-        "Namespace" => serde_json::from_str(text).map(Object::Namespace).ok(),
+        "Node" => serde_json::from_str(text)
+            .map(|n| Object::Node(Box::new(n)))
+            .ok(),
+        "Pod" => serde_json::from_str(text)
+            .map(|p| Object::Pod(Box::new(p)))
+            .ok(),
+        "Namespace" => serde_json::from_str(text)
+            .map(|n| Object::Namespace(Box::new(n)))
+            .ok(),
         "PersistentVolume" => serde_json::from_str(text)
             .map(|pv| Object::PersistentVolume(Box::new(pv)))
             .ok(),
         "PersistentVolumeClaim" => serde_json::from_str(text)
-            .map(Object::PersistentVolumeClaim)
+            .map(|c| Object::PersistentVolumeClaim(Box::new(c)))
             .ok(),
         _ => None,
     };
@@ -237,16 +245,16 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
         normalize_quantities(&mut v, false);
     }
     let obj = match kind.as_str() {
-        "Node" => Object::Node(typed(v, &err)?),
-        "Pod" => Object::Pod(typed(v, &err)?),
-        "Namespace" => Object::Namespace(typed(v, &err)?),
+        "Node" => Object::Node(Box::new(typed(v, &err)?)),
+        "Pod" => Object::Pod(Box::new(typed(v, &err)?)),
+        "Namespace" => Object::Namespace(Box::new(typed(v, &err)?)),
         "PersistentVolume" => Object::PersistentVolume(Box::new(typed(v, &err)?)),
-        "PersistentVolumeClaim" => Object::PersistentVolumeClaim(typed(v, &err)?),
-        "StorageClass" => Object::StorageClass(typed(v, &err)?),
-        "CSINode" => Object::CSINode(typed(v, &err)?),
-        "PodDisruptionBudget" => Object::PodDisruptionBudget(typed(v, &err)?),
-        "PriorityClass" => Object::PriorityClass(typed(v, &err)?),
-        "Service" => Object::Service(typed(v, &err)?),
+        "PersistentVolumeClaim" => Object::PersistentVolumeClaim(Box::new(typed(v, &err)?)),
+        "StorageClass" => Object::StorageClass(Box::new(typed(v, &err)?)),
+        "CSINode" => Object::CSINode(Box::new(typed(v, &err)?)),
+        "PodDisruptionBudget" => Object::PodDisruptionBudget(Box::new(typed(v, &err)?)),
+        "PriorityClass" => Object::PriorityClass(Box::new(typed(v, &err)?)),
+        "Service" => Object::Service(Box::new(typed(v, &err)?)),
         "ReplicaSet" => Object::ReplicaSet(Box::new(typed(v, &err)?)),
         "StatefulSet" => Object::StatefulSet(Box::new(typed(v, &err)?)),
         "ReplicationController" => Object::ReplicationController(Box::new(typed(v, &err)?)),
@@ -257,7 +265,7 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
             )?;
             Object::Custom {
                 kind: kind.clone(),
-                meta,
+                meta: Box::new(meta),
                 value: v,
             }
         }
@@ -342,7 +350,7 @@ impl Object {
     pub fn kind(&self) -> &str {
         match self {
             Object::Node(_) => "Node",
-            Object::Pod(_) => "Pod",
+            Object::Pod(_) | Object::PackedPod(_) => "Pod",
             Object::Namespace(_) => "Namespace",
             Object::PersistentVolume(_) => "PersistentVolume",
             Object::PersistentVolumeClaim(_) => "PersistentVolumeClaim",
@@ -362,6 +370,7 @@ impl Object {
         match self {
             Object::Node(o) => &o.metadata,
             Object::Pod(o) => &o.metadata,
+            Object::PackedPod(o) => &o.pod.metadata,
             Object::Namespace(o) => &o.metadata,
             Object::PersistentVolume(o) => &o.metadata,
             Object::PersistentVolumeClaim(o) => &o.metadata,
@@ -377,10 +386,13 @@ impl Object {
         }
     }
 
-    pub fn meta_mut(&mut self) -> &mut ObjectMeta {
-        match self {
+    /// `None` for a packed pod: what was derived from it (its key, for one) depends on
+    /// its metadata, so it cannot change in place.
+    fn meta_mut(&mut self) -> Option<&mut ObjectMeta> {
+        Some(match self {
             Object::Node(o) => &mut o.metadata,
             Object::Pod(o) => &mut o.metadata,
+            Object::PackedPod(_) => return None,
             Object::Namespace(o) => &mut o.metadata,
             Object::PersistentVolume(o) => &mut o.metadata,
             Object::PersistentVolumeClaim(o) => &mut o.metadata,
@@ -393,7 +405,7 @@ impl Object {
             Object::StatefulSet(o) => &mut o.metadata,
             Object::ReplicationController(o) => &mut o.metadata,
             Object::Custom { meta, .. } => meta,
-        }
+        })
     }
 
     /// The object as JSON (what the API server would serve).
@@ -401,6 +413,7 @@ impl Object {
         let v = match self {
             Object::Node(o) => serde_json::to_value(o),
             Object::Pod(o) => serde_json::to_value(o),
+            Object::PackedPod(o) => serde_json::to_value(&*o.full_pod()),
             Object::Namespace(o) => serde_json::to_value(o),
             Object::PersistentVolume(o) => serde_json::to_value(o),
             Object::PersistentVolumeClaim(o) => serde_json::to_value(o),
@@ -415,6 +428,30 @@ impl Object {
             Object::Custom { value, .. } => Ok(value.clone()),
         };
         v.unwrap_or_default()
+    }
+
+    /// The pod, packed or whole: everything but a packed pod's containers.
+    pub fn as_pod(&self) -> Option<&Pod> {
+        match self {
+            Object::Pod(p) => Some(p),
+            Object::PackedPod(pi) => Some(&pi.pod),
+            _ => None,
+        }
+    }
+
+    /// The object as the cluster keeps it: a bound pod packed, anything else as it is.
+    pub fn packed(self) -> Object {
+        match self {
+            Object::Pod(p)
+                if p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty()) =>
+            {
+                Object::PackedPod(Arc::new(PodInfo::new(Arc::new(*p)).packed()))
+            }
+            other => other,
+        }
     }
 
     /// `namespace/name` for namespaced kinds, `name` otherwise.
@@ -432,7 +469,15 @@ impl Object {
     pub fn normalize(&mut self) {
         let kind = self.kind().to_string();
         let key_ns = is_namespaced(&kind);
-        let m = self.meta_mut();
+        let m = self.meta();
+        let no_namespace = key_ns && m.namespace.as_deref().is_none_or(str::is_empty);
+        if !no_namespace && !m.uid.as_deref().is_none_or(str::is_empty) {
+            return;
+        }
+        if let Object::PackedPod(pi) = self {
+            *self = Object::Pod(Box::new(Arc::unwrap_or_clone(pi.full_pod())));
+        }
+        let Some(m) = self.meta_mut() else { return };
         if key_ns && m.namespace.as_deref().is_none_or(str::is_empty) {
             m.namespace = Some("default".into());
         }

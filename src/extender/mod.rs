@@ -267,6 +267,15 @@ impl Extender {
                 self.url_prefix
             )));
         }
+        // Victims go whole over the wire (bound pods are kept packed).
+        let whole: Vec<Vec<Arc<Pod>>> = if self.node_cache_capable {
+            Vec::new()
+        } else {
+            victims
+                .values()
+                .map(|v| v.pods.iter().map(|p| p.full_pod()).collect())
+                .collect()
+        };
         let args = if self.node_cache_capable {
             wire::ExtenderPreemptionArgs {
                 pod,
@@ -284,8 +293,9 @@ impl Extender {
                 node_name_to_victims: Some(
                     victims
                         .iter()
-                        .map(|(node, v)| {
-                            let pods = v.pods.iter().map(|p| p.pod.as_ref()).collect();
+                        .zip(&whole)
+                        .map(|((node, v), pods)| {
+                            let pods = pods.iter().map(AsRef::as_ref).collect();
                             let v = wire::VictimsRef {
                                 pods,
                                 num_pdb_violations: v.num_pdb_violations,

@@ -8,6 +8,7 @@ pub mod listers;
 pub mod node_info;
 pub mod nominator;
 pub mod plugin;
+pub mod pod_pack;
 pub mod preemption;
 pub mod profile;
 pub mod queue;

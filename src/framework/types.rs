@@ -168,6 +168,9 @@ pub struct PodInfo {
     /// Images of init containers then containers, tagged ":latest" when untagged (what
     /// ImageLocality looks up on nodes).
     pub images: Arc<[String]>,
+    /// A bound pod's containers and their statuses as JSON, taken out of `pod` to save
+    /// memory (see `pod_pack`); `None` while the pod is whole.
+    pub packed: Option<Arc<str>>,
 }
 
 /// Appends ":latest" to an image without a tag, as upstream's ImageLocality does.
@@ -284,6 +287,7 @@ impl PodInfo {
             resource,
             host_ports,
             pod,
+            packed: None,
         }
     }
 

@@ -208,7 +208,7 @@ impl Mirror {
             }
             EventType::Added | EventType::Modified => {
                 if self.shadow
-                    && let Object::Pod(p) = &obj
+                    && let Some(p) = obj.as_pod()
                     && node_name(p).is_empty()
                     && let Some(uid) = &p.metadata.uid
                 {

@@ -62,7 +62,7 @@ pub fn load(id: &str) -> Case {
             waiting: Default::default(),
             now: crate::plugins::testing::test_now(),
         },
-        pod: Arc::new(PodInfo::new(Arc::new(pod))),
+        pod: Arc::new(PodInfo::new(Arc::new(*pod))),
         expected,
     }
 }

@@ -123,14 +123,10 @@ impl Recording {
         let mut nodes = BTreeSet::new();
         let mut pods = BTreeSet::new();
         for e in &self.events {
-            match &*e.object {
-                Object::Node(_) => {
-                    nodes.insert(e.object.key());
-                }
-                Object::Pod(p) => {
-                    pods.insert(p.metadata.uid.clone().unwrap_or_else(|| e.object.key()));
-                }
-                _ => {}
+            if let Object::Node(_) = &*e.object {
+                nodes.insert(e.object.key());
+            } else if let Some(p) = e.object.as_pod() {
+                pods.insert(p.metadata.uid.clone().unwrap_or_else(|| e.object.key()));
             }
         }
         Counts {

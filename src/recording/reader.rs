@@ -247,10 +247,12 @@ fn parse_line(line: &str) -> Result<Option<Event>, String> {
     match parsed {
         Ok(Some(mut obj)) => {
             obj.normalize();
+            // Packed here, on the parsing threads, or the whole recording would be held
+            // unpacked at once.
             Ok(Some(Event {
                 at,
                 kind,
-                object: Box::new(obj),
+                object: Box::new(obj.packed()),
                 line: 0,
             }))
         }
@@ -270,7 +272,7 @@ fn from_manifest(text: &str, file: &str) -> Result<Recording, ReadError> {
             Event {
                 at: start,
                 kind: EventType::Added,
-                object: Box::new(o.value),
+                object: Box::new(o.value.packed()),
                 line: o.line,
             }
         })
@@ -288,6 +290,7 @@ fn from_manifest(text: &str, file: &str) -> Result<Recording, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::Object;
 
     const HEADER: &str = r#"{"kubestep":"recording","version":1,"started":"2026-01-01T00:00:00Z"}"#;
 
@@ -311,6 +314,27 @@ mod tests {
         assert_eq!(r.events[0].object.key(), "a");
         assert_eq!(r.events[0].line, 3);
         assert_eq!(r.skipped, 1);
+    }
+
+    #[test]
+    fn bound_pods_are_packed_as_they_are_read() {
+        let pod = |name: &str, node: &str| {
+            format!(
+                r#"{{"at":"2026-01-01T00:00:01Z","type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","resources":{{"requests":{{"cpu":"300m"}}}}}}]}}}}}}"#
+            )
+        };
+        let text = [HEADER.to_string(), pod("running", "n1"), pod("pending", "")].join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        let Object::PackedPod(running) = &*r.events[0].object else {
+            panic!("not packed: {:?}", r.events[0].object)
+        };
+        assert_eq!(running.key, "default/running");
+        assert_eq!(running.resource.resource.milli_cpu, 300);
+        assert!(matches!(&*r.events[1].object, Object::Pod(_)));
+        assert_eq!(
+            r.events[0].object.to_value()["spec"]["containers"][0]["name"],
+            "c"
+        );
     }
 
     #[test]

@@ -302,8 +302,9 @@ impl Core {
     fn bind_pod(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
         self.actuator.bind(pod, node)?;
         if self.actuator.applies_locally() {
-            let bound = crate::scheduler::with_node_name(&pod.pod, node);
-            let change = self.cluster.upsert(Object::Pod(bound));
+            // What was derived from the pod stays valid: only its node changes.
+            let bound = Arc::new(pod.bound_to(node).packed());
+            let change = self.cluster.upsert(Object::PackedPod(bound));
             self.apply_change(change);
         }
         Ok(())
@@ -330,7 +331,8 @@ impl Core {
             let pi = Arc::new(PodInfo::new(Arc::new(nominated)));
             self.sched.nominator.add(pi.clone(), node.unwrap_or(""));
             if self.actuator.applies_locally() && self.cluster.pod(&pod.key).is_some() {
-                self.cluster.upsert(Object::Pod((*pi.pod).clone()));
+                self.cluster
+                    .upsert(Object::Pod(Box::new((*pi.pod).clone())));
             }
         }
         if !f.victims.is_empty() {
@@ -363,10 +365,9 @@ impl Core {
     /// Preemption: waiting victims are rejected, the others deleted.
     fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[String]) {
         for key in victims {
-            let Some(p) = self.cluster.pod(key).cloned() else {
+            let Some(victim) = self.cluster.pod_info(key).cloned() else {
                 continue;
             };
-            let victim = PodInfo::new(p);
             if self
                 .waiting
                 .reject(&victim.uid, "DefaultPreemption", "preempted")
@@ -435,18 +436,21 @@ impl Core {
         }
     }
 
-    fn apply_pod_change(&mut self, old: Option<&Pod>, new: Option<Arc<Pod>>, now: Timestamp) {
+    fn apply_pod_change(
+        &mut self,
+        old: Option<&PodInfo>,
+        new: Option<Arc<PodInfo>>,
+        now: Timestamp,
+    ) {
         if let Some(o) = old {
-            let key = pod_key(o);
-            let n = node_name(o);
+            let n = o.node_name();
             if !n.is_empty() {
-                self.sched.snapshot.remove_pod(n, &key);
+                self.sched.snapshot.remove_pod(n, &o.key);
             }
         }
-        let Some(new) = new else {
+        let Some(pi) = new else {
             // Deleted: out of the queue, out of the waiting map, out of nominations.
-            if let Some(o) = old {
-                let pi = PodInfo::new(Arc::new(o.clone()));
+            if let Some(pi) = old {
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
                 self.sched.nominator.remove(&pi.uid);
@@ -459,7 +463,6 @@ impl Core {
             }
             return;
         };
-        let pi = Arc::new(PodInfo::new(new.clone()));
         let n = pi.node_name().to_string();
         if !n.is_empty() {
             // Bound (or assumed by us): replace whatever the snapshot held for it.
@@ -594,13 +597,12 @@ impl Session {
             unbound: Default::default(),
             node_names: (u64::MAX, Arc::new(Vec::new())),
         };
-        let pods: Vec<Arc<Pod>> = core.cluster.pods().cloned().collect();
-        for p in pods {
-            let pi = PodInfo::new(p.clone());
-            if node_name(&p).is_empty() {
-                core.apply_pod_change(None, Some(p), opts.start);
+        let pods: Vec<Arc<PodInfo>> = core.cluster.pod_infos().cloned().collect();
+        for pi in pods {
+            if pi.node_name().is_empty() {
+                core.apply_pod_change(None, Some(pi), opts.start);
             } else {
-                core.record(&pi, PodStatus::Bound, Some(node_name(&p)), None);
+                core.record(&pi, PodStatus::Bound, Some(pi.node_name()), None);
             }
         }
         Ok(Session {

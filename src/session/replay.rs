@@ -70,7 +70,7 @@ impl Session {
         let Some(e) = self.core.feed.front() else {
             return false;
         };
-        let Object::Pod(p) = &*e.object else {
+        let Some(p) = e.object.as_pod() else {
             return false;
         };
         if e.kind == EventType::Deleted || node_name(p).is_empty() {
@@ -87,7 +87,7 @@ impl Session {
 
     /// Applies one event from a recording or a watch.
     pub fn apply_event(&mut self, e: Event) {
-        if let Object::Pod(p) = &*e.object
+        if let Some(p) = e.object.as_pod()
             && let Some(uid) = p.metadata.uid.as_deref()
             && self.core.evicted.contains(uid)
         {
@@ -105,8 +105,16 @@ impl Session {
         match (e.kind, *e.object) {
             (EventType::Deleted, obj) => self.delete(obj.kind(), &obj.key()),
             (_, Object::Pod(p)) => {
-                let p = self.admit(p);
-                self.apply(Object::Pod(p));
+                let p = self.admit(*p);
+                self.apply(Object::Pod(Box::new(p)));
+            }
+            // Packed pods are bound: only their priority may need admitting.
+            (_, Object::PackedPod(pi)) => {
+                let pi = match self.core.cluster.resolve_priority_of(&pi) {
+                    Some((admitted, _)) => admitted,
+                    None => pi,
+                };
+                self.apply(Object::PackedPod(pi));
             }
             (_, obj) => self.apply(obj),
         }
@@ -136,7 +144,7 @@ pub fn recorded_bindings(events: &[Event]) -> BTreeMap<String, String> {
     let mut seen_unbound = BTreeSet::new();
     let mut out = BTreeMap::new();
     for e in events {
-        let Object::Pod(p) = &*e.object else { continue };
+        let Some(p) = e.object.as_pod() else { continue };
         if e.kind == EventType::Deleted {
             continue;
         }

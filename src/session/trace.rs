@@ -244,7 +244,7 @@ pub fn pod(session: &Session, key: &str) -> Value {
     let obj = session
         .core
         .cluster
-        .pod(key)
-        .map(|p| serde_json::to_value(&**p).unwrap_or_default());
+        .full_pod(key)
+        .map(|p| serde_json::to_value(&*p).unwrap_or_default());
     json!({"type": "pod", "pod": key, "record": rec, "object": obj})
 }

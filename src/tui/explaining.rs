@@ -62,7 +62,7 @@ impl App {
             }
             return;
         }
-        let Some(p) = self.session.core.cluster.pod(&pod).cloned() else {
+        let Some(p) = self.session.core.cluster.full_pod(&pod) else {
             self.explain = None;
             return;
         };

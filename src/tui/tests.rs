@@ -598,10 +598,10 @@ fn five_thousand_nodes_stay_interactive() {
     use crate::cluster::{ClusterState, Object};
     let mut cluster = ClusterState::default();
     for n in crate::bench::make_nodes(5_000, 7) {
-        cluster.add(Object::Node(n));
+        cluster.add(Object::Node(Box::new(n)));
     }
     for p in crate::bench::make_pods(crate::bench::Workload::Basic, 50, 7, "default", 0) {
-        cluster.add(Object::Pod(p));
+        cluster.add(Object::Pod(Box::new(p)));
     }
     let session = crate::session::Session::new(
         cluster,

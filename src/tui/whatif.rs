@@ -164,8 +164,7 @@ pub fn compare_job(
     let object = s
         .core
         .cluster
-        .pod(pod)
-        .cloned()
+        .full_pod(pod)
         .ok_or_else(|| format!("pod {pod} is not in the cluster"))?;
     let name = if alt_name.is_empty() {
         String::new()

@@ -303,7 +303,7 @@ pub fn apply(
                 let c = changed.get_or_insert_with(|| cluster.clone());
                 let mut n = (**node(c, name)?).clone();
                 edit_node(&mut n, e);
-                c.upsert(Object::Node(n));
+                c.upsert(Object::Node(Box::new(n)));
             }
         }
     }
@@ -416,7 +416,8 @@ mod tests {
     #[test]
     fn edits_apply_to_copies() {
         let c = cluster();
-        let pod = c.pods().find(|p| p.spec.is_some()).unwrap().clone();
+        // As the What-if tab takes it: whole, even when the cluster keeps it packed.
+        let pod = c.pod_infos().next().unwrap().full_pod();
         let edits = vec![
             parse("pod request memory=1Gi", &c).unwrap(),
             parse("pod selector disk=ssd", &c).unwrap(),

@@ -522,17 +522,6 @@ fn pod_node_name(p: &Pod) -> &str {
         .unwrap_or("")
 }
 
-fn pod_nominated_node(p: &Pod) -> &str {
-    p.status
-        .as_ref()
-        .and_then(|s| s.nominated_node_name.as_deref())
-        .unwrap_or("")
-}
-
-fn pod_priority(p: &Pod) -> i32 {
-    p.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
-}
-
 fn scaled_down(old: &Pod, new: &Pod) -> bool {
     let (o, n) = (
         pod_resources::pod_requests(old, None),
@@ -577,7 +566,7 @@ fn generated_claims_changed(old: &Pod, new: &Pod) -> bool {
 /// scale-down, scheduling gates removed, tolerations, generated claims), or the generic
 /// `Update` when none applies. The resource is `AssignedPod` when the new pod is bound,
 /// `UnschedulablePod` otherwise.
-pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<ClusterEvent> {
+pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>) -> Vec<ClusterEvent> {
     let resource = if pod_node_name(new).is_empty() {
         EventResource::UnschedulablePod
     } else {
@@ -602,10 +591,7 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<ClusterEvent> {
     if actions.is_empty() {
         actions.push(ActionType::UPDATE);
     }
-    let (o, n) = (
-        EventObject::Pod(Arc::new(old.clone())),
-        EventObject::Pod(Arc::new(new.clone())),
-    );
+    let (o, n) = (EventObject::Pod(old.clone()), EventObject::Pod(new.clone()));
     actions
         .into_iter()
         .map(|a| ClusterEvent::new(resource.clone(), a, Some(o.clone()), Some(n.clone())))
@@ -624,9 +610,11 @@ pub fn pod_update_events(old: &Pod, new: &Pod) -> Vec<ClusterEvent> {
 /// [`SchedulingQueue::add`](super::SchedulingQueue::add),
 /// [`update`](super::SchedulingQueue::update) and
 /// [`delete`](super::SchedulingQueue::delete), which this does not do.
-pub fn events_for_pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
-    let obj = |p: &Pod| EventObject::Pod(Arc::new(p.clone()));
-    let assigned_add = |p: &Pod| {
+pub fn events_for_pod_change(old: Option<&PodInfo>, new: Option<&PodInfo>) -> Vec<ClusterEvent> {
+    // Hints read bound pods' containers (NodePorts the host ports of a deleted pod), so
+    // they get the whole pod, not the packed one.
+    let obj = |p: &PodInfo| EventObject::Pod(p.full_pod());
+    let assigned_add = |p: &PodInfo| {
         ClusterEvent::new(
             EventResource::AssignedPod,
             ActionType::ADD,
@@ -634,34 +622,35 @@ pub fn events_for_pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<Cluste
             Some(obj(p)),
         )
     };
-    let nominated_gone = |p: &Pod| {
+    let nominated_gone = |p: &PodInfo| {
         ClusterEvent::new(
             EventResource::AssignedPod,
             ActionType::DELETE,
             Some(obj(p)),
             None,
         )
-        .with_pre_check(PreCheck::PriorityAtMost(pod_priority(p)))
+        .with_pre_check(PreCheck::PriorityAtMost(p.priority))
     };
+    let bound = |p: &PodInfo| !p.node_name().is_empty();
     match (old, new) {
-        (None, Some(n)) if !pod_node_name(n).is_empty() => vec![assigned_add(n)],
-        (Some(o), Some(n)) if !pod_node_name(o).is_empty() => pod_update_events(o, n),
-        (Some(_), Some(n)) if !pod_node_name(n).is_empty() => vec![assigned_add(n)],
+        (None, Some(n)) if bound(n) => vec![assigned_add(n)],
+        (Some(o), Some(n)) if bound(o) => pod_update_events(&o.full_pod(), &n.full_pod()),
+        (Some(_), Some(n)) if bound(n) => vec![assigned_add(n)],
         (Some(o), Some(n)) => {
-            let was = pod_nominated_node(o);
-            if !was.is_empty() && was != pod_nominated_node(n) {
+            let was = o.nominated_node_name();
+            if !was.is_empty() && was != n.nominated_node_name() {
                 vec![nominated_gone(o)]
             } else {
                 Vec::new()
             }
         }
-        (Some(o), None) if !pod_node_name(o).is_empty() => vec![ClusterEvent::new(
+        (Some(o), None) if bound(o) => vec![ClusterEvent::new(
             EventResource::AssignedPod,
             ActionType::DELETE,
             Some(obj(o)),
             None,
         )],
-        (Some(o), None) if !pod_nominated_node(o).is_empty() => vec![nominated_gone(o)],
+        (Some(o), None) if !o.nominated_node_name().is_empty() => vec![nominated_gone(o)],
         _ => Vec::new(),
     }
 }
@@ -679,6 +668,7 @@ pub fn events_for_object(
         "Pod" => {
             let parse = |v: Option<&serde_json::Value>| {
                 v.and_then(|v| serde_json::from_value::<Pod>(v.clone()).ok())
+                    .map(|p| PodInfo::new(Arc::new(p)))
             };
             let (o, n) = (parse(old), parse(new));
             return events_for_pod_change(o.as_ref(), n.as_ref());
@@ -713,6 +703,12 @@ mod tests {
     use ActionType as A;
     use EventResource as R;
     use serde_json::{Value, json};
+
+    /// `events_for_pod_change` for pods as they are written in tests.
+    fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
+        let info = |p: &Pod| PodInfo::new(Arc::new(p.clone()));
+        events_for_pod_change(old.map(info).as_ref(), new.map(info).as_ref())
+    }
 
     fn node(name: &str, cpu: &str, labels: Value) -> Node {
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
@@ -759,11 +755,8 @@ mod tests {
 
         let p =
             bound(json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n", "containers": []}}));
-        assert_eq!(
-            events_for_pod_change(None, Some(&p))[0].label,
-            "AssignedPodAdd"
-        );
-        let same = events_for_pod_change(Some(&p), Some(&p));
+        assert_eq!(pod_change(None, Some(&p))[0].label, "AssignedPodAdd");
+        let same = pod_change(Some(&p), Some(&p));
         assert_eq!(
             (same.len(), same[0].label.as_str()),
             (1, "AssignedPodUpdate")
@@ -772,10 +765,10 @@ mod tests {
         let mut got_bound = unbound.clone();
         got_bound.spec.as_mut().unwrap().node_name = Some("n".into());
         assert_eq!(
-            events_for_pod_change(Some(&unbound), Some(&got_bound))[0].label,
+            pod_change(Some(&unbound), Some(&got_bound))[0].label,
             "AssignedPodAdd"
         );
-        assert!(events_for_pod_change(None, Some(&unbound)).is_empty());
+        assert!(pod_change(None, Some(&unbound)).is_empty());
 
         let pvc = json!({"metadata": {"name": "c", "namespace": "d"}});
         let e = events_for_object("PersistentVolumeClaim", None, Some(&pvc));

@@ -17,6 +17,12 @@ use crate::framework::{PodInfo, Snapshot};
 use crate::plugins::registry::in_tree;
 use crate::plugins::testing::{Env, pod};
 
+/// `events_for_pod_change` for pods as they are written in tests.
+fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
+    let info = |p: &Pod| PodInfo::new(Arc::new(p.clone()));
+    events_for_pod_change(old.map(info).as_ref(), new.map(info).as_ref())
+}
+
 const FIT: &str = "NodeResourcesFit";
 
 fn fwk() -> Framework {
@@ -313,10 +319,10 @@ fn fit_rejection_moves_when_a_bound_pod_goes() {
     fail(&mut q, &env, &f, "p", &[FIT], secs(0));
     // An unscheduled pod deleted frees nothing (and was not nominated).
     let pending = bound(json!({"metadata": {"name": "other"}, "spec": {"containers": []}}));
-    assert!(events_for_pod_change(Some(&pending), None).is_empty());
+    assert!(pod_change(Some(&pending), None).is_empty());
     let running =
         bound(json!({"metadata": {"name": "r"}, "spec": {"nodeName": "n1", "containers": []}}));
-    let ev = events_for_pod_change(Some(&running), None);
+    let ev = pod_change(Some(&running), None);
     assert_eq!(ev[0].label, "AssignedPodDelete");
     send(&mut q, &env, &f, ev, secs(0));
     // Deleted while still backing off (failed this very second).
@@ -552,18 +558,12 @@ fn spread_rejections_move_on_matching_pods_of_their_namespace() {
         json!({"metadata": {"name": "y", "namespace": "a", "labels": {"app": "db"}},
         "spec": {"nodeName": "n1", "containers": []}}),
     );
+    send(&mut q, &env, &f, pod_change(None, Some(&other_ns)), secs(5));
     send(
         &mut q,
         &env,
         &f,
-        events_for_pod_change(None, Some(&other_ns)),
-        secs(5),
-    );
-    send(
-        &mut q,
-        &env,
-        &f,
-        events_for_pod_change(None, Some(&unrelated)),
+        pod_change(None, Some(&unrelated)),
         secs(5),
     );
     // A node without the topology key does not count either.
@@ -579,13 +579,7 @@ fn spread_rejections_move_on_matching_pods_of_their_namespace() {
         json!({"metadata": {"name": "z", "namespace": "a", "labels": {"app": "web"}},
         "spec": {"nodeName": "n1", "containers": []}}),
     );
-    send(
-        &mut q,
-        &env,
-        &f,
-        events_for_pod_change(Some(&matching), None),
-        secs(5),
-    );
+    send(&mut q, &env, &f, pod_change(Some(&matching), None), secs(5));
     assert_eq!(q.queue_of("s"), Some(QueueName::Active));
 }
 
@@ -602,13 +596,7 @@ fn affinity_rejections_move_when_a_matching_pod_lands() {
         json!({"metadata": {"name": "w", "namespace": "default", "labels": {"app": "web"}},
         "spec": {"nodeName": "n1", "containers": []}}),
     );
-    send(
-        &mut q,
-        &env,
-        &f,
-        events_for_pod_change(None, Some(&web)),
-        secs(5),
-    );
+    send(&mut q, &env, &f, pod_change(None, Some(&web)), secs(5));
     // A new node without the topology key cannot help the affinity.
     send(
         &mut q,
@@ -620,7 +608,7 @@ fn affinity_rejections_move_when_a_matching_pod_lands() {
     assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
     let mut db = web.clone();
     db.metadata.labels = Some([("app".to_string(), "db".to_string())].into());
-    let ev = events_for_pod_change(Some(&web), Some(&db));
+    let ev = pod_change(Some(&web), Some(&db));
     assert_eq!(ev[0].label, "AssignedPodUpdatePodLabel");
     send(&mut q, &env, &f, ev, secs(5));
     assert_eq!(q.queue_of("p"), Some(QueueName::Active));
@@ -710,7 +698,7 @@ fn nominated_pod_deletion_only_considers_lower_or_equal_priority() {
         json!({"metadata": {"name": "n"}, "spec": {"priority": 5, "containers": []},
         "status": {"nominatedNodeName": "n1"}}),
     );
-    let ev = events_for_pod_change(Some(&nominated), None);
+    let ev = pod_change(Some(&nominated), None);
     assert_eq!(ev[0].pre_check, Some(PreCheck::PriorityAtMost(5)));
     send(&mut q, &env, &f, ev, secs(10));
     assert_eq!(q.queue_of("low"), Some(QueueName::Active));
@@ -928,15 +916,19 @@ fn cordon_ports_and_preemption_hints() {
         &mut q,
         &env,
         &f,
-        events_for_pod_change(Some(&on_port(9090)), None),
+        pod_change(Some(&on_port(9090)), None),
         secs(10),
     );
     assert_eq!(q.queue_of("port"), Some(QueueName::Unschedulable));
+    // The cluster keeps bound pods packed, without containers: the hint still sees the
+    // deleted pod's host port.
+    let packed = PodInfo::new(Arc::new(on_port(8080))).packed();
+    assert!(packed.is_packed() && packed.pod.spec.as_ref().unwrap().containers.is_empty());
     send(
         &mut q,
         &env,
         &f,
-        events_for_pod_change(Some(&on_port(8080)), None),
+        events_for_pod_change(Some(&packed), None),
         secs(10),
     );
     assert_eq!(q.queue_of("port"), Some(QueueName::Active));

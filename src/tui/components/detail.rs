@@ -154,7 +154,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                     t.base,
                 )));
             }
-            match app.session.core.cluster.pod(&key) {
+            match app.session.core.cluster.full_pod(&key) {
                 Some(p) => yaml(
                     app,
                     &mut out,

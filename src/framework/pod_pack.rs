@@ -1,0 +1,176 @@
+//! Packed pods. A bound pod's containers (and their statuses) are most of its memory:
+//! k8s-openapi's `Container` is 2 kB in place before any of its strings or maps. The
+//! scheduler reads them only through what `PodInfo` derives once (requests, host ports,
+//! images), so a bound pod keeps them as JSON text and they come back only when someone
+//! wants to see the whole pod (display, a pod re-run by `explain`, an extender).
+//! Pending pods are never packed: the scheduling cycle reads their containers.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Container, ContainerStatus, EphemeralContainer, Pod};
+use serde::{Deserialize, Serialize};
+
+use super::types::PodInfo;
+
+/// What packing takes out of a pod, under the field names the API uses.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Parts {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    containers: Vec<Container>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    init_containers: Option<Vec<Container>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ephemeral_containers: Option<Vec<EphemeralContainer>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    container_statuses: Option<Vec<ContainerStatus>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    init_container_statuses: Option<Vec<ContainerStatus>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ephemeral_container_statuses: Option<Vec<ContainerStatus>>,
+}
+
+impl Parts {
+    fn take(pod: &mut Pod) -> Parts {
+        let mut parts = Parts::default();
+        if let Some(s) = pod.spec.as_mut() {
+            parts.containers = std::mem::take(&mut s.containers);
+            parts.init_containers = s.init_containers.take();
+            parts.ephemeral_containers = s.ephemeral_containers.take();
+        }
+        if let Some(s) = pod.status.as_mut() {
+            parts.container_statuses = s.container_statuses.take();
+            parts.init_container_statuses = s.init_container_statuses.take();
+            parts.ephemeral_container_statuses = s.ephemeral_container_statuses.take();
+        }
+        parts
+    }
+
+    fn put(self, pod: &mut Pod) {
+        if let Some(s) = pod.spec.as_mut() {
+            s.containers = self.containers;
+            s.init_containers = self.init_containers;
+            s.ephemeral_containers = self.ephemeral_containers;
+        }
+        if let Some(s) = pod.status.as_mut() {
+            s.container_statuses = self.container_statuses;
+            s.init_container_statuses = self.init_container_statuses;
+            s.ephemeral_container_statuses = self.ephemeral_container_statuses;
+        }
+    }
+}
+
+impl PodInfo {
+    /// This pod packed, if it is bound (and not already packed): everything derived from
+    /// its containers stays as it was computed from the whole pod.
+    pub fn packed(mut self) -> PodInfo {
+        if self.packed.is_some() || self.node_name().is_empty() {
+            return self;
+        }
+        let mut pod = Arc::unwrap_or_clone(self.pod);
+        let parts = Parts::take(&mut pod);
+        match serde_json::to_string(&parts) {
+            Ok(json) => {
+                self.packed = Some(json.into());
+                // Images are read only for the pod being scheduled (ImageLocality).
+                self.images = Arc::from([]);
+            }
+            // Not expected for types that came from JSON; keep the pod whole rather than
+            // lose anything.
+            Err(_) => parts.put(&mut pod),
+        }
+        self.pod = Arc::new(pod);
+        self
+    }
+
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
+    }
+
+    /// The whole pod, containers included: the stored pod itself unless it is packed.
+    pub fn full_pod(&self) -> Arc<Pod> {
+        let Some(json) = &self.packed else {
+            return self.pod.clone();
+        };
+        let mut pod = (*self.pod).clone();
+        // The text was written by `packed` from these very types, so it reads back.
+        if let Ok(parts) = serde_json::from_str::<Parts>(json) {
+            parts.put(&mut pod);
+        }
+        Arc::new(pod)
+    }
+
+    /// The same pod once the Priority admission plugin has filled in its priority: `pod`
+    /// is this pod (packed or not) with `spec.priority`, perhaps `preemptionPolicy`, set.
+    /// Nothing else derived from the pod depends on them.
+    pub fn with_resolved_priority(&self, pod: Pod) -> PodInfo {
+        PodInfo {
+            priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
+            pod: Arc::new(pod),
+            ..self.clone()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(node: Option<&str>) -> PodInfo {
+        let mut v = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+            "spec": {"containers": [{"name": "c", "image": "nginx",
+                "ports": [{"containerPort": 80, "hostPort": 8080}],
+                "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}}],
+                "initContainers": [{"name": "i", "image": "busybox",
+                "resources": {"requests": {"cpu": "1"}}}]},
+            "status": {"containerStatuses": [{"name": "c", "image": "nginx", "imageID": "",
+                "ready": true, "restartCount": 2}]}});
+        if let Some(n) = node {
+            v["spec"]["nodeName"] = json!(n);
+        }
+        PodInfo::new(Arc::new(serde_json::from_value(v).unwrap()))
+    }
+
+    #[test]
+    fn a_bound_pod_packs_and_keeps_what_the_scheduler_derived() {
+        let whole = pod(Some("n1"));
+        let packed = whole.clone().packed();
+        assert!(packed.is_packed());
+        let spec = packed.pod.spec.as_ref().unwrap();
+        assert!(spec.containers.is_empty() && spec.init_containers.is_none());
+        assert!(
+            packed
+                .pod
+                .status
+                .as_ref()
+                .unwrap()
+                .container_statuses
+                .is_none()
+        );
+        assert_eq!(packed.resource, whole.resource);
+        assert_eq!(packed.resource.resource.milli_cpu, 1000);
+        assert_eq!(packed.host_ports, whole.host_ports);
+        assert_eq!(packed.key, "ns/p");
+        assert_eq!(*packed.full_pod(), *whole.pod);
+    }
+
+    #[test]
+    fn pending_pods_stay_whole() {
+        let pending = pod(None).packed();
+        assert!(!pending.is_packed());
+        assert_eq!(pending.pod.spec.as_ref().unwrap().containers.len(), 1);
+        assert!(Arc::ptr_eq(&pending.full_pod(), &pending.pod));
+    }
+
+    #[test]
+    fn priority_changes_on_a_packed_pod() {
+        let packed = pod(Some("n1")).packed();
+        let mut p = (*packed.pod).clone();
+        p.spec.as_mut().unwrap().priority = Some(1000);
+        let packed = packed.with_resolved_priority(p);
+        assert_eq!(packed.priority, 1000);
+        assert_eq!(packed.pod.spec.as_ref().unwrap().priority, Some(1000));
+        assert_eq!(packed.full_pod().spec.as_ref().unwrap().containers.len(), 1);
+    }
+}
