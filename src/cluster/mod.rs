@@ -4,7 +4,7 @@
 pub mod manifest;
 pub mod object;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -83,12 +83,12 @@ pub struct ClusterState {
     /// Nodes in the order they were added (the node tree order derives from it).
     nodes: Vec<Arc<Node>>,
     node_index: std::collections::HashMap<String, usize>,
-    /// Pods by `namespace/name`, with what the scheduler derives from each; bound pods
-    /// packed.
-    pods: BTreeMap<String, Arc<PodInfo>>,
-    /// Pod keys in the order they were added (by sequence number), so deletions are cheap.
-    pod_order: BTreeMap<u64, String>,
-    pod_seq: HashMap<String, u64>,
+    /// Pods by `namespace/name`, with what the scheduler derives from each (bound pods
+    /// packed), and when each was added.
+    pods: BTreeMap<String, (u64, Arc<PodInfo>)>,
+    /// The same pods by when they were added, so listing in that order and deleting are
+    /// cheap. Shares the pods rather than repeating keys: a large cluster has many.
+    pod_order: BTreeMap<u64, Arc<PodInfo>>,
     next_seq: u64,
     pub listers: Listers,
     /// What loading skipped or adjusted, for the user to read.
@@ -180,15 +180,7 @@ impl ClusterState {
                     _ => return None,
                 };
                 let new = Stored::Pod(pi.clone());
-                self.listers.pods.insert(key.clone(), pi.pod.clone());
-                let old = self.pods.insert(key.clone(), pi);
-                if old.is_none() {
-                    let seq = self.next_seq;
-                    self.next_seq += 1;
-                    self.pod_order.insert(seq, key.clone());
-                    self.pod_seq.insert(key.clone(), seq);
-                }
-                (new, old.map(Stored::Pod))
+                (new, self.put_pod(&key, pi).map(Stored::Pod))
             }
             other => {
                 let new = Stored::of(&other);
@@ -201,6 +193,23 @@ impl ClusterState {
             old,
             new: Some(new),
         })
+    }
+
+    /// Stores a pod in every view (the pod lister shares the stored object); the pod it
+    /// replaced, which keeps its place in the order.
+    fn put_pod(&mut self, key: &str, pi: Arc<PodInfo>) -> Option<Arc<PodInfo>> {
+        self.listers.pods.insert(key.to_string(), pi.pod.clone());
+        let seq = match self.pods.get(key) {
+            Some((seq, _)) => *seq,
+            None => {
+                self.next_seq += 1;
+                self.next_seq - 1
+            }
+        };
+        self.pod_order.insert(seq, pi.clone());
+        self.pods
+            .insert(key.to_string(), (seq, pi))
+            .map(|(_, old)| old)
     }
 
     fn listers_insert(&mut self, obj: Object, key: &str) -> Option<Stored> {
@@ -267,11 +276,9 @@ impl ClusterState {
                 Some(Stored::Node(n))
             }
             "Pod" => {
-                let p = self.pods.remove(key)?;
+                let (seq, p) = self.pods.remove(key)?;
                 l.pods.remove(key);
-                if let Some(seq) = self.pod_seq.remove(key) {
-                    self.pod_order.remove(&seq);
-                }
+                self.pod_order.remove(&seq);
                 Some(Stored::Pod(p))
             }
             "Namespace" => take(&mut l.namespaces, key, kind),
@@ -310,16 +317,14 @@ impl ClusterState {
         }
         let keys: Vec<String> = self.pods.keys().cloned().collect();
         for key in keys {
-            let Some(pi) = self.pods.get(&key) else {
+            let Some((_, pi)) = self.pods.get(&key) else {
                 continue;
             };
             let Some((pi, class)) = self.resolve_priority_of(pi) else {
                 continue;
             };
             let value = pi.priority;
-            // The pod lister holds the same object.
-            self.listers.pods.insert(key.clone(), pi.pod.clone());
-            self.pods.insert(key.clone(), pi);
+            self.put_pod(&key, pi);
             self.notes.push(format!(
                 "Pod {key}: priority {value} from PriorityClass {class}"
             ));
@@ -364,16 +369,16 @@ impl ClusterState {
     /// [`full_pod`](Self::full_pod) to see them, [`pod_info`](Self::pod_info) for what the
     /// scheduler derived from them).
     pub fn pod(&self, key: &str) -> Option<&Arc<Pod>> {
-        self.pods.get(key).map(|pi| &pi.pod)
+        self.pods.get(key).map(|(_, pi)| &pi.pod)
     }
 
     pub fn pod_info(&self, key: &str) -> Option<&Arc<PodInfo>> {
-        self.pods.get(key)
+        self.pods.get(key).map(|(_, pi)| pi)
     }
 
     /// A pod with everything it has, containers included.
     pub fn full_pod(&self, key: &str) -> Option<Arc<Pod>> {
-        self.pods.get(key).map(|pi| pi.full_pod())
+        self.pods.get(key).map(|(_, pi)| pi.full_pod())
     }
 
     /// Pods in the order they were added (bound ones packed).
@@ -382,7 +387,7 @@ impl ClusterState {
     }
 
     pub fn pod_infos(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
-        self.pod_order.values().filter_map(|k| self.pods.get(k))
+        self.pod_order.values()
     }
 
     /// Pods not bound to a node, in the order they were added.
