@@ -340,6 +340,28 @@ fn past_moment_shows_the_queue_of_then() {
 }
 
 #[test]
+fn a_past_queue_no_longer_kept_says_so() {
+    let mut app = demo_app();
+    // A tiny budget: only the newest queue moments are kept.
+    app.session.history.queues.max_rows = 12;
+    press(&mut app, "ffff");
+    let oldest = app.session.history.queues.oldest().unwrap();
+    let first = app.session.history.steps.front().unwrap().seq;
+    assert!(
+        first < oldest,
+        "the budget should have dropped the first moments"
+    );
+    while app.cursor != Some(first) {
+        press(&mut app, "[");
+    }
+    let s = screen(&mut app);
+    assert!(s.contains("the queue at step 1 is no longer"), "{s}");
+    // No counts then: an empty list there is not an empty queue.
+    assert!(s.contains("Queue ⏪ step 1 "), "{s}");
+    assert!(!s.contains("Queue 0/0"), "{s}");
+}
+
+#[test]
 fn waiting_list_in_the_past_and_allow_refused_there() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
@@ -408,6 +430,14 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         "epod toleration nvidia.com/gpu=present:NoSchedule\n",
     );
     assert_eq!(app.tab, Tab::WhatIf);
+    // The status line names the edit the re-run is for.
+    let (_, msg) = app.status.clone().unwrap();
+    assert_eq!(
+        msg,
+        format!(
+            "what-if: pod toleration nvidia.com/gpu=present:NoSchedule added; re-running {TRAINER}"
+        )
+    );
     settle(&mut app);
     let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.pod, TRAINER);

@@ -57,8 +57,14 @@ impl App {
     pub(super) fn add_field_edit(&mut self, text: &str) {
         match super::whatif_fields::parse(text, &self.session.core.cluster) {
             Ok(edit) => {
+                let added = edit.describe();
                 self.whatif.edits.fields.push(edit);
                 self.run_what_if();
+                // Say which edit the re-run is for, not only that one started.
+                if let Some((_, pod)) = &self.whatif.job {
+                    let msg = format!("what-if: {added} added; re-running {pod}");
+                    self.info(msg);
+                }
             }
             Err(e) => self.error(e),
         }

@@ -32,7 +32,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let focused = app.focus == Pane::Queue;
     let q = &app.queue;
-    let mut title = format!(" Queue {}/{} ", q.order.len(), q.rows.len());
+    // A past queue history no longer keeps has no counts: "0/0" would read as empty.
+    let mut title = match &app.past {
+        Some(p) if !p.kept => " Queue ".to_string(),
+        _ => format!(" Queue {}/{} ", q.order.len(), q.rows.len()),
+    };
     if !q.filter.is_empty() {
         title.push_str(&format!("/{} ", q.filter));
     }
