@@ -174,9 +174,18 @@ impl ClusterState {
                     self.notes.push(format!("ignored Pod {key}: phase {phase}"));
                     return self.remove("Pod", &key);
                 }
-                let pi = match obj.packed() {
+                // Bound pods are kept packed; pending ones whole, for the scheduling
+                // cycle reads their containers.
+                let pi = match obj {
+                    Object::PackedPod(pi) if pi.node_name().is_empty() => {
+                        Arc::new(PodInfo::new(pi.full_pod()))
+                    }
                     Object::PackedPod(pi) => pi,
-                    Object::Pod(p) => Arc::new(PodInfo::new(Arc::new(*p))),
+                    Object::Pod(p) => {
+                        let pi = PodInfo::new(Arc::new(*p));
+                        let bound = !pi.node_name().is_empty();
+                        Arc::new(if bound { pi.packed() } else { pi })
+                    }
                     _ => return None,
                 };
                 let new = Stored::Pod(pi.clone());
@@ -508,8 +517,15 @@ value: 1000
         assert_eq!(whole.spec.as_ref().unwrap().containers[0].name, "c");
         // The lister shares the stored (packed) pod rather than holding a copy.
         assert!(Arc::ptr_eq(&cs.listers.pods["default/bound"], &bound.pod));
-        // Pending pods are read by the scheduling cycle: whole.
+        // Pending pods are read by the scheduling cycle: whole, even when they come packed
+        // (as a recording's events do).
         assert!(!cs.pod_info("team/pending").unwrap().is_packed());
+        let mut cs2 = cs.clone();
+        let pending = cs.full_pod("team/pending").unwrap();
+        cs2.upsert(Object::Pod(Box::new((*pending).clone())).packed());
+        let stored = cs2.pod_info("team/pending").unwrap();
+        assert!(!stored.is_packed());
+        assert_eq!(stored.pod.spec.as_ref().unwrap().containers.len(), 1);
         // Packed pods keep the priority the PriorityClass resolution gives them.
         let mut p = (*bound.pod).clone();
         p.spec.as_mut().unwrap().priority_class_name = Some("high".into());

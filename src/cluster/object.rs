@@ -439,17 +439,11 @@ impl Object {
         }
     }
 
-    /// The object as the cluster keeps it: a bound pod packed, anything else as it is.
+    /// A pod packed (recordings hold their events so until they are applied); anything
+    /// else as it is.
     pub fn packed(self) -> Object {
         match self {
-            Object::Pod(p)
-                if p.spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .is_some_and(|n| !n.is_empty()) =>
-            {
-                Object::PackedPod(Arc::new(PodInfo::new(Arc::new(*p)).packed()))
-            }
+            Object::Pod(p) => Object::PackedPod(Arc::new(PodInfo::new(Arc::new(*p)).packed())),
             other => other,
         }
     }

@@ -3,7 +3,8 @@
 //! scheduler reads them only through what `PodInfo` derives once (requests, host ports,
 //! images), so a bound pod keeps them as JSON text and they come back only when someone
 //! wants to see the whole pod (display, a pod re-run by `explain`, an extender).
-//! Pending pods are never packed: the scheduling cycle reads their containers.
+//! The cluster keeps pending pods whole (the scheduling cycle reads their containers);
+//! a recording's events are all packed until they are applied.
 
 use std::sync::Arc;
 
@@ -61,10 +62,10 @@ impl Parts {
 }
 
 impl PodInfo {
-    /// This pod packed, if it is bound (and not already packed): everything derived from
-    /// its containers stays as it was computed from the whole pod.
+    /// This pod packed: everything derived from its containers stays as it was computed
+    /// from the whole pod.
     pub fn packed(mut self) -> PodInfo {
-        if self.packed.is_some() || self.node_name().is_empty() {
+        if self.packed.is_some() {
             return self;
         }
         let mut pod = Arc::unwrap_or_clone(self.pod);
@@ -156,11 +157,12 @@ mod tests {
     }
 
     #[test]
-    fn pending_pods_stay_whole() {
-        let pending = pod(None).packed();
-        assert!(!pending.is_packed());
-        assert_eq!(pending.pod.spec.as_ref().unwrap().containers.len(), 1);
-        assert!(Arc::ptr_eq(&pending.full_pod(), &pending.pod));
+    fn a_whole_pod_is_its_own_full_pod() {
+        let whole = pod(None);
+        assert!(!whole.is_packed());
+        assert!(Arc::ptr_eq(&whole.full_pod(), &whole.pod));
+        let packed = whole.clone().packed();
+        assert_eq!(*packed.full_pod(), *whole.pod);
     }
 
     #[test]

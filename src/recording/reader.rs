@@ -248,7 +248,7 @@ fn parse_line(line: &str) -> Result<Option<Event>, String> {
         Ok(Some(mut obj)) => {
             obj.normalize();
             // Packed here, on the parsing threads, or the whole recording would be held
-            // unpacked at once.
+            // unpacked at once; the cluster unpacks what it keeps whole (pending pods).
             Ok(Some(Event {
                 at,
                 kind,
@@ -317,7 +317,7 @@ mod tests {
     }
 
     #[test]
-    fn bound_pods_are_packed_as_they_are_read() {
+    fn pods_are_packed_as_they_are_read() {
         let pod = |name: &str, node: &str| {
             format!(
                 r#"{{"at":"2026-01-01T00:00:01Z","type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","resources":{{"requests":{{"cpu":"300m"}}}}}}]}}}}}}"#
@@ -330,7 +330,14 @@ mod tests {
         };
         assert_eq!(running.key, "default/running");
         assert_eq!(running.resource.resource.milli_cpu, 300);
-        assert!(matches!(&*r.events[1].object, Object::Pod(_)));
+        // Pending pods too: the cluster takes them whole again when they are applied.
+        let Object::PackedPod(pending) = &*r.events[1].object else {
+            panic!("not packed: {:?}", r.events[1].object)
+        };
+        assert_eq!(
+            pending.full_pod().spec.as_ref().unwrap().containers.len(),
+            1
+        );
         assert_eq!(
             r.events[0].object.to_value()["spec"]["containers"][0]["name"],
             "c"

@@ -3,6 +3,7 @@
 //! binds itself (whose cycles kubestep runs and compares, but does not bind).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
@@ -108,7 +109,11 @@ impl Session {
                 let p = self.admit(*p);
                 self.apply(Object::Pod(Box::new(p)));
             }
-            // Packed pods are bound: only their priority may need admitting.
+            (_, Object::PackedPod(pi)) if pi.node_name().is_empty() => {
+                let p = self.admit(Arc::unwrap_or_clone(pi.full_pod()));
+                self.apply(Object::Pod(Box::new(p)));
+            }
+            // A bound pod: only its priority may need admitting, and it stays packed.
             (_, Object::PackedPod(pi)) => {
                 let pi = match self.core.cluster.resolve_priority_of(&pi) {
                     Some((admitted, _)) => admitted,
