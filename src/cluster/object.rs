@@ -147,22 +147,18 @@ pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
     if !versions.contains(&head.api_version.as_deref().unwrap_or("")) {
         return from_value(serde_json::from_str(text).unwrap_or_default());
     }
+    fn parse<T: serde::de::DeserializeOwned>(
+        text: &str,
+        wrap: fn(Box<T>) -> Object,
+    ) -> Option<Object> {
+        serde_json::from_str(text).ok().map(|v| wrap(Box::new(v)))
+    }
     let typed = match kind {
-        "Node" => serde_json::from_str(text)
-            .map(|n| Object::Node(Box::new(n)))
-            .ok(),
-        "Pod" => serde_json::from_str(text)
-            .map(|p| Object::Pod(Box::new(p)))
-            .ok(),
-        "Namespace" => serde_json::from_str(text)
-            .map(|n| Object::Namespace(Box::new(n)))
-            .ok(),
-        "PersistentVolume" => serde_json::from_str(text)
-            .map(|pv| Object::PersistentVolume(Box::new(pv)))
-            .ok(),
-        "PersistentVolumeClaim" => serde_json::from_str(text)
-            .map(|c| Object::PersistentVolumeClaim(Box::new(c)))
-            .ok(),
+        "Node" => parse(text, Object::Node),
+        "Pod" => parse(text, Object::Pod),
+        "Namespace" => parse(text, Object::Namespace),
+        "PersistentVolume" => parse(text, Object::PersistentVolume),
+        "PersistentVolumeClaim" => parse(text, Object::PersistentVolumeClaim),
         _ => None,
     };
     match typed {
