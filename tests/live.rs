@@ -203,6 +203,33 @@ profiles:
       - name: ManualApproval
 ";
 
+/// Runs `kubestep live` as scheduler `kubestep` with [`APPROVAL_CONFIG`], a script of
+/// debugger commands if given, and `extra` arguments; the pod summary and stderr.
+fn run_approval(
+    server: &ApiServer,
+    name: &str,
+    script: Option<&str>,
+    extra: &[&str],
+) -> (std::collections::BTreeMap<String, Value>, String) {
+    let dir = temp_dir(name);
+    let kc = server.write_kubeconfig(&dir, None);
+    let cfg = dir.join("scheduler.yaml");
+    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
+    let script_path = dir.join("script");
+    let mut args = vec![
+        "--scheduler-name",
+        "kubestep",
+        "--config",
+        cfg.to_str().unwrap(),
+    ];
+    if let Some(text) = script {
+        std::fs::write(&script_path, text).unwrap();
+        args.extend(["--script", script_path.to_str().unwrap()]);
+    }
+    args.extend(extra);
+    finish(spawn(&kc, &args))
+}
+
 /// A pod ManualApproval holds (label `kubestep.io/approval=manual`).
 fn held_pod(name: &str) -> Value {
     let mut p = pod(name, "1", Some("kubestep"), None);
@@ -234,31 +261,14 @@ fn approval_by_hand_binds_the_allowed_pod_and_never_the_rejected_one() {
     server.apply(node("n2", "2"));
     server.apply(held_pod("approved"));
     server.apply(held_pod("refused"));
-    let dir = temp_dir("approval");
-    let kc = server.write_kubeconfig(&dir, None);
-    let cfg = dir.join("scheduler.yaml");
-    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
-    let script = dir.join("script");
-    std::fs::write(
-        &script,
-        "continue\nshow waiting\nallow team/approved\nreject team/refused ManualApproval not during the freeze\ncontinue\nquit\n",
-    )
-    .unwrap();
-    let child = spawn(
-        &kc,
-        &[
-            "--active",
-            "--scheduler-name",
-            "kubestep",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--script",
-            script.to_str().unwrap(),
-            "--duration",
-            "20s",
-        ],
+    let (pods, stderr) = run_approval(
+        &server,
+        "approval",
+        Some(
+            "continue\nshow waiting\nallow team/approved\nreject team/refused ManualApproval not during the freeze\ncontinue\nquit\n",
+        ),
+        &["--active", "--duration", "20s"],
     );
-    let (pods, stderr) = finish(child);
     let approved = server.get("Pod", Some("team"), "approved").unwrap();
     assert_eq!(approved["spec"]["nodeName"], "n1", "{stderr}");
     assert_eq!(pods["team/approved"]["status"], "Bound");
@@ -286,23 +296,7 @@ fn quitting_active_mode_rejects_waiting_pods_and_binds_nothing() {
     let server = ApiServer::start();
     server.apply(node("n1", "4"));
     server.apply(held_pod("held"));
-    let dir = temp_dir("quit");
-    let kc = server.write_kubeconfig(&dir, None);
-    let cfg = dir.join("scheduler.yaml");
-    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
-    let child = spawn(
-        &kc,
-        &[
-            "--active",
-            "--scheduler-name",
-            "kubestep",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--duration",
-            "3s",
-        ],
-    );
-    let (pods, stderr) = finish(child);
+    let (pods, stderr) = run_approval(&server, "quit", None, &["--active", "--duration", "3s"]);
     assert!(
         stderr.contains("rejected 1 pod(s) waiting at Permit: kubestep is shutting down"),
         "{stderr}"
@@ -414,22 +408,7 @@ fn shadow_mode_simulates_permit_waits_and_holds_nothing() {
     server.apply(node("n1", "4"));
     server.apply(held_pod("held"));
     server.apply(pod("free", "1", Some("kubestep"), None));
-    let dir = temp_dir("shadow-permit");
-    let kc = server.write_kubeconfig(&dir, None);
-    let cfg = dir.join("scheduler.yaml");
-    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
-    let child = spawn(
-        &kc,
-        &[
-            "--scheduler-name",
-            "kubestep",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--duration",
-            "3s",
-        ],
-    );
-    let (pods, stderr) = finish(child);
+    let (pods, stderr) = run_approval(&server, "shadow-permit", None, &["--duration", "3s"]);
     let held = &pods["team/held"];
     assert_eq!(held["status"], "Pending", "{stderr}");
     assert_eq!(held["selected"], json!(["n1"]));

@@ -13,7 +13,7 @@ use crate::framework::plugin::MAX_PERMIT_TIMEOUT;
 use crate::framework::profile::{ExtensionPoint, PluginEntry};
 use crate::framework::queued::QueuedPodInfo;
 use crate::framework::waiting::go_duration;
-use crate::framework::{Code, Handle, PodInfo, Status};
+use crate::framework::{Code, CycleState, Handle, PodInfo, Status};
 
 use super::Core;
 use super::history::Point;
@@ -510,26 +510,43 @@ impl Attempt {
             self.stage = Stage::Permit(0, Vec::new());
             return;
         };
+        let plugin = e.plugin.clone();
+        self.run_or_unreserve(
+            core,
+            (Point::Reserve, e.name),
+            |h, state, pod, node| match plugin.as_reserve() {
+                Some(p) => p.reserve(h, state, pod, node),
+                None => Status::success(),
+            },
+            Stage::Reserve(i + 1),
+            out,
+        );
+    }
+
+    /// One Reserve or PreBind plugin: its step, then `next`, or Unreserve when it failed
+    /// (a failure at either point undoes the reservation).
+    fn run_or_unreserve(
+        &mut self,
+        core: &mut Core,
+        (point, plugin): (Point, &'static str),
+        call: impl FnOnce(&Handle, &mut CycleState, &PodInfo, &str) -> Status,
+        next: Stage,
+        out: &mut Vec<StepEvent>,
+    ) {
         let node = self.node();
         let pod = self.pod().clone();
         let profile = self.profile;
         let state = &mut self.cycle.state;
-        let (s, d) = Self::run_plugin(core, |core| {
-            let h = core.handle(profile);
-            match e.plugin.as_reserve() {
-                Some(p) => p.reserve(&h, state, &pod, &node),
-                None => Status::success(),
-            }
-        });
-        let s = plugin_status(s, "Reserve", e.name, None);
+        let (s, d) = Self::run_plugin(core, |core| call(&core.handle(profile), state, &pod, &node));
+        let s = plugin_status(s, point.as_str(), plugin, None);
         out.push(StepEvent {
-            point: Point::Reserve,
-            plugin: Some(e.name.into()),
+            point,
+            plugin: Some(plugin.into()),
             status: s.clone(),
             duration: d,
         });
         if s.is_success() {
-            self.stage = Stage::Reserve(i + 1);
+            self.stage = next;
         } else {
             self.start_unreserve(core, Failure::after_cycle(&s, &node));
         }
@@ -672,29 +689,17 @@ impl Attempt {
             self.stage = Stage::PreBind(i + 1);
             return;
         }
-        let node = self.node();
-        let pod = self.pod().clone();
-        let profile = self.profile;
-        let state = &mut self.cycle.state;
-        let (s, d) = Self::run_plugin(core, |core| {
-            let h = core.handle(profile);
-            match e.plugin.as_pre_bind() {
-                Some(p) => p.pre_bind(&h, state, &pod, &node),
+        let plugin = e.plugin.clone();
+        self.run_or_unreserve(
+            core,
+            (Point::PreBind, e.name),
+            |h, state, pod, node| match plugin.as_pre_bind() {
+                Some(p) => p.pre_bind(h, state, pod, node),
                 None => Status::success(),
-            }
-        });
-        let s = plugin_status(s, "PreBind", e.name, None);
-        out.push(StepEvent {
-            point: Point::PreBind,
-            plugin: Some(e.name.into()),
-            status: s.clone(),
-            duration: d,
-        });
-        if s.is_success() {
-            self.stage = Stage::PreBind(i + 1);
-        } else {
-            self.start_unreserve(core, Failure::after_cycle(&s, &node));
-        }
+            },
+            Stage::PreBind(i + 1),
+            out,
+        );
     }
 
     fn bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
