@@ -68,8 +68,10 @@ impl PodInfo {
         if self.packed.is_some() {
             return self;
         }
-        let mut pod = Arc::unwrap_or_clone(self.pod);
-        let parts = Parts::take(&mut pod);
+        // In place when this PodInfo holds the only reference (as when just parsed): a
+        // `Pod` is kilobytes to move.
+        let pod = Arc::make_mut(&mut self.pod);
+        let parts = Parts::take(pod);
         match serde_json::to_string(&parts) {
             Ok(json) => {
                 self.packed = Some(json.into());
@@ -78,9 +80,8 @@ impl PodInfo {
             }
             // Not expected for types that came from JSON; keep the pod whole rather than
             // lose anything.
-            Err(_) => parts.put(&mut pod),
+            Err(_) => parts.put(pod),
         }
-        self.pod = Arc::new(pod);
         self
     }
 
