@@ -81,7 +81,8 @@ pub enum EventType {
 pub struct Event {
     pub at: Timestamp,
     pub kind: EventType,
-    /// Boxed: objects are kilobytes in place, and recordings hold tens of thousands.
+    /// Boxed to keep an `Event` a few words: the feed's buffer keeps room for every event
+    /// it ever held, and `Object` itself is several words even with its large kinds boxed.
     pub object: Box<Object>,
     /// Line of the recording it came from (0 for manifests).
     pub line: usize,
