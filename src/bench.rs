@@ -241,17 +241,13 @@ pub fn run_session(
     for p in make_pods(init_kind, init_count, 3, "sched-0", 0) {
         cluster.add(Object::Pod(Box::new(p)));
     }
-    let (detail, opts) = match history {
-        SessionHistory::Off => (
-            Detail::Decision,
-            SessionOptions {
-                detail: Detail::Decision,
-                history_steps: 0,
-                history_attempts: 0,
-                ..Default::default()
-            },
-        ),
-        SessionHistory::Full => (Detail::Full, SessionOptions::default()),
+    let detail = Detail::Decision;
+    let opts = match history {
+        SessionHistory::Off => SessionOptions {
+            history_bytes: 0,
+            ..Default::default()
+        },
+        SessionHistory::Full => SessionOptions::default(),
     };
     let mut session =
         Session::new(cluster, cfg, opts, Box::new(LocalActuator)).map_err(|e| e.to_string())?;
@@ -286,4 +282,59 @@ pub fn run_session(
         peak_rss_mib: peak_rss_mib(),
         phase_micros: Default::default(),
     })
+}
+
+/// The workload as a recording: its nodes, its init pods already bound where kubestep's
+/// decision path puts them (scheduler_perf schedules them untimed), and the measured pods
+/// pending at the recording's start. `kubestep replay FILE --headless` on it is the
+/// user's path that `kubestep bench` times.
+pub fn workload_recording(
+    workload: Workload,
+    nodes: usize,
+    pods: usize,
+    cfg: config::KubeSchedulerConfiguration,
+) -> Result<Vec<u8>, String> {
+    use crate::recording::{EventType, Header, writer::Writer};
+    let start = jiff::Timestamp::from_second(1_772_442_000).unwrap_or_default();
+    let mut header = Header::new(start);
+    header.description = Some(format!(
+        "scheduler_perf-like {}: {nodes} nodes, {pods} pending pods",
+        workload.name()
+    ));
+    let mut w = Writer::memory(&header);
+    let mut cluster = ClusterState::default();
+    let typed = |v: serde_json::Value, kind: &str| {
+        let mut v = v;
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!(kind);
+        v
+    };
+    for n in make_nodes(nodes, 42) {
+        let v = serde_json::to_value(&n).map_err(|e| e.to_string())?;
+        w.event(start, EventType::Added, &typed(v, "Node"))
+            .map_err(|e| e.to_string())?;
+        cluster.add(Object::Node(Box::new(n)));
+    }
+    let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
+    let (init_kind, init_count) = init_pods(workload);
+    for p in make_pods(init_kind, init_count, 3, "sched-0", 0) {
+        let pi = Arc::new(PodInfo::new(Arc::new(p.clone())));
+        let node = match sched
+            .schedule_one(pi, Detail::Decision, &cluster.listers)
+            .and_then(|c| c.outcome)
+        {
+            Some(CycleOutcome::Selected { node, .. }) => node,
+            _ => continue,
+        };
+        let bound = crate::scheduler::with_node_name(&p, &node);
+        let v = serde_json::to_value(&bound).map_err(|e| e.to_string())?;
+        w.event(start, EventType::Added, &typed(v, "Pod"))
+            .map_err(|e| e.to_string())?;
+    }
+    for p in make_pods(workload, pods, 7, "sched-1", init_count) {
+        let v = serde_json::to_value(&p).map_err(|e| e.to_string())?;
+        w.event(start, EventType::Added, &typed(v, "Pod"))
+            .map_err(|e| e.to_string())?;
+    }
+    w.finish().map_err(|e| e.to_string())
 }

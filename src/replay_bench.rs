@@ -113,9 +113,6 @@ fn run(
     let deadline = clock::add(rec.end(), Duration::from_secs(600));
     let started = Instant::now();
     let opts = SessionOptions {
-        detail,
-        history_steps: 1_000,
-        history_attempts: 50,
         ..Default::default()
     };
     let mut s = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))

@@ -112,7 +112,11 @@ pub struct Scheduler {
     /// The configured extenders, ignorable ones last.
     pub extenders: Vec<Extender>,
     pub snapshot: Snapshot,
-    pub nominator: Nominator,
+    /// Shared so that an attempt can keep the nominations it ran with (copied only when
+    /// they change while kept).
+    pub nominator: Arc<Nominator>,
+    /// The seed given to `set_seed`, for building copies of the profiles.
+    pub seed: u64,
     /// Where the next node search starts (upstream `nextStartNodeIndex`).
     pub next_start_node_index: usize,
     /// The engine's clock, given to plugins as `Handle::now`: the wall clock when the
@@ -144,7 +148,8 @@ impl Scheduler {
             frameworks,
             extenders,
             snapshot: cluster.snapshot(),
-            nominator: cluster.nominator(),
+            nominator: Arc::new(cluster.nominator()),
+            seed: 0,
             next_start_node_index: 0,
             now: jiff::Timestamp::now(),
             pool,
@@ -191,16 +196,8 @@ impl Scheduler {
         let mut cycle = SchedulingCycle::new(pod, detail, self.next_start_node_index);
         {
             let env = self.env(&self.frameworks[fwk_index], listers, &NO_WAITING);
-            // Run the whole cycle on a pool thread, so this thread takes part in the
-            // parallel Filter/Score work instead of waking the pool for every wave.
-            match &self.pool {
-                Some(pool) => pool.install(|| {
-                    cycle.run(&env);
-                }),
-                None => {
-                    cycle.run(&env);
-                }
-            }
+            // Same as the session: long Filter runs and Score passes use the pool.
+            cycle.run(&env);
         }
         if let Some(next) = cycle.next_start_node_index {
             self.next_start_node_index = next;
@@ -213,7 +210,8 @@ impl Scheduler {
     }
 
     /// Seeds every plugin of every profile (see `Plugin::set_seed`).
-    pub fn set_seed(&self, seed: u64) {
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
         for fwk in &self.frameworks {
             for p in fwk.all_plugins() {
                 p.set_seed(seed);
@@ -221,12 +219,9 @@ impl Scheduler {
         }
     }
 
-    /// Runs `f` on the scheduler's thread pool (so the caller takes part in parallel work).
-    pub fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
-            Some(pool) => pool.install(f),
-            None => f(),
-        }
+    /// The thread pool, when the configuration's parallelism and the machine give one.
+    pub fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool.as_ref()
     }
 
     /// Binds through the extenders first (upstream `extendersBinding`): `None` when no
@@ -242,9 +237,16 @@ impl Scheduler {
     /// Places a pod on a node in the snapshot (upstream `AssumePod`).
     pub fn assume(&mut self, pod: &PodInfo, node: &str) -> Arc<PodInfo> {
         let assumed = Arc::new(pod.bound_to(node));
-        self.nominator.remove(&pod.uid);
-        self.snapshot.add_pod(assumed.clone());
+        self.assume_pod(assumed.clone());
         assumed
+    }
+
+    /// Places a pod already bound to its node (`spec.nodeName` set) in the snapshot.
+    pub fn assume_pod(&mut self, assumed: Arc<PodInfo>) {
+        if self.nominator.contains(&assumed.uid) {
+            Arc::make_mut(&mut self.nominator).remove(&assumed.uid);
+        }
+        self.snapshot.add_pod(assumed);
     }
 }
 

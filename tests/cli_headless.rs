@@ -178,10 +178,16 @@ fn without_a_script_it_runs_until_settled_and_waiting_pods_time_out() {
     // Nobody approved it within 15 minutes: the wait timed out, the pod was unreserved.
     let p = pod(summary, "payments/migrate-db");
     assert_ne!(p["status"], "Bound", "{p}");
-    assert!(
-        lines.iter().any(|l| l["point"] == "WaitOnPermit"
-            && l["message"].as_str().unwrap_or("").contains("timeout"))
-    );
+    // The attempt's line, printed again when it concluded, names the timeout.
+    assert!(lines.iter().any(|l| {
+        l["type"] == "attempt"
+            && l["pod"] == "payments/migrate-db"
+            && l["result"] == "Unschedulable"
+            && l["message"].as_str().unwrap_or("").contains("timeout")
+            && l["points"]
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["point"] == "WaitOnPermit"))
+    }));
 }
 
 #[test]

@@ -2,29 +2,24 @@
 
 use std::time::Duration;
 
-use kubestep::framework::Detail;
 use kubestep::recording::{self, bundled};
 use kubestep::session::{
     LocalActuator, PodRecord, PodStatus, Session, SessionOptions, clock, trace,
 };
 
-fn session(name: &str, detail: Detail) -> Session {
+fn session(name: &str) -> Session {
     let rec = recording::open(name).unwrap();
     assert!(rec.warnings.is_empty(), "{name}: {:?}", rec.warnings);
     let cfg = rec
         .scheduler_config(name)
         .unwrap()
         .unwrap_or_else(kubestep::config::default_configuration);
-    let opts = SessionOptions {
-        detail,
-        ..Default::default()
-    };
-    Session::from_recording(rec, cfg, opts, Box::new(LocalActuator)).unwrap()
+    Session::from_recording(rec, cfg, SessionOptions::default(), Box::new(LocalActuator)).unwrap()
 }
 
 /// Replays `name` up to `secs` after its start (or its end plus ten minutes).
 fn replay(name: &str, secs: Option<u64>) -> Session {
-    let mut s = session(name, Detail::Full);
+    let mut s = session(name);
     let deadline = match secs {
         Some(t) => clock::add(s.now(), Duration::from_secs(t)),
         None => clock::add(
@@ -180,7 +175,7 @@ fn topology_spread() {
 
 #[test]
 fn gang_scheduling() {
-    let mut s = session("gang-scheduling", Detail::Full);
+    let mut s = session("gang-scheduling");
     s.continue_();
     // The fitting gang is bound in the first moment, all together.
     let now = s.summary();
@@ -203,7 +198,7 @@ fn gang_scheduling() {
         .since(before)
         .iter()
         .filter(|st| {
-            st.message
+            st.message()
                 .contains("rejected due to timeout after waiting 30s at plugin Coscheduling")
         })
         .count();
@@ -218,7 +213,7 @@ fn gang_scheduling() {
 
 #[test]
 fn manual_approval() {
-    let mut s = session("manual-approval", Detail::Full);
+    let mut s = session("manual-approval");
     s.advance(Duration::from_secs(40));
     let now = s.summary();
     for p in [
@@ -244,7 +239,7 @@ fn manual_approval() {
     assert_eq!(pod(&now, &migrate).status, PodStatus::Bound);
     // The rejected canary goes back to the queue (and, popped again, waits again).
     let rejected = s.history.since(before).into_iter().any(|st| {
-        st.pod.as_deref() == Some(canary.as_str()) && st.message.contains("not during the sale")
+        st.pod.as_deref() == Some(canary.as_str()) && st.message().contains("not during the sale")
     });
     assert!(rejected);
     // Nobody answers for the backfill: it times out two minutes after it arrived.
@@ -255,7 +250,7 @@ fn manual_approval() {
             .as_deref()
             .is_some_and(|p| p.starts_with("data/orders-backfill-"))
             && st
-                .message
+                .message()
                 .contains("rejected due to timeout after waiting 2m0s at plugin ManualApproval")
     });
     assert!(timed_out);
@@ -396,7 +391,7 @@ fn demo() {
 fn large_loads_and_replays_to_the_end() {
     let rec = recording::open("large").unwrap();
     let end = rec.end();
-    let mut s = session("large", Detail::Decision);
+    let mut s = session("large");
     s.run_until(clock::add(end, Duration::from_secs(60)));
     assert!(s.core.feed.is_empty(), "every event applied");
     let sum = s.summary();

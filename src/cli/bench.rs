@@ -57,6 +57,11 @@ pub struct BenchArgs {
     /// The recording for --workload load and replay: a file or a bundled name.
     #[arg(long, default_value = "large")]
     recording: String,
+    /// Write the workload (basic, anti-affinity or topology-spread) as a recording to
+    /// FILE instead of running it: its nodes, its init pods bound, its measured pods
+    /// pending. `kubestep replay FILE --headless` then runs it the way users do.
+    #[arg(long, value_name = "FILE")]
+    emit: Option<std::path::PathBuf>,
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
@@ -92,6 +97,12 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Workload::AntiAffinity => 2000,
             Workload::TopologySpread => 5000,
         });
+        if let Some(file) = &a.emit {
+            let bytes =
+                bench::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
+            std::fs::write(file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            continue;
+        }
         let r = match a.session {
             None => bench::run(w, a.nodes, pods, detail, cfg),
             Some(h) => {

@@ -15,7 +15,6 @@ use clap::Args;
 use jiff::Timestamp;
 
 use kubestep::config::{self, KubeSchedulerConfiguration};
-use kubestep::framework::Detail;
 use kubestep::live::actuator::{ApiActuator, ShadowActuator};
 use kubestep::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
 use kubestep::live::recorder::Tape;
@@ -64,9 +63,14 @@ pub struct LiveArgs {
     /// its only profile, renamed) is used.
     #[arg(long, value_name = "NAME")]
     scheduler_name: Option<String>,
-    /// Steps kept in history.
-    #[arg(long, default_value_t = 100_000)]
-    history: usize,
+    /// Memory for history: the steps and attempts kept, and what re-runs a past attempt
+    /// when you look at it (default 32MiB; 0 keeps none).
+    #[arg(long, value_name = "SIZE", value_parser = super::trace_args::parse_size)]
+    history: Option<usize>,
+    /// What the headless run prints: a line per attempt, also per step, or also each
+    /// attempt's verdict matrix, scores and CycleState.
+    #[arg(long, value_enum, default_value_t = super::trace_args::TraceArg::Attempts)]
+    trace: super::trace_args::TraceArg,
 }
 
 pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
@@ -131,12 +135,13 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
         _ => Box::new(ShadowActuator),
     };
     let opts = SessionOptions {
-        detail: Detail::Full,
-        history_steps: a.history,
+        history_bytes: a
+            .history
+            .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         start: Timestamp::now(),
-        ..Default::default()
     };
-    let session = mirror.start(sync, cfg, opts, actuator)?;
+    let mut session = mirror.start(sync, cfg, opts, actuator)?;
+    session.trace_level = a.trace.into();
     if let Some(logs) = logs {
         let mut link = LiveLink::new(mirror, Box::new(watchers), conn.server());
         link.scheduler_name = a.scheduler_name.clone().filter(|_| a.active);

@@ -24,6 +24,7 @@ mod live_args;
 mod record;
 mod recordings;
 mod replay;
+mod trace_args;
 mod tui;
 
 use std::process::ExitCode;

@@ -11,7 +11,6 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use kubestep::config;
-use kubestep::framework::Detail;
 use kubestep::recording::{self, ReadOptions};
 use kubestep::session::script::{self, Command};
 use kubestep::session::{LocalActuator, Session, SessionOptions, clock, trace};
@@ -54,9 +53,14 @@ pub struct ReplayArgs {
     /// script (default: the recording's last event plus 10 minutes).
     #[arg(long)]
     until: Option<String>,
-    /// Steps kept in history.
-    #[arg(long, default_value_t = 100_000)]
-    history: usize,
+    /// Memory for history: the steps and attempts kept, and what re-runs a past attempt
+    /// when you look at it (default 32MiB; 0 keeps none).
+    #[arg(long, value_name = "SIZE", value_parser = super::trace_args::parse_size)]
+    history: Option<usize>,
+    /// What the headless run prints: a line per attempt, also per step, or also each
+    /// attempt's verdict matrix, scores and CycleState.
+    #[arg(long, value_enum, default_value_t = super::trace_args::TraceArg::Attempts)]
+    trace: super::trace_args::TraceArg,
     /// Terminal UI theme: dark, light, high-contrast, ansi16, mono, or a theme file.
     #[arg(long, value_name = "NAME|FILE")]
     theme: Option<String>,
@@ -73,7 +77,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             theme: a.theme,
             log_file: a.log_file,
             compare: None,
-            history: Some(a.history),
+            history: a.history,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -100,11 +104,13 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         None => clock::add(rec.end(), std::time::Duration::from_secs(600)),
     };
     let opts = SessionOptions {
-        detail: Detail::Full,
-        history_steps: a.history,
+        history_bytes: a
+            .history
+            .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
     let mut session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))?;
+    session.trace_level = a.trace.into();
     session.core.sched.set_seed(a.seed);
     // Headless runs as fast as it can; --speed paces the terminal UI.
     let _ = a.speed;
@@ -158,6 +164,13 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.print(&trace::session_summary(&session))?;
+    tracing::info!(
+        steps = session.history.steps.len(),
+        attempts = session.history.attempts.len(),
+        history_bytes = session.history.bytes(),
+        world_bytes = session.core.world.bytes(),
+        "replay finished"
+    );
     Ok(ExitCode::SUCCESS)
 }
 

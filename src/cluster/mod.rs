@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 pub use manifest::{Located, ManifestError};
 pub use object::{Object, ObjectError};
 
-use crate::framework::listers::Listers;
+use crate::framework::listers::{ListerValue, Listers};
 use crate::framework::nominator::Nominator;
 use crate::framework::{PodInfo, Snapshot};
 
@@ -27,6 +27,14 @@ pub enum Stored {
         kind: String,
         value: serde_json::Value,
     },
+}
+
+/// A lister entry as a change notification carries it.
+fn stored_value(v: &ListerValue) -> Stored {
+    Stored::Other {
+        kind: v.kind().to_string(),
+        value: v.to_json(),
+    }
 }
 
 impl Stored {
@@ -43,13 +51,6 @@ impl Stored {
                 kind: other.kind().to_string(),
                 value: other.to_value(),
             },
-        }
-    }
-
-    fn other<T: serde::Serialize>(kind: &str, v: &T) -> Stored {
-        Stored::Other {
-            kind: kind.to_string(),
-            value: serde_json::to_value(v).unwrap_or_default(),
         }
     }
 }
@@ -207,7 +208,8 @@ impl ClusterState {
     /// Stores a pod in every view (the pod lister shares the stored object); the pod it
     /// replaced, which keeps its place in the order.
     fn put_pod(&mut self, key: &str, pi: Arc<PodInfo>) -> Option<Arc<PodInfo>> {
-        self.listers.pods.insert(key.to_string(), pi.pod.clone());
+        self.listers
+            .set(key.to_string(), ListerValue::Pod(pi.pod.clone()));
         let seq = match self.pods.get(key) {
             Some((seq, _)) => *seq,
             None => {
@@ -222,56 +224,29 @@ impl ClusterState {
     }
 
     fn listers_insert(&mut self, obj: Object, key: &str) -> Option<Stored> {
-        let l = &mut self.listers;
-        let key = key.to_string();
-        fn put<T: serde::Serialize>(
-            m: &mut BTreeMap<String, Arc<T>>,
-            key: String,
-            v: T,
-            kind: &str,
-        ) -> Option<Stored> {
-            m.insert(key, Arc::new(v)).map(|o| Stored::other(kind, &*o))
-        }
-        match obj {
-            Object::Namespace(o) => put(&mut l.namespaces, key, *o, "Namespace"),
-            Object::PersistentVolume(o) => put(&mut l.pvs, key, *o, "PersistentVolume"),
-            Object::PersistentVolumeClaim(o) => put(&mut l.pvcs, key, *o, "PersistentVolumeClaim"),
-            Object::StorageClass(o) => put(&mut l.storage_classes, key, *o, "StorageClass"),
-            Object::CSINode(o) => put(&mut l.csi_nodes, key, *o, "CSINode"),
-            Object::PodDisruptionBudget(o) => put(&mut l.pdbs, key, *o, "PodDisruptionBudget"),
-            Object::PriorityClass(o) => put(&mut l.priority_classes, key, *o, "PriorityClass"),
-            Object::Service(o) => put(&mut l.services, key, *o, "Service"),
-            Object::ReplicaSet(o) => put(&mut l.replica_sets, key, *o, "ReplicaSet"),
-            Object::StatefulSet(o) => put(&mut l.stateful_sets, key, *o, "StatefulSet"),
-            Object::ReplicationController(o) => put(
-                &mut l.replication_controllers,
-                key,
-                *o,
-                "ReplicationController",
-            ),
-            Object::Custom { kind, value, .. } => l
-                .custom
-                .entry(kind.clone())
-                .or_default()
-                .insert(key, Arc::new(value))
-                .map(|o| Stored::Other {
-                    kind,
-                    value: (*o).clone(),
-                }),
-            Object::Node(_) | Object::Pod(_) | Object::PackedPod(_) => None,
-        }
+        use ListerValue as V;
+        let value = match obj {
+            Object::Namespace(o) => V::Namespace(Arc::new(*o)),
+            Object::PersistentVolume(o) => V::PersistentVolume(Arc::new(*o)),
+            Object::PersistentVolumeClaim(o) => V::PersistentVolumeClaim(Arc::new(*o)),
+            Object::StorageClass(o) => V::StorageClass(Arc::new(*o)),
+            Object::CSINode(o) => V::CSINode(Arc::new(*o)),
+            Object::PodDisruptionBudget(o) => V::PodDisruptionBudget(Arc::new(*o)),
+            Object::PriorityClass(o) => V::PriorityClass(Arc::new(*o)),
+            Object::Service(o) => V::Service(Arc::new(*o)),
+            Object::ReplicaSet(o) => V::ReplicaSet(Arc::new(*o)),
+            Object::StatefulSet(o) => V::StatefulSet(Arc::new(*o)),
+            Object::ReplicationController(o) => V::ReplicationController(Arc::new(*o)),
+            Object::Custom { kind, value, .. } => V::Custom(kind, Arc::new(value)),
+            Object::Node(_) | Object::Pod(_) | Object::PackedPod(_) => return None,
+        };
+        self.listers
+            .set(key.to_string(), value)
+            .map(|old| stored_value(&old))
     }
 
     /// Removes an object by kind and key (`namespace/name` or `name`).
     pub fn remove(&mut self, kind: &str, key: &str) -> Option<Change> {
-        let l = &mut self.listers;
-        fn take<T: serde::Serialize>(
-            m: &mut BTreeMap<String, Arc<T>>,
-            key: &str,
-            kind: &str,
-        ) -> Option<Stored> {
-            m.remove(key).map(|o| Stored::other(kind, &*o))
-        }
         let old = match kind {
             "Node" => {
                 let i = self.node_index.remove(key)?;
@@ -286,29 +261,11 @@ impl ClusterState {
             }
             "Pod" => {
                 let (seq, p) = self.pods.remove(key)?;
-                l.pods.remove(key);
+                self.listers.unset("Pod", key);
                 self.pod_order.remove(&seq);
                 Some(Stored::Pod(p))
             }
-            "Namespace" => take(&mut l.namespaces, key, kind),
-            "PersistentVolume" => take(&mut l.pvs, key, kind),
-            "PersistentVolumeClaim" => take(&mut l.pvcs, key, kind),
-            "StorageClass" => take(&mut l.storage_classes, key, kind),
-            "CSINode" => take(&mut l.csi_nodes, key, kind),
-            "PodDisruptionBudget" => take(&mut l.pdbs, key, kind),
-            "PriorityClass" => take(&mut l.priority_classes, key, kind),
-            "Service" => take(&mut l.services, key, kind),
-            "ReplicaSet" => take(&mut l.replica_sets, key, kind),
-            "StatefulSet" => take(&mut l.stateful_sets, key, kind),
-            "ReplicationController" => take(&mut l.replication_controllers, key, kind),
-            other => l
-                .custom
-                .get_mut(other)
-                .and_then(|m| m.remove(key))
-                .map(|v| Stored::Other {
-                    kind: other.to_string(),
-                    value: (*v).clone(),
-                }),
+            other => self.listers.unset(other, key).map(|v| stored_value(&v)),
         }?;
         Some(Change {
             kind: kind.to_string(),

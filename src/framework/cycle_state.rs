@@ -113,6 +113,9 @@ pub struct CycleState {
     skip_filter_mask: u64,
     skip_score_plugins: Vec<&'static str>,
     skip_pre_bind_plugins: Vec<&'static str>,
+    /// Keys written (or borrowed mutably) since `take_written`: what a step changed,
+    /// known without rendering or comparing anything.
+    written: Vec<&'static str>,
 }
 
 impl Clone for CycleState {
@@ -127,6 +130,7 @@ impl Clone for CycleState {
             skip_filter_mask: self.skip_filter_mask,
             skip_score_plugins: self.skip_score_plugins.clone(),
             skip_pre_bind_plugins: self.skip_pre_bind_plugins.clone(),
+            written: Vec::new(),
         }
     }
 }
@@ -144,7 +148,19 @@ impl CycleState {
         CycleState::default()
     }
 
+    fn mark_written(&mut self, key: &'static str) {
+        if !self.written.iter().any(|k| same_name(k, key)) {
+            self.written.push(key);
+        }
+    }
+
+    /// The keys written since the last call (the entries the last step changed).
+    pub fn take_written(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.written)
+    }
+
     pub fn write<T: StateData>(&mut self, key: &'static str, value: T) {
+        self.mark_written(key);
         let boxed: Box<dyn StateData> = Box::new(value);
         match self.entries.iter_mut().find(|(k, _)| same_name(k, key)) {
             Some(e) => e.1 = boxed,
@@ -161,6 +177,14 @@ impl CycleState {
     }
 
     pub fn read_mut<T: 'static>(&mut self, key: &str) -> Result<&mut T, NotFound> {
+        if let Some(k) = self
+            .entries
+            .iter()
+            .map(|(k, _)| *k)
+            .find(|k| same_name(k, key))
+        {
+            self.mark_written(k);
+        }
         self.entries
             .iter_mut()
             .find(|(k, _)| same_name(k, key))
@@ -169,6 +193,14 @@ impl CycleState {
     }
 
     pub fn delete(&mut self, key: &str) {
+        if let Some(k) = self
+            .entries
+            .iter()
+            .map(|(k, _)| *k)
+            .find(|k| same_name(k, key))
+        {
+            self.mark_written(k);
+        }
         self.entries.retain(|(k, _)| *k != key);
     }
 

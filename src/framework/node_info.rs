@@ -107,6 +107,32 @@ pub struct NodeInfo {
 }
 
 impl NodeInfo {
+    /// What a copy of this NodeInfo takes, heap included, roughly (the node object and
+    /// the pods are shared, not copied).
+    pub fn approx_bytes(&self) -> usize {
+        const ALLOC: usize = 16;
+        let ptr = std::mem::size_of::<usize>();
+        std::mem::size_of::<NodeInfo>()
+            + self.name.len()
+            + ALLOC
+            + (self.pods.capacity()
+                + self.pods_with_affinity.capacity()
+                + self.pods_with_required_anti_affinity.capacity())
+                * ptr
+            + 3 * ALLOC
+            + self.images.keys().map(|k| k.len() + 48).sum::<usize>()
+            + self
+                .pvc_ref_counts
+                .keys()
+                .map(|k| k.len() + 48)
+                .sum::<usize>()
+            + self.used_ports.len() * 64
+            + (self.requested.scalar_resources.len()
+                + self.non_zero_requested.scalar_resources.len()
+                + self.allocatable.scalar_resources.len())
+                * 64
+    }
+
     pub fn new(node: Arc<Node>) -> NodeInfo {
         let name = node.metadata.name.clone().unwrap_or_default();
         let status = node.status.as_ref();

@@ -41,6 +41,10 @@ impl Nominator {
         self.node_of.get(uid).map(String::as_str)
     }
 
+    pub fn contains(&self, uid: &str) -> bool {
+        self.node_of.contains_key(uid)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_node.is_empty()
     }

@@ -22,6 +22,9 @@ use super::status::Status;
 use super::types::PodInfo;
 use super::waiting::WaitingPods;
 
+/// A plugin's own state between cycles, as `Plugin::save_state` gives it.
+pub type PluginState = Arc<dyn std::any::Any + Send + Sync>;
+
 /// Scores are in [MIN_NODE_SCORE, MAX_NODE_SCORE] after NormalizeScore.
 pub const MAX_NODE_SCORE: i64 = 100;
 pub const MIN_NODE_SCORE: i64 = 0;
@@ -47,6 +50,8 @@ pub struct Handle<'a> {
     /// The caller only asks what a plugin would answer (live shadow mode's Permit): the
     /// plugin must leave its own state and the waiting pods as they are.
     pub simulation: bool,
+    /// Where long parallel work runs (upstream `Handle.Parallelizer`); `None` runs it here.
+    pub pool: Option<&'a rayon::ThreadPool>,
 }
 
 /// Nodes a PreFilter plugin narrows the search to; `None` means all nodes.
@@ -99,6 +104,14 @@ pub trait Plugin: Send + Sync {
     /// Seeds what upstream leaves to chance (e.g. the preemption dry run's offset), so a
     /// replay with the same seed repeats itself. Most plugins have nothing to seed.
     fn set_seed(&self, _seed: u64) {}
+    /// What the plugin itself remembers between cycles (not CycleState), so that a past
+    /// attempt can be re-run on a copy of the profile as it was; `None` for plugins that
+    /// remember nothing (most).
+    fn save_state(&self) -> Option<PluginState> {
+        None
+    }
+    /// Takes back what `save_state` gave.
+    fn restore_state(&self, _state: &PluginState) {}
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         None
     }

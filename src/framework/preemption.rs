@@ -516,7 +516,12 @@ impl Evaluator<'_> {
             let results: Vec<Result<Candidate, Status>> = if wave == 1 {
                 vec![check(next)]
             } else {
-                (next..next + wave).into_par_iter().map(check).collect()
+                match self.handle.pool {
+                    Some(pool) => {
+                        pool.install(|| (next..next + wave).into_par_iter().map(check).collect())
+                    }
+                    None => (next..next + wave).map(check).collect(),
+                }
             };
             next += wave;
             for (i, r) in results.into_iter().enumerate() {
@@ -988,6 +993,7 @@ mod tests {
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
             simulation: false,
+            pool: None,
         };
         let m = NodeToStatus::new(Status::unschedulable("Insufficient cpu"));
         let preemptor = pod("p", 10, None);

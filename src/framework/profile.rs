@@ -350,6 +350,17 @@ impl Framework {
         self.points.values().flatten().map(|e| &e.plugin)
     }
 
+    /// Every plugin instance once, with its name, in a stable order.
+    pub fn unique_plugins(&self) -> Vec<(&'static str, &Arc<dyn Plugin>)> {
+        let mut out: Vec<(&'static str, &Arc<dyn Plugin>)> = Vec::new();
+        for e in self.points.values().flatten() {
+            if !out.iter().any(|(n, _)| *n == e.name) {
+                out.push((e.name, &e.plugin));
+            }
+        }
+        out
+    }
+
     pub fn score_weight(&self, name: &str) -> i64 {
         self.score_weights.get(name).copied().unwrap_or(1)
     }

@@ -37,6 +37,54 @@ pub struct Snapshot {
     /// Changes (to a value never used before) whenever the nodes may have changed, so that
     /// what was derived from their list and labels can tell whether it still applies.
     epoch: u64,
+    /// The changes made, when someone asked to record them (see [`SnapshotOp`]).
+    log: OpLog,
+}
+
+/// A change to a snapshot, recorded so that the snapshot as of any past moment can be
+/// rebuilt: a copy taken earlier, with the same changes applied in the same order, is
+/// the same snapshot (the lazily built pod index included, whose grouping depends on
+/// when it was built).
+#[derive(Debug, Clone)]
+pub enum SnapshotOp {
+    AddPod(Arc<PodInfo>),
+    /// The pod removed (its node and key say from where).
+    RemovePod(Arc<PodInfo>),
+    UpsertNode(Arc<Node>),
+    RemoveNode(String),
+    BuildPodIndex,
+}
+
+/// What [`Snapshot::add_pod_undoable`] changed, to put back.
+pub struct UndoAdd {
+    node: Option<(usize, NodeInfo)>,
+    pod_index: PodIndexCell,
+    with_affinity: Vec<usize>,
+    with_required_anti_affinity: Vec<usize>,
+    used_pvcs: HashMap<String, i32>,
+    orphans: Option<HashMap<String, Vec<Arc<PodInfo>>>>,
+}
+
+/// Where changes are recorded; copies of a snapshot record nothing.
+#[derive(Debug, Default)]
+struct OpLog(std::sync::Mutex<Option<Vec<SnapshotOp>>>);
+
+impl Clone for OpLog {
+    fn clone(&self) -> Self {
+        OpLog::default()
+    }
+}
+
+impl OpLog {
+    fn push(&self, op: impl FnOnce() -> SnapshotOp) {
+        let mut log = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(v) = log.as_mut() {
+            v.push(op());
+        }
+    }
 }
 
 /// Source of `Snapshot::epoch` values, unique across snapshots.
@@ -211,7 +259,100 @@ impl Snapshot {
     /// The pods grouped for counting (see [`PodIndex`]). Positions are indices into
     /// [`Snapshot::list`].
     pub fn pod_index(&self) -> Arc<PodIndex> {
-        self.pod_index.get(&self.nodes)
+        let (ix, built) = self.pod_index.get(&self.nodes);
+        if built {
+            self.log.push(|| SnapshotOp::BuildPodIndex);
+        }
+        ix
+    }
+
+    /// Whether the pod index has been built (it is built on first use).
+    pub fn pod_index_built(&self) -> bool {
+        self.pod_index.is_built()
+    }
+
+    /// Forgets a built pod index (it is built again on next use).
+    pub fn drop_pod_index(&mut self) {
+        self.pod_index.clear();
+    }
+
+    /// Starts recording changes (see [`SnapshotOp`]); copies never record.
+    pub fn record_changes(&mut self) {
+        let log = self
+            .log
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        log.get_or_insert_with(Vec::new);
+    }
+
+    /// The changes recorded since the last call.
+    pub fn take_changes(&mut self) -> Vec<SnapshotOp> {
+        let log = self
+            .log
+            .0
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Makes a recorded change again (on a copy taken before it was made).
+    pub fn apply(&mut self, op: &SnapshotOp) {
+        match op {
+            SnapshotOp::AddPod(p) => self.add_pod(p.clone()),
+            SnapshotOp::RemovePod(p) => {
+                self.remove_pod(p.node_name(), &p.key);
+            }
+            SnapshotOp::UpsertNode(n) => self.upsert_node(n.clone()),
+            SnapshotOp::RemoveNode(name) => {
+                self.remove_node(name);
+            }
+            SnapshotOp::BuildPodIndex => {
+                self.pod_index();
+            }
+        }
+    }
+
+    /// Adds a pod in a way that [`Snapshot::undo_add`] takes back exactly, leaving every
+    /// list and index as it was (re-running a past attempt assumes its pod on a rebuilt
+    /// snapshot that must stay as it was for the next one).
+    pub fn add_pod_undoable(&mut self, pod: Arc<PodInfo>) -> UndoAdd {
+        let i = self.index.get(pod.node_name()).copied();
+        let undo = UndoAdd {
+            node: i.map(|i| (i, self.nodes[i].clone())),
+            pod_index: self.pod_index.clone(),
+            with_affinity: self.with_affinity.clone(),
+            with_required_anti_affinity: self.with_required_anti_affinity.clone(),
+            used_pvcs: self.used_pvcs.clone(),
+            orphans: i.is_none().then(|| self.orphans.clone()),
+        };
+        let log = std::mem::take(&mut self.log);
+        self.add_pod(pod);
+        self.log = log;
+        undo
+    }
+
+    /// Takes back an [`Snapshot::add_pod_undoable`].
+    pub fn undo_add(&mut self, undo: UndoAdd) {
+        if let Some((i, ni)) = undo.node {
+            self.nodes[i] = ni;
+        }
+        self.pod_index = undo.pod_index;
+        self.with_affinity = undo.with_affinity;
+        self.with_required_anti_affinity = undo.with_required_anti_affinity;
+        self.used_pvcs = undo.used_pvcs;
+        if let Some(o) = undo.orphans {
+            self.orphans = o;
+        }
+    }
+
+    /// A rough size in bytes, for memory budgets.
+    pub fn approx_bytes(&self) -> usize {
+        let pods: usize = self.nodes.iter().map(|n| n.pods.len()).sum();
+        self.nodes.iter().map(NodeInfo::approx_bytes).sum::<usize>()
+            + self.index.len() * 64
+            + (self.with_affinity.capacity() + self.with_required_anti_affinity.capacity()) * 8
+            + if self.pod_index_built() { pods * 96 } else { 0 }
     }
 
     /// `StorageInfos().IsPVCUsedByPods`.
@@ -226,6 +367,7 @@ impl Snapshot {
 
     /// Adds a pod to the node named in its spec (assume or bind).
     pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.log.push(|| SnapshotOp::AddPod(pod.clone()));
         let node = pod.node_name().to_string();
         let Some(&i) = self.index.get(&node) else {
             self.orphans.entry(node).or_default().push(pod);
@@ -241,6 +383,12 @@ impl Snapshot {
 
     /// Removes a pod from a node; returns it if it was there.
     pub fn remove_pod(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
+        let removed = self.remove_pod_unlogged(node, key)?;
+        self.log.push(|| SnapshotOp::RemovePod(removed.clone()));
+        Some(removed)
+    }
+
+    fn remove_pod_unlogged(&mut self, node: &str, key: &str) -> Option<Arc<PodInfo>> {
         let Some(&i) = self.index.get(node) else {
             let list = self.orphans.get_mut(node)?;
             let pos = list.iter().position(|p| p.key == key)?;
@@ -272,6 +420,7 @@ impl Snapshot {
 
     /// Adds or replaces a node (keeping its pods), then restores tree order.
     pub fn upsert_node(&mut self, node: Arc<Node>) {
+        self.log.push(|| SnapshotOp::UpsertNode(node.clone()));
         let name = node.metadata.name.clone().unwrap_or_default();
         match self.index.get(&name) {
             Some(&i) => {
@@ -300,6 +449,7 @@ impl Snapshot {
     /// Removes a node; its pods are kept aside in case it comes back.
     pub fn remove_node(&mut self, name: &str) -> Option<NodeInfo> {
         let i = self.index.get(name).copied()?;
+        self.log.push(|| SnapshotOp::RemoveNode(name.to_string()));
         let ni = self.nodes.remove(i);
         let node = ni.node_arc().clone();
         self.tree_remove(&node);

@@ -432,16 +432,28 @@ impl fmt::Debug for TopologyCache {
 pub(super) struct PodIndexCell(RwLock<Option<Arc<PodIndex>>>);
 
 impl PodIndexCell {
-    pub(super) fn get(&self, nodes: &[NodeInfo]) -> Arc<PodIndex> {
+    /// The index, built now if it was not; the flag says whether this call built it.
+    pub(super) fn get(&self, nodes: &[NodeInfo]) -> (Arc<PodIndex>, bool) {
         {
             let slot = self.0.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(ix) = slot.as_ref() {
-                return ix.clone();
+                return (ix.clone(), false);
             }
         }
         let mut slot = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        slot.get_or_insert_with(|| Arc::new(PodIndex::build(nodes)))
-            .clone()
+        if let Some(ix) = slot.as_ref() {
+            return (ix.clone(), false);
+        }
+        let ix = Arc::new(PodIndex::build(nodes));
+        *slot = Some(ix.clone());
+        (ix, true)
+    }
+
+    pub(super) fn is_built(&self) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     /// Keeps a built index up to date (an unbuilt one stays unbuilt).

@@ -108,6 +108,13 @@ impl WaitingPods {
         self.pods.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A copy of the waiting pods as they are now, for re-running a past attempt.
+    pub fn fork(&self) -> WaitingPods {
+        WaitingPods {
+            pods: Mutex::new(self.lock().clone()),
+        }
+    }
+
     /// Starts a wait; each plugin's timeout is capped at 15 minutes as upstream.
     pub fn add(&self, pod: Arc<PodInfo>, node: &str, waits: &[(String, Duration)], now: Timestamp) {
         let pending = waits

@@ -7,7 +7,6 @@
 //! for pods a recording binds), so one pod's simulated placement never skews another's,
 //! and what the real scheduler does arrives through the watch.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -22,6 +21,7 @@ use crate::cluster::{ClusterState, Located, Object, node_name, object};
 use crate::config::KubeSchedulerConfiguration;
 use crate::recording::EventType;
 use crate::scheduler::SetupError;
+use crate::session::trace::TraceLevel;
 use crate::session::{Actuator, PodStatus, Point, Session, SessionOptions, StopReason, trace};
 
 /// The first list of every kind, and the changes that arrived meanwhile.
@@ -222,11 +222,12 @@ impl Mirror {
     /// Lets the session catch up with the wall clock: timers fire, pods are scheduled.
     /// Returns the trace of what happened.
     pub fn tick(&self, s: &mut Session, now: Timestamp) -> Vec<Value> {
-        let before = s.history.peek_seq();
+        s.history.start_tap(s.trace_level != TraceLevel::Attempts);
         let target = now.max(s.now());
         let d = target.duration_since(s.now()).unsigned_abs();
         let r = s.advance(d);
-        let mut out: Vec<Value> = s.history.since(before).iter().map(trace::step).collect();
+        let tapped = s.history.stop_tap();
+        let mut out = s.trace_lines(tapped);
         if let StopReason::Breakpoint(_) = r {
             out.push(trace::stop(s, &r));
         }
@@ -277,7 +278,7 @@ impl Mirror {
         if self.shadow {
             return Vec::new();
         }
-        let before = s.history.peek_seq();
+        s.history.start_tap(s.trace_level != TraceLevel::Attempts);
         let binding = s.current.as_ref().is_some_and(|a| {
             matches!(
                 a.point(),
@@ -301,7 +302,8 @@ impl Mirror {
                 s.finish_pod();
             }
         }
-        s.history.since(before).iter().map(trace::step).collect()
+        let tapped = s.history.stop_tap();
+        s.trace_lines(tapped)
     }
 
     /// The headless summary: replay's, and in shadow mode every pod still pending in the
@@ -368,17 +370,8 @@ fn selected(s: &Session, pod: &str) -> Vec<String> {
     if !matches!(a.outcome.as_deref(), Some("Bound" | "Waiting" | "Deferred")) || a.node.is_none() {
         return Vec::new();
     }
-    let Some(scores) = a.scores.as_ref().filter(|s| !s.totals.is_empty()) else {
-        return a.node.iter().cloned().collect();
-    };
-    let best = scores.totals.iter().copied().max().unwrap_or(0);
-    let mut by_name: BTreeMap<&str, ()> = BTreeMap::new();
-    for (i, t) in scores.totals.iter().enumerate() {
-        if *t == best
-            && let Some(name) = scores.nodes.get(i).and_then(|n| a.node_names.get(*n))
-        {
-            by_name.insert(name, ());
-        }
+    match a.cycle.as_ref().filter(|c| !c.best.is_empty()) {
+        Some(c) => c.best.clone(),
+        None => a.node.iter().cloned().collect(),
     }
-    by_name.keys().map(|s| s.to_string()).collect()
 }

@@ -924,6 +924,7 @@ mod tests {
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
             simulation: false,
+            pool: None,
         };
         let run = |pl: DefaultPreemption| {
             let mut state = r.state.clone();
@@ -983,6 +984,7 @@ mod tests {
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
             simulation: false,
+            pool: None,
         };
         let mut state = r.state.clone();
         let pl = DefaultPreemption::new(10, 5).with_seed(37);
@@ -1024,6 +1026,7 @@ mod tests {
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
             simulation: false,
+            pool: None,
         };
         let mut state = r.state.clone();
         let (res, s) = DefaultPreemption::new(10, 0).post_filter(&h, &mut state, &w.pod, &statuses);
@@ -1109,6 +1112,7 @@ mod tests {
                 now: jiff::Timestamp::UNIX_EPOCH,
                 extenders: &[],
                 simulation: false,
+                pool: None,
             };
             pl.pod_eligible_to_preempt_others(&h, &w.pod, &n1_status)
         };

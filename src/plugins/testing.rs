@@ -68,6 +68,7 @@ impl Env {
             now: self.now,
             extenders: &[],
             simulation: false,
+            pool: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! cycle (WaitOnPermit, PreBind, Bind, PostBind), or Unreserve on any failure after
 //! Reserve — as upstream's `scheduleOne`, `schedulingCycle` and `bindingCycle` do.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,7 +17,8 @@ use crate::framework::waiting::go_duration;
 use crate::framework::{Code, CycleState, Handle, PodInfo, Status};
 
 use super::Core;
-use super::history::Point;
+use super::history::{CycleSummary, Point, QueueCounts};
+use super::world::Frozen;
 
 /// How live shadow mode labels what its simulated Permit says (the queue pane and the
 /// summary show such messages instead of a node).
@@ -108,13 +110,36 @@ pub enum AttemptResult {
 #[derive(Debug, Clone)]
 pub struct StepEvent {
     pub point: Point,
-    pub plugin: Option<String>,
+    pub plugin: Option<Cow<'static, str>>,
     pub status: Status,
     pub duration: Duration,
+    /// Filter plugins: nodes rejected among those examined.
+    pub rejected: Option<u32>,
+    /// CycleState entries the step wrote.
+    pub changed: Vec<&'static str>,
+    /// The queue when the step ran.
+    pub queue: QueueCounts,
+}
+
+impl StepEvent {
+    /// A step at this moment (its other fields filled by struct update).
+    fn at(core: &Core) -> StepEvent {
+        StepEvent {
+            point: Point::PreEnqueue,
+            plugin: None,
+            status: Status::success(),
+            duration: Duration::ZERO,
+            rejected: None,
+            changed: Vec::new(),
+            queue: core.counts(),
+        }
+    }
 }
 
 pub struct Attempt {
     pub id: u64,
+    /// The pod's `namespace/name`, shared by the attempt's step records.
+    pub key: Arc<str>,
     pub qpi: QueuedPodInfo,
     /// Index of the pod's profile in `Core::sched.frameworks`.
     pub profile: usize,
@@ -125,6 +150,19 @@ pub struct Attempt {
     pub result: Option<AttemptResult>,
     /// How far into `cycle.trace` has been reported.
     reported: usize,
+    /// What the attempt needs to be run again exactly (see `world.rs`).
+    pub frozen: Option<Frozen>,
+    /// What the scheduling cycle decided, once it has.
+    pub cycle_summary: Option<CycleSummary>,
+    /// Steps after the scheduling cycle: point, plugin and status.
+    pub post_cycle: Vec<(Point, Option<Cow<'static, str>>, Status)>,
+    /// Each extension point's worst status and time so far.
+    pub points: Vec<super::history::PointSummary>,
+    /// Sequence number of the attempt's first step (QueueSort).
+    pub first_seq: u64,
+    /// The pod as the cluster stores it once bound here (packed), kept by the record
+    /// instead of the whole pending pod.
+    pub bound_packed: Option<Arc<PodInfo>>,
     /// Pre-bind plugins PreBindPreFlight said to skip.
     skip_pre_bind: Vec<&'static str>,
 }
@@ -142,16 +180,11 @@ fn phase_point(p: Phase) -> Point {
 }
 
 impl Attempt {
-    pub fn new(
-        id: u64,
-        qpi: QueuedPodInfo,
-        profile: usize,
-        detail: Detail,
-        start_node_index: usize,
-    ) -> Attempt {
-        let cycle = SchedulingCycle::new(qpi.pod_info.clone(), detail, start_node_index);
+    pub fn new(id: u64, qpi: QueuedPodInfo, profile: usize, start_node_index: usize) -> Attempt {
+        let cycle = SchedulingCycle::new(qpi.pod_info.clone(), Detail::Decision, start_node_index);
         Attempt {
             id,
+            key: Arc::from(qpi.pod_info.key.as_str()),
             qpi,
             profile,
             cycle,
@@ -161,6 +194,35 @@ impl Attempt {
             result: None,
             reported: 0,
             skip_pre_bind: Vec::new(),
+            frozen: None,
+            cycle_summary: None,
+            post_cycle: Vec::new(),
+            points: Vec::new(),
+            first_seq: 0,
+            bound_packed: None,
+        }
+    }
+
+    /// Notes what a step of this attempt did: its point's summary, and (after the
+    /// scheduling cycle) the step itself, for a re-run to walk.
+    pub fn note_step(&mut self, e: &StepEvent) {
+        use super::history::PointSummary;
+        match self.points.iter_mut().find(|p| p.point == e.point) {
+            Some(p) => {
+                p.duration += e.duration;
+                if severity(e.status.code()) > severity(p.code) {
+                    p.code = e.status.code();
+                }
+            }
+            None => self.points.push(PointSummary {
+                point: e.point,
+                code: e.status.code(),
+                duration: e.duration,
+            }),
+        }
+        if e.point >= Point::Reserve {
+            self.post_cycle
+                .push((e.point, e.plugin.clone(), e.status.clone()));
         }
     }
 
@@ -217,7 +279,10 @@ impl Attempt {
         let mut out = Vec::new();
         let start = self.point();
         loop {
-            self.advance_one(core, &mut out);
+            match self.stage {
+                Stage::Cycle => self.cycle_step(core, &mut out, Run::from(one_plugin)),
+                _ => self.advance_one(core, &mut out),
+            }
             if one_plugin || self.is_done() || self.is_waiting() || self.point() != start {
                 break;
             }
@@ -232,7 +297,7 @@ impl Attempt {
         // At least one step: a resumed attempt starts out parked at WaitOnPermit.
         loop {
             match self.stage {
-                Stage::Cycle => self.cycle_step(core, &mut out, true),
+                Stage::Cycle => self.cycle_step(core, &mut out, Run::Cycle),
                 _ => self.advance_one(core, &mut out),
             }
             if self.is_done() || self.is_waiting() {
@@ -243,7 +308,7 @@ impl Attempt {
 
     fn advance_one(&mut self, core: &mut Core, out: &mut Vec<StepEvent>) {
         match self.stage.clone() {
-            Stage::Cycle => self.cycle_step(core, out, false),
+            Stage::Cycle => self.cycle_step(core, out, Run::Point),
             Stage::Reserve(i) => self.reserve(core, i, out),
             Stage::Permit(i, waits) => self.permit(core, i, waits, out),
             Stage::WaitOnPermit => self.wait_on_permit(core, out),
@@ -255,39 +320,35 @@ impl Attempt {
         }
     }
 
-    fn cycle_step(&mut self, core: &mut Core, out: &mut Vec<StepEvent>, whole: bool) {
-        // With history detail on, go plugin by plugin so the CycleState can be kept
-        // after each; otherwise run the point (or, with `whole`, the cycle) at full speed,
-        // on the pool once rather than once per point.
-        let one = core.detail == Detail::Full;
+    fn cycle_step(&mut self, core: &mut Core, out: &mut Vec<StepEvent>, run: Run) {
+        // Every driver runs upstream's decision path; only a person stepping plugin by
+        // plugin inside Filter makes it go column by column. The cycle runs on this
+        // thread; only long Filter runs and Score passes are handed to the pool.
         {
             let fwk = &core.sched.frameworks[self.profile];
             let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
             let cycle = &mut self.cycle;
-            core.sched.in_pool(|| {
-                if one {
-                    cycle.step_plugin(&env)
-                } else if whole {
+            match run {
+                Run::Plugin => cycle.step_plugin(&env),
+                Run::Point => cycle.step(&env),
+                Run::Cycle => {
                     while !cycle.is_done() {
                         cycle.step(&env);
                     }
-                } else {
-                    cycle.step(&env)
                 }
-            });
+            }
         }
-        for run in &self.cycle.trace[self.reported..] {
-            let status = if run.message.is_empty() {
-                Status::code_only(run.code)
-            } else {
-                Status::new(run.code, run.message.clone())
-            };
-            let plugin = (!run.plugin.starts_with('(')).then(|| run.plugin.to_string());
+        let queue = core.counts();
+        for run in &mut self.cycle.trace[self.reported..] {
+            let plugin = (!run.plugin.starts_with('(')).then(|| run.plugin.clone());
             out.push(StepEvent {
                 point: phase_point(run.phase),
                 plugin,
-                status,
+                status: std::mem::take(&mut run.status),
                 duration: run.duration,
+                rejected: run.rejected,
+                changed: std::mem::take(&mut run.changed),
+                queue,
             });
         }
         self.reported = self.cycle.trace.len();
@@ -297,13 +358,17 @@ impl Attempt {
         if let Some(next) = self.cycle.next_start_node_index {
             core.sched.next_start_node_index = next;
         }
+        self.cycle_summary = Some(summarize(&self.cycle, &core.sched.snapshot));
         if let Some(real) = core.externally_bound.get(&self.pod().uid).cloned() {
             self.defer_to_recording(core, &real, out);
             return;
         }
         match self.cycle.outcome.clone() {
             Some(CycleOutcome::Selected { node, .. }) => {
-                let assumed = core.sched.assume(self.pod(), &node);
+                // Packed as the cluster keeps bound pods: the binding stores this very
+                // PodInfo, and history keeps what the snapshot held.
+                let assumed = Arc::new(self.pod().bound_to(&node).packed());
+                core.sched.assume_pod(assumed.clone());
                 self.assumed = Some(assumed);
                 self.node = Some(node);
                 self.stage = Stage::Reserve(0);
@@ -361,7 +426,9 @@ impl Attempt {
             _ => None,
         };
         let uid = self.pod().uid.clone();
-        if let Some(d) = super::divergence::compare(&self.cycle, &core.sched.snapshot, real) {
+        let fwk = &core.sched.frameworks[self.profile];
+        let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
+        if let Some(d) = super::divergence::compare(&self.cycle, &env, real) {
             core.pending_divergences.insert(uid.clone(), d);
         }
         // An empty real node is live shadow mode: the cluster's scheduler has not bound
@@ -380,6 +447,7 @@ impl Attempt {
             plugin: None,
             status: Status::new(Code::Skip, msg.clone()),
             duration: Duration::ZERO,
+            ..StepEvent::at(core)
         });
         core.queue.done(&uid);
         let pod = self.pod().clone();
@@ -473,6 +541,7 @@ impl Attempt {
                     Status::new(code, format!("{text} ({label})"))
                 },
                 duration: started.elapsed(),
+                ..StepEvent::at(core)
             });
             if !s.is_success() && !s.is_wait() {
                 // A rejection ends Permit whatever others said before it.
@@ -544,6 +613,7 @@ impl Attempt {
             plugin: Some(plugin.into()),
             status: s.clone(),
             duration: d,
+            ..StepEvent::at(core)
         });
         if s.is_success() {
             self.stage = next;
@@ -576,6 +646,7 @@ impl Attempt {
                     plugin: None,
                     status: Status::new(Code::Wait, msg),
                     duration: Duration::ZERO,
+                    ..StepEvent::at(core)
                 });
                 self.stage = Stage::WaitOnPermit;
                 self.result = Some(AttemptResult::Waiting { node });
@@ -598,6 +669,7 @@ impl Attempt {
             plugin: Some(e.name.into()),
             status: s.clone(),
             duration: d,
+            ..StepEvent::at(core)
         });
         if s.is_wait() {
             waits.push((e.name.to_string(), timeout.min(MAX_PERMIT_TIMEOUT)));
@@ -625,9 +697,10 @@ impl Attempt {
             self.result = None;
             out.push(StepEvent {
                 point: Point::WaitOnPermit,
-                plugin: (!outcome.plugin().is_empty()).then(|| outcome.plugin().to_string()),
+                plugin: (!outcome.plugin().is_empty()).then(|| outcome.plugin().to_string().into()),
                 status: outcome.clone(),
                 duration: Duration::ZERO,
+                ..StepEvent::at(core)
             });
             if !outcome.is_success() {
                 let s = if outcome.is_rejected() {
@@ -644,6 +717,7 @@ impl Attempt {
                 plugin: None,
                 status: Status::success(),
                 duration: Duration::ZERO,
+                ..StepEvent::at(core)
             });
         }
         // After WaitOnPermit the pod is no longer in flight for the queue.
@@ -685,6 +759,7 @@ impl Attempt {
                 plugin: Some(e.name.into()),
                 status: Status::skip(),
                 duration: Duration::ZERO,
+                ..StepEvent::at(core)
             });
             self.stage = Stage::PreBind(i + 1);
             return;
@@ -719,18 +794,20 @@ impl Attempt {
                     .map(|e| e.name().to_string());
                 let s = match r
                     .map_err(|e| e.to_string())
-                    .and_then(|()| core.bind_pod(&self.pod().clone(), &node))
+                    .and_then(|()| core.bind_pod(&self.pod().clone(), self.assumed.clone(), &node))
                 {
                     Ok(()) => Status::success(),
                     Err(e) => Status::error(e),
                 };
                 out.push(StepEvent {
                     point: Point::Bind,
-                    plugin: name,
+                    plugin: name.map(Into::into),
                     status: s.clone(),
                     duration: started.elapsed(),
+                    ..StepEvent::at(core)
                 });
                 if s.is_success() {
+                    self.bound_packed = core.bound_packed.take();
                     self.stage = Stage::PostBind(0);
                 } else {
                     self.start_unreserve(core, Failure::after_cycle(&s, &node));
@@ -746,6 +823,7 @@ impl Attempt {
                 plugin: None,
                 status: s.clone(),
                 duration: Duration::ZERO,
+                ..StepEvent::at(core)
             });
             self.start_unreserve(
                 core,
@@ -754,6 +832,7 @@ impl Attempt {
             return;
         };
         let pod = self.pod().clone();
+        let assumed = self.assumed.clone();
         let profile = self.profile;
         let state = &mut self.cycle.state;
         let (s, d) = Self::run_plugin(core, |core| {
@@ -767,7 +846,7 @@ impl Attempt {
             }
             // The plugin took the pod: make the binding happen (in the replayed cluster,
             // or through the API server in live mode).
-            match core.bind_pod(&pod, &node) {
+            match core.bind_pod(&pod, assumed, &node) {
                 Ok(()) => s,
                 Err(e) => Status::error(e),
             }
@@ -778,10 +857,12 @@ impl Attempt {
             plugin: Some(e.name.into()),
             status: s.clone(),
             duration: d,
+            ..StepEvent::at(core)
         });
         if s.is_skip() {
             self.stage = Stage::Bind(i + 1);
         } else if s.is_success() {
+            self.bound_packed = core.bound_packed.take();
             self.stage = Stage::PostBind(0);
         } else {
             self.start_unreserve(core, Failure::after_cycle(&s, &node));
@@ -811,6 +892,7 @@ impl Attempt {
             plugin: Some(e.name.into()),
             status: Status::success(),
             duration: d,
+            ..StepEvent::at(core)
         });
         self.stage = Stage::PostBind(i + 1);
     }
@@ -853,6 +935,7 @@ impl Attempt {
             plugin: Some(e.name.into()),
             status: Status::success(),
             duration: d,
+            ..StepEvent::at(core)
         });
         self.stage = Stage::Unreserve(i - 1, Box::new(f));
     }
@@ -861,6 +944,79 @@ impl Attempt {
         self.stage = Stage::Done;
         core.handle_failure(&self.qpi, &f);
         self.result = Some(AttemptResult::Failed(f));
+    }
+}
+
+/// How far a step of the scheduling cycle goes.
+#[derive(Clone, Copy)]
+enum Run {
+    Plugin,
+    Point,
+    Cycle,
+}
+
+impl Run {
+    fn from(one_plugin: bool) -> Run {
+        if one_plugin { Run::Plugin } else { Run::Point }
+    }
+}
+
+/// What the cycle decided, to check a re-run against.
+pub fn summarize(cycle: &SchedulingCycle, snapshot: &crate::framework::Snapshot) -> CycleSummary {
+    let mut s = summarize_outcome(cycle);
+    s.steps = cycle.trace.len();
+    if s.selected.is_some() {
+        s.best = cycle
+            .best_nodes(snapshot)
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        s.best.sort();
+    }
+    s
+}
+
+fn summarize_outcome(cycle: &SchedulingCycle) -> CycleSummary {
+    match &cycle.outcome {
+        Some(CycleOutcome::Selected {
+            node,
+            evaluated_nodes,
+            feasible_nodes,
+        }) => CycleSummary {
+            selected: Some(node.clone()),
+            feasible: *feasible_nodes,
+            evaluated: *evaluated_nodes,
+            message: None,
+            best: Vec::new(),
+            steps: 0,
+        },
+        Some(CycleOutcome::Unschedulable { fit_error, .. }) => CycleSummary {
+            selected: None,
+            feasible: 0,
+            evaluated: fit_error.diagnosis.node_to_status.len(),
+            message: Some(fit_error.message()),
+            best: Vec::new(),
+            steps: 0,
+        },
+        Some(CycleOutcome::Error(s)) => CycleSummary {
+            message: Some(s.message()),
+            ..Default::default()
+        },
+        None => CycleSummary::default(),
+    }
+}
+
+/// How bad a code is, to sum up an extension point by its worst step.
+fn severity(c: Code) -> u8 {
+    // A skipped plugin does not make a point that ran others skipped.
+    match c {
+        Code::Skip => 0,
+        Code::Success => 1,
+        Code::Wait => 2,
+        Code::Pending => 3,
+        Code::Unschedulable => 4,
+        Code::UnschedulableAndUnresolvable => 5,
+        Code::Error => 6,
     }
 }
 

@@ -4,8 +4,7 @@
 
 use serde::Serialize;
 
-use crate::framework::Snapshot;
-use crate::framework::cycle::{CycleOutcome, FilterCell, SchedulingCycle};
+use crate::framework::cycle::{CycleEnv, CycleOutcome, FilterCell, SchedulingCycle};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -22,7 +21,8 @@ pub struct Divergence {
 
 /// kubestep's finished cycle against the real node; `None` when the real node is one of
 /// kubestep's best nodes (or the cycle has no outcome).
-pub fn compare(cycle: &SchedulingCycle, snapshot: &Snapshot, real: &str) -> Option<Divergence> {
+pub fn compare(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<Divergence> {
+    let snapshot = env.snapshot;
     let diverged = |nodes: Vec<String>, reason: String| Divergence {
         pod: cycle.pod.key.clone(),
         real_node: real.to_string(),
@@ -40,7 +40,7 @@ pub fn compare(cycle: &SchedulingCycle, snapshot: &Snapshot, real: &str) -> Opti
             if best.iter().any(|n| n == real) {
                 return None;
             }
-            let reason = why_not(cycle, snapshot, real, node, &best);
+            let reason = why_not(cycle, env, real, node, &best);
             Some(diverged(best, reason))
         }
         CycleOutcome::Unschedulable { fit_error, .. } => Some(diverged(
@@ -61,11 +61,12 @@ pub fn compare(cycle: &SchedulingCycle, snapshot: &Snapshot, real: &str) -> Opti
 /// differences), a Filter rejection, or not evaluated at all.
 fn why_not(
     cycle: &SchedulingCycle,
-    snapshot: &Snapshot,
+    env: &CycleEnv,
     real: &str,
     chosen: &str,
     best: &[String],
 ) -> String {
+    let snapshot = env.snapshot;
     let Some(pos) = snapshot.position(real) else {
         return format!("node {real} was not in the cluster when kubestep scheduled the pod");
     };
@@ -103,11 +104,10 @@ fn why_not(
             );
         }
     }
-    if let Some(m) = &cycle.matrix
-        && let Some(row) = m.nodes.iter().position(|&i| i == pos)
-    {
-        for (col, plugin) in m.plugins.iter().enumerate() {
-            match m.cell(row, col) {
+    // The real node's row of the verdict matrix, computed for it alone.
+    if let Some(row) = cycle.filter_row(env, pos) {
+        for (plugin, cell) in row {
+            match cell {
                 FilterCell::Reject { reasons, .. } => {
                     return format!(
                         "{real} was infeasible for kubestep: {plugin} rejected it: {}",

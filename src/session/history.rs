@@ -8,8 +8,9 @@ use std::time::Duration;
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::framework::cycle::{FilterMatrix, ScoreTable};
-use crate::framework::{Code, StateTree};
+use std::borrow::Cow;
+
+use crate::framework::{Code, Status};
 
 /// The extension points a pod goes through, in order (the debugger's timeline).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -80,109 +81,286 @@ impl Point {
     }
 }
 
-/// Queue sizes at a moment.
+/// Queue sizes at a moment (kept with every step, so kept small).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct QueueCounts {
-    pub active: usize,
-    pub backoff: usize,
-    pub unschedulable: usize,
-    pub gated: usize,
-    pub waiting: usize,
-    pub bound: usize,
+    pub active: u32,
+    pub backoff: u32,
+    pub unschedulable: u32,
+    pub gated: u32,
+    pub waiting: u32,
+    pub bound: u32,
 }
 
-/// One step: one extension point (or one plugin) of one pod's attempt.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
+/// One step: one extension point (or one plugin) of one pod's attempt, as always
+/// recorded: statuses as the plugins returned them, nothing rendered to text. What an
+/// attempt computed in full (verdict matrix, scores, CycleState after each step) is
+/// recomputed when someone looks (see [`super::detail`]).
+#[derive(Debug, Clone)]
 pub struct StepRecord {
     pub seq: u64,
     pub at: Timestamp,
     pub attempt: Option<u64>,
-    pub pod: Option<String>,
+    pub pod: Option<Arc<str>>,
     pub point: Point,
-    pub plugin: Option<String>,
+    pub plugin: Option<Cow<'static, str>>,
     pub code: Code,
-    pub message: String,
-    #[serde(rename = "durationMicros", serialize_with = "micros")]
+    /// The status's reasons, when it has any (kept apart: most steps have none).
+    pub reasons: Option<Box<Status>>,
+    /// Filter plugins: the nodes the plugin rejected among those examined.
+    pub rejected: Option<u32>,
     pub duration: Duration,
+    /// The queue as it was when the step ran.
     pub queue: QueueCounts,
-    /// CycleState as it was after this step (kept when history detail is on).
-    #[serde(skip)]
-    pub state: Option<Arc<Vec<StateTree>>>,
     /// Names of the CycleState entries this step added or changed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub changed: Vec<String>,
+    pub changed: Box<[&'static str]>,
+}
+
+impl StepRecord {
+    /// The message as the trace shows it (Filter plugins: how many nodes they rejected).
+    pub fn message(&self) -> String {
+        match (self.rejected, &self.reasons) {
+            (Some(n), _) if n > 0 => format!("rejected {n} node(s)"),
+            (_, Some(s)) => s.message(),
+            _ => String::new(),
+        }
+    }
+
+    /// The step's status (code and reasons).
+    pub fn status(&self) -> Status {
+        match &self.reasons {
+            Some(s) => (**s).clone(),
+            None => Status::code_only(self.code),
+        }
+    }
+
+    /// Keeps a status as a step record does: its code, and its reasons only if any.
+    pub fn split_status(s: Status) -> (Code, Option<Box<Status>>) {
+        let code = s.code();
+        let reasons = (!s.reasons().is_empty()).then(|| Box::new(s));
+        (code, reasons)
+    }
+
+    /// A rough size in bytes, heap included (history is bounded by bytes).
+    pub fn approx_bytes(&self) -> usize {
+        // Allocations cost their rounding and the allocator's bookkeeping.
+        const ALLOC: usize = 16;
+        std::mem::size_of::<StepRecord>()
+            + self.reasons.as_ref().map_or(0, |s| {
+                std::mem::size_of::<Status>()
+                    + ALLOC
+                    + s.reasons()
+                        .iter()
+                        .map(|r| r.len() + 24 + ALLOC)
+                        .sum::<usize>()
+            })
+            + if self.changed.is_empty() {
+                0
+            } else {
+                self.changed.len() * 16 + ALLOC
+            }
+            + match &self.plugin {
+                Some(Cow::Owned(s)) => s.len() + ALLOC,
+                _ => 0,
+            }
+    }
+}
+
+impl Serialize for StepRecord {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("seq", &self.seq)?;
+        m.serialize_entry("at", &self.at)?;
+        m.serialize_entry("attempt", &self.attempt)?;
+        m.serialize_entry("pod", &self.pod.as_deref())?;
+        m.serialize_entry("point", &self.point)?;
+        m.serialize_entry("plugin", &self.plugin.as_deref())?;
+        m.serialize_entry("code", &self.code)?;
+        m.serialize_entry("message", &self.message())?;
+        m.serialize_entry("durationMicros", &(self.duration.as_micros() as u64))?;
+        m.serialize_entry("queue", &self.queue)?;
+        if !self.changed.is_empty() {
+            m.serialize_entry("changed", &self.changed)?;
+        }
+        m.end()
+    }
+}
+
+/// One extension point of an attempt, summed up: its worst status and its time.
+#[derive(Debug, Clone, Serialize)]
+pub struct PointSummary {
+    pub point: Point,
+    pub code: Code,
+    #[serde(rename = "micros", serialize_with = "micros")]
+    pub duration: Duration,
 }
 
 fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_micros() as u64)
 }
 
-/// What one scheduling attempt computed: the verdict matrix and scores, with node names
-/// (the snapshot changes later, so indices would not do).
+/// What the scheduling cycle decided, kept to check a re-run against.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CycleSummary {
+    /// The node SelectHost chose.
+    pub selected: Option<String>,
+    pub feasible: usize,
+    pub evaluated: usize,
+    /// The unschedulable or error message.
+    pub message: Option<String>,
+    /// Every node with the top total score, sorted (the selected node alone when
+    /// nothing was scored).
+    pub best: Vec<String>,
+    /// Steps the scheduling cycle took.
+    pub steps: usize,
+}
+
+/// The pod an attempt ran, kept small: once bound it is the packed pod the cluster
+/// stores (containers as text), unpacked when the attempt is run again.
+#[derive(Debug, Clone)]
+pub enum AttemptPod {
+    Whole(Arc<crate::framework::PodInfo>),
+    BoundPacked(Arc<crate::framework::PodInfo>),
+}
+
+impl AttemptPod {
+    /// The pod as it was popped, pending.
+    pub fn whole(&self) -> Arc<crate::framework::PodInfo> {
+        match self {
+            AttemptPod::Whole(p) => p.clone(),
+            AttemptPod::BoundPacked(p) => {
+                let mut pod = (*p.full_pod()).clone();
+                if let Some(spec) = pod.spec.as_mut() {
+                    spec.node_name = None;
+                }
+                Arc::new(crate::framework::PodInfo::new(Arc::new(pod)))
+            }
+        }
+    }
+}
+
+/// One scheduling attempt, as always recorded: its outcome, the statuses of its points,
+/// and the inputs frozen at its start from which everything it computed can be computed
+/// again exactly (see [`super::detail`]).
 #[derive(Debug, Clone)]
 pub struct AttemptRecord {
     pub id: u64,
     pub pod: String,
+    /// The pod as the attempt popped it.
+    pub pod_info: AttemptPod,
+    /// Index of the profile in the scheduler's frameworks.
+    pub profile_index: usize,
     pub profile: String,
+    /// When the queue enqueued the pod for this attempt.
     pub started: Timestamp,
+    /// When the attempt began (the pod popped).
+    pub at: Timestamp,
     /// Wall time of the PreEnqueue run that let the pod into the queue.
     pub pre_enqueue: Duration,
-    pub matrix: Option<FilterMatrix>,
-    pub scores: Option<ScoreTable>,
-    /// Snapshot index → node name, as of the attempt.
-    pub node_names: Arc<Vec<String>>,
     pub outcome: Option<String>,
     pub node: Option<String>,
     pub message: Option<String>,
+    /// Preemption's nomination (`Some("")` clears one) and its victims.
+    pub nominated: Option<String>,
+    pub victims: Vec<String>,
+    pub cycle: Option<CycleSummary>,
+    pub points: Vec<PointSummary>,
+    /// The steps after the scheduling cycle (to walk them again when re-running).
+    pub post_cycle: Vec<(Point, Option<Cow<'static, str>>, Status)>,
+    /// Sequence number of the attempt's first step.
+    pub first_seq: u64,
+    pub frozen: Option<super::world::Frozen>,
 }
 
-/// Bounded step and attempt history.
+impl AttemptRecord {
+    pub fn approx_bytes(&self) -> usize {
+        std::mem::size_of::<AttemptRecord>()
+            + self.pod.len()
+            + self.message.as_ref().map_or(0, String::len)
+            + self.points.len() * std::mem::size_of::<PointSummary>()
+            + self.post_cycle.len() * 64
+            + self.victims.iter().map(|v| v.len() + 24).sum::<usize>()
+    }
+}
+
+/// What a tap heard: every step, and every attempt as it parked or ended.
+#[derive(Debug, Clone)]
+pub enum Tapped {
+    Step(StepRecord),
+    Attempt(Arc<AttemptRecord>),
+}
+
+/// Step and attempt history, bounded by bytes (oldest first out).
 #[derive(Debug, Clone)]
 pub struct History {
     pub steps: VecDeque<StepRecord>,
     pub attempts: VecDeque<Arc<AttemptRecord>>,
-    pub max_steps: usize,
-    pub max_attempts: usize,
+    /// Bytes the steps may take.
+    pub step_budget: usize,
+    /// Bytes the attempts may take.
+    pub attempt_budget: usize,
+    step_bytes: usize,
+    attempt_bytes: usize,
     next_seq: u64,
-    /// Steps taken since a caller asked to hear about them (the trace of a command),
-    /// whether or not the bounded history keeps them.
-    tap: Option<Vec<StepRecord>>,
+    /// What was taken since a caller asked to hear about it (the trace of a command or
+    /// a run), whether or not the bounded history keeps it; `true` when it wants steps.
+    tap: Option<(bool, Vec<Tapped>)>,
     /// The queue at each step, when a driver asks for it (time travel in the TUI).
     pub queues: super::queue_history::QueueHistory,
 }
 
 impl History {
-    pub fn new(max_steps: usize, max_attempts: usize) -> History {
+    pub fn new(step_budget: usize, attempt_budget: usize) -> History {
         History {
             steps: VecDeque::new(),
             attempts: VecDeque::new(),
-            max_steps,
-            max_attempts,
+            step_budget,
+            attempt_budget,
+            step_bytes: 0,
+            attempt_bytes: 0,
             next_seq: 1,
             tap: None,
             queues: Default::default(),
         }
     }
 
-    /// Starts collecting every step taken from now on (see `take_tapped`).
-    pub fn start_tap(&mut self) {
-        self.tap.get_or_insert_with(Vec::new);
+    /// Starts collecting steps and attempts taken from now on (see `take_tapped`);
+    /// `steps: false` collects attempts only.
+    pub fn start_tap(&mut self, steps: bool) {
+        match self.tap.as_mut() {
+            Some(t) => t.0 |= steps,
+            None => self.tap = Some((steps, Vec::new())),
+        }
     }
 
-    /// The steps collected since the tap started or was last emptied; it stays on.
-    pub fn take_tapped(&mut self) -> Vec<StepRecord> {
-        self.tap.as_mut().map(std::mem::take).unwrap_or_default()
+    /// What was collected since the tap started or was last emptied; it stays on.
+    pub fn take_tapped(&mut self) -> Vec<Tapped> {
+        self.tap
+            .as_mut()
+            .map(|t| std::mem::take(&mut t.1))
+            .unwrap_or_default()
     }
 
     /// Stops collecting; returns what was still collected.
-    pub fn stop_tap(&mut self) -> Vec<StepRecord> {
-        self.tap.take().unwrap_or_default()
+    pub fn stop_tap(&mut self) -> Vec<Tapped> {
+        self.tap.take().map(|t| t.1).unwrap_or_default()
+    }
+
+    /// The steps among tapped items.
+    pub fn steps_of(items: Vec<Tapped>) -> Vec<StepRecord> {
+        items
+            .into_iter()
+            .filter_map(|t| match t {
+                Tapped::Step(s) => Some(s),
+                Tapped::Attempt(_) => None,
+            })
+            .collect()
     }
 
     /// Whether a step taken now would be heard by anyone (kept or tapped).
     pub fn wants_steps(&self) -> bool {
-        self.max_steps > 0 || self.tap.is_some()
+        self.step_budget > 0 || self.tap.as_ref().is_some_and(|t| t.0)
     }
 
     pub fn next_seq(&mut self) -> u64 {
@@ -197,35 +375,54 @@ impl History {
     }
 
     pub fn push(&mut self, r: StepRecord) {
-        if let Some(t) = self.tap.as_mut() {
-            t.push(r.clone());
+        if let Some(t) = self.tap.as_mut().filter(|t| t.0) {
+            t.1.push(Tapped::Step(r.clone()));
         }
-        if self.max_steps == 0 {
+        if self.step_budget == 0 {
             return;
         }
-        if self.steps.len() == self.max_steps {
-            self.steps.pop_front();
-        }
+        self.step_bytes += r.approx_bytes();
         self.steps.push_back(r);
+        while self.step_bytes > self.step_budget {
+            let Some(old) = self.steps.pop_front() else {
+                break;
+            };
+            self.step_bytes = self.step_bytes.saturating_sub(old.approx_bytes());
+        }
     }
 
     pub fn push_attempt(&mut self, a: AttemptRecord) {
-        if self.max_attempts == 0 {
+        let a = Arc::new(a);
+        if let Some(t) = self.tap.as_mut() {
+            t.1.push(Tapped::Attempt(a.clone()));
+        }
+        if self.attempt_budget == 0 {
             return;
         }
-        // An attempt is recorded when it starts and again when it ends.
-        if let Some(pos) = self.attempts.iter().rposition(|x| x.id == a.id) {
-            self.attempts[pos] = Arc::new(a);
-            return;
+        // An attempt is recorded when it parks and again when it ends.
+        // Ids only grow, except a parked attempt that ends later: keep the deque sorted.
+        self.attempt_bytes += a.approx_bytes();
+        match self.attempts.binary_search_by_key(&a.id, |x| x.id) {
+            Ok(pos) => {
+                let old = std::mem::replace(&mut self.attempts[pos], a);
+                self.attempt_bytes = self.attempt_bytes.saturating_sub(old.approx_bytes());
+                return;
+            }
+            Err(pos) if pos == self.attempts.len() => self.attempts.push_back(a),
+            Err(pos) => self.attempts.insert(pos, a),
         }
-        if self.attempts.len() == self.max_attempts {
-            self.attempts.pop_front();
+        while self.attempt_bytes > self.attempt_budget {
+            let Some(old) = self.attempts.pop_front() else {
+                break;
+            };
+            self.attempt_bytes = self.attempt_bytes.saturating_sub(old.approx_bytes());
         }
-        self.attempts.push_back(Arc::new(a));
     }
 
     pub fn attempt(&self, id: u64) -> Option<&Arc<AttemptRecord>> {
-        self.attempts.iter().rev().find(|a| a.id == id)
+        // Ids increase along the deque: search it by id.
+        let i = self.attempts.binary_search_by_key(&id, |a| a.id).ok()?;
+        self.attempts.get(i)
     }
 
     pub fn step(&self, seq: u64) -> Option<&StepRecord> {
@@ -236,6 +433,11 @@ impl History {
 
     pub fn last(&self) -> Option<&StepRecord> {
         self.steps.back()
+    }
+
+    /// Bytes the kept steps and attempts take (roughly).
+    pub fn bytes(&self) -> usize {
+        self.step_bytes + self.attempt_bytes
     }
 }
 
@@ -252,17 +454,18 @@ mod tests {
             point: Point::Filter,
             plugin: None,
             code: Code::Success,
-            message: String::new(),
             duration: Duration::ZERO,
             queue: QueueCounts::default(),
-            state: None,
-            changed: Vec::new(),
+            changed: Box::new([]),
+            reasons: None,
+            rejected: None,
         }
     }
 
     #[test]
     fn bounded_and_indexed() {
-        let mut h = History::new(3, 2);
+        let one = step(0).approx_bytes();
+        let mut h = History::new(3 * one, 0);
         for _ in 0..5 {
             let s = h.next_seq();
             h.push(step(s));

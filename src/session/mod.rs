@@ -6,6 +6,7 @@
 pub mod attempt;
 pub mod breakpoints;
 pub mod clock;
+pub mod detail;
 pub mod divergence;
 pub mod feed;
 pub mod history;
@@ -13,6 +14,7 @@ pub mod queue_history;
 mod replay;
 pub mod script;
 pub mod trace;
+pub mod world;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -24,18 +26,18 @@ use serde::Serialize;
 
 use crate::cluster::{Change, ClusterState, Object, Stored, node_name};
 use crate::config::KubeSchedulerConfiguration;
-use crate::framework::cycle::Detail;
 use crate::framework::queue::{self, SchedulingQueue};
 use crate::framework::waiting::WaitingPods;
 use crate::framework::{Code, Handle, PodInfo, Status};
 use crate::scheduler::{Scheduler, SetupError};
 
-pub use attempt::{Attempt, AttemptResult, Failure};
+pub use attempt::{Attempt, AttemptResult, Failure, StepEvent};
 pub use breakpoints::{Breakpoint, Outcome};
 pub use clock::Clock;
 pub use divergence::Divergence;
 pub use feed::Feed;
 pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord};
+pub use world::{Frozen, WorldHistory};
 
 /// What a pod is, from the session's point of view (the summary's `status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -102,20 +104,20 @@ impl Actuator for LocalActuator {
 
 #[derive(Debug, Clone)]
 pub struct SessionOptions {
-    pub detail: Detail,
-    /// Steps kept in history (0 = none).
-    pub history_steps: usize,
-    /// Attempts (with their verdict matrix and scores) kept in history.
-    pub history_attempts: usize,
+    /// Bytes of history: the steps and attempts kept, and the checkpoints from which a
+    /// kept attempt is run again when someone looks at it (0 = keep nothing).
+    pub history_bytes: usize,
     pub start: Timestamp,
 }
+
+/// The default history (estimated bytes; the process grows by about twice that): keeps a
+/// 5,000-node, 10,000-pod replay under 200 MB with thousands of attempts to travel back to.
+pub const DEFAULT_HISTORY_BYTES: usize = 32 << 20;
 
 impl Default for SessionOptions {
     fn default() -> Self {
         SessionOptions {
-            detail: Detail::Full,
-            history_steps: 100_000,
-            history_attempts: 2_000,
+            history_bytes: DEFAULT_HISTORY_BYTES,
             start: Timestamp::UNIX_EPOCH,
         }
     }
@@ -132,7 +134,11 @@ pub struct Core {
     pub parked: BTreeMap<String, Attempt>,
     pub pods: BTreeMap<String, PodRecord>,
     pub actuator: Box<dyn Actuator>,
-    pub detail: Detail,
+    /// What past attempts ran on (see `world.rs`).
+    pub world: WorldHistory,
+    /// The packed pod the last local binding stored (the attempt keeps it, not the
+    /// whole pending pod).
+    bound_packed: Option<Arc<PodInfo>>,
     /// Pods the source (a recording) binds, by UID, with the node it binds them to:
     /// kubestep runs their scheduling cycle and compares its decision, but does not
     /// reserve or bind them.
@@ -184,6 +190,12 @@ pub struct Session {
     pub history: History,
     pub breakpoints: Vec<Breakpoint>,
     next_attempt: u64,
+    /// A `continue_attempts` ran out of budget: the next call goes on (no resume).
+    mid_continue: bool,
+    /// How much headless runs print.
+    pub trace_level: trace::TraceLevel,
+    /// Attempts recomputed in full lately, and the copies of the profiles that do it.
+    details: detail::Details,
 }
 
 /// A Handle from the parts of `Core` it needs, so the queue can be borrowed beside it.
@@ -203,6 +215,7 @@ fn handle_of<'a>(
         now,
         extenders: &sched.extenders,
         simulation: false,
+        pool: sched.pool(),
     }
 }
 
@@ -299,11 +312,21 @@ impl Core {
 
     /// The binding decided at Bind: carried out by the actuator, then (in replay)
     /// applied to the session's cluster.
-    fn bind_pod(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
+    fn bind_pod(
+        &mut self,
+        pod: &PodInfo,
+        assumed: Option<Arc<PodInfo>>,
+        node: &str,
+    ) -> Result<(), String> {
         self.actuator.bind(pod, node)?;
         if self.actuator.applies_locally() {
-            // What was derived from the pod stays valid: only its node changes.
-            let bound = Arc::new(pod.bound_to(node).packed());
+            // What was derived from the pod stays valid: only its node changes (the
+            // assumed pod is that, packed).
+            let bound = match assumed.filter(|a| a.node_name() == node) {
+                Some(a) => a,
+                None => Arc::new(pod.bound_to(node).packed()),
+            };
+            self.bound_packed = Some(bound.clone());
             let change = self.cluster.upsert(Object::PackedPod(bound));
             self.apply_change(change);
         }
@@ -329,7 +352,7 @@ impl Core {
                 .get_or_insert_with(Default::default)
                 .nominated_node_name = node.map(str::to_string);
             let pi = Arc::new(PodInfo::new(Arc::new(nominated)));
-            self.sched.nominator.add(pi.clone(), node.unwrap_or(""));
+            Arc::make_mut(&mut self.sched.nominator).add(pi.clone(), node.unwrap_or(""));
             if self.actuator.applies_locally() && self.cluster.pod(&pod.key).is_some() {
                 self.cluster
                     .upsert(Object::Pod(Box::new((*pi.pod).clone())));
@@ -388,7 +411,6 @@ impl Core {
     pub fn apply_change(&mut self, change: Option<Change>) {
         let Some(c) = change else { return };
         let now = self.clock.now();
-        self.changes.push((now, format!("{} {}", c.kind, c.key)));
         if c.kind != "Node" {
             self.refresh_queue_sort();
         }
@@ -453,7 +475,7 @@ impl Core {
             if let Some(pi) = old {
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
-                self.sched.nominator.remove(&pi.uid);
+                self.forget_nomination(&pi.uid);
                 if self.pods.remove(&pi.key).map(|r| r.status) == Some(PodStatus::Bound) {
                     self.bound -= 1;
                 }
@@ -468,7 +490,7 @@ impl Core {
             // Bound (or assumed by us): replace whatever the snapshot held for it.
             self.sched.snapshot.remove_pod(&n, &pi.key);
             self.sched.snapshot.add_pod(pi.clone());
-            self.sched.nominator.remove(&pi.uid);
+            self.forget_nomination(&pi.uid);
             self.record(&pi, PodStatus::Bound, Some(&n), None);
             self.queue.delete(&pi.uid);
             // A recorded binding: kubestep's different decision, if any, is now a fact.
@@ -498,10 +520,41 @@ impl Core {
         }
         let nnn = pi.nominated_node_name().to_string();
         if !nnn.is_empty() {
-            self.sched.nominator.add(pi.clone(), &nnn);
+            Arc::make_mut(&mut self.sched.nominator).add(pi.clone(), &nnn);
         }
         if !self.pods.contains_key(&pi.key) {
             self.record(&pi, PodStatus::Pending, None, None);
+        }
+    }
+
+    /// What an attempt starting now needs to be run again exactly (see `world.rs`).
+    fn freeze(&mut self, profile: usize, start_node_index: usize) -> Option<Frozen> {
+        if !self.world.enabled() {
+            return None;
+        }
+        let world = self
+            .world
+            .freeze(&mut self.sched.snapshot, &mut self.cluster.listers);
+        let mut states = Vec::new();
+        for (name, plugin) in self.sched.frameworks[profile].unique_plugins() {
+            if let Some(st) = plugin.save_state() {
+                states.push((name, st));
+            }
+        }
+        Some(Frozen {
+            world,
+            now: self.clock.now(),
+            start_node_index,
+            nominator: self.sched.nominator.clone(),
+            waiting: (!self.waiting.is_empty()).then(|| Arc::new(self.waiting.fork())),
+            plugin_states: Arc::new(states),
+        })
+    }
+
+    /// Drops a pod's nomination (copying the nominations only when one goes).
+    fn forget_nomination(&mut self, uid: &str) {
+        if self.sched.nominator.contains(uid) {
+            Arc::make_mut(&mut self.sched.nominator).remove(uid);
         }
     }
 
@@ -543,13 +596,14 @@ impl Core {
     pub fn counts(&self) -> QueueCounts {
         // Kept cheap: it runs after every step, and recordings hold tens of thousands of pods.
         let (active, backoff, unschedulable, gated) = self.queue.sizes();
+        let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         QueueCounts {
-            active,
-            backoff,
-            unschedulable,
-            gated,
-            waiting: self.waiting.len(),
-            bound: self.bound,
+            active: c(active),
+            backoff: c(backoff),
+            unschedulable: c(unschedulable),
+            gated: c(gated),
+            waiting: c(self.waiting.len()),
+            bound: c(self.bound),
         }
     }
 }
@@ -585,7 +639,8 @@ impl Session {
             parked: BTreeMap::new(),
             pods: BTreeMap::new(),
             actuator,
-            detail: opts.detail,
+            world: WorldHistory::new(opts.history_bytes / 4),
+            bound_packed: None,
             externally_bound: BTreeMap::new(),
             feed: Feed::default(),
             evicted: BTreeSet::new(),
@@ -597,6 +652,11 @@ impl Session {
             unbound: Default::default(),
             node_names: (u64::MAX, Arc::new(Vec::new())),
         };
+        // Changes are recorded from here on, so any attempt's world can be rebuilt.
+        if core.world.enabled() {
+            core.sched.snapshot.record_changes();
+            core.cluster.listers.record_changes();
+        }
         let pods: Vec<Arc<PodInfo>> = core.cluster.pod_infos().cloned().collect();
         for pi in pods {
             if pi.node_name().is_empty() {
@@ -608,9 +668,12 @@ impl Session {
         Ok(Session {
             core,
             current: None,
-            history: History::new(opts.history_steps, opts.history_attempts),
+            history: History::new(opts.history_bytes * 5 / 8, opts.history_bytes / 8),
             breakpoints: Vec::new(),
             next_attempt: 1,
+            mid_continue: false,
+            trace_level: Default::default(),
+            details: Default::default(),
         })
     }
 
@@ -669,70 +732,41 @@ impl Session {
         }
         let id = self.next_attempt;
         self.next_attempt += 1;
-        let attempt = Attempt::new(
-            id,
-            qpi,
-            profile,
-            self.core.detail,
-            self.core.sched.next_start_node_index,
-        );
+        let start = self.core.sched.next_start_node_index;
+        let mut attempt = Attempt::new(id, qpi, profile, start);
+        attempt.frozen = self.core.freeze(profile, start);
+        attempt.first_seq = self.history.peek_seq();
         let msg = format!("popped {} (attempt {})", pod.key, attempt.qpi.attempts);
-        let _ = self.push_step(
-            Some(&attempt),
-            Point::QueueSort,
-            None,
-            Status::new(Code::Success, msg),
-            popped_in,
-        );
+        let e = StepEvent {
+            point: Point::QueueSort,
+            plugin: None,
+            status: Status::new(Code::Success, msg),
+            duration: popped_in,
+            rejected: None,
+            changed: Vec::new(),
+            queue: self.core.counts(),
+        };
+        attempt.note_step(&e);
+        let _ = self.push_step(Some(&attempt), e);
         self.current = Some(attempt);
         true
     }
 
-    fn push_step(
-        &mut self,
-        a: Option<&Attempt>,
-        point: Point,
-        plugin: Option<String>,
-        status: Status,
-        d: Duration,
-    ) -> StepRecord {
+    fn push_step(&mut self, a: Option<&Attempt>, e: StepEvent) -> StepRecord {
         let seq = self.history.next_seq();
-        let mut state = (self.core.detail == Detail::Full)
-            .then(|| a.map(|a| Arc::new(a.cycle.state.render())))
-            .flatten();
-        let before = self.history.last().and_then(|s| s.state.clone());
-        // Most steps leave CycleState as it was: share the previous rendering instead of
-        // keeping another copy of it.
-        if let (Some(now), Some(b)) = (&state, &before)
-            && now == b
-        {
-            state = Some(b.clone());
-        }
-        let changed = match (&state, before) {
-            (Some(now), Some(before)) => now
-                .iter()
-                .filter(|t| !before.contains(t))
-                .map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string())
-                .collect(),
-            (Some(now), None) => now
-                .iter()
-                .map(|t| t.label.split(':').next().unwrap_or(&t.label).to_string())
-                .collect(),
-            _ => Vec::new(),
-        };
         let rec = StepRecord {
             seq,
             at: self.now(),
             attempt: a.map(|a| a.id),
-            pod: a.map(|a| a.pod().key.clone()),
-            point,
-            plugin,
-            code: status.code(),
-            message: status.message(),
-            duration: d,
-            queue: self.core.counts(),
-            state,
-            changed,
+            pod: a.map(|a| a.key.clone()),
+            point: e.point,
+            plugin: e.plugin,
+            code: e.status.code(),
+            reasons: StepRecord::split_status(e.status).1,
+            rejected: e.rejected,
+            duration: e.duration,
+            queue: e.queue,
+            changed: e.changed.into_boxed_slice(),
         };
         if self.history.wants_steps() {
             self.history.push(rec.clone());
@@ -742,19 +776,11 @@ impl Session {
     }
 
     fn record_attempt(&mut self, a: &Attempt) {
-        if self.history.max_attempts == 0 {
-            return;
-        }
-        let names = self.core.node_names();
         let (outcome, node, message) = match &a.result {
-            Some(AttemptResult::Bound { node }) => {
-                (Some("Bound".to_string()), Some(node.clone()), None)
-            }
-            Some(AttemptResult::Waiting { node }) => {
-                (Some("Waiting".to_string()), Some(node.clone()), None)
-            }
+            Some(AttemptResult::Bound { node }) => (Some("Bound"), Some(node.clone()), None),
+            Some(AttemptResult::Waiting { node }) => (Some("Waiting"), Some(node.clone()), None),
             Some(AttemptResult::Deferred { node, real_node }) => (
-                Some("Deferred".to_string()),
+                Some("Deferred"),
                 node.clone(),
                 Some(if real_node.is_empty() {
                     "shadow mode: the cluster's scheduler binds this pod".to_string()
@@ -763,24 +789,38 @@ impl Session {
                 }),
             ),
             Some(AttemptResult::Failed(f)) => (
-                Some(if f.error { "Error" } else { "Unschedulable" }.to_string()),
+                Some(if f.error { "Error" } else { "Unschedulable" }),
                 None,
                 Some(f.message.clone()),
             ),
             None => (None, a.node.clone(), None),
         };
+        let (nominated, victims) = match &a.result {
+            Some(AttemptResult::Failed(f)) => (f.nominated.clone(), f.victims.clone()),
+            _ => (None, Vec::new()),
+        };
         self.history.push_attempt(AttemptRecord {
             id: a.id,
             pod: a.pod().key.clone(),
+            pod_info: match &a.bound_packed {
+                Some(p) => history::AttemptPod::BoundPacked(p.clone()),
+                None => history::AttemptPod::Whole(a.pod().clone()),
+            },
+            profile_index: a.profile,
             profile: self.core.sched.frameworks[a.profile].profile_name.clone(),
             started: a.qpi.timestamp,
+            at: a.frozen.as_ref().map_or(a.qpi.timestamp, |f| f.now),
             pre_enqueue: a.qpi.pre_enqueue,
-            matrix: a.cycle.matrix.clone(),
-            scores: a.cycle.scores.clone(),
-            node_names: names,
-            outcome,
+            outcome: outcome.map(str::to_string),
             node,
             message,
+            nominated,
+            victims,
+            cycle: a.cycle_summary.clone(),
+            points: a.points.clone(),
+            post_cycle: a.post_cycle.clone(),
+            first_seq: a.first_seq,
+            frozen: a.frozen.clone(),
         });
     }
 
@@ -805,7 +845,8 @@ impl Session {
         self.core.activate_requested(&mut a);
         let mut steps = Vec::with_capacity(events.len());
         for e in events {
-            steps.push(self.push_step(Some(&a), e.point, e.plugin, e.status, e.duration));
+            a.note_step(&e);
+            steps.push(self.push_step(Some(&a), e));
         }
         if a.is_done() || a.is_waiting() {
             self.record_attempt(&a);
@@ -854,11 +895,31 @@ impl Session {
     /// Runs until a breakpoint or until nothing more can happen at the current time.
     /// The clock does not move.
     pub fn continue_(&mut self) -> StopReason {
-        let mut first = true;
+        let mut resume = true;
         loop {
+            if let Some(r) = self.continue_from(usize::MAX, resume) {
+                return r;
+            }
+            resume = false;
+        }
+    }
+
+    /// `continue_` for at most `max` attempts (or, with breakpoints set, extension
+    /// points): `None` when the budget ran out first, to be called again without
+    /// `resume`.
+    pub fn continue_attempts(&mut self, max: usize) -> Option<StopReason> {
+        let resume = !std::mem::take(&mut self.mid_continue);
+        let r = self.continue_from(max, resume);
+        self.mid_continue = r.is_none();
+        r
+    }
+
+    fn continue_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {
+        let mut first = resume;
+        for _ in 0..max {
             self.expire_waits();
             if !first && let Some(b) = self.break_before() {
-                return StopReason::Breakpoint(b);
+                return Some(StopReason::Breakpoint(b));
             }
             first = false;
             // Nothing to stop at: run whole attempts.
@@ -868,12 +929,13 @@ impl Session {
                 By::Point
             };
             let Some(steps) = self.advance_by(by) else {
-                return StopReason::Idle;
+                return Some(StopReason::Idle);
             };
             if let Some(b) = self.break_after(&steps) {
-                return StopReason::Breakpoint(b);
+                return Some(StopReason::Breakpoint(b));
             }
         }
+        None
     }
 
     /// `continue_` with a step budget, so a driver that must stay responsive (the TUI)

@@ -302,7 +302,7 @@ impl Session {
     /// After step `seq`: keeps the queue as it is now when it differs from the last kept
     /// moment (else that moment goes on being the queue of this step too).
     pub(super) fn note_queue(&mut self, seq: u64) {
-        if !self.history.queues.keep || self.history.max_steps == 0 {
+        if !self.history.queues.keep || self.history.step_budget == 0 {
             return;
         }
         let core = &self.core;

@@ -9,7 +9,12 @@ use serde_json::Value;
 
 use super::breakpoints::Breakpoint;
 use super::clock::parse_duration;
+use super::history::Tapped;
+use super::trace::TraceLevel;
 use super::{Session, trace};
+
+/// Attempts a headless run takes between handing out trace lines.
+const CHUNK: usize = 64;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Show {
@@ -179,15 +184,19 @@ impl Session {
             ),
             Command::Finish => output.extend(self.finish_pod().iter().map(trace::step)),
             Command::Continue => {
-                self.history.start_tap();
+                self.history
+                    .start_tap(self.trace_level != TraceLevel::Attempts);
                 let r = self.continue_();
-                output.extend(self.history.stop_tap().iter().map(trace::step));
+                let tapped = self.history.stop_tap();
+                output.extend(self.trace_lines(tapped));
                 output.push(trace::stop(self, &r));
             }
             Command::Advance(d) => {
-                self.history.start_tap();
+                self.history
+                    .start_tap(self.trace_level != TraceLevel::Attempts);
                 let r = self.advance(*d);
-                output.extend(self.history.stop_tap().iter().map(trace::step));
+                let tapped = self.history.stop_tap();
+                output.extend(self.trace_lines(tapped));
                 output.push(trace::stop(self, &r));
             }
             Command::Break(b) => self.add_breakpoint(b.clone()),
@@ -240,8 +249,8 @@ impl Session {
         out
     }
 
-    /// Runs up to `deadline`, handing each step's trace line (and each stop) to `sink` as
-    /// it happens rather than collecting them; `None` runs without building a trace. The
+    /// Runs up to `deadline`, handing each trace line (and each stop) to `sink` as it
+    /// happens rather than collecting them; `None` runs without building a trace. The
     /// run ends early when `sink` breaks (its reader went away, say).
     pub fn run_until_with(
         &mut self,
@@ -249,26 +258,33 @@ impl Session {
         mut sink: Option<&mut dyn FnMut(Value) -> ControlFlow<()>>,
     ) {
         if sink.is_some() {
-            self.history.start_tap();
+            self.history
+                .start_tap(self.trace_level != TraceLevel::Attempts);
         }
         loop {
-            let r = self.continue_();
+            // A few attempts at a time, so lines go out as they happen and a full trace
+            // finds every attempt's world still kept.
+            let r = self.continue_attempts(CHUNK);
             if let Some(sink) = sink.as_mut() {
+                let tapped = self.history.take_tapped();
                 let mut flow = ControlFlow::Continue(());
-                for step in self.history.take_tapped() {
+                for v in self.trace_lines(tapped) {
                     if flow.is_continue() {
-                        flow = sink(trace::step(&step));
+                        flow = sink(v);
                     }
                 }
                 if flow.is_continue()
-                    && let super::StopReason::Breakpoint(_) = r
+                    && let Some(r @ super::StopReason::Breakpoint(_)) = &r
                 {
-                    flow = sink(trace::stop(self, &r));
+                    flow = sink(trace::stop(self, r));
                 }
                 if flow.is_break() {
                     self.history.stop_tap();
                     return;
                 }
+            }
+            if r.is_none() {
+                continue;
             }
             if self.settled() {
                 break;
@@ -282,12 +298,41 @@ impl Session {
             }
         }
         if let Some(sink) = sink.as_mut() {
-            for step in self.history.stop_tap() {
-                if sink(trace::step(&step)).is_break() {
+            let tapped = self.history.stop_tap();
+            for v in self.trace_lines(tapped) {
+                if sink(v).is_break() {
                     break;
                 }
             }
         }
+    }
+
+    /// Trace lines for what a tap collected, at the session's trace level: each step
+    /// (with `Steps` and `Full`), each attempt, and with `Full` each finished attempt's
+    /// detail, recomputed now.
+    pub fn trace_lines(&mut self, tapped: Vec<Tapped>) -> Vec<Value> {
+        let mut out = Vec::with_capacity(tapped.len());
+        for t in tapped {
+            match t {
+                Tapped::Step(s) => {
+                    if self.trace_level != TraceLevel::Attempts {
+                        out.push(trace::step(&s));
+                    }
+                }
+                Tapped::Attempt(a) => {
+                    out.push(trace::attempt(&a));
+                    if self.trace_level == TraceLevel::Full
+                        && a.outcome.as_deref() != Some("Waiting")
+                    {
+                        out.push(match self.attempt_detail(a.id) {
+                            Ok(d) => trace::detail(&a, &d),
+                            Err(e) => serde_json::json!({"type": "detail", "attempt": a.id, "pod": a.pod, "error": e.to_string()}),
+                        });
+                    }
+                }
+            }
+        }
+        out
     }
 
     pub fn fire_timers_pub(&mut self) {
@@ -339,13 +384,14 @@ mod tests {
         let open = || {
             let rec = crate::recording::open("preemption").unwrap();
             let end = super::super::clock::add(rec.end(), Duration::from_secs(600));
-            let s = Session::from_recording(
+            let mut s = Session::from_recording(
                 rec,
                 crate::config::default_configuration(),
                 super::super::SessionOptions::default(),
                 Box::new(super::super::LocalActuator),
             )
             .unwrap();
+            s.trace_level = TraceLevel::Steps;
             (s, end)
         };
         let (mut all, end) = open();

@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use std::sync::Arc;
+
+use super::detail::AttemptDetail;
 use super::history::{AttemptRecord, StepRecord};
 use super::{PodRecord, Session, StopReason};
 use crate::framework::StateTree;
@@ -151,59 +154,53 @@ pub fn cycle(session: &Session) -> Value {
     }
 }
 
-pub fn state(session: &Session) -> Value {
-    let trees = match &session.current {
-        Some(a) => a.cycle.state.render(),
-        None => session
-            .core
-            .parked
-            .values()
-            .next()
-            .map(|a| a.cycle.state.render())
-            .unwrap_or_default(),
+pub fn state(session: &mut Session) -> Value {
+    let live = session
+        .current
+        .as_ref()
+        .or_else(|| session.core.parked.values().next())
+        .map(|a| (a.pod().key.clone(), a.cycle.state.render()));
+    let (pod, trees) = match live {
+        Some((pod, t)) => (Some(pod), t),
+        None => match last_detail(session) {
+            Some((a, d)) => (
+                Some(a.pod.clone()),
+                d.states.last().map(|s| (**s).clone()).unwrap_or_default(),
+            ),
+            None => (None, Vec::new()),
+        },
     };
-    json!({"type": "state", "pod": session.current.as_ref().map(|a| a.pod().key.clone()), "entries": trees.iter().map(tree_json).collect::<Vec<_>>()})
+    json!({"type": "state", "pod": pod, "entries": trees.iter().map(tree_json).collect::<Vec<_>>()})
 }
 
-/// The attempt to show: the one in progress, else the most recent.
-fn attempt_record(session: &Session) -> Option<AttemptRecord> {
-    if let Some(a) = &session.current {
-        let names = session
-            .core
-            .sched
-            .snapshot
-            .list()
-            .iter()
-            .map(|n| n.name().to_string())
-            .collect();
-        return Some(AttemptRecord {
-            id: a.id,
-            pod: a.pod().key.clone(),
-            profile: session.core.sched.frameworks[a.profile]
-                .profile_name
-                .clone(),
-            started: a.qpi.timestamp,
-            pre_enqueue: a.qpi.pre_enqueue,
-            matrix: a.cycle.matrix.clone(),
-            scores: a.cycle.scores.clone(),
-            node_names: std::sync::Arc::new(names),
-            outcome: None,
-            node: a.node.clone(),
-            message: None,
-        });
-    }
-    session.history.attempts.back().map(|a| (**a).clone())
+/// The attempt to show (the one in progress, else the most recent) and its detail.
+fn shown_attempt(
+    session: &mut Session,
+) -> Option<(u64, String, Result<Arc<AttemptDetail>, String>)> {
+    let (id, pod) = match &session.current {
+        Some(a) => (a.id, a.pod().key.clone()),
+        None => {
+            let a = session.history.attempts.back()?;
+            (a.id, a.pod.clone())
+        }
+    };
+    let d = session.attempt_detail(id).map_err(|e| e.to_string());
+    Some((id, pod, d))
 }
 
-pub fn filter(session: &Session) -> Value {
-    let Some(a) = attempt_record(session) else {
-        return json!({"type": "filter", "pod": null});
-    };
-    let name = |i: usize| a.node_names.get(i).cloned().unwrap_or_default();
+fn last_detail(session: &mut Session) -> Option<(Arc<AttemptRecord>, Arc<AttemptDetail>)> {
+    let a = session.history.attempts.back()?.clone();
+    let d = session.attempt_detail(a.id).ok()?;
+    Some((a, d))
+}
+
+/// Every Filter plugin's verdict on every candidate node, by node name.
+fn filter_nodes(d: &AttemptDetail) -> BTreeMap<String, BTreeMap<&'static str, FilterCell>> {
+    let name = |i: usize| d.node_names.get(i).cloned().unwrap_or_default();
     let mut nodes = BTreeMap::new();
-    if let Some(m) = &a.matrix {
+    if let Some(m) = &d.matrix {
         for (row, &idx) in m.nodes.iter().enumerate() {
-            let cells: BTreeMap<&str, FilterCell> = m
+            let cells = m
                 .plugins
                 .iter()
                 .enumerate()
@@ -212,15 +209,13 @@ pub fn filter(session: &Session) -> Value {
             nodes.insert(name(idx), cells);
         }
     }
-    json!({"type": "filter", "pod": a.pod, "attempt": a.id, "nodes": nodes})
+    nodes
 }
 
-pub fn scores(session: &Session) -> Value {
-    let Some(a) = attempt_record(session) else {
-        return json!({"type": "scores", "pod": null});
-    };
-    let Some(t) = &a.scores else {
-        return json!({"type": "scores", "pod": a.pod, "nodes": null});
+/// Raw, normalized and weighted scores by node name, and the chosen node.
+fn score_nodes(d: &AttemptDetail) -> (Option<BTreeMap<String, Value>>, Option<String>) {
+    let Some(t) = &d.scores else {
+        return (None, None);
     };
     let mut nodes = BTreeMap::new();
     for (i, &idx) in t.nodes.iter().enumerate() {
@@ -232,11 +227,106 @@ pub fn scores(session: &Session) -> Value {
             })
             .collect();
         nodes.insert(
-            a.node_names.get(idx).cloned().unwrap_or_default(),
+            d.node_names.get(idx).cloned().unwrap_or_default(),
             json!({"plugins": plugins, "total": t.totals.get(i)}),
         );
     }
-    json!({"type": "scores", "pod": a.pod, "attempt": a.id, "nodes": nodes, "chosen": t.chosen.map(|c| a.node_names.get(t.nodes[c]).cloned())})
+    let chosen = t
+        .chosen
+        .and_then(|c| t.nodes.get(c))
+        .and_then(|&i| d.node_names.get(i).cloned());
+    (Some(nodes), chosen)
+}
+
+pub fn filter(session: &mut Session) -> Value {
+    let Some((id, pod, d)) = shown_attempt(session) else {
+        return json!({"type": "filter", "pod": null});
+    };
+    match d {
+        Ok(d) => {
+            json!({"type": "filter", "pod": pod, "attempt": id, "nodes": filter_nodes(&d), "mismatch": d.mismatch})
+        }
+        Err(e) => json!({"type": "filter", "pod": pod, "attempt": id, "nodes": null, "error": e}),
+    }
+}
+
+pub fn scores(session: &mut Session) -> Value {
+    let Some((id, pod, d)) = shown_attempt(session) else {
+        return json!({"type": "scores", "pod": null});
+    };
+    match d {
+        Ok(d) => {
+            let (nodes, chosen) = score_nodes(&d);
+            match nodes {
+                Some(nodes) => {
+                    json!({"type": "scores", "pod": pod, "attempt": id, "nodes": nodes, "chosen": chosen})
+                }
+                None => json!({"type": "scores", "pod": pod, "nodes": null}),
+            }
+        }
+        Err(e) => json!({"type": "scores", "pod": pod, "attempt": id, "nodes": null, "error": e}),
+    }
+}
+
+/// How much a headless run prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TraceLevel {
+    /// One line per attempt: the default.
+    #[default]
+    Attempts,
+    /// Also one line per step (an extension point, or one plugin of one).
+    Steps,
+    /// Steps, and after each attempt its detail (verdict matrix, scores, CycleState after
+    /// each step), recomputed by re-running the attempt.
+    Full,
+}
+
+/// One attempt: how it ended and each extension point's status and time.
+pub fn attempt(a: &AttemptRecord) -> Value {
+    let points: Vec<Value> = a
+        .points
+        .iter()
+        .map(|p| json!({"point": p.point, "code": p.code, "micros": p.duration.as_micros() as u64}))
+        .collect();
+    let mut v = json!({
+        "type": "attempt",
+        "attempt": a.id,
+        "pod": a.pod,
+        "at": a.at,
+        "result": a.outcome,
+        "node": a.node,
+        "message": a.message,
+        "points": points,
+    });
+    if let Some(c) = &a.cycle {
+        v["feasibleNodes"] = json!(c.feasible);
+        v["evaluatedNodes"] = json!(c.evaluated);
+    }
+    if let Some(n) = a.nominated.as_deref().filter(|n| !n.is_empty()) {
+        v["nominatedNode"] = json!(n);
+        v["victims"] = json!(a.victims);
+    }
+    v
+}
+
+/// An attempt recomputed in full (`--trace full`).
+pub fn detail(a: &AttemptRecord, d: &AttemptDetail) -> Value {
+    let (scores, chosen) = score_nodes(d);
+    let states: Vec<Value> = d
+        .states
+        .iter()
+        .map(|s| Value::Array(s.iter().map(tree_json).collect()))
+        .collect();
+    json!({
+        "type": "detail",
+        "attempt": a.id,
+        "pod": a.pod,
+        "filter": filter_nodes(d),
+        "scores": scores,
+        "chosen": chosen,
+        "states": states,
+        "mismatch": d.mismatch,
+    })
 }
 
 pub fn pod(session: &Session, key: &str) -> Value {

@@ -2,8 +2,11 @@
 //! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
 
 use crate::config::KubeSchedulerConfiguration;
+use crate::framework::StateTree;
+use crate::session::detail::AttemptDetail;
 use crate::session::{QueueCounts, Session, StepRecord};
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use super::action::{Pane, Tab};
 use super::keymap::Keymap;
@@ -215,6 +218,9 @@ pub struct App {
     pub live: Option<super::live::LiveLink>,
     /// The next tick continues from a stop (its breakpoint must not stop it again).
     pub(super) resume: bool,
+    /// Attempts the panes show, recomputed in full (verdict matrix, scores, CycleState
+    /// after each step): refreshed after each change, never while drawing.
+    pub full: Vec<(u64, Result<Arc<AttemptDetail>, String>)>,
 }
 
 impl App {
@@ -262,6 +268,7 @@ impl App {
             },
             live: None,
             resume: false,
+            full: Vec::new(),
         };
         app.refresh();
         app
@@ -305,7 +312,61 @@ impl App {
     /// The attempt of the step shown.
     pub fn moment_attempt(&self) -> Option<AttemptData<'_>> {
         let id = self.moment()?.attempt?;
-        moment::attempt(&self.session, id)
+        moment::attempt(&self.session, self.full_detail(id), id)
+    }
+
+    /// An attempt recomputed in full, when the panes asked for it.
+    pub fn full_detail(&self, id: u64) -> Option<&AttemptDetail> {
+        self.full
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, d)| d.as_deref().ok())
+    }
+
+    /// Why an attempt could not be recomputed, if it could not.
+    pub fn full_error(&self, id: u64) -> Option<&str> {
+        self.full
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, d)| d.as_ref().err().map(String::as_str))
+    }
+
+    /// CycleState as it was after the step shown.
+    pub fn moment_state(&self) -> Option<Arc<Vec<StateTree>>> {
+        let step = self.moment()?;
+        let d = self.full_detail(step.attempt?)?;
+        let i = self.session.step_index(step)?;
+        d.states.get(i).cloned()
+    }
+
+    /// The attempts the panes show, recomputed when they are not at hand: the attempt of
+    /// the step shown and, on the Explain tab, the subject pod's latest one.
+    pub fn refresh_full(&mut self) {
+        if !matches!(
+            self.tab,
+            Tab::Filter | Tab::Scores | Tab::State | Tab::Explain
+        ) {
+            return;
+        }
+        let mut ids: Vec<u64> = self.moment().and_then(|s| s.attempt).into_iter().collect();
+        if self.tab == Tab::Explain
+            && let Some(pod) = self.subject_pod()
+            && let Some(a) = self
+                .session
+                .history
+                .attempts
+                .iter()
+                .rev()
+                .find(|a| a.pod == pod)
+        {
+            ids.push(a.id);
+        }
+        let mut full = Vec::with_capacity(ids.len());
+        for id in ids {
+            let d = self.session.attempt_detail(id).map_err(|e| e.to_string());
+            full.push((id, d));
+        }
+        self.full = full;
     }
 
     /// The pod the panes are about: the selected queue row when the queue has the focus,
@@ -316,7 +377,8 @@ impl App {
         {
             return Some(r.pod.clone());
         }
-        self.moment().and_then(|s| s.pod.clone())
+        self.moment()
+            .and_then(|s| s.pod.as_deref().map(str::to_string))
     }
 
     pub fn selected_queue_row(&self) -> Option<&QueueRow> {
@@ -335,6 +397,7 @@ impl App {
         {
             self.cursor = None;
         }
+        self.refresh_full();
         self.refresh_queue_rows();
         self.refresh_queue_order();
         clamp(&mut self.waiting_selected, self.waiting.len());

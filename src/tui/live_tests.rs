@@ -16,7 +16,7 @@ use super::app::{App, Level, Mode};
 use super::keymap::Keymap;
 use super::live::LiveLink;
 use super::theme::Theme;
-use crate::framework::{Detail, PodInfo};
+use crate::framework::PodInfo;
 use crate::live::mirror::{InitialSync, Mirror, to_object};
 use crate::live::{Change, LiveError, Update};
 use crate::recording::EventType;
@@ -100,7 +100,6 @@ fn live_app(objects: Vec<Value>, shadow: bool, spy: &Spy) -> (App, mpsc::Sender<
     };
     let cfg = crate::config::parse_str(super::DEMO_CONFIG, "demo").unwrap();
     let opts = SessionOptions {
-        detail: Detail::Full,
         start: Timestamp::now(),
         ..Default::default()
     };

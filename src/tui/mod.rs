@@ -35,7 +35,6 @@ use crate::cluster::{ClusterState, manifest};
 use crate::config as sched_config;
 #[cfg(test)]
 use crate::config::KubeSchedulerConfiguration;
-use crate::framework::Detail;
 use crate::session::{LocalActuator, Session, SessionOptions};
 
 /// Stand-in demo: the example cluster (plus one pod for ManualApproval) until the
@@ -55,7 +54,7 @@ pub struct TuiOptions {
     pub log_file: Option<PathBuf>,
     /// A second configuration to compare against (the What-if tab).
     pub compare: Option<PathBuf>,
-    /// Steps kept in history.
+    /// Bytes of history (steps, attempts, and what re-runs past attempts).
     pub history: Option<usize>,
 }
 
@@ -70,7 +69,11 @@ fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedule
 
 /// The one place a source becomes a Session: a recording file, a bundled recording's name
 /// or a manifest (`recording::open`); without one, the bundled `demo`.
-pub fn open_session(source: Option<&Path>, config: Option<&Path>) -> anyhow::Result<Session> {
+pub fn open_session(
+    source: Option<&Path>,
+    config: Option<&Path>,
+    history_bytes: Option<usize>,
+) -> anyhow::Result<Session> {
     let name = source
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|| "demo".to_string());
@@ -82,7 +85,7 @@ pub fn open_session(source: Option<&Path>, config: Option<&Path>) -> anyhow::Res
             .unwrap_or_else(crate::config::default_configuration),
     };
     let opts = SessionOptions {
-        detail: Detail::Full,
+        history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
     Session::from_recording(rec, cfg, opts, Box::new(LocalActuator)).context("starting the session")
@@ -97,21 +100,20 @@ pub fn example_session() -> anyhow::Result<Session> {
     objs.extend(extra);
     let cluster = ClusterState::from_objects(objs)?;
     let cfg = load_config(None, true)?;
-    let opts = SessionOptions {
-        detail: Detail::Full,
-        ..Default::default()
-    };
-    Session::new(cluster, cfg, opts, Box::new(LocalActuator)).context("starting the session")
+    Session::new(
+        cluster,
+        cfg,
+        SessionOptions::default(),
+        Box::new(LocalActuator),
+    )
+    .context("starting the session")
 }
 
 /// Builds the app: session, config file, theme and keymap (problems there become
 /// warnings shown in the UI).
 pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app::App> {
     let (theme, keymap, mut warnings) = ui_setup(opts.theme.as_deref());
-    let mut session = open_session(opts.source.as_deref(), opts.config.as_deref())?;
-    if let Some(h) = opts.history {
-        session.history.max_steps = h;
-    }
+    let session = open_session(opts.source.as_deref(), opts.config.as_deref(), opts.history)?;
     warnings.extend(session.core.cluster.notes.iter().cloned());
     let label = match &opts.source {
         Some(p) => p

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::framework::cycle::{FilterMatrix, ScoreTable};
 use crate::framework::node_info::NodeInfo;
+use crate::session::detail::AttemptDetail;
 use crate::session::{Point, Session, StepRecord};
 
 /// Snapshot index → node name, for the history (names kept) or the live attempt.
@@ -47,16 +48,27 @@ pub fn step_at(session: &Session, cursor: Option<u64>) -> Option<&StepRecord> {
     }
 }
 
-/// The attempt with this id: finished or parked ones from history, else the one in flight.
-pub fn attempt(session: &Session, id: u64) -> Option<AttemptData<'_>> {
+/// The attempt with this id: finished or parked ones from history, else the one in
+/// flight; its verdict matrix and scores come from `full`, the attempt recomputed in full
+/// (see `session::detail`), when the app has it.
+pub fn attempt<'a>(
+    session: &'a Session,
+    full: Option<&'a AttemptDetail>,
+    id: u64,
+) -> Option<AttemptData<'a>> {
+    let full = full.filter(|d| d.id == id);
+    let names = match full {
+        Some(d) => Names::Kept(&d.node_names),
+        None => Names::Live(session.core.sched.snapshot.list()),
+    };
     if let Some(a) = session.history.attempt(id) {
         return Some(AttemptData {
             id,
             pod: &a.pod,
             profile: &a.profile,
-            matrix: a.matrix.as_ref(),
-            scores: a.scores.as_ref(),
-            names: Names::Kept(&a.node_names),
+            matrix: full.and_then(|d| d.matrix.as_ref()),
+            scores: full.and_then(|d| d.scores.as_ref()),
+            names,
             outcome: a.outcome.as_deref(),
             node: a.node.as_deref(),
             message: a.message.as_deref(),
@@ -68,9 +80,9 @@ pub fn attempt(session: &Session, id: u64) -> Option<AttemptData<'_>> {
         id,
         pod: &a.pod().key,
         profile: &session.core.sched.frameworks[a.profile].profile_name,
-        matrix: a.cycle.matrix.as_ref(),
-        scores: a.cycle.scores.as_ref(),
-        names: Names::Live(session.core.sched.snapshot.list()),
+        matrix: full.and_then(|d| d.matrix.as_ref()),
+        scores: full.and_then(|d| d.scores.as_ref()),
+        names,
         outcome: None,
         node: a.node.as_deref(),
         message: None,

@@ -253,6 +253,9 @@ impl App {
     pub fn show_tab(&mut self, t: Tab) {
         self.tab = t;
         self.focus = Pane::Main;
+        self.refresh_full();
+        self.refresh_matrix();
+        self.refresh_scores();
     }
 
     pub(super) fn prompt(&mut self, kind: PromptKind) {
@@ -342,10 +345,10 @@ impl App {
                         last.pod.as_deref().unwrap_or("-"),
                         last.point.as_str(),
                         last.code,
-                        if last.message.is_empty() {
+                        if last.message().is_empty() {
                             String::new()
                         } else {
-                            format!(" — {}", last.message)
+                            format!(" — {}", last.message())
                         }
                     );
                     self.info(msg);
@@ -642,7 +645,7 @@ impl App {
                 ));
             }
             if let Some(p) = steps.last().and_then(|s| s.pod.clone())
-                && let Some(r) = self.session.core.pods.get(&p)
+                && let Some(r) = self.session.core.pods.get(&*p)
             {
                 msg.push_str(&format!(
                     " ({:?}{})",

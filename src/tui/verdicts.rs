@@ -173,13 +173,13 @@ mod tests {
             attempt: Some(1),
             pod: Some("ns/p".into()),
             point,
-            plugin: plugin.map(str::to_string),
+            plugin: plugin.map(|p| p.to_string().into()),
             code,
-            message: String::new(),
+            reasons: None,
+            rejected: None,
             duration: Duration::from_micros(10),
             queue: QueueCounts::default(),
-            state: None,
-            changed: Vec::new(),
+            changed: Box::new([]),
         }
     }
 

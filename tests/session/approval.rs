@@ -100,7 +100,7 @@ fn an_unanswered_pod_times_out_after_the_configured_wait() {
         .history
         .steps
         .iter()
-        .any(|st| st.point.as_str() == "WaitOnPermit" && st.message.contains("timeout"));
+        .any(|st| st.point.as_str() == "WaitOnPermit" && st.message().contains("timeout"));
     assert!(timed_out, "the wait ends with a timeout at WaitOnPermit");
 }
 

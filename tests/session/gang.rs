@@ -96,7 +96,7 @@ fn a_gang_that_cannot_reach_min_member_waits_times_out_together_and_releases_its
     }
     let timeouts = steps
         .iter()
-        .filter(|r| r.point.as_str() == "WaitOnPermit" && r.message.contains("timeout"))
+        .filter(|r| r.point.as_str() == "WaitOnPermit" && r.message().contains("timeout"))
         .count();
     assert!(
         timeouts >= 3,

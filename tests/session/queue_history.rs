@@ -41,7 +41,7 @@ fn each_step_finds_the_queue_as_it_was_then() {
     // The first step popped one pod; the other still waited in activeQ.
     let m = s.history.queues.at(first).unwrap();
     let popped = s.history.steps.front().unwrap().pod.clone().unwrap();
-    let other = if popped == "web/small-0" {
+    let other = if &*popped == "web/small-0" {
         "web/huge-0"
     } else {
         "web/small-0"

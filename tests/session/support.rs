@@ -53,13 +53,16 @@ pub fn session(objects: &str, config_yaml: Option<&str>) -> Session {
         Some(y) => config::parse_str(y, "config.yaml").expect("test config"),
         None => config::default_configuration(),
     };
-    Session::new(
+    let mut s = Session::new(
         cluster,
         cfg,
         SessionOptions::default(),
         Box::new(LocalActuator),
     )
-    .expect("session")
+    .expect("session");
+    // These tests read the per-plugin step lines.
+    s.trace_level = kubestep::session::trace::TraceLevel::Steps;
+    s
 }
 
 pub fn record(s: &Session, key: &str) -> PodRecord {

@@ -213,9 +213,10 @@ impl SchedulingCycle {
         self.trace.push(PluginRun {
             phase: self.phase,
             plugin: ext.name().to_string().into(),
-            code,
-            message,
+            status: Status::new(code, message),
             duration: started.elapsed(),
+            rejected: None,
+            changed: Vec::new(),
         });
         self.extender_calls.push(ExtenderCall {
             extender: ext.name().to_string(),

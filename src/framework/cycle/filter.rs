@@ -7,18 +7,20 @@
 //! plugin or building the full verdict matrix, plugins run column by column instead and
 //! the same sequential rule is applied to the results afterwards.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};
+use super::{CycleEnv, CycleOutcome, Detail, Phase, PluginRun, SchedulingCycle};
 use crate::extender;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::node_info::NodeInfo;
+use crate::framework::plugin::{FilterPlugin, Handle};
 use crate::framework::profile::ExtensionPoint;
-use crate::framework::runtime::{filter_status, run_filter_list};
+use crate::framework::runtime::filter_status;
 use crate::framework::status::{Code, Status};
+use crate::framework::types::PodInfo;
 
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
@@ -54,7 +56,7 @@ pub enum FilterCell {
 }
 
 impl FilterCell {
-    fn from_status(s: &Status) -> FilterCell {
+    pub(crate) fn from_status(s: &Status) -> FilterCell {
         if s.is_success() {
             FilterCell::Pass
         } else if s.is_rejected() {
@@ -179,13 +181,228 @@ impl Candidates {
 pub(super) struct FilterProgress {
     candidates: Candidates,
     num_to_find: usize,
+    /// Plugins run one at a time over every candidate: a person stepping plugin by plugin,
+    /// or the full verdict matrix.
     column_mode: bool,
     next_plugin: usize,
-    /// Column mode: pass-1 result per candidate (first failure so far; None = passing).
+    /// Column mode: the first failure of each candidate so far (None = passing).
     first_failure: Vec<Option<Status>>,
-    /// Pass-1 state and node with nominated pods added, for candidates that have some.
+    /// Column mode: pass-1 state and node with nominated pods added, for candidates that
+    /// have some.
     nominated: Vec<Option<Box<(CycleState, NodeInfo)>>>,
     all_nodes: usize,
+}
+
+/// A candidate's pass-1 context: CycleState and node with the nominated pods added.
+type Nominated = Option<Box<(CycleState, NodeInfo)>>;
+
+/// One Filter plugin of the profile, as the search runs it.
+struct Column<'f> {
+    name: &'static str,
+    plugin: Option<&'f dyn FilterPlugin>,
+    skipped: bool,
+}
+
+/// Runs Filter plugins over runs of candidate nodes, column by column: each plugin over
+/// the run, then the next. A node's result is its first failure in profile order, as
+/// when every plugin runs on one node before the next, but each plugin's time is taken
+/// once per run instead of once per node (per-call clocks would cost as much as the
+/// plugins themselves).
+struct Columns<'a> {
+    env: &'a CycleEnv<'a>,
+    h: Handle<'a>,
+    state: &'a CycleState,
+    pod: &'a PodInfo,
+    candidates: &'a Candidates,
+    cols: Vec<Column<'a>>,
+}
+
+/// What running columns over a run of candidates found: time per column and, when every
+/// plugin ran on every node, each column's failures (the matrix).
+struct RunOut {
+    durations: Vec<Duration>,
+    failures: Vec<Vec<(usize, Status)>>,
+}
+
+impl<'a> Columns<'a> {
+    fn new(
+        env: &'a CycleEnv<'a>,
+        state: &'a CycleState,
+        pod: &'a PodInfo,
+        candidates: &'a Candidates,
+    ) -> Columns<'a> {
+        let cols = env
+            .framework
+            .plugins(ExtensionPoint::Filter)
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Column {
+                name: e.name,
+                plugin: e.plugin.as_filter(),
+                skipped: state.is_filter_skipped_at(i) || state.is_filter_skipped(e.name),
+            })
+            .collect();
+        Columns {
+            env,
+            h: env.handle(),
+            state,
+            pod,
+            candidates,
+            cols,
+        }
+    }
+
+    /// Runs columns `cols` over candidates `lo..lo + first.len()`: `first[j]` keeps the
+    /// first failure of candidate `lo + j`. With `every`, plugins also run on nodes that
+    /// already failed and each column's failures are returned.
+    fn run(
+        &self,
+        cols: std::ops::Range<usize>,
+        lo: usize,
+        first: &mut [Option<Status>],
+        nominated: &[Nominated],
+        every: bool,
+    ) -> RunOut {
+        let mut out = RunOut {
+            durations: vec![Duration::ZERO; self.cols.len()],
+            failures: Vec::new(),
+        };
+        for k in cols {
+            let c = &self.cols[k];
+            let mut failed = Vec::new();
+            let (Some(f), false) = (c.plugin, c.skipped) else {
+                if every {
+                    out.failures.push(failed);
+                }
+                continue;
+            };
+            let started = Instant::now();
+            for (j, slot) in first.iter_mut().enumerate() {
+                if slot.is_some() && !every {
+                    continue;
+                }
+                let (st, node) = match nominated.get(j).and_then(|o| o.as_deref()) {
+                    Some((st, node)) => (st, node),
+                    None => (
+                        self.state,
+                        &self.env.snapshot.list()[self.candidates.get(lo + j)],
+                    ),
+                };
+                let s = f.filter(&self.h, st, self.pod, node);
+                if s.is_success() {
+                    continue;
+                }
+                let s = filter_status(c.name, s);
+                if every {
+                    failed.push((lo + j, s.clone()));
+                }
+                if slot.is_none() {
+                    *slot = Some(s);
+                }
+            }
+            out.durations[k] += started.elapsed();
+            if every {
+                out.failures.push(failed);
+            }
+        }
+        out
+    }
+
+    /// `run` split over the pool for long runs; parts are merged in candidate order.
+    fn run_parallel(
+        &self,
+        cols: std::ops::Range<usize>,
+        lo: usize,
+        first: &mut [Option<Status>],
+        nominated: &[Nominated],
+        every: bool,
+    ) -> RunOut {
+        let n = first.len();
+        let Some(pool) = self.env.pool.filter(|_| n >= super::PARALLEL_MIN_NODES) else {
+            return self.run(cols, lo, first, nominated, every);
+        };
+        let part = n.div_ceil(pool.current_num_threads() * 2).max(32);
+        let parts: Vec<RunOut> = pool.install(|| {
+            first
+                .par_chunks_mut(part)
+                .enumerate()
+                .map(|(p, chunk)| {
+                    let from = p * part;
+                    let nom = nominated.get(from..).unwrap_or(&[]);
+                    self.run(cols.clone(), lo + from, chunk, nom, every)
+                })
+                .collect()
+        });
+        let mut out = RunOut {
+            durations: vec![Duration::ZERO; self.cols.len()],
+            failures: Vec::new(),
+        };
+        for r in parts {
+            for (d, x) in out.durations.iter_mut().zip(r.durations) {
+                *d += x;
+            }
+            if out.failures.is_empty() {
+                out.failures = r.failures;
+            } else {
+                for (f, x) in out.failures.iter_mut().zip(r.failures) {
+                    f.extend(x);
+                }
+            }
+        }
+        out
+    }
+
+    /// Pass-1 contexts for candidates `lo..hi` (None where no nominated pod applies); a
+    /// candidate whose context cannot be built fails with the error.
+    fn nominated(&self, lo: usize, first: &mut [Option<Status>]) -> Vec<Nominated> {
+        if self.env.nominator.is_empty() {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(first.len());
+        for (j, slot) in first.iter_mut().enumerate() {
+            let node = &self.env.snapshot.list()[self.candidates.get(lo + j)];
+            match self
+                .env
+                .framework
+                .add_nominated_pods(&self.h, self.pod, self.state, node)
+            {
+                Ok(ctx) => out.push(ctx.map(Box::new)),
+                Err(s) => {
+                    *slot = Some(Status::error(s.message()));
+                    out.push(None);
+                }
+            }
+        }
+        out
+    }
+
+    /// Pass 2: a node that passed with its nominated pods must also pass without them.
+    fn without_nominated(
+        &self,
+        lo: usize,
+        first: &mut [Option<Status>],
+        nominated: &[Nominated],
+        durations: &mut [Duration],
+    ) {
+        for (j, slot) in first.iter_mut().enumerate() {
+            if slot.is_some() || nominated.get(j).is_none_or(|o| o.is_none()) {
+                continue;
+            }
+            let node = &self.env.snapshot.list()[self.candidates.get(lo + j)];
+            for (k, c) in self.cols.iter().enumerate() {
+                let (Some(f), false) = (c.plugin, c.skipped) else {
+                    continue;
+                };
+                let started = Instant::now();
+                let s = f.filter(&self.h, self.state, self.pod, node);
+                durations[k] += started.elapsed();
+                if !s.is_success() {
+                    *slot = Some(filter_status(c.name, s));
+                    break;
+                }
+            }
+        }
+    }
 }
 
 impl SchedulingCycle {
@@ -329,121 +546,92 @@ impl SchedulingCycle {
         }
     }
 
-    /// Builds the pass-1 context (nominated pods added) for candidates that need one.
+    /// Builds the pass-1 context (nominated pods added) for every candidate (column mode).
     fn prepare_nominated(&mut self, env: &CycleEnv) {
-        let h = env.handle();
-        let Some(p) = self.filter.as_mut() else {
+        let Some(mut p) = self.filter.take() else {
             return;
         };
-        if env.nominator.is_empty() {
-            p.nominated = vec![None; 0];
-            return;
-        }
-        let mut out = Vec::with_capacity(p.candidates.len());
-        for ci in 0..p.candidates.len() {
-            let idx = p.candidates.get(ci);
-            let node = &env.snapshot.list()[idx];
-            match env
-                .framework
-                .add_nominated_pods(&h, &self.pod, &self.state, node)
-            {
-                Ok(ctx) => out.push(ctx.map(Box::new)),
-                Err(s) => {
-                    p.first_failure[ci] = Some(Status::error(s.message()));
-                    out.push(None);
-                }
-            }
-        }
-        p.nominated = out;
+        let cols = Columns::new(env, &self.state, &self.pod, &p.candidates);
+        let mut first = std::mem::take(&mut p.first_failure);
+        let nominated = cols.nominated(0, &mut first);
+        drop(cols);
+        p.first_failure = first;
+        p.nominated = nominated;
+        self.filter = Some(p);
     }
 
     fn run_filter_column(&mut self, env: &CycleEnv) {
-        let started = Instant::now();
-        let h = env.handle();
         let full = self.detail == Detail::Full;
-        let Some(p) = self.filter.as_mut() else {
+        let Some(mut p) = self.filter.take() else {
             return;
         };
         let k = p.next_plugin;
         p.next_plugin += 1;
-        let entries = env.framework.plugins(ExtensionPoint::Filter);
-        let e = &entries[k];
-        let skipped = self.state.is_filter_skipped(e.name);
-        let state = &self.state;
-        let pod = &self.pod;
-        // Only failures are materialized; passing nodes (the common case) cost nothing.
-        let failures: Vec<(usize, Status)> = if skipped {
-            Vec::new()
-        } else {
-            let eval = |ci: usize| -> Option<(usize, Status)> {
-                if !full && p.first_failure[ci].is_some() {
-                    return None;
-                }
-                let (st, node) = match p.nominated.get(ci).and_then(|o| o.as_deref()) {
-                    Some((st, node)) => (st, node),
-                    None => (state, &env.snapshot.list()[p.candidates.get(ci)]),
-                };
-                let f = e.plugin.as_filter()?;
-                let s = filter_status(e.name, f.filter(&h, st, pod, node));
-                (!s.is_success()).then_some((ci, s))
-            };
-            par_filter_map(env, p.candidates.len(), eval)
-        };
-        let rejected = failures.len();
-        for (ci, s) in &failures {
-            if p.first_failure[*ci].is_none() {
-                p.first_failure[*ci] = Some(s.clone());
-            }
-        }
+        let cols = Columns::new(env, &self.state, &self.pod, &p.candidates);
+        let skipped = cols.cols[k].skipped;
+        let name = cols.cols[k].name;
+        let before: Vec<bool> = p.first_failure.iter().map(Option::is_some).collect();
+        let out = cols.run_parallel(k..k + 1, 0, &mut p.first_failure, &p.nominated, full);
+        drop(cols);
+        let rejected = p
+            .first_failure
+            .iter()
+            .zip(&before)
+            .filter(|(f, was)| f.is_some() && !**was)
+            .count();
         if let Some(m) = self.matrix.as_mut() {
+            let failures = out.failures.into_iter().next().unwrap_or_default();
             m.push_sparse_column(skipped, &failures);
         }
-        let summary = if skipped {
+        let status = if skipped {
             Status::skip()
         } else if rejected > 0 {
-            Status::unschedulable(format!("rejected {rejected} node(s)"))
+            Status::code_only(Code::Unschedulable)
         } else {
             Status::success()
         };
-        self.record(e.name, &summary, started);
+        self.trace.push(PluginRun {
+            phase: Phase::Filter,
+            plugin: name.into(),
+            status,
+            duration: out.durations[k],
+            rejected: Some(rejected as u32),
+            changed: Vec::new(),
+        });
+        self.filter = Some(p);
     }
 
     fn finalize_columns(&mut self, env: &CycleEnv) {
-        let h = env.handle();
         let Some(mut p) = self.filter.take() else {
             return;
         };
-        // Pass 2: a node that passed with its nominated pods must also pass without them.
-        for ci in 0..p.candidates.len() {
-            if p.first_failure[ci].is_none() && p.nominated.get(ci).is_some_and(|o| o.is_some()) {
-                let node = &env.snapshot.list()[p.candidates.get(ci)];
-                let s = env
-                    .framework
-                    .run_filter_plugins(&h, &self.state, &self.pod, node);
-                if !s.is_success() {
-                    p.first_failure[ci] = Some(s);
-                }
+        let cols = Columns::new(env, &self.state, &self.pod, &p.candidates);
+        let mut extra = vec![Duration::ZERO; cols.cols.len()];
+        let mut first = std::mem::take(&mut p.first_failure);
+        cols.without_nominated(0, &mut first, &p.nominated, &mut extra);
+        drop(cols);
+        let mut search = Search::new(p.num_to_find);
+        for (ci, s) in first.into_iter().enumerate() {
+            if search.consume(p.candidates.get(ci), s.unwrap_or_default()) {
+                break;
             }
         }
-        let results: Vec<Status> = p
-            .first_failure
-            .iter()
-            .map(|f| f.clone().unwrap_or_default())
-            .collect();
-        let mut search = Search::new(p.num_to_find);
-        for (ci, s) in results.into_iter().enumerate() {
-            if search.consume(p.candidates.get(ci), s) {
-                break;
+        // The columns' counts covered every candidate; the trace says what upstream's
+        // search examined, as the fast path does.
+        let counts = search.rejected_by_plugin();
+        for run in self.trace.iter_mut().filter(|r| r.phase == Phase::Filter) {
+            if let Some(r) = run.rejected.as_mut() {
+                *r = counts.get(run.plugin.as_ref()).copied().unwrap_or(0);
             }
         }
         self.end_search(env, &p, search);
     }
 
     fn run_filter_fast(&mut self, env: &CycleEnv) {
-        let started = Instant::now();
-        let h = env.handle();
         let Some(p) = self.filter.take() else { return };
         let mut search = Search::new(p.num_to_find);
+        let cols = Columns::new(env, &self.state, &self.pod, &p.candidates);
+        let mut durations = vec![Duration::ZERO; cols.cols.len()];
         if !env.framework.has_filter_plugins() {
             // Without Filter plugins the first N nodes from the start are feasible.
             search.feasible = (0..p.candidates.len().min(p.num_to_find))
@@ -451,51 +639,104 @@ impl SchedulingCycle {
                 .collect();
             search.stopped = true;
         }
-        // Without nominated pods every node runs the same plugin list: prepare it once.
-        let active = env
-            .nominator
-            .is_empty()
-            .then(|| env.framework.active_filters(&self.state));
-        let state = &self.state;
-        let pod = &self.pod;
-        let eval = |ci: usize| {
-            let node = &env.snapshot.list()[p.candidates.get(ci)];
-            match &active {
-                Some(list) => run_filter_list(list, &h, state, pod, node),
-                None => env
-                    .framework
-                    .run_filter_plugins_with_nominated_pods(&h, state, pod, node),
-            }
-        };
         let mut next = 0;
-        if env.pool.is_none() {
-            // One node at a time, as the sequential reading of upstream's search.
-            while !search.stopped && next < p.candidates.len() {
-                let s = eval(next);
-                search.consume(p.candidates.get(next), s);
-                next += 1;
-            }
-        }
-        while !search.stopped && next < p.candidates.len() {
-            // Waves a little larger than what is still needed, evaluated in parallel and
-            // consumed in order, so the result is the sequential one.
+        let n = p.candidates.len();
+        while !search.stopped && next < n {
+            // Runs sized to what is still needed, consumed in order: when every node
+            // passes nothing is examined beyond upstream's stopping point, and the
+            // result never depends on the run size or the thread count.
             let need = p.num_to_find.saturating_sub(search.feasible.len()) + 1;
-            let wave = (need + need / 4).max(64).min(p.candidates.len() - next);
-            let results: Vec<Status> = par_map(env, wave, |i| eval(next + i));
-            for (i, s) in results.into_iter().enumerate() {
-                if search.consume(p.candidates.get(next + i), s) {
+            // Long runs go to the pool with some slack for rejections; short ones stay
+            // on this thread in small pieces, so few nodes are examined past the stop.
+            let size = match env.pool {
+                Some(_) if need >= super::PARALLEL_MIN_NODES => need + need / 4,
+                _ => need.min(256),
+            }
+            .min(n - next);
+            let mut first = vec![None; size];
+            let nominated = cols.nominated(next, &mut first);
+            let out = cols.run_parallel(0..cols.cols.len(), next, &mut first, &nominated, false);
+            for (d, x) in durations.iter_mut().zip(out.durations) {
+                *d += x;
+            }
+            cols.without_nominated(next, &mut first, &nominated, &mut durations);
+            for (j, s) in first.into_iter().enumerate() {
+                if search.consume(p.candidates.get(next + j), s.unwrap_or_default()) {
                     break;
                 }
             }
-            next += wave;
+            next += size;
         }
-        let status = if search.error.is_some() {
-            Status::error("")
-        } else {
-            Status::success()
-        };
-        self.record("(all filters)", &status, started);
+        let counts = search.rejected_by_plugin();
+        let error_plugin = search.error.as_ref().map(|e| e.plugin().to_string());
+        for (k, c) in cols.cols.iter().enumerate() {
+            let rejected = counts.get(c.name).copied().unwrap_or(0);
+            let status = match &search.error {
+                Some(e) if error_plugin.as_deref() == Some(c.name) => e.clone(),
+                _ if c.skipped => Status::skip(),
+                _ if rejected > 0 => Status::code_only(Code::Unschedulable),
+                _ => Status::success(),
+            };
+            self.trace.push(PluginRun {
+                phase: Phase::Filter,
+                plugin: c.name.into(),
+                status,
+                duration: durations[k],
+                rejected: Some(rejected),
+                changed: Vec::new(),
+            });
+        }
+        drop(cols);
         self.end_search(env, &p, search);
+    }
+
+    /// Every Filter plugin's verdict on one node, as the full matrix would have it
+    /// (`None` when the node was not a candidate: PreFilter narrowed the search away
+    /// from it). For explaining one node without computing the whole matrix.
+    pub fn filter_row(
+        &self,
+        env: &CycleEnv,
+        node: usize,
+    ) -> Option<Vec<(&'static str, FilterCell)>> {
+        let all = env.snapshot.list();
+        let info = all.get(node)?;
+        if let Some(names) = self
+            .pre_filter
+            .result
+            .as_ref()
+            .and_then(|r| r.node_names.as_ref())
+            && !names.contains(info.name())
+        {
+            return None;
+        }
+        let h = env.handle();
+        let nominated = env
+            .framework
+            .add_nominated_pods(&h, &self.pod, &self.state, info);
+        let (state, node_info) = match &nominated {
+            Ok(Some((st, ni))) => (st, ni),
+            _ => (&self.state, info),
+        };
+        let cols = env.framework.plugins(ExtensionPoint::Filter);
+        Some(
+            cols.iter()
+                .enumerate()
+                .map(|(i, e)| {
+                    let skipped =
+                        self.state.is_filter_skipped_at(i) || self.state.is_filter_skipped(e.name);
+                    let cell = match (&nominated, e.plugin.as_filter()) {
+                        _ if skipped => FilterCell::Skipped,
+                        (Err(s), _) => FilterCell::from_status(&Status::error(s.message())),
+                        (_, None) => FilterCell::Pass,
+                        (_, Some(f)) => FilterCell::from_status(&filter_status(
+                            e.name,
+                            f.filter(&h, state, &self.pod, node_info),
+                        )),
+                    };
+                    (e.name, cell)
+                })
+                .collect(),
+        )
     }
 
     /// Common end of the node search: round-robin bookkeeping, then the next phase.
@@ -565,6 +806,15 @@ impl Search {
         }
     }
 
+    /// How many examined nodes each plugin rejected (by the rejecting plugin's name).
+    fn rejected_by_plugin(&self) -> rustc_hash::FxHashMap<&str, u32> {
+        let mut m = rustc_hash::FxHashMap::default();
+        for (_, s) in &self.rejected {
+            *m.entry(s.plugin()).or_insert(0) += 1;
+        }
+        m
+    }
+
     /// Takes one node's result; true when the search is over.
     fn consume(&mut self, idx: usize, s: Status) -> bool {
         if self.stopped {
@@ -586,33 +836,5 @@ impl Search {
         }
         self.rejected.push((idx, s));
         false
-    }
-}
-
-/// Filter-maps `0..n` in parallel on the configured pool, keeping order.
-fn par_filter_map<T: Send>(
-    env: &CycleEnv,
-    n: usize,
-    f: impl Fn(usize) -> Option<T> + Sync + Send,
-) -> Vec<T> {
-    match env.pool {
-        Some(pool) if n > 64 => pool.install(|| {
-            (0..n)
-                .into_par_iter()
-                .with_min_len(32)
-                .filter_map(&f)
-                .collect()
-        }),
-        _ => (0..n).filter_map(f).collect(),
-    }
-}
-
-/// Maps `0..n` in parallel on the configured pool, keeping order.
-fn par_map<T: Send>(env: &CycleEnv, n: usize, f: impl Fn(usize) -> T + Sync + Send) -> Vec<T> {
-    match env.pool {
-        Some(pool) if n > 32 => {
-            pool.install(|| (0..n).into_par_iter().with_min_len(16).map(&f).collect())
-        }
-        _ => (0..n).map(f).collect(),
     }
 }

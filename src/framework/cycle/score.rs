@@ -1,6 +1,6 @@
 //! PreScore, Score, NormalizeScore and host selection (`prioritizeNodes`).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -175,7 +175,6 @@ impl SchedulingCycle {
         if first >= last {
             return self.enter(Phase::NormalizeScore);
         }
-        let started = Instant::now();
         let h = env.handle();
         let plugins: Vec<(&'static str, &dyn crate::framework::plugin::ScorePlugin)> = table
             .plugins[first..last]
@@ -201,21 +200,25 @@ impl SchedulingCycle {
             })
             .collect();
         // Plugin by plugin over a run of nodes (each plugin reads its state once per run);
-        // failures come back as (node, plugin, status), the first per plugin and run.
+        // failures come back as (node, plugin, status), the first per plugin and run, and
+        // each plugin's time is taken once per run.
         let score_run = |from: usize, to: usize| {
             let mut cols: Vec<Vec<i64>> = Vec::with_capacity(width);
             let mut failures: Vec<(usize, usize, Status)> = Vec::new();
+            let mut times = vec![Duration::ZERO; width];
             for (k, (_, p)) in plugins.iter().enumerate() {
+                let started = Instant::now();
                 let mut col = vec![0i64; to - from];
                 if let Some((i, s)) = p.score_nodes(&h, state, pod, &refs[from..to], &mut col) {
                     failures.push((from + i, k, s));
                 }
                 cols.push(col);
+                times[k] = started.elapsed();
             }
-            (cols, failures)
+            (cols, failures, times)
         };
-        let (cols, failures) = match env.pool {
-            Some(pool) if nodes.len() >= 128 && width > 0 => {
+        let (cols, failures, times) = match env.pool {
+            Some(pool) if nodes.len() >= super::PARALLEL_MIN_NODES && width > 0 => {
                 let runs = (pool.current_num_threads() * 2).clamp(1, nodes.len() / 64);
                 let size = nodes.len().div_ceil(runs);
                 let parts: Vec<_> = pool.install(|| {
@@ -226,20 +229,23 @@ impl SchedulingCycle {
                 });
                 let mut cols = vec![Vec::with_capacity(nodes.len()); width];
                 let mut failures = Vec::new();
-                for (part, fails) in parts {
+                let mut times = vec![Duration::ZERO; width];
+                for (part, fails, t) in parts {
                     for (col, piece) in cols.iter_mut().zip(part) {
                         col.extend(piece);
                     }
                     failures.extend(fails);
+                    for (a, b) in times.iter_mut().zip(t) {
+                        *a += b;
+                    }
                 }
-                (cols, failures)
+                (cols, failures, times)
             }
             _ => score_run(0, nodes.len()),
         };
         drop(refs);
         self.cursor = last;
         let mut failure: Option<(&'static str, Status)> = None;
-        let per_plugin = started.elapsed() / width.max(1) as u32;
         for (k, ((name, _), raw)) in plugins.iter().zip(cols).enumerate() {
             let failed = failures
                 .iter()
@@ -252,13 +258,13 @@ impl SchedulingCycle {
                 ps.normalized = raw.clone();
                 ps.raw = raw;
             }
-            let status = failed.clone().unwrap_or_default();
             self.trace.push(PluginRun {
                 phase: self.phase,
                 plugin: (*name).into(),
-                code: status.code(),
-                message: status.message(),
-                duration: per_plugin,
+                status: failed.clone().unwrap_or_default(),
+                duration: times[k],
+                rejected: None,
+                changed: Vec::new(),
             });
             if failure.is_none() {
                 failure = failed.map(|s| (*name, s));

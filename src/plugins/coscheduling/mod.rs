@@ -560,6 +560,14 @@ impl Plugin for Coscheduling {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn save_state(&self) -> Option<crate::framework::plugin::PluginState> {
+        Some(std::sync::Arc::new(self.records()))
+    }
+    fn restore_state(&self, state: &crate::framework::plugin::PluginState) {
+        if let Some(r) = state.downcast_ref::<GroupRecords>() {
+            *self.lock() = r.clone();
+        }
+    }
     fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
         Some(self)
     }

@@ -671,6 +671,7 @@ fn a_simulated_permit_changes_nothing() {
     assume(&mut env, &last, "n1");
     let h = Handle {
         simulation: true,
+        pool: None,
         ..env.handle()
     };
     let mut state = CycleState::new();

@@ -37,7 +37,7 @@ pub fn text(app: &App) -> Vec<String> {
             .rev()
             .find(|a| a.pod == pod)?
             .id;
-        moment::attempt(&app.session, id)
+        moment::attempt(&app.session, app.full_detail(id), id)
     });
     let record = app.session.core.pods.get(&pod);
     match record {

@@ -39,7 +39,7 @@ fn item<'a>(t: &Theme, node: &'a StateTree, id: usize, changed: bool) -> TreeIte
 
 /// Index paths of the rows shown, given which entries are open.
 pub fn visible_paths(app: &App) -> Vec<Vec<usize>> {
-    let Some(state) = app.moment().and_then(|s| s.state.clone()) else {
+    let Some(state) = app.moment_state() else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -63,14 +63,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         f.render_widget(Paragraph::new(span("no step yet", t.muted)), area);
         return;
     };
-    let Some(state) = step.state.as_ref() else {
-        f.render_widget(
-            Paragraph::new(span(
-                "no CycleState kept for this step (not part of a pod's attempt)",
-                t.muted,
-            )),
-            area,
-        );
+    let Some(state) = app.moment_state() else {
+        let why = match step.attempt {
+            None => "no CycleState for this step (not part of a pod's attempt)".to_string(),
+            Some(id) => match app.full_error(id) {
+                Some(e) => format!("CycleState cannot be shown: {e}"),
+                None => "CycleState is computed when this tab is shown".to_string(),
+            },
+        };
+        f.render_widget(Paragraph::new(span(why, t.muted)), area);
         return;
     };
     if state.is_empty() {
@@ -91,7 +92,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 t,
                 n,
                 i,
-                step.changed.iter().any(|c| c == entry_name(&n.label)),
+                step.changed.iter().any(|c| *c == entry_name(&n.label)),
             )
         })
         .collect();
