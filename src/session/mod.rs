@@ -822,6 +822,11 @@ impl Session {
             first_seq: a.first_seq,
             frozen: a.frozen.clone(),
         });
+        let world = &self.core.world;
+        if world.enabled() {
+            self.history
+                .forget_attempts_while(|a| a.frozen.as_ref().is_some_and(|f| !world.has(f.world)));
+        }
     }
 
     /// Runs one step (an extension point, or one plugin); `None` when idle.
