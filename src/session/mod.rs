@@ -919,6 +919,12 @@ impl Session {
         r
     }
 
+    /// `continue_attempts` with the caller keeping track of stops: `resume` is true on the
+    /// first call after one (the TUI at full speed).
+    pub fn continue_attempts_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {
+        self.continue_from(max, resume)
+    }
+
     fn continue_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {
         let mut first = resume;
         for _ in 0..max {
