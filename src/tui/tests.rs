@@ -627,10 +627,16 @@ fn small_terminal_80x24() {
 fn five_thousand_nodes_stay_interactive() {
     use crate::cluster::{ClusterState, Object};
     let mut cluster = ClusterState::default();
-    for n in crate::bench::make_nodes(5_000, 7) {
+    for n in crate::testing::workloads::make_nodes(5_000, 7) {
         cluster.add(Object::Node(Box::new(n)));
     }
-    for p in crate::bench::make_pods(crate::bench::Workload::Basic, 50, 7, "default", 0) {
+    for p in crate::testing::workloads::make_pods(
+        crate::testing::workloads::Workload::Basic,
+        50,
+        7,
+        "default",
+        0,
+    ) {
         cluster.add(Object::Pod(Box::new(p)));
     }
     let session = crate::session::Session::new(

@@ -4,14 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use crate::bench::{Workload, make_nodes, make_pods, peak_rss_mib};
-use crate::recording::reader::{ReadOptions, read_bytes};
-use crate::recording::{self, Header, Recording};
-use crate::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
+use super::decision::peak_rss_mib;
+use kubestep::recording::reader::{ReadOptions, read_bytes};
+use kubestep::recording::{self, Recording};
+use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
+use kubestep::testing::workloads::synthetic;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -102,7 +101,7 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
     let cfg = rec
         .scheduler_config(name)
         .map_err(|e| e.to_string())?
-        .unwrap_or_else(crate::config::default_configuration);
+        .unwrap_or_else(kubestep::config::default_configuration);
     let deadline = clock::add(rec.end(), Duration::from_secs(600));
     let started = Instant::now();
     let mut s =
@@ -130,76 +129,6 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
         attempts_per_second: attempts as f64 / replay_seconds,
         peak_rss_mib: peak_rss_mib(),
     })
-}
-
-/// A recording of `nodes` nodes running `pods - pending` pods, and `pending` more pods
-/// arriving over the first minute, as JSON Lines.
-pub fn synthetic(nodes: usize, pods: usize, pending: usize) -> String {
-    let start = Timestamp::from_second(1_772_442_000).unwrap_or(Timestamp::UNIX_EPOCH);
-    let mut header = Header::new(start);
-    header.description = Some(format!("synthetic: {nodes} nodes, {pods} pods"));
-    let mut out = serde_json::to_string(&header).unwrap_or_default();
-    out.push('\n');
-    let mut line = |at: Timestamp, obj: serde_json::Value| {
-        out.push_str(&json!({"at": at, "type": "ADDED", "object": obj}).to_string());
-        out.push('\n');
-    };
-    let ns = make_nodes(nodes, 42);
-    let mut free: Vec<i64> = Vec::with_capacity(ns.len());
-    for n in &ns {
-        let cpu = n
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .and_then(|a| a.get("cpu"))
-            .and_then(|q| q.0.parse::<i64>().ok())
-            .unwrap_or(4);
-        free.push(cpu * 1000);
-        let mut v = serde_json::to_value(n).unwrap_or_default();
-        v["apiVersion"] = json!("v1");
-        v["kind"] = json!("Node");
-        line(start, v);
-    }
-    let milli = |q: &str| match q.strip_suffix('m') {
-        Some(m) => m.parse::<i64>().unwrap_or(0),
-        None => q.parse::<i64>().unwrap_or(0) * 1000,
-    };
-    let running = pods.saturating_sub(pending);
-    let mut next = 0usize;
-    for (i, p) in make_pods(Workload::Basic, pods, 11, "bench", 0)
-        .into_iter()
-        .enumerate()
-    {
-        let mut v = serde_json::to_value(&p).unwrap_or_default();
-        v["apiVersion"] = json!("v1");
-        v["kind"] = json!("Pod");
-        // Running pods go to the next node with room for them.
-        if i < running && !free.is_empty() {
-            let cpu = milli(
-                v["spec"]["containers"][0]["resources"]["requests"]["cpu"]
-                    .as_str()
-                    .unwrap_or("0"),
-            );
-            for _ in 0..free.len() {
-                next = (next + 1) % free.len();
-                if free[next] >= cpu {
-                    free[next] -= cpu;
-                    v["spec"]["nodeName"] = json!(ns[next].metadata.name);
-                    break;
-                }
-            }
-            line(start, v);
-        } else {
-            let k = (i - running) as i64;
-            let at = start
-                .checked_add(jiff::SignedDuration::from_millis(
-                    60_000 * k / pending.max(1) as i64,
-                ))
-                .unwrap_or(start);
-            line(at, v);
-        }
-    }
-    out
 }
 
 /// Generates a synthetic recording into a temporary file and replays it in a child

@@ -4,9 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use kubestep::bench::{self, Workload};
+use kubestep::testing::workloads::{self, Workload};
+
+mod decision;
+mod replay;
+
 use kubestep::framework::Detail;
-use kubestep::replay_bench;
+use replay as replay_bench;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum WorkloadArg {
@@ -94,7 +98,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         });
         if let Some(file) = &a.emit {
             let bytes =
-                bench::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
+                workloads::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
             std::fs::write(file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             continue;
         }
@@ -115,7 +119,7 @@ fn user_path(
     pods: usize,
     cfg: kubestep::config::KubeSchedulerConfiguration,
 ) -> anyhow::Result<()> {
-    let bytes = bench::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
+    let bytes = workloads::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
     let file = std::env::temp_dir().join(format!(
         "kubestep-bench-{}-{}.jsonl",
         std::process::id(),
@@ -152,7 +156,7 @@ fn decision_path(
     pods: usize,
     cfg: kubestep::config::KubeSchedulerConfiguration,
 ) -> anyhow::Result<()> {
-    let r = bench::run(w, a.nodes, pods, Detail::Decision, cfg).map_err(anyhow::Error::msg)?;
+    let r = decision::run(w, a.nodes, pods, Detail::Decision, cfg).map_err(anyhow::Error::msg)?;
     if a.json {
         say!("{}", serde_json::to_string(&r)?)?;
         return Ok(());
