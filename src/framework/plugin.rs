@@ -16,6 +16,7 @@ use super::listers::Listers;
 use super::node_info::NodeInfo;
 use super::nominator::Nominator;
 use super::profile::Framework;
+use super::queue::hints::ClusterEventWithHint;
 use super::queued::QueuedPodInfo;
 use super::snapshot::Snapshot;
 use super::status::Status;
@@ -112,6 +113,12 @@ pub trait Plugin: Send + Sync {
     }
     /// Takes back what `save_state` gave.
     fn restore_state(&self, _state: &PluginState) {}
+    /// The cluster events that may make a pod this plugin rejected schedulable, each with
+    /// its hint (upstream `EnqueueExtensions.EventsToRegister`). `None`: the plugin does not
+    /// say, so every event of every resource retries its pods.
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        None
+    }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         None
     }

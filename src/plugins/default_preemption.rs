@@ -26,6 +26,9 @@ use crate::framework::plugin::{
 use crate::framework::preemption::{
     Evaluator, Interface, NodeVictims, PdbInfo, sort_by_importance,
 };
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::QueueingHint;
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 
 pub const NAME: &str = "DefaultPreemption";
@@ -357,6 +360,9 @@ impl Plugin for DefaultPreemption {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
+    }
     fn set_seed(&self, seed: u64) {
         DefaultPreemption::set_seed(self, seed);
     }
@@ -403,6 +409,18 @@ impl PostFilterPlugin for DefaultPreemption {
             )
         }
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// With asynchronous preemption, a pod waits at PreEnqueue while its victims go; the
+/// plugin leaves requeueing to the plugins that rejected it, so its hint always skips.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![ClusterEventWithHint::with_hint(
+        R::Pod,
+        A::DELETE,
+        |_, _, _, _| Ok(QueueingHint::QueueSkip),
+    )]
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@ use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
     PreFilterPlugin, PreFilterResult, ScorePlugin,
 };
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::{
     CycleState, NodeInfo, NodeToStatus, PodInfo, RenderState, StateTree, Status,
 };
@@ -52,6 +54,9 @@ fn state(cs: &CycleState) -> Result<&StateData, Status> {
 impl Plugin for DynamicResources {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         Some(self)
@@ -149,6 +154,23 @@ impl ScorePlugin for DynamicResources {
         default_normalize(scores, false);
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// kubestep does not simulate claims, slices or device classes (pods with claims are
+/// rejected for good), so the claim and pod hints are not modelled: they answer Queue.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::new(
+            R::Node,
+            A::ADD | A::UPDATE_NODE_LABEL | A::UPDATE_NODE_ALLOCATABLE,
+        ),
+        ClusterEventWithHint::new(R::ResourceClaim, A::ADD | A::UPDATE),
+        ClusterEventWithHint::new(R::Pod, A::UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+        ClusterEventWithHint::new(R::DeviceClass, A::ADD | A::UPDATE),
+        ClusterEventWithHint::new(R::ResourceSlice, A::ADD | A::UPDATE),
+    ]
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use crate::api::labels::Selector;
 use crate::config::{BadValue, FieldError, FieldPath, PluginArgs};
 use crate::framework::plugin::{Handle, MAX_PERMIT_TIMEOUT, PermitPlugin, Plugin};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{as_pods, required, skip_or_queue};
 use crate::framework::waiting::{WaitingPods, go_duration};
 use crate::framework::{Code, CycleState, PodInfo, RenderState, StateTree, Status};
 use crate::plugins::helper::RawArgs;
@@ -181,6 +184,9 @@ impl Plugin for ManualApproval {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
+    }
     fn as_permit(&self) -> Option<&dyn PermitPlugin> {
         Some(self)
     }
@@ -215,6 +221,23 @@ impl PermitPlugin for ManualApproval {
         );
         (status, self.timeout)
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// ManualApproval (kubestep): a person rejected the pod, so only a change to the pod's own
+/// labels (which may take it out of the selector) is worth an early retry; otherwise it
+/// comes back with the 5-minute flush instead of asking again at once.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![ClusterEventWithHint::with_hint(
+        R::Pod,
+        A::UPDATE_POD_LABEL,
+        |_, pod, old, new| {
+            let (_, modified) = as_pods(old, new)?;
+            let modified = required(modified, "pod")?;
+            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
+        },
+    )]
 }
 
 #[cfg(test)]

@@ -14,7 +14,11 @@ use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     ScorePlugin,
 };
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{as_nodes, required, skip_or_queue};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use k8s_openapi::api::core::v1::{Node, Pod};
 
 pub const NAME: &str = "NodeAffinity";
 pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -149,6 +153,9 @@ fn describe_required(pod: &PodInfo) -> Vec<String> {
 impl Plugin for NodeAffinity {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints(self.added_node_selector.clone()))
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -327,6 +334,58 @@ impl ScorePlugin for NodeAffinity {
         default_normalize(scores, false);
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+fn required_affinity_errors(pod: &Pod) -> Vec<String> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|ns| NodeSelectorMatcher::new(ns).parse_errors())
+        .unwrap_or_default()
+}
+
+fn node_selector_matches(pod: &Pod, node: &Node) -> bool {
+    let labels = node.metadata.labels.as_ref();
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_selector.as_ref())
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
+}
+
+/// NodeAffinity's EnqueueExtensions; `added` is the profile's enforced addedAffinity.
+fn queueing_hints(added: Option<NodeSelectorMatcher>) -> Vec<ClusterEventWithHint> {
+    vec![ClusterEventWithHint::with_hint(
+        R::Node,
+        A::ADD | A::UPDATE_NODE_LABEL,
+        move |_, pod, old, new| {
+            let (original, modified) = as_nodes(old, new)?;
+            let modified = required(modified, "node")?;
+            if added.as_ref().is_some_and(|m| !m.matches_node(modified)) {
+                return skip_or_queue(false);
+            }
+            let required = RequiredNodeAffinity::from_pod(&pod.pod);
+            if !required.matches_node(modified) {
+                // Terms that did not parse count as an error (Queue) once the nodeSelector
+                // matched and no other term did.
+                let errs = required_affinity_errors(&pod.pod);
+                if !errs.is_empty() && node_selector_matches(&pod.pod, modified) {
+                    return Err(errs.join(", "));
+                }
+                return skip_or_queue(false);
+            }
+            // Added and matching, or updated from not matching to matching.
+            skip_or_queue(original.is_none_or(|o| !required.matches_node(o)))
+        },
+    )]
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! NodeName: a pod that names a node fits only that node.
 
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
 
 pub const NAME: &str = "NodeName";
@@ -12,6 +14,9 @@ pub struct NodeName;
 impl Plugin for NodeName {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -27,6 +32,13 @@ impl FilterPlugin for NodeName {
             Status::unresolvable(ERR_REASON)
         }
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// NodeName's EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![ClusterEventWithHint::new(R::Node, A::ADD)]
 }
 
 #[cfg(test)]

@@ -1,7 +1,14 @@
 //! NodePorts: a pod's host ports must be free on the node.
 
+use crate::api::pod_resources;
 use crate::api::pod_resources::HostPort;
+use crate::framework::node_info::HostPortInfo;
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{
+    as_pods, pod_node_name, pod_nominated, required, skip_or_queue,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
 pub const NAME: &str = "NodePorts";
@@ -28,6 +35,9 @@ impl RenderState for PreFilterState {
 impl Plugin for NodePorts {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -67,6 +77,36 @@ impl FilterPlugin for NodePorts {
         }
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// NodePorts' EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::with_hint(R::Pod, A::DELETE, |_, pod, old, _| {
+            let (deleted, _) = as_pods(old, None)?;
+            let deleted = required(deleted, "pod")?;
+            if pod_node_name(deleted).is_empty() && pod_nominated(deleted).is_empty() {
+                return skip_or_queue(false);
+            }
+            let ports = pod_resources::host_ports(deleted);
+            if ports.is_empty() {
+                return skip_or_queue(false);
+            }
+            let mut in_use = HostPortInfo::default();
+            for p in &ports {
+                in_use.add(&p.ip, &p.protocol, p.port);
+            }
+            // Queue only when the deleted pod held a port the target wants.
+            skip_or_queue(
+                pod.host_ports
+                    .iter()
+                    .any(|p| in_use.check_conflict(&p.ip, &p.protocol, p.port)),
+            )
+        }),
+        ClusterEventWithHint::new(R::Node, A::ADD),
+    ]
 }
 
 #[cfg(test)]

@@ -5,7 +5,13 @@ use k8s_openapi::api::core::v1::Taint;
 
 use crate::api::taints::tolerations_tolerate;
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{
+    as_nodes, as_pods, pod_tolerations, pod_uid, required, skip_or_queue,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
+use k8s_openapi::api::core::v1::Node;
 
 pub const NAME: &str = "NodeUnschedulable";
 pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
@@ -17,6 +23,9 @@ pub struct NodeUnschedulable;
 impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -44,6 +53,46 @@ impl FilterPlugin for NodeUnschedulable {
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+fn unschedulable(n: &Node) -> bool {
+    n.spec
+        .as_ref()
+        .and_then(|s| s.unschedulable)
+        .unwrap_or(false)
+}
+
+/// NodeUnschedulable's EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::with_hint(
+            R::Node,
+            A::ADD | A::UPDATE_NODE_TAINT,
+            |_, _, old, new| {
+                let (original, modified) = as_nodes(old, new)?;
+                let modified = required(modified, "node")?;
+                skip_or_queue(match original {
+                    Some(o) => unschedulable(o) && !unschedulable(modified),
+                    None => !unschedulable(modified),
+                })
+            },
+        ),
+        ClusterEventWithHint::with_hint(R::Pod, A::UPDATE_POD_TOLERATION, |_, pod, old, new| {
+            let (_, modified) = as_pods(old, new)?;
+            let modified = required(modified, "pod")?;
+            if pod_uid(modified) != pod.uid {
+                return skip_or_queue(false);
+            }
+            let taint = Taint {
+                key: TAINT_NODE_UNSCHEDULABLE.to_string(),
+                effect: crate::api::taints::EFFECT_NO_SCHEDULE.to_string(),
+                ..Default::default()
+            };
+            skip_or_queue(tolerations_tolerate(pod_tolerations(modified), &taint))
+        }),
+    ]
 }
 
 #[cfg(test)]

@@ -2,6 +2,9 @@
 //! all removed.
 
 use crate::framework::plugin::{Handle, Plugin, PreEnqueuePlugin};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{as_pods, required, skip_or_queue};
 use crate::framework::{PodInfo, Status};
 
 pub const NAME: &str = "SchedulingGates";
@@ -12,6 +15,9 @@ pub struct SchedulingGates;
 impl Plugin for SchedulingGates {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         Some(self)
@@ -35,6 +41,20 @@ impl PreEnqueuePlugin for SchedulingGates {
             names.join(" ")
         ))
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![ClusterEventWithHint::with_hint(
+        R::Pod,
+        A::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
+        |_, pod, old, new| {
+            let (_, modified) = as_pods(old, new)?;
+            let modified = required(modified, "pod")?;
+            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
+        },
+    )]
 }
 
 #[cfg(test)]

@@ -10,7 +10,13 @@ use crate::api::taints::{
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PreScorePlugin, ScorePlugin,
 };
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{
+    as_nodes, as_pods, node_taints, pod_uid, required, skip_or_queue,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use k8s_openapi::api::core::v1::Node;
 
 pub const NAME: &str = "TaintToleration";
 pub const ERR_REASON_NOT_MATCH: &str = "node(s) had untolerated taint(s)";
@@ -60,6 +66,9 @@ impl RenderState for PreScoreState {
 impl Plugin for TaintToleration {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -176,6 +185,32 @@ impl ScorePlugin for TaintToleration {
         default_normalize(scores, true);
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// TaintToleration's EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::with_hint(
+            R::Node,
+            A::ADD | A::UPDATE_NODE_TAINT,
+            |_, pod, old, new| {
+                let (original, modified) = as_nodes(old, new)?;
+                let modified = required(modified, "node")?;
+                let tol = pod_tolerations(pod);
+                let untolerated = |n: &Node| {
+                    find_untolerated(node_taints(n), tol, is_no_schedule_or_no_execute).is_some()
+                };
+                let was = original.is_none_or(|n| untolerated(n));
+                skip_or_queue(was && !untolerated(modified))
+            },
+        ),
+        ClusterEventWithHint::with_hint(R::Pod, A::UPDATE_POD_TOLERATION, |_, pod, old, new| {
+            let (_, modified) = as_pods(old, new)?;
+            skip_or_queue(pod_uid(required(modified, "pod")?) == pod.uid)
+        }),
+    ]
 }
 
 #[cfg(test)]

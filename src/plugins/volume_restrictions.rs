@@ -14,6 +14,11 @@ use crate::framework::listers::ns_key;
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
 };
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{
+    as_pods, mounts_claim, new_pvc, required, skip_or_queue,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
 pub const NAME: &str = "VolumeRestrictions";
@@ -147,6 +152,9 @@ impl Plugin for VolumeRestrictions {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
+    }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
     }
@@ -248,6 +256,44 @@ impl FilterPlugin for VolumeRestrictions {
         }
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// VolumeRestrictions' EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::with_hint(R::Pod, A::DELETE, |_, pod, old, new| {
+            let (deleted, _) = as_pods(old, new)?;
+            let deleted = required(deleted, "pod")?;
+            if deleted.metadata.namespace.as_deref().unwrap_or("") != pod.namespace {
+                return skip_or_queue(false);
+            }
+            // The deleted pod held a disk the target conflicts on...
+            let conflicted = pod_volumes(&pod.pod)
+                .iter()
+                .filter(|v| needs_restrictions_check(v))
+                .any(|v| is_volume_conflict(v, deleted));
+            // ...or a claim the target uses (maybe ReadWriteOncePod).
+            skip_or_queue(conflicted || shares_claim(&pod.pod, deleted))
+        }),
+        ClusterEventWithHint::new(R::Node, A::ADD),
+        ClusterEventWithHint::with_hint(R::PersistentVolumeClaim, A::ADD, |_, pod, old, new| {
+            skip_or_queue(mounts_claim(pod, &new_pvc(old, new)?))
+        }),
+    ]
+}
+
+fn shares_claim(a: &Pod, b: &Pod) -> bool {
+    let claims = |p: &Pod| -> Vec<String> {
+        pod_volumes(p)
+            .iter()
+            .filter_map(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.clone())
+            .collect()
+    };
+    let mine = claims(a);
+    claims(b).iter().any(|c| mine.contains(c))
 }
 
 #[cfg(test)]

@@ -13,7 +13,13 @@ use crate::api::volume::{
     pv_name, pvc_class, pvc_volume_name,
 };
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{
+    as_objects, mounts_claim, new_pvc, required, skip_or_queue,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use k8s_openapi::api::storage::v1::StorageClass;
 
 pub const NAME: &str = "VolumeZone";
 const PRE_FILTER_STATE_KEY: &str = "PreFilterVolumeZone";
@@ -131,6 +137,9 @@ impl Plugin for VolumeZone {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
+    }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
     }
@@ -195,6 +204,39 @@ impl FilterPlugin for VolumeZone {
         }
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// VolumeZone's EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::with_hint(R::StorageClass, A::ADD, |_, _, old, new| {
+            let (_, n) = as_objects::<StorageClass>(old, new)?;
+            let n = required(n, "StorageClass")?;
+            skip_or_queue(
+                n.volume_binding_mode.as_deref() == Some(BINDING_MODE_WAIT_FOR_FIRST_CONSUMER),
+            )
+        }),
+        ClusterEventWithHint::new(R::Node, A::ADD | A::UPDATE_NODE_LABEL),
+        ClusterEventWithHint::with_hint(
+            R::PersistentVolumeClaim,
+            A::ADD | A::UPDATE,
+            |_, pod, old, new| skip_or_queue(mounts_claim(pod, &new_pvc(old, new)?)),
+        ),
+        ClusterEventWithHint::with_hint(
+            R::PersistentVolume,
+            A::ADD | A::UPDATE,
+            |_, _, old, new| {
+                let (o, n) = as_objects::<PersistentVolume>(old, new)?;
+                let Some(o) = o else {
+                    return skip_or_queue(true);
+                };
+                let n = required(n, "PersistentVolume")?;
+                skip_or_queue(pv_topologies(&o) != pv_topologies(&n))
+            },
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -41,10 +41,7 @@ pub use events::{
     ActionType, ClusterEvent, EventObject, EventResource, EventType, PreCheck,
     events_for_node_change, events_for_object, events_for_pod_change,
 };
-pub use hints::{
-    ClusterEventWithHint, EnqueueRegistry, ProfileHints, QueueingHint, QueueingHintFn,
-    events_to_register,
-};
+pub use hints::{ClusterEventWithHint, ProfileHints, QueueingHint, QueueingHintFn};
 pub use view::{QueueMove, QueueName, QueueView};
 
 use backoff::backoff_expiry;
@@ -92,7 +89,6 @@ pub struct SchedulingQueue {
     initial_backoff: Duration,
     max_backoff: Duration,
     max_in_unschedulable: Duration,
-    registry: EnqueueRegistry,
     extenders: bool,
     active: OrderedQueue,
     backoff: OrderedQueue,
@@ -150,7 +146,6 @@ impl SchedulingQueue {
             initial_backoff,
             max_backoff,
             max_in_unschedulable: DEFAULT_POD_MAX_IN_UNSCHEDULABLE,
-            registry: EnqueueRegistry::in_tree(),
             extenders: false,
             active: OrderedQueue::default(),
             backoff: OrderedQueue::default(),
@@ -175,11 +170,6 @@ impl SchedulingQueue {
         self
     }
 
-    /// The event registrations of plugins by name; register out-of-tree plugins here.
-    pub fn enqueue_registry_mut(&mut self) -> &mut EnqueueRegistry {
-        &mut self.registry
-    }
-
     /// With extenders configured, pods they reject (plugin `Extender`) move on any event.
     pub fn set_extenders(&mut self, configured: bool) {
         self.extenders = configured;
@@ -187,7 +177,7 @@ impl SchedulingQueue {
 
     /// The queueing-hint map of a profile.
     pub fn hints(&self, fwk: &Framework) -> ProfileHints {
-        ProfileHints::build(fwk, &self.registry, self.extenders)
+        ProfileHints::build(fwk, self.extenders)
     }
 
     fn start(&mut self, now: Timestamp) {

@@ -46,7 +46,7 @@ impl SchedulingQueue {
             }
             qpi.unschedulable_plugins.insert(e.name.to_string());
             qpi.gating_plugin = Some(e.name.to_string());
-            qpi.gating_plugin_events = hints::plugin_events(&self.registry, fwk, e.name);
+            qpi.gating_plugin_events = hints::plugin_events(fwk, e.name);
             qpi.gating_message = Some(s.message());
             return;
         }

@@ -705,8 +705,39 @@ fn nominated_pod_deletion_only_considers_lower_or_equal_priority() {
     assert_eq!(q.queue_of("high"), Some(QueueName::Unschedulable));
 }
 
+/// A filter plugin of the test's own that registers one custom event, as an out-of-tree
+/// plugin declares its EnqueueExtensions.
+struct GroupGate;
+
+impl crate::framework::plugin::Plugin for GroupGate {
+    fn name(&self) -> &'static str {
+        "GroupGate"
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(vec![ClusterEventWithHint::new(
+            R::Custom("PodGroup".into()),
+            A::ADD,
+        )])
+    }
+    fn as_filter(&self) -> Option<&dyn crate::framework::plugin::FilterPlugin> {
+        Some(self)
+    }
+}
+
+impl crate::framework::plugin::FilterPlugin for GroupGate {
+    fn filter(
+        &self,
+        _: &Handle,
+        _: &crate::framework::CycleState,
+        _: &PodInfo,
+        _: &crate::framework::NodeInfo,
+    ) -> crate::framework::Status {
+        crate::framework::Status::success()
+    }
+}
+
 #[test]
-fn out_of_tree_plugins_register_with_one_entry() {
+fn out_of_tree_plugins_register_their_own_events() {
     let (env, f, mut q) = (env(), fwk(), queue());
     let h = env.handle();
     q.add(&h, &f, plain("p", 0, "1"), secs(0));
@@ -716,17 +747,22 @@ fn out_of_tree_plugins_register_with_one_entry() {
     let ev = events_for_object("PodGroup", None, Some(&group));
     send(&mut q, &env, &f, ev.clone(), secs(1));
     assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
-    // The registration only counts for plugins of the profile; simulate one by
-    // registering it under a plugin name the default profile has.
-    q.enqueue_registry_mut().register("NodeName", |_| {
-        vec![ClusterEventWithHint::new(
-            R::Custom("PodGroup".into()),
-            A::ADD,
-        )]
-    });
+    // In a profile that enables it, its registration moves the pods it rejected.
+    let mut registry = in_tree();
+    registry.register("GroupGate", |_| Ok(Arc::new(GroupGate)));
+    let mut plugins = Plugins::default();
+    plugins
+        .filter
+        .enabled
+        .push(crate::config::PluginRef::new("GroupGate", 0));
+    let profile = default_profile("default-scheduler".into(), None, &plugins, vec![]);
+    let f = match Framework::new(&registry, &profile) {
+        Ok(f) => f,
+        Err(e) => panic!("profile with GroupGate: {e}"),
+    };
     q.delete("p");
     q.add(&h, &f, plain("p2", 0, "1"), secs(2));
-    fail(&mut q, &env, &f, "p2", &["NodeName"], secs(2));
+    fail(&mut q, &env, &f, "p2", &["GroupGate"], secs(2));
     send(&mut q, &env, &f, ev, secs(4));
     assert_eq!(q.queue_of("p2"), Some(QueueName::Active));
 }

@@ -13,6 +13,18 @@
 //! are counted from the pod lister (all pods) and the snapshot (assumed and bound pods).
 
 mod pod_group;
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// Coscheduling (scheduler-plugins): a new pod may complete a gang; a PodGroup added or
+/// changed may change its minMember.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::new(R::Pod, A::ADD),
+        ClusterEventWithHint::new(R::from_kind("PodGroup"), A::ADD | A::UPDATE),
+    ]
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +46,8 @@ use crate::framework::plugin::{
     Handle, PermitPlugin, Plugin, PostFilterPlugin, PostFilterResult, PreFilterPlugin,
     PreFilterResult, QueueSortPlugin, ReservePlugin,
 };
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::queued::{PODS_TO_ACTIVATE_KEY, PodsToActivate, QueuedPodInfo};
 use crate::framework::{
     Code, CycleState, NodeInfo, NodeToStatus, PodInfo, RenderState, Snapshot, StateTree, Status,
@@ -559,6 +573,9 @@ impl Coscheduling {
 impl Plugin for Coscheduling {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
     }
     fn save_state(&self) -> Option<crate::framework::plugin::PluginState> {
         Some(std::sync::Arc::new(self.records()))

@@ -7,9 +7,11 @@ use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
+use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::types::AffinityTerm;
 
 pub mod filtering;
+mod hints;
 pub mod scoring;
 
 pub const NAME: &str = "InterPodAffinity";
@@ -59,6 +61,9 @@ impl Default for InterPodAffinity {
 impl Plugin for InterPodAffinity {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(hints::queueing_hints())
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)

@@ -4,15 +4,25 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use super::resource_allocation::{
     ResourceAllocationScorer, ResourceSpec, Strategy, default_resources,
 };
+use crate::api::pod_resources::is_scalar_resource_name;
 use crate::api::pod_resources::{self, is_extended_resource_name};
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
 };
+use crate::framework::queue::events::EventObject;
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::HintResult;
+use crate::framework::queue::hints::access::{
+    as_nodes, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Resource, StateTree, Status};
+use k8s_openapi::api::core::v1::Pod;
 
 pub const NAME: &str = "NodeResourcesFit";
 const PRE_FILTER_STATE_KEY: &str = "PreFilterNodeResourcesFit";
@@ -190,6 +200,9 @@ impl Plugin for Fit {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
+    }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
     }
@@ -302,6 +315,135 @@ impl ScorePlugin for Fit {
         self.scorer.score_all(nodes, &requests, out);
         None
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// NodeResourcesFit's EnqueueExtensions.
+pub(crate) fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    // InPlacePodVerticalScaling is on (GA): scale-downs of other pods may free room.
+    vec![
+        ClusterEventWithHint::with_hint(
+            R::Pod,
+            A::DELETE | A::UPDATE_POD_SCALE_DOWN,
+            |_, pod, old, new| fit_after_pod_event(pod, old, new),
+        ),
+        ClusterEventWithHint::with_hint(
+            R::Node,
+            A::ADD | A::UPDATE_NODE_ALLOCATABLE,
+            |_, pod, old, new| fit_after_node_change(pod, old, new),
+        ),
+    ]
+}
+
+fn fit_after_pod_event(
+    pod: &PodInfo,
+    old: Option<&EventObject>,
+    new: Option<&EventObject>,
+) -> HintResult {
+    let (original, modified) = as_pods(old, new)?;
+    let Some(modified) = modified else {
+        // A deleted pod frees room only if it was on (or nominated to) a node.
+        let original = required(original, "pod")?;
+        return skip_or_queue(
+            !(pod_node_name(original).is_empty() && pod_nominated(original).is_empty()),
+        );
+    };
+    let original = required(original, "old pod")?;
+    skip_or_queue(scale_down_helps(pod, original, modified))
+}
+
+/// Requests of a pod as `SetMaxResource` over an empty Resource.
+fn max_resource(p: &Pod) -> Resource {
+    let mut r = Resource::default();
+    for (name, q) in &pod_resources::pod_requests(p, None) {
+        match name.as_str() {
+            pod_resources::CPU => r.milli_cpu = r.milli_cpu.max(q.milli_value()),
+            pod_resources::MEMORY => r.memory = r.memory.max(q.value()),
+            pod_resources::EPHEMERAL_STORAGE => {
+                r.ephemeral_storage = r.ephemeral_storage.max(q.value())
+            }
+            n if is_scalar_resource_name(n) => {
+                let e = r.scalar_resources.entry(n.to_string()).or_default();
+                *e = (*e).max(q.value());
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+/// The scaled-down pod is the target itself, or a bound pod that now requests less of a
+/// resource the target asks for.
+fn scale_down_helps(target: &PodInfo, original: &Pod, modified: &Pod) -> bool {
+    if pod_uid(modified) == target.uid {
+        return true;
+    }
+    if pod_node_name(modified).is_empty() {
+        return false;
+    }
+    let (o, m) = (max_resource(original), max_resource(modified));
+    pod_resources::pod_requests(&target.pod, None)
+        .iter()
+        .filter(|(_, q)| !q.is_zero())
+        .any(|(name, _)| match name.as_str() {
+            pod_resources::CPU => o.milli_cpu > m.milli_cpu,
+            pod_resources::MEMORY => o.memory > m.memory,
+            pod_resources::EPHEMERAL_STORAGE => o.ephemeral_storage > m.ephemeral_storage,
+            n => is_scalar_resource_name(n) && o.scalar(n) > m.scalar(n),
+        })
+}
+
+fn fit_after_node_change(
+    pod: &PodInfo,
+    old: Option<&EventObject>,
+    new: Option<&EventObject>,
+) -> HintResult {
+    let (original, modified) = as_nodes(old, new)?;
+    let request = pre_filter_resource(pod);
+    // An empty node of this shape: would the pod fit at all?
+    let fits = modified.is_some_and(|n| {
+        Fit::default()
+            .fits_request(&request, &NodeInfo::new(Arc::clone(n)))
+            .is_empty()
+    });
+    if !fits {
+        return skip_or_queue(false);
+    }
+    let Some(original) = original else {
+        return skip_or_queue(true);
+    };
+    let modified = required(modified, "node")?;
+    skip_or_queue(requested_resources_increased(
+        &request,
+        &NodeInfo::new(Arc::clone(original)).allocatable,
+        &NodeInfo::new(Arc::clone(modified)).allocatable,
+    ))
+}
+
+/// `haveAnyRequestedResourcesIncreased`: more pods allowed, or more of something the pod
+/// requests.
+fn requested_resources_increased(req: &Resource, before: &Resource, after: &Resource) -> bool {
+    if after.allowed_pod_number > before.allowed_pod_number {
+        return true;
+    }
+    if req.milli_cpu == 0
+        && req.memory == 0
+        && req.ephemeral_storage == 0
+        && req.scalar_resources.is_empty()
+    {
+        return false;
+    }
+    if (req.milli_cpu > 0 && after.milli_cpu > before.milli_cpu)
+        || (req.memory > 0 && after.memory > before.memory)
+        || (req.ephemeral_storage > 0 && after.ephemeral_storage > before.ephemeral_storage)
+    {
+        return true;
+    }
+    req.scalar_resources
+        .iter()
+        .filter(|(_, v)| **v != 0)
+        .any(|(name, _)| after.scalar(name) > before.scalar(name))
 }
 
 #[cfg(test)]

@@ -19,7 +19,13 @@ use crate::api::volume::{
     volume_claim, volume_is_for_pod,
 };
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
+use crate::framework::queue::events::{ActionType as A, EventResource as R};
+use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queue::hints::access::{
+    as_objects, as_pods, new_pvc, required, skip_or_queue, uses_claim,
+};
 use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
+use k8s_openapi::api::storage::v1::VolumeAttachment;
 
 pub const NAME: &str = "NodeVolumeLimits";
 pub const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volume count";
@@ -211,6 +217,9 @@ impl Plugin for CsiLimits {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(queueing_hints())
+    }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
     }
@@ -296,6 +305,81 @@ impl FilterPlugin for CsiLimits {
         }
         Status::success()
     }
+}
+
+// ---- queueing hints (EnqueueExtensions) ----
+
+/// CSILimits' EnqueueExtensions.
+fn queueing_hints() -> Vec<ClusterEventWithHint> {
+    vec![
+        ClusterEventWithHint::new(R::CsiNode, A::ADD),
+        ClusterEventWithHint::with_hint(R::CsiNode, A::UPDATE, |_, _, old, new| {
+            let (o, n) = as_objects::<CSINode>(old, new)?;
+            let (o, n) = (required(o, "old CSINode")?, required(n, "CSINode")?);
+            let limits = |c: &CSINode| -> BTreeMap<String, i32> {
+                c.spec
+                    .drivers
+                    .iter()
+                    .map(|d| {
+                        let count = d.allocatable.as_ref().and_then(|a| a.count).unwrap_or(0);
+                        (d.name.clone(), count)
+                    })
+                    .collect()
+            };
+            let before = limits(&o);
+            // Some driver's volume limit went up.
+            skip_or_queue(
+                limits(&n)
+                    .iter()
+                    .any(|(d, l)| *l > before.get(d).copied().unwrap_or(0)),
+            )
+        }),
+        ClusterEventWithHint::with_hint(R::Pod, A::DELETE, |_, _, old, new| {
+            let (deleted, _) = as_pods(old, new)?;
+            let deleted = required(deleted, "pod")?;
+            let vols = pod_volumes(deleted);
+            let placed = deleted
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_deref())
+                .is_some_and(|n| !n.is_empty())
+                || deleted
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.nominated_node_name.as_deref())
+                    .is_some_and(|n| !n.is_empty());
+            skip_or_queue(
+                placed
+                    && vols.iter().any(|v| {
+                        v.persistent_volume_claim.is_some()
+                            || v.ephemeral.is_some()
+                            || InTreePlugin::of_inline(v).is_some()
+                    }),
+            )
+        }),
+        ClusterEventWithHint::with_hint(R::PersistentVolumeClaim, A::ADD, |_, pod, old, new| {
+            skip_or_queue(uses_claim(pod, &new_pvc(old, new)?))
+        }),
+        ClusterEventWithHint::with_hint(R::VolumeAttachment, A::DELETE, |_, pod, old, new| {
+            let (deleted, _) = as_objects::<VolumeAttachment>(old, new)?;
+            let deleted = required(deleted, "VolumeAttachment")?;
+            for v in pod_volumes(&pod.pod) {
+                if v.persistent_volume_claim.is_some() {
+                    return skip_or_queue(true);
+                }
+                if InTreePlugin::of_inline(v).is_none() {
+                    continue;
+                }
+                let csi = translate_inline(v, &pod.namespace).map_err(|e| {
+                    format!("converting volume({}) from inline to csi: {e}", v.name)
+                })?;
+                if csi.driver == deleted.spec.attacher {
+                    return skip_or_queue(true);
+                }
+            }
+            skip_or_queue(false)
+        }),
+    ]
 }
 
 #[cfg(test)]

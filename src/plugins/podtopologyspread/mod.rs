@@ -9,9 +9,11 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use crate::framework::plugin::{
     FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
+use crate::framework::queue::hints::ClusterEventWithHint;
 
 pub mod common;
 pub mod filtering;
+mod hints;
 pub mod scoring;
 
 pub const NAME: &str = "PodTopologySpread";
@@ -67,6 +69,9 @@ impl Default for PodTopologySpread {
 impl Plugin for PodTopologySpread {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(hints::queueing_hints(self.clone()))
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)

@@ -3,6 +3,7 @@
 //! so the plugin never scores.
 
 pub mod binder;
+mod hints;
 pub mod volume_binding;
 
 pub use volume_binding::{NAME, VolumeBinding, binding_updates};

@@ -19,6 +19,7 @@ use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     ReservePlugin, ScorePlugin,
 };
+use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
 pub const NAME: &str = "VolumeBinding";
@@ -231,6 +232,9 @@ impl VolumeBinding {
 impl Plugin for VolumeBinding {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(super::hints::queueing_hints())
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)

@@ -1,27 +1,19 @@
 //! Queueing hints: the events each plugin registers (upstream `EnqueueExtensions`) and the
 //! functions that decide whether an event may make a pod the plugin rejected schedulable.
 //!
-//! Plugins are looked up by name in an [`EnqueueRegistry`]; [`EnqueueRegistry::in_tree`]
-//! holds every default plugin's registration with upstream's hint functions (as with
-//! QueueingHints on). A plugin the registry does not know gets upstream's default: every
-//! resource with action `All`, no hint (always Queue). Out-of-tree plugins register one
-//! entry with [`EnqueueRegistry::register`].
+//! Each plugin declares its own registrations with [`Plugin::events_to_register`], in its
+//! own module, so this module knows no plugin. A plugin that declares none gets upstream's
+//! default: every resource with action `All`, no hint (always Queue).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use serde::de::DeserializeOwned;
-
 use super::events::{ActionType, ClusterEvent, EventObject, EventResource, EventType};
+use crate::framework::extender::EXTENDER_NAME;
 use crate::framework::plugin::{Handle, Plugin};
 use crate::framework::profile::{ExtensionPoint, Framework};
 use crate::framework::types::PodInfo;
-use crate::plugins;
 
-mod node;
-mod pods;
-mod volumes;
+pub mod access;
 
 /// A hint's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,96 +72,6 @@ impl ClusterEventWithHint {
     }
 }
 
-/// Coscheduling (scheduler-plugins): a new pod may complete a gang; a PodGroup added or
-/// changed may change its minMember.
-fn misc_coscheduling(_: &Framework) -> Vec<ClusterEventWithHint> {
-    vec![
-        ClusterEventWithHint::new(EventResource::Pod, ActionType::ADD),
-        ClusterEventWithHint::new(
-            EventResource::from_kind("PodGroup"),
-            ActionType::ADD | ActionType::UPDATE,
-        ),
-    ]
-}
-
-/// ManualApproval (kubestep): a person rejected the pod, so only a change to the pod's own
-/// labels (which may take it out of the selector) is worth an early retry; otherwise it
-/// comes back with the 5-minute flush instead of asking again at once.
-fn misc_manual_approval(_: &Framework) -> Vec<ClusterEventWithHint> {
-    vec![ClusterEventWithHint::with_hint(
-        EventResource::Pod,
-        ActionType::UPDATE_POD_LABEL,
-        |_, pod, old, new| {
-            let (_, modified) = as_pods(old, new)?;
-            let modified = required(modified, "pod")?;
-            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
-        },
-    )]
-}
-
-/// A plugin's `EventsToRegister`, given the profile it runs in (for its args).
-pub type EventsToRegisterFn = fn(&Framework) -> Vec<ClusterEventWithHint>;
-
-/// Plugin name → its event registration.
-#[derive(Clone, Default)]
-pub struct EnqueueRegistry {
-    map: BTreeMap<String, EventsToRegisterFn>,
-}
-
-/// The name under which extenders reject nodes (upstream `ExtenderName`).
-pub const EXTENDER_NAME: &str = "Extender";
-
-impl EnqueueRegistry {
-    /// Every default plugin with EnqueueExtensions, registered as in v1.35.4.
-    pub fn in_tree() -> EnqueueRegistry {
-        let mut r = EnqueueRegistry::default();
-        r.register(plugins::scheduling_gates::NAME, misc_scheduling_gates);
-        r.register(plugins::node_unschedulable::NAME, node::node_unschedulable);
-        r.register(plugins::node_name::NAME, node::node_name);
-        r.register(plugins::taint_toleration::NAME, node::taint_toleration);
-        r.register(plugins::node_affinity::NAME, node::node_affinity);
-        r.register(plugins::node_ports::NAME, node::node_ports);
-        r.register(plugins::noderesources::fit::NAME, node::fit);
-        r.register(
-            plugins::volume_restrictions::NAME,
-            volumes::volume_restrictions,
-        );
-        r.register(plugins::nodevolumelimits::NAME, volumes::csi_limits);
-        r.register(plugins::volumebinding::NAME, volumes::volume_binding);
-        r.register(plugins::volume_zone::NAME, volumes::volume_zone);
-        r.register(plugins::podtopologyspread::NAME, pods::pod_topology_spread);
-        r.register(plugins::interpodaffinity::NAME, pods::inter_pod_affinity);
-        r.register(plugins::dynamic_resources::NAME, misc_dynamic_resources);
-        r.register(plugins::default_preemption::NAME, misc_default_preemption);
-        r.register(plugins::coscheduling::NAME, misc_coscheduling);
-        r.register(plugins::manual_approval::NAME, misc_manual_approval);
-        r
-    }
-
-    pub fn register(&mut self, plugin: &str, f: EventsToRegisterFn) {
-        self.map.insert(plugin.to_string(), f);
-    }
-
-    pub fn get(&self, plugin: &str) -> Option<EventsToRegisterFn> {
-        self.map.get(plugin).copied()
-    }
-
-    /// The plugin's registrations in `fwk`: its own, or (unknown to the registry) every
-    /// resource with `All`.
-    pub fn events_to_register(&self, plugin: &str, fwk: &Framework) -> Vec<ClusterEventWithHint> {
-        match self.get(plugin) {
-            Some(f) => f(fwk),
-            None => unroll_wildcard_resource(),
-        }
-    }
-}
-
-/// The registrations of an in-tree plugin (`None` when it has no EnqueueExtensions, in
-/// which case it gets every event).
-pub fn events_to_register(plugin: &str, fwk: &Framework) -> Option<Vec<ClusterEventWithHint>> {
-    EnqueueRegistry::in_tree().get(plugin).map(|f| f(fwk))
-}
-
 /// Upstream `UnrollWildCardResource`: what a plugin without EnqueueExtensions registers.
 pub fn unroll_wildcard_resource() -> Vec<ClusterEventWithHint> {
     use EventResource as R;
@@ -221,6 +123,13 @@ fn should_have_enqueue_extensions(p: &dyn Plugin) -> bool {
         || p.as_permit().is_some()
 }
 
+/// The plugin's registrations: its own, or (none declared) every resource with `All`.
+pub fn registrations(plugin: &dyn Plugin) -> Vec<ClusterEventWithHint> {
+    plugin
+        .events_to_register()
+        .unwrap_or_else(unroll_wildcard_resource)
+}
+
 /// The profile's plugins, each once, in extension-point order.
 fn profile_plugins(fwk: &Framework) -> Vec<(&'static str, &Arc<dyn Plugin>)> {
     let mut out: Vec<(&'static str, &Arc<dyn Plugin>)> = Vec::new();
@@ -237,7 +146,7 @@ fn profile_plugins(fwk: &Framework) -> Vec<(&'static str, &Arc<dyn Plugin>)> {
 impl ProfileHints {
     /// `buildQueueingHintMap` over the profile's plugins; `extenders` adds the default
     /// registration for [`EXTENDER_NAME`].
-    pub fn build(fwk: &Framework, registry: &EnqueueRegistry, extenders: bool) -> ProfileHints {
+    pub fn build(fwk: &Framework, extenders: bool) -> ProfileHints {
         let mut hints = ProfileHints::default();
         if extenders {
             hints.add_plugin(EXTENDER_NAME, unroll_wildcard_resource());
@@ -246,7 +155,7 @@ impl ProfileHints {
             if !should_have_enqueue_extensions(plugin.as_ref()) {
                 continue;
             }
-            hints.add_plugin(name, registry.events_to_register(name, fwk));
+            hints.add_plugin(name, registrations(plugin.as_ref()));
         }
         hints
     }
@@ -313,113 +222,6 @@ impl ProfileHints {
     }
 }
 
-// ---- helpers shared by the hint functions ----
-
-/// The objects before and after an event.
-pub(crate) type OldNew<T> = (Option<T>, Option<T>);
-
-/// Upstream `util.As` for pods: the objects must be pods (or absent).
-pub(crate) fn as_pods<'a>(
-    old: Option<&'a EventObject>,
-    new: Option<&'a EventObject>,
-) -> Result<OldNew<&'a Pod>, String> {
-    let conv = |o: Option<&'a EventObject>| -> Result<_, String> {
-        match o {
-            None => Ok(None),
-            Some(EventObject::Pod(p)) => Ok(Some(p.as_ref())),
-            Some(other) => Err(format!("expected a Pod, got {}", other.describe())),
-        }
-    };
-    Ok((conv(old)?, conv(new)?))
-}
-
-/// Upstream `util.As` for nodes.
-pub(crate) fn as_nodes<'a>(
-    old: Option<&'a EventObject>,
-    new: Option<&'a EventObject>,
-) -> Result<OldNew<&'a Arc<Node>>, String> {
-    let conv = |o: Option<&'a EventObject>| -> Result<_, String> {
-        match o {
-            None => Ok(None),
-            Some(EventObject::Node(n)) => Ok(Some(n)),
-            Some(other) => Err(format!("expected a Node, got {}", other.describe())),
-        }
-    };
-    Ok((conv(old)?, conv(new)?))
-}
-
-/// Upstream `util.As` for other kinds, decoded from JSON.
-pub(crate) fn as_objects<T: DeserializeOwned>(
-    old: Option<&EventObject>,
-    new: Option<&EventObject>,
-) -> Result<OldNew<T>, String> {
-    let conv = |o: Option<&EventObject>| -> Result<Option<T>, String> {
-        match o {
-            None => Ok(None),
-            Some(EventObject::Other(v)) => serde_json::from_value(v.clone())
-                .map(Some)
-                .map_err(|e| e.to_string()),
-            Some(other) => Err(format!("unexpected object {}", other.describe())),
-        }
-    };
-    Ok((conv(old)?, conv(new)?))
-}
-
-/// A required object of an event (the new one of an add or update, the old one of a
-/// delete).
-pub(crate) fn required<T>(o: Option<T>, what: &str) -> Result<T, String> {
-    o.ok_or_else(|| format!("the event carries no {what}"))
-}
-
-fn skip_or_queue(queue: bool) -> HintResult {
-    Ok(if queue {
-        QueueingHint::Queue
-    } else {
-        QueueingHint::QueueSkip
-    })
-}
-
-// ---- SchedulingGates, DefaultPreemption, DynamicResources ----
-
-fn misc_scheduling_gates(_: &Framework) -> Vec<ClusterEventWithHint> {
-    vec![ClusterEventWithHint::with_hint(
-        EventResource::Pod,
-        ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-        |_, pod, old, new| {
-            let (_, modified) = as_pods(old, new)?;
-            let modified = required(modified, "pod")?;
-            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
-        },
-    )]
-}
-
-/// With asynchronous preemption, a pod waits at PreEnqueue while its victims go; the
-/// plugin leaves requeueing to the plugins that rejected it, so its hint always skips.
-fn misc_default_preemption(_: &Framework) -> Vec<ClusterEventWithHint> {
-    vec![ClusterEventWithHint::with_hint(
-        EventResource::Pod,
-        ActionType::DELETE,
-        |_, _, _, _| Ok(QueueingHint::QueueSkip),
-    )]
-}
-
-/// kubestep does not simulate claims, slices or device classes (pods with claims are
-/// rejected for good), so the claim and pod hints are not modelled: they answer Queue.
-fn misc_dynamic_resources(_: &Framework) -> Vec<ClusterEventWithHint> {
-    use ActionType as A;
-    use EventResource as R;
-    vec![
-        ClusterEventWithHint::new(
-            R::Node,
-            A::ADD | A::UPDATE_NODE_LABEL | A::UPDATE_NODE_ALLOCATABLE,
-        ),
-        ClusterEventWithHint::new(R::ResourceClaim, A::ADD | A::UPDATE),
-        ClusterEventWithHint::new(R::Pod, A::UPDATE_POD_GENERATED_RESOURCE_CLAIM),
-        ClusterEventWithHint::new(R::DeviceClass, A::ADD | A::UPDATE),
-        ClusterEventWithHint::new(R::ResourceSlice, A::ADD | A::UPDATE),
-    ]
-}
-
 /// Runs a hint as the queue does: an error counts as Queue.
 pub fn run_hint(
     f: &QueueingHintFn,
@@ -438,9 +240,13 @@ pub fn run_hint(
 
 /// The events `plugin` registered in `fwk`, as the queue records them for a pod that
 /// plugin gates (including the extra UpdateNodeTaint registration).
-pub fn plugin_events(registry: &EnqueueRegistry, fwk: &Framework, plugin: &str) -> Vec<EventType> {
+pub fn plugin_events(fwk: &Framework, plugin: &str) -> Vec<EventType> {
     let mut hints = ProfileHints::default();
-    hints.add_plugin(plugin, registry.events_to_register(plugin, fwk));
+    if let Some((name, p)) = profile_plugins(fwk).into_iter().find(|(n, _)| *n == plugin) {
+        hints.add_plugin(name, registrations(p.as_ref()));
+    } else {
+        hints.add_plugin(plugin, unroll_wildcard_resource());
+    }
     hints.plugin_events(plugin)
 }
 
@@ -483,7 +289,7 @@ mod tests {
     #[test]
     fn hint_map_of_the_default_profile() {
         let f = fwk();
-        let hints = ProfileHints::build(&f, &EnqueueRegistry::in_tree(), false);
+        let hints = ProfileHints::build(&f, false);
         // NodeResourcesFit: its own two registrations plus the extra UpdateNodeTaint.
         let mut fit = hints.plugin_events(FIT);
         fit.sort();
@@ -496,7 +302,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            plugin_events(&EnqueueRegistry::in_tree(), &f, "SchedulingGates"),
+            plugin_events(&f, "SchedulingGates"),
             vec![EventType::new(
                 R::Pod,
                 A::UPDATE_POD_SCHEDULING_GATES_ELIMINATED
@@ -506,25 +312,23 @@ mod tests {
         assert!(hints.plugin_events("ImageLocality").is_empty());
         assert!(!hints.interested_in(&EventType::new(R::Node, A::UPDATE_NODE_CONDITION)));
         assert!(hints.plugin_events(EXTENDER_NAME).is_empty());
-        let with_extenders = ProfileHints::build(&f, &EnqueueRegistry::in_tree(), true);
+        let with_extenders = ProfileHints::build(&f, true);
         assert_eq!(with_extenders.plugin_events(EXTENDER_NAME).len(), 10);
-        // A plugin the registry does not know gets every event.
-        let unknown = EnqueueRegistry::in_tree().events_to_register("Unknown", &f);
+        // A plugin that declares no registrations gets every event.
+        let unknown = registrations(&crate::plugins::queue_sort::PrioritySort);
         assert_eq!(unknown.len(), 10);
         assert!(
             unknown
                 .iter()
                 .all(|e| e.hint.is_none() && e.event.action == A::ALL)
         );
-        assert!(events_to_register("SchedulingGates", &f).is_some());
-        assert!(events_to_register("Unknown", &f).is_none());
     }
 
     #[test]
     fn fit_node_hint() {
         let (env, f) = (Env::new(Snapshot::default(), Listers::default()), fwk());
         let h = env.handle();
-        let hints = ProfileHints::build(&f, &EnqueueRegistry::in_tree(), false);
+        let hints = ProfileHints::build(&f, false);
         let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [
             {"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}));
         let ask = |old: Option<&Node>, new: Option<&Node>| -> Vec<QueueingHint> {
