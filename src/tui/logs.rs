@@ -83,6 +83,25 @@ impl<S: Subscriber> Layer<S> for RingLayer {
     }
 }
 
+/// Opens (creates or truncates) the log file, refusing a symbolic link: a link planted
+/// where the log goes would otherwise make kubestep overwrite the file it points to.
+fn open_log_file(p: &std::path::Path) -> Result<std::fs::File, String> {
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(
+            "is a symbolic link; kubestep does not follow it (give the file itself)".into(),
+        );
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Closes the gap between the check above and the open.
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    opts.open(p).map_err(|e| e.to_string())
+}
+
 /// Installs the global subscriber: the ring buffer, plus a file when asked. Returns the
 /// buffer, and a warning when the log file could not be opened.
 pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>) {
@@ -93,7 +112,7 @@ pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>
     }
     .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
     let mut warning = None;
-    let file_layer = log_file.and_then(|p| match std::fs::File::create(p) {
+    let file_layer = log_file.and_then(|p| match open_log_file(p) {
         Ok(f) => Some(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
