@@ -375,6 +375,10 @@ impl App {
                 self.cursor = None;
                 self.status = Some((Level::Warning, format!("breakpoint: {b}")));
             }
+            Some(StopReason::Stuck(m)) => {
+                self.running = false;
+                self.status = Some((Level::Error, format!("stopped: {m}")));
+            }
             Some(StopReason::Idle) => {
                 if self.session.settled() {
                     self.running = false;
