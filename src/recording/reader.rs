@@ -15,7 +15,7 @@ use crate::cluster::{manifest, object};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{file}: {error}")]
+    #[error("{file}: cannot read the recording: {error}")]
     Io { file: String, error: std::io::Error },
     #[error("{file}:{line}: {message}")]
     Line {
