@@ -137,6 +137,32 @@ mod tests {
     use super::*;
     use tracing_subscriber::prelude::*;
 
+    #[cfg(unix)]
+    #[test]
+    fn log_file_refuses_a_symlink_and_leaves_its_target_alone() {
+        let dir = std::env::temp_dir().join(format!("kubestep-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target.txt");
+        std::fs::write(&target, "keep me").unwrap();
+        let link = dir.join("log.txt");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = open_log_file(&link).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert!(open_log_file(&dir.join("plain.log")).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn speed_flag_picks_the_nearest_speed_not_above_it() {
+        use crate::tui::app::{SPEEDS, speed_index};
+        assert_eq!(speed_index(1.0), 0);
+        assert_eq!(speed_index(0.5), 0);
+        assert_eq!(SPEEDS[speed_index(7.0)].2, 5);
+        assert_eq!(SPEEDS[speed_index(1e9)].0, "max");
+    }
+
     #[test]
     fn layer_keeps_lines() {
         let buffer = LogBuffer::default();
