@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
-use crate::extender::{CallOutcome, ExtenderCall};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
+use crate::framework::extender::{CallOutcome, ExtenderCall};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
 use crate::scheduler::{SetupError, extenders, frameworks};

@@ -842,6 +842,11 @@ impl Session {
             first_seq: a.first_seq,
             frozen: a.frozen.clone(),
         });
+        let world = &self.core.world;
+        if world.enabled() {
+            self.history
+                .forget_attempts_while(|a| a.frozen.as_ref().is_some_and(|f| !world.has(f.world)));
+        }
     }
 
     /// Runs one step (an extension point, or one plugin); `None` when idle.
@@ -961,6 +966,12 @@ impl Session {
         let r = self.continue_from(max, resume);
         self.mid_continue = r.is_none();
         r
+    }
+
+    /// `continue_attempts` with the caller keeping track of stops: `resume` is true on the
+    /// first call after one (the TUI at full speed).
+    pub fn continue_attempts_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {
+        self.continue_from(max, resume)
     }
 
     fn continue_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {

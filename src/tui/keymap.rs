@@ -150,6 +150,7 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::StepPlugin, &["s"]),
     (Command::FinishPod, &["f"]),
     (Command::ContinuePause, &["c", "space"]),
+    (Command::Sprint, &["F"]),
     (Command::Breakpoint, &["b"]),
     (Command::Breakpoints, &["B"]),
     (Command::Back, &["left", "[", "h"]),
