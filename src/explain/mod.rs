@@ -94,7 +94,9 @@ pub struct Explanation {
 
 impl Explanation {
     pub fn fits(&self) -> bool {
-        self.pre_enqueue.is_none() && !self.selected.is_empty()
+        // The same test as the text verdict: a cycle that ended with a message (an Error
+        // status such as an unreachable extender included) did not fit.
+        self.pre_enqueue.is_none() && self.message.is_none() && !self.selected.is_empty()
     }
 }
 

@@ -27,6 +27,15 @@ pub const SPEEDS: [(&str, usize, u32); 7] = [
     ("max", 2_000, 600),
 ];
 
+/// The index in `SPEEDS` of the fastest speed not above `factor` (the slowest when below
+/// them all), `+`/`-` move from there.
+pub fn speed_index(factor: f64) -> usize {
+    SPEEDS
+        .iter()
+        .rposition(|(_, _, f)| f64::from(*f) <= factor)
+        .unwrap_or(0)
+}
+
 /// What a line of input is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {

@@ -395,6 +395,10 @@ impl App {
                 self.stop_running();
                 self.status = Some((Level::Warning, format!("breakpoint: {b}")));
             }
+            Some(StopReason::Stuck(m)) => {
+                self.running = false;
+                self.status = Some((Level::Error, format!("stopped: {m}")));
+            }
             Some(StopReason::Idle) => {
                 if self.session.settled() || (self.sprint && self.at_the_end()) {
                     self.stop_running();
