@@ -207,7 +207,7 @@ impl Headless<'_> {
                     Some((line, cmd)) => {
                         mirror::set_clock(&mut self.session, Timestamp::now());
                         let ran = self.session.run_command(&cmd).map_err(|e| {
-                            let _ = self.out.print(&trace::error(line, &e));
+                            let _ = self.out.print(&trace::error(line, &e.to_string()));
                             anyhow::anyhow!(
                                 "{}: line {line}: {e}",
                                 script_name(script.unwrap_or("-"))

@@ -151,7 +151,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
                         }
                     }
                     Err(e) => {
-                        out.print(&trace::error(line, &e))?;
+                        out.print(&trace::error(line, &e.to_string()))?;
                         // The summary is always the last line, even when a script fails.
                         out.print(&trace::summary(&session.summary()))?;
                         bail!("{}: line {line}: {e}", script_name(s));

@@ -8,6 +8,7 @@ pub mod breakpoints;
 pub mod clock;
 pub mod detail;
 pub mod divergence;
+pub mod error;
 pub mod feed;
 pub mod history;
 pub mod queue_history;
@@ -35,6 +36,7 @@ pub use attempt::{Attempt, AttemptResult, Failure, StepEvent};
 pub use breakpoints::{Breakpoint, Outcome};
 pub use clock::Clock;
 pub use divergence::Divergence;
+pub use error::{CommandError, PermitError};
 pub use feed::Feed;
 pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord};
 pub use world::{Frozen, WorldHistory};
@@ -1072,7 +1074,7 @@ impl Session {
     }
 
     /// Allows a waiting pod: for one plugin, or for every plugin it waits on.
-    pub fn allow(&mut self, pod: &str, plugin: Option<&str>) -> Result<(), String> {
+    pub fn allow(&mut self, pod: &str, plugin: Option<&str>) -> Result<(), PermitError> {
         let wp = self.waiting_pod(pod)?;
         let plugins: Vec<String> = match plugin {
             Some(p) => vec![p.to_string()],
@@ -1080,17 +1082,23 @@ impl Session {
         };
         for p in &plugins {
             if !self.core.waiting.allow(&wp.pod.uid, p) {
-                return Err(format!(
-                    "pod {pod} is not waiting on plugin {p} (waiting on: {})",
-                    wp.pending.keys().cloned().collect::<Vec<_>>().join(", ")
-                ));
+                return Err(PermitError::NotWaitingOn {
+                    pod: pod.to_string(),
+                    plugin: p.clone(),
+                    waiting_on: wp.pending.keys().cloned().collect(),
+                });
             }
         }
         Ok(())
     }
 
     /// Rejects a waiting pod, with a message (shown as the rejection reason).
-    pub fn reject(&mut self, pod: &str, plugin: Option<&str>, message: &str) -> Result<(), String> {
+    pub fn reject(
+        &mut self,
+        pod: &str,
+        plugin: Option<&str>,
+        message: &str,
+    ) -> Result<(), PermitError> {
         let wp = self.waiting_pod(pod)?;
         let plugin = plugin
             .map(str::to_string)
@@ -1104,22 +1112,28 @@ impl Session {
         if self.core.waiting.reject(&wp.pod.uid, &plugin, msg) {
             Ok(())
         } else {
-            Err(format!("pod {pod} is no longer waiting"))
+            Err(PermitError::NoLongerWaiting {
+                pod: pod.to_string(),
+            })
         }
     }
 
-    fn waiting_pod(&self, key: &str) -> Result<crate::framework::waiting::WaitingPod, String> {
+    fn waiting_pod(&self, key: &str) -> Result<crate::framework::waiting::WaitingPod, PermitError> {
         let uid = self
             .core
             .pods
             .get(key)
             .map(|r| r.uid.clone())
-            .ok_or_else(|| format!("no pod {key}"))?;
+            .ok_or_else(|| PermitError::NoSuchPod {
+                pod: key.to_string(),
+            })?;
         self.core
             .waiting
             .get(&uid)
             .filter(|w| w.outcome.is_none())
-            .ok_or_else(|| format!("pod {key} is not waiting at Permit"))
+            .ok_or_else(|| PermitError::NotWaiting {
+                pod: key.to_string(),
+            })
     }
 
     /// Applies a cluster change (from a recording or a watch).

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::breakpoints::Breakpoint;
 use super::clock::parse_duration;
+use super::error::CommandError;
 use super::history::Tapped;
 use super::trace::TraceLevel;
 use super::{Session, trace};
@@ -171,7 +172,7 @@ pub struct Ran {
 
 impl Session {
     /// Runs one command, returning its JSON output lines.
-    pub fn run_command(&mut self, cmd: &Command) -> Result<Ran, String> {
+    pub fn run_command(&mut self, cmd: &Command) -> Result<Ran, CommandError> {
         let mut output = Vec::new();
         let mut quit = false;
         match cmd {
@@ -201,12 +202,23 @@ impl Session {
             }
             Command::Break(b) => self.add_breakpoint(b.clone()),
             Command::Clear => self.clear_breakpoints(),
-            Command::Allow { pod, plugin } => self.allow(pod, plugin.as_deref())?,
+            Command::Allow { pod, plugin } => {
+                self.allow(pod, plugin.as_deref())
+                    .map_err(|error| CommandError::Permit {
+                        command: "allow",
+                        error,
+                    })?
+            }
             Command::Reject {
                 pod,
                 plugin,
                 message,
-            } => self.reject(pod, plugin.as_deref(), message)?,
+            } => self
+                .reject(pod, plugin.as_deref(), message)
+                .map_err(|error| CommandError::Permit {
+                    command: "reject",
+                    error,
+                })?,
             Command::Show(s) => output.push(match s {
                 Show::Queue => trace::queue(self),
                 Show::Waiting => trace::waiting(self),

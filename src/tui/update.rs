@@ -328,7 +328,7 @@ impl App {
                             };
                             self.resume_waiting(format!("{pod} rejected: {shown}"));
                         }
-                        Err(e) => self.error(e),
+                        Err(e) => self.error(e.to_string()),
                     }
                 }
             },
@@ -680,7 +680,7 @@ impl App {
                 let what = plugin.map(|p| format!(" by {p}")).unwrap_or_default();
                 self.resume_waiting(format!("{} allowed{what}", w.pod));
             }
-            Err(e) => self.error(e),
+            Err(e) => self.error(e.to_string()),
         }
     }
 
@@ -778,7 +778,7 @@ impl App {
                 self.cursor = None;
                 self.refresh();
             }
-            Err(e) => self.error(e),
+            Err(e) => self.error(e.to_string()),
         }
     }
 

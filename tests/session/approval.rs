@@ -113,13 +113,38 @@ fn allow_and_reject_name_what_is_wrong() {
             .err()
             .unwrap_or_else(|| panic!("{line} should fail"))
     };
-    assert_eq!(e(&mut s, "allow payments/nope"), "no pod payments/nope");
+    use kubestep::session::{CommandError, PermitError};
+    let permit = |command, error| CommandError::Permit { command, error };
     assert_eq!(
-        e(&mut s, "allow payments/api"),
+        e(&mut s, "allow payments/nope"),
+        permit(
+            "allow",
+            PermitError::NoSuchPod {
+                pod: "payments/nope".into()
+            }
+        )
+    );
+    let not_waiting = e(&mut s, "reject payments/api");
+    assert_eq!(
+        not_waiting.to_string(),
         "pod payments/api is not waiting at Permit"
     );
+    assert_eq!(not_waiting.command(), "reject");
+    let wrong_plugin = e(&mut s, "allow payments/migrate-db Coscheduling");
+    assert_eq!(
+        wrong_plugin,
+        permit(
+            "allow",
+            PermitError::NotWaitingOn {
+                pod: "payments/migrate-db".into(),
+                plugin: "Coscheduling".into(),
+                waiting_on: vec!["ManualApproval".into()],
+            }
+        )
+    );
     assert!(
-        e(&mut s, "allow payments/migrate-db Coscheduling")
+        wrong_plugin
+            .to_string()
             .contains("not waiting on plugin Coscheduling (waiting on: ManualApproval)")
     );
 }
