@@ -12,7 +12,6 @@ pub mod framework;
 pub mod live;
 pub mod plugins;
 pub mod recording;
-pub mod scheduler;
 pub mod session;
 pub mod testing;
 pub mod tui;

@@ -17,7 +17,7 @@ use kubestep::extender::HttpExtender;
 use kubestep::framework::cycle::{CycleOutcome, Detail, SchedulingCycle};
 use kubestep::framework::extender::{CallOutcome, Extender};
 use kubestep::framework::{Code, PodInfo};
-use kubestep::scheduler::Scheduler;
+use kubestep::session::scheduler::Scheduler;
 use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
 
 // ---------- the extender server ----------

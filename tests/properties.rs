@@ -109,7 +109,7 @@ proptest! {
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npercentageOfNodesToScore: {pct}\nprofiles:\n- schedulerName: s\n  plugins:\n    score:\n      enabled:\n      - {{name: {plugin}, weight: {weight}}}\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: '{strategy}'\n        resources: [{{name: cpu, weight: {weight}}}]\n"
         );
         if let Ok(cfg) = kubestep::config::parse_str(&text, "c.yaml") {
-            let _ = kubestep::scheduler::frameworks(&cfg);
+            let _ = kubestep::session::scheduler::frameworks(&cfg);
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, Schedu
 use crate::framework::extender::{CallOutcome, ExtenderCall};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
-use crate::scheduler::{SetupError, extenders, frameworks};
+use crate::session::scheduler::{SetupError, extenders, frameworks};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ExplainError {

@@ -20,7 +20,7 @@ use super::watch::{Change, Update, Watchers};
 use crate::cluster::{ClusterState, Located, Object, node_name, object};
 use crate::config::KubeSchedulerConfiguration;
 use crate::recording::EventType;
-use crate::scheduler::SetupError;
+use crate::session::scheduler::SetupError;
 use crate::session::trace::TraceLevel;
 use crate::session::{Actuator, PodStatus, Point, Session, SessionOptions, StopReason, trace};
 

@@ -186,7 +186,7 @@ impl Details {
     /// state of the plugins that schedule.
     fn frameworks(&mut self, core: &Core, id: u64) -> Result<&[Framework], DetailError> {
         if self.frameworks.is_none() {
-            let fwks = crate::scheduler::frameworks(&core.sched.config).map_err(|e| {
+            let fwks = crate::session::scheduler::frameworks(&core.sched.config).map_err(|e| {
                 DetailError::Profiles {
                     id,
                     message: e.to_string(),

@@ -13,6 +13,7 @@ pub mod feed;
 pub mod history;
 pub mod queue_history;
 mod replay;
+pub mod scheduler;
 pub mod script;
 pub mod trace;
 pub mod world;
@@ -30,7 +31,7 @@ use crate::config::KubeSchedulerConfiguration;
 use crate::framework::queue::{self, SchedulingQueue};
 use crate::framework::waiting::WaitingPods;
 use crate::framework::{Code, Handle, PodInfo, Status};
-use crate::scheduler::{Scheduler, SetupError};
+use scheduler::{Scheduler, SetupError};
 
 pub use attempt::{Attempt, AttemptResult, Failure, StepEvent};
 pub use breakpoints::{Breakpoint, Outcome};

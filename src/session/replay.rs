@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use super::scheduler::SetupError;
 use super::{Actuator, Feed, Session, SessionOptions};
 use crate::cluster::{ClusterState, Object, node_name};
 use crate::config::KubeSchedulerConfiguration;
 use crate::recording::{Event, EventType, Recording};
-use crate::scheduler::SetupError;
 
 impl Session {
     /// A session replaying `rec`: events at or before the header's `started` make the

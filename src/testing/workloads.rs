@@ -15,7 +15,7 @@ use crate::config;
 use crate::framework::PodInfo;
 use crate::framework::cycle::{CycleOutcome, Detail};
 use crate::recording::Header;
-use crate::scheduler::Scheduler;
+use crate::session::scheduler::Scheduler;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Workload {
@@ -170,7 +170,7 @@ pub fn workload_recording(
             Some(CycleOutcome::Selected { node, .. }) => node,
             _ => continue,
         };
-        let bound = crate::scheduler::with_node_name(&p, &node);
+        let bound = crate::session::scheduler::with_node_name(&p, &node);
         let v = serde_json::to_value(&bound).map_err(|e| e.to_string())?;
         w.event(start, EventType::Added, &typed(v, "Pod"))
             .map_err(|e| e.to_string())?;

@@ -12,7 +12,7 @@ use kubestep::cluster::object::Object;
 use kubestep::config;
 use kubestep::framework::PodInfo;
 use kubestep::framework::cycle::{CycleOutcome, Detail};
-use kubestep::scheduler::Scheduler;
+use kubestep::session::scheduler::Scheduler;
 use kubestep::testing::workloads::{Workload, init_pods, make_nodes, make_pods};
 
 #[derive(Debug, Clone, Serialize)]
