@@ -15,7 +15,7 @@ use crate::config::{BadValue, FieldError, FieldPath, PluginArgs};
 use crate::framework::plugin::{Handle, MAX_PERMIT_TIMEOUT, PermitPlugin, Plugin};
 use crate::framework::queue::events::{ActionType as A, EventResource as R};
 use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{as_pods, required, skip_or_queue};
+use crate::framework::queue::hints::access::queue_if_own_update;
 use crate::framework::waiting::{WaitingPods, go_duration};
 use crate::framework::{Code, CycleState, PodInfo, RenderState, StateTree, Status};
 use crate::plugins::helper::RawArgs;
@@ -232,11 +232,7 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
     vec![ClusterEventWithHint::with_hint(
         R::Pod,
         A::UPDATE_POD_LABEL,
-        |_, pod, old, new| {
-            let (_, modified) = as_pods(old, new)?;
-            let modified = required(modified, "pod")?;
-            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
-        },
+        |_, pod, old, new| queue_if_own_update(pod, old, new),
     )]
 }
 

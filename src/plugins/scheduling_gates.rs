@@ -4,7 +4,7 @@
 use crate::framework::plugin::{Handle, Plugin, PreEnqueuePlugin};
 use crate::framework::queue::events::{ActionType as A, EventResource as R};
 use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{as_pods, required, skip_or_queue};
+use crate::framework::queue::hints::access::queue_if_own_update;
 use crate::framework::{PodInfo, Status};
 
 pub const NAME: &str = "SchedulingGates";
@@ -45,15 +45,12 @@ impl PreEnqueuePlugin for SchedulingGates {
 
 // ---- queueing hints (EnqueueExtensions) ----
 
+/// SchedulingGates' EnqueueExtensions: only the pod's own gates going away release it.
 fn queueing_hints() -> Vec<ClusterEventWithHint> {
     vec![ClusterEventWithHint::with_hint(
         R::Pod,
         A::UPDATE_POD_SCHEDULING_GATES_ELIMINATED,
-        |_, pod, old, new| {
-            let (_, modified) = as_pods(old, new)?;
-            let modified = required(modified, "pod")?;
-            skip_or_queue(modified.metadata.uid.as_deref().unwrap_or("") == pod.uid)
-        },
+        |_, pod, old, new| queue_if_own_update(pod, old, new),
     )]
 }
 

@@ -77,6 +77,17 @@ pub fn skip_or_queue(queue: bool) -> HintResult {
     })
 }
 
+/// Queue when the updated pod is the rejected pod itself (its own gates, labels or
+/// tolerations changed), skip for any other pod.
+pub fn queue_if_own_update(
+    pod: &PodInfo,
+    old: Option<&EventObject>,
+    new: Option<&EventObject>,
+) -> HintResult {
+    let (_, modified) = as_pods(old, new)?;
+    skip_or_queue(pod_uid(required(modified, "pod")?) == pod.uid)
+}
+
 pub fn pod_uid(p: &Pod) -> &str {
     p.metadata.uid.as_deref().unwrap_or("")
 }
