@@ -130,8 +130,11 @@ pub fn example_session() -> anyhow::Result<Session> {
 /// warnings shown in the UI).
 pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app::App> {
     let (theme, keymap, mut warnings) = ui_setup(opts.theme.as_deref());
-    let (session, read) =
-        open_session(opts.source.as_deref(), opts.config.as_deref(), opts.history)?;
+    // `--history`, else the config file's `history`, else the default.
+    let history = opts
+        .history
+        .or_else(|| config::load_user(&mut Vec::new()).history);
+    let (session, read) = open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
     // What loading adjusted in the input (priorities from PriorityClasses, finished pods
     // skipped, kinds not used) is information, not a problem: Logs, not the ⚠ counter.
     let (notes, problems): (Vec<String>, Vec<String>) = read
@@ -179,10 +182,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
 /// their problems became.
 pub fn ui_setup(theme_choice: Option<&str>) -> (theme::Theme, keymap::Keymap, Vec<String>) {
     let mut warnings = Vec::new();
-    let ui_cfg = match config::config_dir() {
-        Some(dir) => config::load(&dir.join("config.toml"), &mut warnings),
-        None => config::UiConfig::default(),
-    };
+    let ui_cfg = config::load_user(&mut warnings);
     let theme = theme::resolve(
         theme_choice,
         ui_cfg.theme.as_deref(),
