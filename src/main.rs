@@ -4,8 +4,6 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// mimalloc rather than glibc's allocator: scheduling and loading allocate many small,
 /// short-lived objects next to kilobyte-sized Kubernetes objects, and glibc spends a
 /// tenth of a recording's load consolidating free lists and keeps freed memory resident
@@ -23,7 +21,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
-    let args = cli::Cli::parse();
+    let args = cli::parse();
     match cli::run(args) {
         Ok(code) => code,
         // The reader went away (`kubestep ... | head`): nothing left to say.

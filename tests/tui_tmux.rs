@@ -154,16 +154,72 @@ fn demo_in_tmux() {
     assert!(s.contains("Waiting at Permit 0"), "{s}");
     assert!(s.contains("Bound on"), "{s}");
 
-    // Help, generated from the keymap.
+    // Help, generated from the keymap: in columns, scrolling with its position shown,
+    // every key reachable, and searchable with /.
     t.keys(&["?"]);
-    let s = t.wait_for("Keys (config");
+    let s = t.wait_for("Help");
     assert!(s.contains("step one plugin"), "{s}");
+    assert!(s.contains("lines 1–"), "{s}");
+    t.keys(&["G"]);
+    let s = t.wait_for("Command line (:)");
+    assert!(s.contains("NS/NAME [PLUGIN] [MESSAGE]"), "{s}");
+    t.keys(&["/", "r", "e", "j", "e", "c", "t"]);
+    let s = t.wait_for("search / reject");
+    assert!(s.contains("reject the selected waiting pod"), "{s}");
+    assert!(!s.contains("step one plugin"), "{s}");
     t.keys(&["Escape"]);
+    t.keys(&["Escape"]);
+    t.wait_for("Waiting at Permit 0");
 
     // Quit: nothing waits, so no question; the session ends.
     t.keys(&["q"]);
     t.wait_gone();
     let _ = std::fs::remove_dir_all(&config_home);
+}
+
+/// `kubestep` alone, at 80x24 as a first-time user opens it: no warnings about the demo's
+/// own data (notes go to Logs), a status line that says how to start, and help reachable.
+#[test]
+fn first_screen_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kubestep");
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-first-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let t = Tmux {
+        name: format!("kubestep-first-{}", std::process::id()),
+    };
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        "-e",
+        &xdg,
+        bin,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let s = t.wait_for("? help");
+    assert!(!s.contains('⚠'), "{s}");
+    assert!(!s.contains("PriorityClass"), "{s}");
+    assert!(!s.contains("more in Logs"), "{s}");
+    // The notes are in Logs for whoever looks.
+    t.keys(&["6"]);
+    t.wait_for("NOTE  Pod");
+    // Help fits 80x24 by scrolling.
+    t.keys(&["?"]);
+    let s = t.wait_for("↓ more");
+    assert!(s.contains("lines 1–"), "{s}");
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    t.wait_gone();
+    let _ = std::fs::remove_dir_all(&home);
 }
 
 #[test]

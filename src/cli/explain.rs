@@ -17,9 +17,23 @@ use kubestep::explain::{self, text};
 pub enum Output {
     Text,
     Json,
+    Yaml,
 }
 
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  # A pod of the bundled example cluster
+  kubestep explain --cluster recordings/example-cluster.yaml --pod ml/trainer-llm-0
+
+  # Your cluster as kubectl prints it, and a pod manifest not yet applied
+  kubectl get nodes,pods,pv,pvc,storageclasses,csinodes,pdb,priorityclasses -A -o yaml > cluster.yaml
+  kubestep explain --cluster cluster.yaml --pod new-pod.yaml -o yaml
+
+  # With your scheduler's configuration
+  kubestep explain --cluster cluster.yaml --config scheduler-config.yaml --pod shop/checkout-0 -o json
+
+Exit code: 0 the pod fits, 1 it does not (or is gated), 2 bad input.")]
 pub struct ExplainArgs {
     /// Cluster objects: YAML (multi-document), JSON, or a kubectl List. Repeatable. Or one
     /// recording (a file, or a bundled recording's name): the cluster as it is at the
@@ -56,6 +70,7 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
             "{}",
             serde_json::to_string_pretty(&e).context("encoding the explanation")?
         )?,
+        Output::Yaml => say_raw!("{}", super::replay::to_yaml(&e)?)?,
         Output::Text => say_raw!("{}", text::render(&e))?,
     }
     Ok(if e.fits() {

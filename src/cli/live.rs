@@ -28,6 +28,17 @@ use super::live_args::ClusterArgs;
 use super::replay::{Output, Printer, read_script, script_name};
 
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  kubestep live                                   # shadow mode on the current context: reads only
+  kubestep live --context staging -n shop         # one namespace's pods (nodes are always watched)
+  kubestep live --headless --duration 10m -o yaml # the trace as YAML documents, then the summary
+  kubestep live --record seen.jsonl.gz            # also record what is seen, for `kubestep replay`
+  kubestep live --active --scheduler-name kubestep  # really schedule pods with schedulerName kubestep
+
+Shadow mode (the default) writes nothing: pods are evaluated, not bound; Permit waits are
+simulated. RBAC: get/list/watch on the kinds kubestep reads; --active also needs
+create on pods/binding and events, patch on pods/status, delete on pods (victims).")]
 pub struct LiveArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -73,7 +84,13 @@ pub struct LiveArgs {
     trace: super::trace_args::TraceArg,
 }
 
-pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
+    // The config file's context and history when the flags are not given (the terminal
+    // UI shows the file's warnings itself).
+    let defaults = super::user_defaults(a.headless);
+    if a.cluster.context.is_none() {
+        a.cluster.context = defaults.context.clone();
+    }
     let duration = a
         .duration
         .as_deref()
@@ -137,6 +154,7 @@ pub fn run(a: LiveArgs) -> anyhow::Result<ExitCode> {
     let opts = SessionOptions {
         history_bytes: a
             .history
+            .or(defaults.history)
             .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         start: Timestamp::now(),
     };

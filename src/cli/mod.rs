@@ -29,13 +29,46 @@ mod tui;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// `--version`: kubestep's version and the kube-scheduler whose behaviour it follows.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (kube-scheduler v1.35.4 semantics)"
+);
+
+/// The name kubectl finds a plugin by: `kubectl kubestep ...` runs `kubectl-kubestep`.
+pub const KUBECTL_PLUGIN: &str = "kubectl-kubestep";
+
+const EXAMPLES: &str = "\
+Examples:
+  # The terminal UI on the demo (n steps, c runs, ? shows every key)
+  kubestep
+
+  # Why is my pod Pending? Explain it against a cluster exported with kubectl
+  kubectl get nodes,pods,pv,pvc,storageclasses,csinodes,pdb,priorityclasses -A -o yaml > cluster.yaml
+  kubestep explain --cluster cluster.yaml --pod shop/checkout-0
+
+  # Watch the live cluster in shadow mode (reads only; writes nothing)
+  kubestep live --context staging
+
+  # Replay a bundled recording without a screen, as YAML
+  kubestep replay preemption --headless -o yaml
+
+  # Shell completions
+  kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
+
+As a kubectl plugin: install (or link) the binary as `kubectl-kubestep` on your PATH and
+run `kubectl kubestep ...`.
+
+Defaults (context, history, theme) and keys: $XDG_CONFIG_HOME/kubestep/config.toml.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "kubestep",
-    version,
-    about = "A step-through debugger for the Kubernetes scheduling framework"
+    version = VERSION,
+    about = "A step-through debugger for the Kubernetes scheduling framework",
+    after_long_help = EXAMPLES
 )]
 pub struct Cli {
     /// Without a command: the terminal UI on the demo.
@@ -60,10 +93,64 @@ pub enum Command {
     Recordings(recordings::RecordingsArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = "\
+Examples:
+  kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
+  kubestep completions zsh > \"${fpath[1]}/_kubestep\"
+  kubestep completions fish > ~/.config/fish/completions/kubestep.fish")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Whether this process was started as the kubectl plugin (`kubectl kubestep`): kubectl
+/// runs `kubectl-kubestep` with its path as argv[0].
+pub fn invoked_as_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .and_then(|a| std::path::Path::new(a).file_stem())
+        .is_some_and(|n| n == KUBECTL_PLUGIN)
+}
+
+/// clap's command, named as the user invoked it: usage and help read `kubectl kubestep`
+/// under kubectl.
+pub fn command() -> clap::Command {
+    let cmd = Cli::command();
+    if invoked_as_kubectl_plugin(std::env::args_os().next().as_deref()) {
+        cmd.bin_name("kubectl kubestep")
+    } else {
+        cmd.bin_name("kubestep")
+    }
+}
+
+/// Parses the command line (clap's errors, `--help` and `--version` exit here).
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The config file's defaults for the command line; its warnings on standard error
+/// (the terminal UI shows them itself).
+pub fn user_defaults(print_warnings: bool) -> kubestep::tui::config::UiConfig {
+    let mut warnings = Vec::new();
+    let cfg = kubestep::tui::config::load_user(&mut warnings);
+    if print_warnings {
+        for w in warnings {
+            eprintln!("kubestep: warning: {w}");
+        }
+    }
+    cfg
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Some(Command::Completions { shell }) => {
+            let mut cmd = command();
+            let name = cmd.get_bin_name().unwrap_or("kubestep").replace(' ', "-");
+            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+            Ok(ExitCode::SUCCESS)
+        }
         None => tui::run(tui::TuiArgs::default()),
         Some(Command::Tui(a)) => tui::run(a),
         Some(Command::Explain(a)) => explain::run(a),

@@ -15,6 +15,16 @@ use kubestep::session::clock;
 use super::live_args::ClusterArgs;
 
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  kubestep record --duration 10m                  # every namespace, current context
+  kubestep record --context prod -n shop -o shop.jsonl.gz
+  kubestep replay shop.jsonl.gz                   # then step through it
+
+It only reads (every request is a GET): get, list and watch on nodes, pods, namespaces,
+persistentvolumes, persistentvolumeclaims, storageclasses, csinodes,
+poddisruptionbudgets, priorityclasses, services, replicasets, statefulsets,
+replicationcontrollers (and podgroups when installed).")]
 pub struct RecordArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -27,7 +37,10 @@ pub struct RecordArgs {
     duration: Option<String>,
 }
 
-pub fn run(a: RecordArgs) -> anyhow::Result<ExitCode> {
+pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
+    if a.cluster.context.is_none() {
+        a.cluster.context = super::user_defaults(true).context;
+    }
     let duration = a
         .duration
         .as_deref()

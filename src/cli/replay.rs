@@ -18,10 +18,22 @@ use kubestep::session::{LocalActuator, Session, SessionOptions, clock, trace};
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum Output {
     Jsonl,
+    /// Each object as a YAML document (`---` before each).
+    Yaml,
     Text,
 }
 
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  kubestep recordings                                # what is bundled
+  kubestep replay demo                               # the terminal UI on it
+  kubestep replay preemption --headless -o text      # run to the end, a line per attempt
+  kubestep replay preemption --headless -o yaml      # the same objects as YAML documents
+  kubestep replay my-cluster.jsonl.gz --headless --until 5m --trace steps
+  echo 'break plugin=NodeResourcesFit
+  continue
+  show filter' | kubestep replay demo --headless --script -")]
 pub struct ReplayArgs {
     /// A recording (.jsonl or .jsonl.gz), the name of a bundled recording (see
     /// `kubestep recordings`), or a cluster manifest (YAML, JSON or a kubectl List, taken
@@ -107,6 +119,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let opts = SessionOptions {
         history_bytes: a
             .history
+            .or_else(|| super::user_defaults(true).history)
             .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
@@ -214,10 +227,20 @@ impl<W: Write> Printer<W> {
     pub(super) fn print(&mut self, v: &Value) -> anyhow::Result<()> {
         match self.mode {
             Output::Jsonl => writeln!(self.stdout, "{v}")?,
+            Output::Yaml => write!(self.stdout, "---\n{}", to_yaml(v)?)?,
             Output::Text => writeln!(self.stdout, "{}", text_line(v))?,
         }
         Ok(())
     }
+}
+
+/// One value as YAML (serde-saphyr), ending in a newline.
+pub(super) fn to_yaml<T: serde::Serialize>(v: &T) -> anyhow::Result<String> {
+    let mut s = serde_saphyr::to_string(v).context("encoding YAML")?;
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    Ok(s)
 }
 
 /// A short human line for each trace object.

@@ -28,29 +28,10 @@ impl From<TraceArg> for TraceLevel {
     }
 }
 
-/// A size in bytes: `96MiB`, `512M`, `2G`, `64k`, `1000000` (binary units; `0` keeps
-/// nothing).
+/// A size in bytes: `96MiB`, `512M`, `2G`, `64k`, `1000000` (shared with the config
+/// file's `history`).
 pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| {
-        format!("{s:?} is not a size: give a number with an optional unit (e.g. 96MiB)")
-    })?;
-    let mult: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" | "kib" => 1024.0,
-        "m" | "mb" | "mib" => 1024.0 * 1024.0,
-        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
-        other => {
-            return Err(format!(
-                "{s:?} is not a size: unknown unit {other:?} (use KiB, MiB or GiB)"
-            ));
-        }
-    };
-    Ok((n * mult) as usize)
+    kubestep::tui::config::parse_size(s)
 }
 
 #[cfg(test)]

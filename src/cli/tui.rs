@@ -8,6 +8,15 @@ use clap::Args;
 use kubestep::tui::{self, TuiOptions};
 
 #[derive(Debug, Args, Default)]
+#[command(after_long_help = "\
+Examples:
+  kubestep tui                                   # the demo
+  kubestep tui cluster.yaml --config scheduler-config.yaml
+  kubestep tui cluster.yaml --compare bin-packing.yaml   # What-if tab: two configurations side by side
+  kubestep tui --theme light --log-file kubestep.log
+
+Keys: ? in the UI lists every key (searchable with /). Theme, history size and keys
+can be set in $XDG_CONFIG_HOME/kubestep/config.toml.")]
 pub struct TuiArgs {
     /// A cluster manifest (YAML, JSON or a kubectl List); the demo without it.
     pub source: Option<PathBuf>,

@@ -104,10 +104,13 @@ pub enum Command {
     TabDetail,
     TabLogs,
     TabWhatIf,
+    PaneNarrower,
+    PaneWider,
+    JumpNode,
 }
 
 impl Command {
-    pub const ALL: [Command; 48] = [
+    pub const ALL: [Command; 51] = [
         Command::Step,
         Command::StepPlugin,
         Command::FinishPod,
@@ -156,7 +159,45 @@ impl Command {
         Command::TabDetail,
         Command::TabLogs,
         Command::TabWhatIf,
+        Command::PaneNarrower,
+        Command::PaneWider,
+        Command::JumpNode,
     ];
+
+    /// The groups help shows, in order (by pane, as k9s does).
+    pub const GROUPS: [&'static str; 9] = [
+        "General",
+        "Stepping",
+        "Time travel",
+        "Moving",
+        "Queue and Filter tab",
+        "Filter and Score tabs",
+        "Waiting at Permit",
+        "What-if tab",
+        "Tabs",
+    ];
+
+    /// Which of `GROUPS` help lists the command under.
+    pub fn group(self) -> &'static str {
+        use Command::*;
+        match self {
+            Help | Quit | CommandLine | Copy | Cancel | FocusNext | FocusPrev | PaneNarrower
+            | PaneWider => "General",
+            Step | StepPlugin | FinishPod | ContinuePause | Sprint | SpeedUp | SpeedDown
+            | Breakpoint | Breakpoints => "Stepping",
+            Back | Forward | Live => "Time travel",
+            Up | Down | PageUp | PageDown | Top | Bottom | Select => "Moving",
+            Filter | Sort | JumpPod => "Queue and Filter tab",
+            ColumnLeft | ColumnRight | ScoreView | JumpNode => "Filter and Score tabs",
+            Allow | AllowAll | Reject => "Waiting at Permit",
+            WhatIfToggle | WeightUp | WeightDown | WhatIfRun | WhatIfField | WhatIfUndo => {
+                "What-if tab"
+            }
+            TabFilter | TabScores | TabState | TabExplain | TabDetail | TabLogs | TabWhatIf => {
+                "Tabs"
+            }
+        }
+    }
 
     /// The name used in the config file.
     pub fn name(self) -> &'static str {
@@ -207,8 +248,14 @@ impl Command {
                 "select",
                 "focus the selected pod / open the selected node or tree entry",
             ),
-            Command::Filter => ("filter", "filter rows (fuzzy)"),
-            Command::Sort => ("sort", "change the sort order"),
+            Command::Filter => (
+                "filter",
+                "filter rows: pods in the queue, nodes in the Filter tab (fuzzy; ✗ rejected, ✗PLUGIN rejected by it), keys in help",
+            ),
+            Command::Sort => (
+                "sort",
+                "sort: pods by queue, name, attempts; nodes examined, rejected first, by the selected plugin, passing, name",
+            ),
             Command::ScoreView => ("score-view", "scores: raw / normalized / weighted"),
             Command::Allow => ("allow", "allow the selected waiting pod for this plugin"),
             Command::AllowAll => (
@@ -236,6 +283,15 @@ impl Command {
             Command::TabDetail => ("tab-detail", "Node / pod detail"),
             Command::TabLogs => ("tab-logs", "Logs"),
             Command::TabWhatIf => ("tab-what-if", "What-if and compare"),
+            Command::PaneNarrower => (
+                "pane-narrower",
+                "narrower left panes (queue, cycle, waiting); the mouse drags the border too",
+            ),
+            Command::PaneWider => ("pane-wider", "wider left panes (queue, cycle, waiting)"),
+            Command::JumpNode => (
+                "jump-node",
+                "Filter / Score: jump to the node the pod was bound to (or kubestep picked)",
+            ),
         }
     }
 
@@ -256,6 +312,10 @@ pub enum Action {
     Tick(Duration),
     /// A mouse click at a screen position (column, row).
     Click(u16, u16),
+    /// The mouse moved with the left button down (column, row).
+    Drag(u16, u16),
+    /// The left button went up.
+    Release,
     ScrollUp(u16, u16),
     ScrollDown(u16, u16),
     Resize(u16, u16),

@@ -80,9 +80,7 @@ pub enum Mode {
         text: String,
     },
     ConfirmQuit,
-    Help {
-        scroll: usize,
-    },
+    Help(HelpState),
     Breakpoints {
         selected: usize,
     },
@@ -92,6 +90,15 @@ pub enum Mode {
         lines: Vec<String>,
         scroll: usize,
     },
+}
+
+/// Help's own state: how far it is scrolled and what it is searched for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HelpState {
+    pub scroll: usize,
+    pub query: String,
+    /// The search is being typed (keys go into `query`).
+    pub typing: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +148,8 @@ pub struct QueueUi {
     pub filter: String,
     pub sort: QueueSort,
     pub selected: usize,
+    /// The longest pod name among the rows, in characters (computed with the rows).
+    pub longest: usize,
 }
 
 #[derive(Debug, Default)]
@@ -192,6 +201,8 @@ pub struct App {
     pub theme: Theme,
     pub keymap: Keymap,
     pub warnings: Vec<String>,
+    /// How many informational notes went to Logs (see `note_all`).
+    pub notes: usize,
     pub logs: LogBuffer,
     pub running: bool,
     /// Running to the next breakpoint or the end at full speed, whatever the speed.
@@ -207,6 +218,10 @@ pub struct App {
     /// Text to put on the clipboard (the event loop sends it as OSC 52).
     pub clipboard: Option<String>,
     pub size: (u16, u16),
+    /// The left column's width as the user set it (`{` `}` or a mouse drag).
+    pub left_width: Option<u16>,
+    /// A mouse drag of the border between the left column and the main pane.
+    pub dragging: bool,
     pub queue: QueueUi,
     pub counts: QueueCounts,
     pub waiting: Vec<WaitingRow>,
@@ -247,6 +262,7 @@ impl App {
             theme,
             keymap,
             warnings: Vec::new(),
+            notes: 0,
             logs: LogBuffer::default(),
             running: false,
             sprint: false,
@@ -259,6 +275,8 @@ impl App {
             quit: false,
             clipboard: None,
             size: (80, 24),
+            left_width: None,
+            dragging: false,
             queue: QueueUi::default(),
             counts: QueueCounts::default(),
             waiting: Vec::new(),
@@ -286,8 +304,19 @@ impl App {
         app
     }
 
-    /// Adds warnings (config, theme, loading notes): logged, counted in the header, and
-    /// the first one shown in the status line.
+    /// Adds informational notes (what loading adjusted or skipped in the input, e.g. a
+    /// priority taken from a PriorityClass): logged and kept in Logs, but neither counted
+    /// in the header's ⚠ nor shown on the status line.
+    pub fn note_all(&mut self, notes: Vec<String>) {
+        for n in &notes {
+            tracing::info!("{n}");
+            self.logs.push(format!("NOTE  {n}"));
+        }
+        self.notes += notes.len();
+    }
+
+    /// Adds warnings (problems: config, theme, keys, an unreadable --compare): logged,
+    /// counted in the header, and the first one shown in the status line.
     pub fn warn_all(&mut self, warnings: Vec<String>) {
         for w in &warnings {
             tracing::warn!("{w}");
@@ -422,7 +451,26 @@ impl App {
         self.refresh_scores();
     }
 
+    /// The left column's width on a screen `width` wide (see `layout::left_width`).
+    pub fn left_width_for(&self, width: u16) -> u16 {
+        // Symbol, name, a space and room for the start of the status, in borders.
+        let need = (self.queue.longest + 2 + 1 + 16 + 2).min(u16::MAX as usize) as u16;
+        super::layout::left_width(width, self.left_width, need)
+    }
+
+    /// Where the panes are on the app's screen.
+    pub fn areas(&self) -> super::layout::Areas {
+        super::layout::areas(self.size, self.left_width_for(self.size.0))
+    }
+
     pub fn refresh_queue_order(&mut self) {
+        self.queue.longest = self
+            .queue
+            .rows
+            .iter()
+            .map(|r| r.pod.chars().count())
+            .max()
+            .unwrap_or(0);
         self.queue.order = rows::queue_order(&self.queue.rows, &self.queue.filter, self.queue.sort);
         clamp(&mut self.queue.selected, self.queue.order.len());
     }

@@ -10,7 +10,8 @@ use super::components::{self as c, span};
 use super::layout;
 
 pub fn draw(f: &mut Frame, app: &App) {
-    let a = layout::areas((f.area().width, f.area().height));
+    let size = (f.area().width, f.area().height);
+    let a = layout::areas(size, app.left_width_for(size.0));
     c::header::draw(f, a.header, app);
     c::queue::draw(f, a.queue, app);
     c::timeline::draw(f, a.timeline, app);
@@ -18,7 +19,7 @@ pub fn draw(f: &mut Frame, app: &App) {
     main(f, a.main, app);
     c::footer::draw(f, a.footer, app);
     match &app.mode {
-        Mode::Help { scroll } => c::help::draw(f, app, *scroll),
+        Mode::Help(h) => c::help::draw(f, app, h),
         Mode::Breakpoints { selected } => c::popups::breakpoints(f, app, *selected),
         Mode::Output {
             title,

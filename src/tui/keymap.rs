@@ -194,6 +194,9 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::TabDetail, &["5"]),
     (Command::TabLogs, &["6"]),
     (Command::TabWhatIf, &["7", "w"]),
+    (Command::PaneNarrower, &["{"]),
+    (Command::PaneWider, &["}"]),
+    (Command::JumpNode, &["*"]),
 ];
 
 #[derive(Debug, Clone)]
@@ -326,6 +329,23 @@ impl Keymap {
             .map(Key::label)
             .collect::<Vec<_>>()
             .join("/")
+    }
+
+    /// Help by group (`Command::GROUPS` order): each command's name, keys and what it
+    /// does, in `Command::ALL` order within a group.
+    pub fn help_groups(&self) -> Vec<(&'static str, Vec<(String, Command)>)> {
+        Command::GROUPS
+            .iter()
+            .map(|g| {
+                let entries = Command::ALL
+                    .iter()
+                    .filter(|c| c.group() == *g)
+                    .map(|c| (self.label(*c), *c))
+                    .filter(|(k, _)| !k.is_empty())
+                    .collect();
+                (*g, entries)
+            })
+            .collect()
     }
 
     /// Help lines: keys and what they do, in `Command::ALL` order.

@@ -15,7 +15,32 @@ pub struct Areas {
     pub footer: Rect,
 }
 
-pub fn areas(size: (u16, u16)) -> Areas {
+/// The left column's width when nobody chose one and the queue needs no more.
+pub fn default_left(width: u16) -> u16 {
+    if width >= 120 {
+        40
+    } else if width >= 100 {
+        34
+    } else {
+        30
+    }
+}
+
+/// The left column's width on a screen `width` wide: the user's choice (`{` `}` or a
+/// drag), else what the queue's names need (`need`), at least the default and at most
+/// 40% of the screen; the main pane always keeps 30 columns.
+pub fn left_width(width: u16, chosen: Option<u16>, need: u16) -> u16 {
+    let most = width.saturating_sub(30).max(MIN_LEFT);
+    match chosen {
+        Some(w) => w.clamp(MIN_LEFT, most),
+        None => need.min(width * 2 / 5).max(default_left(width)).min(most),
+    }
+}
+
+/// The narrowest the left column gets.
+pub const MIN_LEFT: u16 = 20;
+
+pub fn areas(size: (u16, u16), left_w: u16) -> Areas {
     let full = Rect::new(0, 0, size.0, size.1);
     let [header, body, footer] = Layout::vertical([
         Constraint::Length(1),
@@ -23,13 +48,6 @@ pub fn areas(size: (u16, u16)) -> Areas {
         Constraint::Length(1),
     ])
     .areas(full);
-    let left_w = if size.0 >= 120 {
-        40
-    } else if size.0 >= 100 {
-        34
-    } else {
-        30
-    };
     let [left, main] =
         Layout::horizontal([Constraint::Length(left_w), Constraint::Min(20)]).areas(body);
     let timeline_h = (body.height / 3 + 2).clamp(4, 18);
@@ -97,7 +115,7 @@ mod tests {
 
     #[test]
     fn fits_80x24() {
-        let a = areas((80, 24));
+        let a = areas((80, 24), left_width(80, None, 0));
         assert_eq!(a.header.height, 1);
         assert_eq!(a.footer.y, 23);
         assert!(a.queue.height >= 3 && a.waiting.height >= 4);
@@ -114,5 +132,15 @@ mod tests {
         assert_eq!(row_at(r, 0, 0, 11, 0), None);
         assert_eq!(row_at(r, 0, 0, 5, 15), Some(6 + 4));
         assert_eq!(tab_at(Rect::new(30, 1, 50, 10), 32), Some(Tab::Filter));
+    }
+
+    #[test]
+    fn the_left_column_takes_what_the_queue_needs_within_bounds() {
+        assert_eq!(left_width(160, None, 0), 40);
+        assert_eq!(left_width(160, None, 60), 60);
+        assert_eq!(left_width(160, None, 200), 64, "40% at most");
+        assert_eq!(left_width(80, None, 60), 32);
+        assert_eq!(left_width(80, Some(10), 0), MIN_LEFT);
+        assert_eq!(left_width(80, Some(70), 0), 50, "the main pane keeps 30");
     }
 }

@@ -72,15 +72,18 @@ fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedule
 
 /// The one place a source becomes a Session: a recording file, a bundled recording's name
 /// or a manifest (`recording::open`); without one, the bundled `demo`.
+///
+/// Also returns what reading the source said (bad lines skipped, kinds not used).
 pub fn open_session(
     source: Option<&Path>,
     config: Option<&Path>,
     history_bytes: Option<usize>,
-) -> anyhow::Result<Session> {
+) -> anyhow::Result<(Session, Vec<String>)> {
     let name = source
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|| "demo".to_string());
     let rec = crate::recording::open(&name)?;
+    let read = rec.warnings.clone();
     let cfg = match config {
         Some(p) => crate::config::load_file(p)?,
         None => rec
@@ -91,7 +94,18 @@ pub fn open_session(
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    Session::from_recording(rec, cfg, opts, Box::new(LocalActuator)).context("starting the session")
+    let session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))
+        .context("starting the session")?;
+    Ok((session, read))
+}
+
+/// Whether a note about the input is information rather than a problem: kinds kubestep
+/// does not use, finished pods it skips, priorities resolved from PriorityClasses. Bad or
+/// truncated lines, and anything else, are problems.
+pub fn is_informational(note: &str) -> bool {
+    note.contains("(kubestep does not use this kind)")
+        || (note.starts_with("ignored Pod ") && note.contains(": phase "))
+        || (note.starts_with("Pod ") && note.contains(" from PriorityClass "))
 }
 
 /// The example cluster plus one ManualApproval pod: a small fixed scene for the UI's own
@@ -116,8 +130,18 @@ pub fn example_session() -> anyhow::Result<Session> {
 /// warnings shown in the UI).
 pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app::App> {
     let (theme, keymap, mut warnings) = ui_setup(opts.theme.as_deref());
-    let session = open_session(opts.source.as_deref(), opts.config.as_deref(), opts.history)?;
-    warnings.extend(session.core.cluster.notes.iter().cloned());
+    // `--history`, else the config file's `history`, else the default.
+    let history = opts
+        .history
+        .or_else(|| config::load_user(&mut Vec::new()).history);
+    let (session, read) = open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
+    // What loading adjusted in the input (priorities from PriorityClasses, finished pods
+    // skipped, kinds not used) is information, not a problem: Logs, not the ⚠ counter.
+    let (notes, problems): (Vec<String>, Vec<String>) = read
+        .into_iter()
+        .chain(session.core.cluster.notes.iter().cloned())
+        .partition(|n| is_informational(n));
+    warnings.extend(problems);
     let label = match &opts.source {
         Some(p) => p
             .file_name()
@@ -127,6 +151,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     };
     let mut app = app::App::new(session, &label, theme, keymap);
     app.logs = logs;
+    app.note_all(notes);
     if let Some(s) = opts.speed {
         app.speed = app::speed_index(s);
     }
@@ -157,10 +182,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
 /// their problems became.
 pub fn ui_setup(theme_choice: Option<&str>) -> (theme::Theme, keymap::Keymap, Vec<String>) {
     let mut warnings = Vec::new();
-    let ui_cfg = match config::config_dir() {
-        Some(dir) => config::load(&dir.join("config.toml"), &mut warnings),
-        None => config::UiConfig::default(),
-    };
+    let ui_cfg = config::load_user(&mut warnings);
     let theme = theme::resolve(
         theme_choice,
         ui_cfg.theme.as_deref(),

@@ -118,6 +118,8 @@ pub fn action_for(app: &App, e: &Event) -> Option<Action> {
         Event::Key(k) if k.kind != KeyEventKind::Release => app.action_for_key(k),
         Event::Mouse(m) => match m.kind {
             MouseEventKind::Down(MouseButton::Left) => Some(Action::Click(m.column, m.row)),
+            MouseEventKind::Drag(MouseButton::Left) => Some(Action::Drag(m.column, m.row)),
+            MouseEventKind::Up(MouseButton::Left) => Some(Action::Release),
             MouseEventKind::ScrollUp => Some(Action::ScrollUp(m.column, m.row)),
             MouseEventKind::ScrollDown => Some(Action::ScrollDown(m.column, m.row)),
             _ => None,

@@ -249,9 +249,9 @@ fn help_is_generated_from_the_keymap() {
     let mut app = demo_app();
     press(&mut app, "?");
     let s = screen(&mut app);
-    assert!(s.contains("step: finish the current extension point"));
+    assert!(s.contains("step: finish the current"), "{s}");
     insta::assert_snapshot!(s);
-    // The what-if field keys are in it too (further down).
+    // The what-if field keys are in it too.
     let help = app.keymap.help();
     assert!(
         help.iter()
@@ -264,6 +264,203 @@ fn help_is_generated_from_the_keymap() {
     );
     press(&mut app, "\x1b");
     assert_eq!(app.mode, super::app::Mode::Normal);
+}
+
+/// Every screen help shows while scrolled from the top to the end (`j` until it stops).
+fn help_screens(app: &mut App) -> Vec<String> {
+    press(app, "?");
+    let mut screens = vec![screen(app)];
+    for _ in 0..200 {
+        let before = app.mode.clone();
+        press(app, "j");
+        if app.mode == before {
+            break;
+        }
+        screens.push(screen(app));
+    }
+    screens
+}
+
+/// The first words of a command's description: always on its first line in help.
+fn first_words(c: super::action::Command) -> String {
+    c.describe()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn help_shows_every_key_at_every_size_by_scrolling() {
+    for (w, h) in [(80, 24), (100, 30), (160, 48), (220, 60)] {
+        let mut app = demo_app();
+        app.update(Action::Resize(w, h));
+        let screens = help_screens(&mut app);
+        let all = screens.join("\n");
+        for c in super::action::Command::ALL {
+            let keys = app.keymap.label(c);
+            assert!(
+                all.lines()
+                    .any(|l| l.contains(&keys) && l.contains(&first_words(c))),
+                "{w}x{h}: {} ({keys}) never shown in help:\n{all}",
+                c.name()
+            );
+        }
+        for group in super::action::Command::GROUPS {
+            assert!(all.contains(group), "{w}x{h}: group {group} missing");
+        }
+        assert!(all.contains("NS/NAME [PLUGIN] [MESSAGE]"), "{w}x{h}");
+        assert!(all.contains("upstream's first failure"), "{w}x{h}");
+        // Where it scrolls, the border says where the view is and that more follows.
+        if screens.len() > 1 {
+            assert!(screens[0].contains("lines 1–"), "{w}x{h}:\n{}", screens[0]);
+            assert!(screens[0].contains("↓ more"), "{w}x{h}:\n{}", screens[0]);
+            let last = screens.last().unwrap();
+            assert!(last.contains(" ↑ "), "{w}x{h}:\n{last}");
+        }
+    }
+}
+
+#[test]
+fn help_at_80x24_scrolls_with_a_position() {
+    let mut app = demo_app();
+    app.update(Action::Resize(80, 24));
+    press(&mut app, "?");
+    insta::assert_snapshot!("help_80x24_top", screen(&mut app));
+    press(&mut app, "G");
+    insta::assert_snapshot!("help_80x24_end", screen(&mut app));
+    // Scrolling stops at the end: one more line down changes nothing.
+    let before = app.mode.clone();
+    press(&mut app, "j");
+    assert_eq!(app.mode, before);
+    press(&mut app, "g");
+    assert!(screen(&mut app).contains("lines 1–"));
+}
+
+#[test]
+fn help_in_columns_at_160x48_fits_whole() {
+    let mut app = demo_app();
+    app.update(Action::Resize(160, 48));
+    let screens = help_screens(&mut app);
+    assert_eq!(screens.len(), 1, "help scrolls at 160x48:\n{}", screens[0]);
+    insta::assert_snapshot!("help_160x48", &screens[0]);
+}
+
+#[test]
+fn help_search_narrows_to_matching_keys() {
+    let mut app = demo_app();
+    app.update(Action::Resize(80, 24));
+    press(&mut app, "?/allow");
+    let s = screen(&mut app);
+    assert!(s.contains("search / allow▏"), "{s}");
+    assert!(
+        s.contains("allow the selected waiting pod for this plugin"),
+        "{s}"
+    );
+    assert!(
+        s.lines()
+            .any(|l| l.contains("allow ") && l.contains("NS/NAME [PLUGIN]")),
+        "{s}"
+    );
+    assert!(!s.contains("step one plugin"), "{s}");
+    // Enter keeps the search and leaves typing: keys scroll again; Esc clears it, a
+    // second Esc closes help.
+    press(&mut app, "\n");
+    insta::assert_snapshot!("help_search_allow", screen(&mut app));
+    press(&mut app, "\x1b");
+    assert!(screen(&mut app).contains("step one plugin"));
+    assert!(matches!(app.mode, super::app::Mode::Help(_)));
+    press(&mut app, "\x1b");
+    assert_eq!(app.mode, super::app::Mode::Normal);
+    // A search with no match says so.
+    press(&mut app, "?/zzqx");
+    assert!(screen(&mut app).contains("no key, symbol or command matches \"zzqx\""));
+}
+
+#[test]
+fn notes_about_the_input_go_to_logs_not_the_warning_counter() {
+    let mut app = demo_app();
+    app.note_all(vec![
+        "Pod batch/x: priority 1000 from PriorityClass default-priority".into(),
+    ]);
+    assert!(app.status.is_none());
+    let s = screen(&mut app);
+    assert!(!s.contains('⚠'), "{s}");
+    press(&mut app, "6");
+    assert!(screen(&mut app).contains("NOTE  Pod batch/x: priority 1000"));
+    // A real problem is counted and shown.
+    app.warn_all(vec![
+        "config c.toml: line 2: theme: expected a string".into(),
+    ]);
+    let s = screen(&mut app);
+    assert!(s.contains("⚠ 1"), "{s}");
+    assert!(s.contains("config c.toml: line 2"), "{s}");
+    assert!(super::is_informational(
+        "Pod a/b: priority 5 from PriorityClass high"
+    ));
+    assert!(super::is_informational(
+        "c.yaml:3: skipped ConfigMap (kubestep does not use this kind)"
+    ));
+    assert!(super::is_informational("ignored Pod a/b: phase Succeeded"));
+    assert!(!super::is_informational("r.jsonl:3: bad line skipped: EOF"));
+}
+
+#[test]
+fn the_queue_gets_the_width_its_names_need_and_shows_the_selection_whole() {
+    let mut app = demo_app();
+    app.update(Action::Resize(160, 48));
+    press(&mut app, "jj");
+    let s = screen(&mut app);
+    // Every name whole at 160 columns; the selected one on the pane's bottom border.
+    for r in &app.queue.rows {
+        assert!(s.contains(&r.pod), "{} cut:\n{s}", r.pod);
+    }
+    let sel = app.selected_queue_row().unwrap().pod.clone();
+    assert!(
+        s.lines().any(|l| l.starts_with("\"└") && l.contains(&sel)),
+        "{s}"
+    );
+    insta::assert_snapshot!("queue_160x48", s);
+    // At 80x24 the names are cut in the rows; moving puts the whole one on the status line.
+    app.update(Action::Resize(80, 24));
+    press(&mut app, "j");
+    let sel = app.selected_queue_row().unwrap().pod.clone();
+    let s = screen(&mut app);
+    assert!(s.lines().last().unwrap().contains(&sel), "{s}");
+}
+
+#[test]
+fn panes_resize_with_keys_and_a_mouse_drag() {
+    let mut app = demo_app();
+    let start = app.areas().main.x;
+    press(&mut app, "}}");
+    assert_eq!(app.areas().main.x, start + 8);
+    press(&mut app, "{");
+    assert_eq!(app.areas().main.x, start + 4);
+    // Never so wide the main pane loses its 30 columns, nor narrower than 20.
+    for _ in 0..40 {
+        press(&mut app, "}");
+    }
+    assert_eq!(app.areas().main.width, 30);
+    for _ in 0..40 {
+        press(&mut app, "{");
+    }
+    assert_eq!(app.areas().main.x, super::layout::MIN_LEFT);
+    // Drag the border to column 50; a click elsewhere does not resize.
+    let l = app.areas();
+    app.update(Action::Click(l.main.x, 10));
+    app.update(Action::Drag(49, 10));
+    app.update(Action::Release);
+    assert_eq!(app.areas().main.x, 50);
+    app.update(Action::Drag(60, 10));
+    assert_eq!(app.areas().main.x, 50, "no drag after the button went up");
+    // The queue drawn in the new width.
+    let s = screen(&mut app);
+    // (Each line of the test screen is quoted: column x is character x + 1.)
+    assert!(
+        s.lines().nth(1).unwrap().chars().nth(50) == Some('┐'),
+        "{s}"
+    );
 }
 
 #[test]
@@ -565,7 +762,7 @@ fn queue_filter_and_quit_confirmation() {
 #[test]
 fn mouse_focuses_and_selects() {
     let mut app = demo_app();
-    let l = super::layout::areas(app.size);
+    let l = app.areas();
     app.update(Action::Click(l.queue.x + 3, l.queue.y + 3));
     assert_eq!(app.focus, Pane::Queue);
     assert_eq!(app.queue.selected, 2);

@@ -9,7 +9,7 @@ use crate::session::script::{self, Command as ScriptCommand};
 use crate::session::{Breakpoint, Point, StopReason, clock};
 
 use super::action::{Action, Command, Pane, Tab};
-use super::app::{App, DetailTarget, Level, Mode, PromptKind, SPEEDS, clamp};
+use super::app::{App, DetailTarget, HelpState, Level, Mode, PromptKind, SPEEDS, clamp};
 use super::layout;
 
 /// Rows a page key moves.
@@ -21,7 +21,7 @@ impl App {
         let ctrl_c =
             key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
         match &self.mode {
-            Mode::Prompt { .. } => match key.code {
+            Mode::Prompt { .. } | Mode::Help(HelpState { typing: true, .. }) => match key.code {
                 _ if ctrl_c => Some(Action::Command(Command::Cancel)),
                 KeyCode::Enter => Some(Action::Submit),
                 KeyCode::Esc => Some(Action::Command(Command::Cancel)),
@@ -47,14 +47,21 @@ impl App {
             Action::Tick(dt) => self.tick(dt),
             Action::Resize(w, h) => self.size = (w, h),
             Action::Click(x, y) => self.click(x, y),
+            Action::Drag(x, _) => self.drag(x),
+            Action::Release => self.dragging = false,
             Action::ScrollUp(x, y) => self.scroll(x, y, false),
             Action::ScrollDown(x, y) => self.scroll(x, y, true),
             Action::Input(c) => self.input(c),
-            Action::Backspace => {
-                if let Mode::Prompt { text, .. } = &mut self.mode {
+            Action::Backspace => match &mut self.mode {
+                Mode::Prompt { text, .. } => {
                     text.pop();
                 }
-            }
+                Mode::Help(h) => {
+                    h.query.pop();
+                    h.scroll = 0;
+                }
+                _ => {}
+            },
             Action::Submit => self.submit(),
             Action::Command(c) => self.command(c),
             Action::Explained(done) => self.explained(*done),
@@ -72,7 +79,34 @@ impl App {
                 }
                 return;
             }
-            Mode::Help { scroll } | Mode::Output { scroll, .. } => {
+            Mode::Help(h) => {
+                let h = h.clone();
+                let max = super::components::help::max_scroll(self, &h);
+                let Mode::Help(h) = &mut self.mode else {
+                    return;
+                };
+                match c {
+                    _ if h.typing => {
+                        // Esc while typing: the search is dropped.
+                        h.typing = false;
+                        h.query.clear();
+                    }
+                    Command::Up => h.scroll = h.scroll.saturating_sub(1),
+                    Command::Down => h.scroll = (h.scroll + 1).min(max),
+                    Command::PageUp => h.scroll = h.scroll.saturating_sub(PAGE),
+                    Command::PageDown => h.scroll = (h.scroll + PAGE).min(max),
+                    Command::Top => h.scroll = 0,
+                    Command::Bottom => h.scroll = max,
+                    Command::Filter => h.typing = true,
+                    Command::Cancel if !h.query.is_empty() => {
+                        h.query.clear();
+                        h.scroll = 0;
+                    }
+                    _ => self.mode = Mode::Normal,
+                }
+                return;
+            }
+            Mode::Output { scroll, .. } => {
                 match c {
                     Command::Up => *scroll = scroll.saturating_sub(1),
                     Command::Down => *scroll += 1,
@@ -152,7 +186,7 @@ impl App {
                 self.clipboard = Some(text);
                 self.info("explanation copied to the clipboard (OSC 52)");
             }
-            Command::Help => self.mode = Mode::Help { scroll: 0 },
+            Command::Help => self.mode = Mode::Help(HelpState::default()),
             Command::Quit => {
                 // Shadow mode's waits are simulated: nothing real is lost by quitting.
                 if self.pods_waiting() > 0 && !self.shadow() {
@@ -261,6 +295,16 @@ impl App {
             Command::TabDetail => self.show_tab(Tab::Detail),
             Command::TabLogs => self.show_tab(Tab::Logs),
             Command::TabWhatIf => self.show_tab(Tab::WhatIf),
+            Command::PaneNarrower | Command::PaneWider => {
+                let now = self.left_width_for(self.size.0);
+                let w = if c == Command::PaneWider {
+                    now.saturating_add(4)
+                } else {
+                    now.saturating_sub(4)
+                };
+                self.set_left_width(w);
+            }
+            Command::JumpNode => self.jump_to_chosen_node(),
         }
     }
 
@@ -298,6 +342,10 @@ impl App {
                     _ => {}
                 }
             }
+            Mode::Help(h) if h.typing => {
+                h.query.push(c);
+                h.scroll = 0;
+            }
             Mode::Breakpoints { selected }
                 if c == 'd' && *selected < self.session.breakpoints.len() =>
             {
@@ -313,6 +361,10 @@ impl App {
         let mode = std::mem::replace(&mut self.mode, Mode::Normal);
         match mode {
             Mode::ConfirmQuit => self.quit = true,
+            Mode::Help(mut h) => {
+                h.typing = false;
+                self.mode = Mode::Help(h);
+            }
             Mode::Prompt { kind, text } => match kind {
                 PromptKind::Command => self.run_command_line(&text),
                 PromptKind::QueueFilter | PromptKind::MatrixFilter => {}
@@ -499,6 +551,55 @@ impl App {
         self.refresh();
     }
 
+    /// Filter / Score tabs: selects the row of the node the attempt shown chose (bound
+    /// to, or kubestep's pick), clearing a node filter that hides it.
+    fn jump_to_chosen_node(&mut self) {
+        let Some(a) = self.moment_attempt() else {
+            self.error("no attempt shown");
+            return;
+        };
+        let Some(node) = a.node.map(str::to_string) else {
+            self.error(format!(
+                "{} was not placed on a node in this attempt",
+                a.pod
+            ));
+            return;
+        };
+        let names = a.names;
+        let (matrix_row, score_row) = {
+            let in_matrix = a.matrix.and_then(|m| {
+                let r = m.nodes.iter().position(|&n| names.get(n) == node)?;
+                Some(r)
+            });
+            let in_scores = a.scores.and_then(|t| {
+                let r = t.nodes.iter().position(|&n| names.get(n) == node)?;
+                Some(r)
+            });
+            (in_matrix, in_scores)
+        };
+        if self.tab == Tab::Scores {
+            match score_row.and_then(|r| self.scores.order.iter().position(|&i| i == r)) {
+                Some(i) => self.scores.row = i,
+                None => self.error(format!("{node} has no scores in this attempt")),
+            }
+            self.focus = Pane::Main;
+            return;
+        }
+        self.show_tab(Tab::Filter);
+        let Some(r) = matrix_row else {
+            self.error(format!("{node} is not in this attempt's Filter matrix"));
+            return;
+        };
+        if !self.matrix.order.contains(&r) && !self.matrix.filter.is_empty() {
+            self.matrix.filter.clear();
+            self.refresh_matrix();
+        }
+        if let Some(i) = self.matrix.order.iter().position(|&i| i == r) {
+            self.matrix.row = i;
+            self.info(format!("{node}: the node this attempt chose"));
+        }
+    }
+
     fn jump_to_pod_matching(&mut self, text: &str) {
         let exact = self
             .session
@@ -605,7 +706,8 @@ impl App {
     fn move_selection(&mut self, d: isize) {
         match self.focus {
             Pane::Queue => {
-                self.queue.selected = step(self.queue.selected, d, self.queue.order.len())
+                self.queue.selected = step(self.queue.selected, d, self.queue.order.len());
+                self.name_selected_if_cut();
             }
             Pane::Waiting => {
                 self.waiting_selected = step(self.waiting_selected, d, self.waiting.len())
@@ -633,6 +735,18 @@ impl App {
                     self.whatif.selected = step(self.whatif.selected, d, self.whatif.plugins.len())
                 }
             },
+        }
+    }
+
+    /// Puts the selected pod's full name and status on the status line when the queue
+    /// pane's bottom border cannot hold it (a narrow left column).
+    fn name_selected_if_cut(&mut self) {
+        let room = self.areas().queue.width.saturating_sub(4) as usize;
+        if let Some(row) = self.selected_queue_row() {
+            let text = super::components::queue::selected_text(row);
+            if text.chars().count() > room {
+                self.status = Some((Level::Info, text));
+            }
         }
     }
 
@@ -782,11 +896,35 @@ impl App {
         }
     }
 
+    /// Sets the left column's width (kept within bounds) and says so.
+    fn set_left_width(&mut self, w: u16) {
+        let w = layout::left_width(self.size.0, Some(w), 0);
+        self.left_width = Some(w);
+        self.info(format!(
+            "left panes {w} columns wide ({} {} resize; drag the border with the mouse)",
+            self.keymap.label(Command::PaneNarrower),
+            self.keymap.label(Command::PaneWider)
+        ));
+    }
+
+    /// A mouse drag: moves the border between the left column and the main pane when
+    /// the drag started on it.
+    fn drag(&mut self, x: u16) {
+        if self.dragging {
+            self.set_left_width(x.saturating_add(1));
+        }
+    }
+
     fn click(&mut self, x: u16, y: u16) {
         if self.mode != Mode::Normal {
             return;
         }
-        let l = layout::areas(self.size);
+        let l = self.areas();
+        // The border between the left column and the main pane: a drag starts.
+        if y > l.header.y && y < l.footer.y && (x + 1 == l.main.x || x == l.main.x) {
+            self.dragging = true;
+            return;
+        }
         let hit = |r: ratatui::layout::Rect| {
             x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
         };
@@ -794,6 +932,7 @@ impl App {
             self.focus = Pane::Queue;
             if let Some(i) = layout::row_at(l.queue, 0, 0, y, self.queue.selected) {
                 self.queue.selected = i.min(self.queue.order.len().saturating_sub(1));
+                self.name_selected_if_cut();
             }
         } else if hit(l.waiting) {
             self.focus = Pane::Waiting;
@@ -830,7 +969,7 @@ impl App {
     }
 
     fn scroll(&mut self, x: u16, y: u16, down: bool) {
-        let l = layout::areas(self.size);
+        let l = self.areas();
         let hit = |r: ratatui::layout::Rect| {
             x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
         };

@@ -1,49 +1,317 @@
-//! Help (`?`): every key and what it does, generated from the keymap in force.
+//! Help (`?`): every key and what it does, generated from the keymap in force, grouped by
+//! pane and laid out in as many columns as the terminal holds (k9s-like). What does not
+//! fit scrolls, with the position on the border; `/` searches keys, names and descriptions.
 
 use ratatui::Frame;
-use ratatui::text::Line;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::popups::centered;
-use super::{pad, pane, span};
-use crate::tui::app::App;
+use super::{fit, pad, pane, span};
+use crate::tui::action::Command;
+use crate::tui::app::{App, HelpState};
+use crate::tui::theme::Theme;
 
-pub fn draw(f: &mut Frame, app: &App, scroll: usize) {
-    let t = &app.theme;
-    let area = centered(f.area(), 76, 30);
-    let help = app.keymap.help();
-    let key_w = help
+/// The narrowest a help column gets before fewer columns are used.
+const MIN_COL: usize = 44;
+const MAX_COLS: usize = 3;
+/// The symbols the panes use, one per line.
+const SYMBOLS: [(&str, &str); 11] = [
+    ("✓", "pass"),
+    ("✗", "reject"),
+    ("✗*", "upstream's first failure on the node"),
+    ("–", "skipped / not run"),
+    ("!", "error"),
+    ("⏸", "waits at Permit"),
+    ("…", "not reached yet (or running)"),
+    ("·", "not run yet"),
+    ("★", "selected node"),
+    ("=", "tied"),
+    ("⏪", "a past step (time travel)"),
+];
+
+/// The popup's area on a screen of `size`: nearly all of it.
+pub fn area(size: (u16, u16)) -> Rect {
+    let full = Rect::new(0, 0, size.0, size.1);
+    let w = size.0.saturating_sub(4).max(20);
+    let h = size.1.saturating_sub(2).max(6);
+    super::popups::centered(full, w, h)
+}
+
+/// One line of help: a group title, a key and its description (or the description's
+/// continuation), or a blank separator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Row {
+    Title(String),
+    Entry { keys: String, text: String },
+    Blank,
+}
+
+/// The help laid out for an inner area `w` wide: the columns of rows.
+struct View {
+    columns: Vec<Vec<Row>>,
+    col_w: usize,
+    key_w: usize,
+    /// Entries (keys, symbols, commands) that match the search.
+    matches: usize,
+}
+
+impl View {
+    fn rows(&self) -> usize {
+        self.columns.iter().map(Vec::len).max().unwrap_or(0)
+    }
+}
+
+fn matches(query: &str, hay: &[&str]) -> bool {
+    if query.is_empty() {
+        return true;
+    }
+    let q = query.to_lowercase();
+    hay.iter().any(|h| h.to_lowercase().contains(&q))
+}
+
+/// Words of `s` in lines of at most `w` characters (a word longer than `w` is cut).
+fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in s.split_whitespace() {
+        let n = cur.chars().count();
+        if n > 0 && n + 1 + word.chars().count() > w {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out.into_iter().map(|l| fit(&l, w)).collect()
+}
+
+/// The groups as blocks of rows (each block is kept in one column when it can be).
+fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>, usize) {
+    let text_w = col_w.saturating_sub(key_w + 1);
+    let mut blocks = Vec::new();
+    let mut found = 0;
+    let entry = |keys: &str, text: &str, block: &mut Vec<Row>| {
+        for (i, l) in wrap(text, text_w).into_iter().enumerate() {
+            let keys = if i == 0 {
+                keys.to_string()
+            } else {
+                String::new()
+            };
+            block.push(Row::Entry { keys, text: l });
+        }
+    };
+    for (group, entries) in app.keymap.help_groups() {
+        let mut block = vec![Row::Title(group.to_string())];
+        for (keys, cmd) in entries {
+            if !matches(query, &[&keys, cmd.name(), cmd.describe(), group]) {
+                continue;
+            }
+            found += 1;
+            entry(&keys, cmd.describe(), &mut block);
+        }
+        if block.len() > 1 {
+            blocks.push(block);
+        }
+    }
+    let mut block = vec![Row::Title("Symbols".into())];
+    for (sym, what) in SYMBOLS {
+        if matches(query, &[sym, what, "symbols"]) {
+            found += 1;
+            entry(sym, what, &mut block);
+        }
+    }
+    if block.len() > 1 {
+        blocks.push(block);
+    }
+    let mut block = vec![Row::Title(format!(
+        "Command line ({})",
+        app.keymap.label(Command::CommandLine)
+    ))];
+    let commands = crate::session::script::HELP
+        .trim_start_matches("commands: ")
+        .split(", ")
+        .filter(|c| !c.is_empty());
+    for c in commands {
+        if matches(query, &[c, "command line"]) {
+            found += 1;
+            // The command's name in the key column, its arguments wrapped at the `|`s.
+            let (name, args) = c.split_once(' ').unwrap_or((c, ""));
+            entry(name, &args.replace('|', " | "), &mut block);
+        }
+    }
+    if block.len() > 1 {
+        blocks.push(block);
+    }
+    (blocks, found)
+}
+
+fn view(app: &App, help: &HelpState, w: usize, h: usize) -> View {
+    let labels = app.keymap.help();
+    let commands = crate::session::script::HELP
+        .trim_start_matches("commands: ")
+        .split(", ")
+        .map(|c| c.split(' ').next().unwrap_or(c).chars().count());
+    let key_w = labels
         .iter()
         .map(|(k, _)| k.chars().count())
+        .chain(commands)
         .max()
         .unwrap_or(4)
-        .min(20);
-    let mut lines = vec![Line::from(span(
-        "Keys (config: $XDG_CONFIG_HOME/kubestep/config.toml [keys]) · Esc closes",
-        t.muted,
-    ))];
-    for (keys, what) in &help {
-        lines.push(Line::from(vec![
-            span(pad(keys, key_w + 2), t.key),
-            span(*what, t.base),
-        ]));
+        .clamp(4, 14);
+    // Columns of at least MIN_COL characters, a space between them.
+    let n = ((w + 1) / (MIN_COL + 1)).clamp(1, MAX_COLS);
+    let col_w = (w + 1) / n - 1;
+    let (blocks, matches) = blocks(app, &help.query, col_w, key_w);
+    let total: usize = blocks.iter().map(|b| b.len() + 1).sum();
+    // Fill column by column, a block kept whole where it fits; as tall as the screen
+    // allows before scrolling.
+    let target = total.div_ceil(n).max(h.min(total));
+    let mut columns: Vec<Vec<Row>> = vec![Vec::new()];
+    for b in blocks {
+        let cur = columns.last_mut().expect("one column");
+        if !cur.is_empty() && cur.len() + b.len() > target && columns.len() < n {
+            columns.push(Vec::new());
+        }
+        let cur = columns.last_mut().expect("one column");
+        if !cur.is_empty() {
+            cur.push(Row::Blank);
+        }
+        cur.extend(b);
     }
-    lines.push(Line::default());
-    lines.push(Line::from(span(
-        "Symbols: ✓ pass  ✗ reject  ✗* upstream's first failure  – skipped / not run  ! error  ⏸ waits at Permit  … not reached yet (or running)  · not run yet  ★ selected  = tied  ⏪ a past step",
-        t.muted,
-    )));
-    lines.push(Line::from(span(
-        format!("Commands (:) — {}", crate::session::script::HELP),
-        t.muted,
-    )));
-    let scroll = scroll.min(lines.len().saturating_sub(1));
+    View {
+        columns,
+        col_w,
+        key_w,
+        matches,
+    }
+}
+
+/// The inner size of the help popup (less its bottom line, the search line).
+fn inner(size: (u16, u16)) -> (usize, usize) {
+    let a = area(size);
+    (
+        a.width.saturating_sub(2) as usize,
+        a.height.saturating_sub(3) as usize,
+    )
+}
+
+/// How far help can scroll on the app's screen: the update clamps to it.
+pub fn max_scroll(app: &App, help: &HelpState) -> usize {
+    let (w, h) = inner(app.size);
+    view(app, help, w, h).rows().saturating_sub(h)
+}
+
+/// Every line help would show on an endless screen `w` wide, as text (for tests).
+pub fn text(app: &App, help: &HelpState, w: usize) -> Vec<String> {
+    let v = view(app, help, w, usize::MAX / 2);
+    v.columns
+        .iter()
+        .flatten()
+        .map(|r| match r {
+            Row::Title(t) => t.clone(),
+            Row::Entry { keys, text } => format!("{} {text}", pad(keys, v.key_w)),
+            Row::Blank => String::new(),
+        })
+        .collect()
+}
+
+fn row_spans<'a>(t: &Theme, r: Option<&Row>, v: &View, query: &str) -> Vec<Span<'a>> {
+    let w = v.col_w;
+    match r {
+        None | Some(Row::Blank) => vec![span(" ".repeat(w), t.base)],
+        Some(Row::Title(s)) => vec![span(pad(s, w), t.title)],
+        Some(Row::Entry { keys, text }) => {
+            let hit = !query.is_empty() && text.to_lowercase().contains(&query.to_lowercase());
+            let style: Style = if hit { t.selection } else { t.base };
+            vec![
+                span(pad(keys, v.key_w), t.key),
+                span(" ", t.base),
+                span(pad(text, w.saturating_sub(v.key_w + 1)), style),
+            ]
+        }
+    }
+}
+
+pub fn draw(f: &mut Frame, app: &App, help: &HelpState) {
+    let t = &app.theme;
+    let size = (f.area().width, f.area().height);
+    let area = area(size);
+    let (w, h) = inner(size);
+    let v = view(app, help, w, h);
+    let rows = v.rows();
+    let scroll = help.scroll.min(rows.saturating_sub(h));
+    let mut lines: Vec<Line> = Vec::with_capacity(h + 1);
+    for y in scroll..(scroll + h).min(rows) {
+        let mut spans = Vec::new();
+        for (i, col) in v.columns.iter().enumerate() {
+            if i > 0 {
+                spans.push(span(" ", t.base));
+            }
+            spans.extend(row_spans(t, col.get(y), &v, &help.query));
+        }
+        lines.push(Line::from(spans));
+    }
+    if rows == 0 {
+        lines.push(Line::from(span(
+            format!("no key, symbol or command matches {:?}", help.query),
+            t.muted,
+        )));
+    }
+    while lines.len() < h {
+        lines.push(Line::default());
+    }
+    // The bottom line: the search being typed, or how to search and close.
+    let search = app.keymap.label(Command::Filter);
+    let bottom = if help.typing {
+        Line::from(vec![
+            span(format!("search {search} "), t.key),
+            span(format!("{}▏", help.query), t.base),
+            span(
+                format!("  {} match(es) · Enter keeps · Esc clears", v.matches),
+                t.muted,
+            ),
+        ])
+    } else if !help.query.is_empty() {
+        Line::from(vec![
+            span(
+                format!("search {:?}: {} match(es)", help.query, v.matches),
+                t.key,
+            ),
+            span(format!(" · {search} edits · Esc clears"), t.muted),
+        ])
+    } else {
+        Line::from(span(
+            format!(
+                "{search} search · j/k PgUp/PgDn scroll · Esc closes · keys: [keys] in $XDG_CONFIG_HOME/kubestep/config.toml"
+            ),
+            t.muted,
+        ))
+    };
+    lines.push(bottom);
+    // Where the view is: "lines 1–20 of 64 ↓" when help scrolls.
+    let position = if rows > h {
+        let more = match (scroll > 0, scroll + h < rows) {
+            (true, true) => " ↑↓",
+            (false, true) => " ↓ more",
+            (true, false) => " ↑",
+            (false, false) => "",
+        };
+        format!(
+            " lines {}–{} of {rows}{more} ",
+            scroll + 1,
+            (scroll + h).min(rows)
+        )
+    } else {
+        String::new()
+    };
+    let block = pane(app, " Help ", true).title_bottom(Line::from(position).right_aligned());
     f.render_widget(Clear, area);
-    f.render_widget(
-        Paragraph::new(lines)
-            .wrap(ratatui::widgets::Wrap { trim: false })
-            .scroll((scroll as u16, 0))
-            .block(pane(app, " Help ", true)),
-        area,
-    );
+    f.render_widget(Paragraph::new(lines).block(block), area);
 }

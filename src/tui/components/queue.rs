@@ -28,6 +28,15 @@ pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
     }
 }
 
+/// The selected row in words: its full name and status.
+pub fn selected_text(row: &crate::tui::rows::QueueRow) -> String {
+    if row.info.is_empty() {
+        row.pod.clone()
+    } else {
+        format!("{}: {}", row.pod, row.info)
+    }
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let focused = app.focus == Pane::Queue;
@@ -54,18 +63,26 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             ));
         }
     }
-    let block = pane(app, Line::from(title), focused);
+    let mut block = pane(app, Line::from(title), focused);
+    // The selected pod in full on the bottom border: names are cut in the rows (and
+    // when it does not fit there either, moving the selection puts it on the status line).
+    if let Some(row) = app.selected_queue_row() {
+        let room = (area.width as usize).saturating_sub(2);
+        block = block.title_bottom(Line::from(span(
+            fit(&format!(" {} ", selected_text(row)), room),
+            t.title,
+        )));
+    }
     let inner = block.inner(area);
     let visible = layout::visible_rows(area, 0, 0);
     let offset = layout::offset(q.selected, visible);
     let w = inner.width as usize;
-    let longest = q
-        .rows
-        .iter()
-        .map(|r| r.pod.chars().count())
-        .max()
-        .unwrap_or(8);
-    let name_w = longest.min(w * 2 / 3).max(8).min(w.saturating_sub(2));
+    let longest = q.longest.max(8);
+    // Names whole where they can be: the status keeps at least 14 columns.
+    let name_w = longest
+        .min(w.saturating_sub(14))
+        .max(8)
+        .min(w.saturating_sub(2));
     let lines: Vec<Line> = q
         .order
         .iter()
