@@ -4,7 +4,6 @@
 //! UI crate; `tui` drives it through the Session API.
 
 pub mod api;
-pub mod bench;
 pub mod cluster;
 pub mod config;
 pub mod explain;
@@ -13,7 +12,7 @@ pub mod framework;
 pub mod live;
 pub mod plugins;
 pub mod recording;
-pub mod replay_bench;
 pub mod scheduler;
 pub mod session;
+pub mod testing;
 pub mod tui;

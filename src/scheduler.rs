@@ -10,8 +10,9 @@ use k8s_openapi::api::core::v1::Pod;
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::config::{ConfigError, FieldPath, PluginArgs, Profile};
-use crate::extender::{self, Extender};
+use crate::extender;
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
+use crate::framework::extender::{Extender, ExtenderError};
 use crate::framework::listers::Listers;
 use crate::framework::nominator::Nominator;
 use crate::framework::waiting::{NO_WAITING, WaitingPods};
@@ -35,7 +36,9 @@ pub enum SetupError {
 }
 
 /// Builds the configuration's extenders, ignorable ones last (upstream `buildExtenders`).
-pub fn extenders(config: &KubeSchedulerConfiguration) -> Result<Vec<Extender>, SetupError> {
+pub fn extenders(
+    config: &KubeSchedulerConfiguration,
+) -> Result<Vec<Arc<dyn Extender>>, SetupError> {
     extender::build(&config.extenders).map_err(|e| SetupError::Extenders {
         file: config.source.name.clone(),
         message: e.0,
@@ -110,7 +113,7 @@ pub struct Scheduler {
     pub config: KubeSchedulerConfiguration,
     pub frameworks: Vec<Framework>,
     /// The configured extenders, ignorable ones last.
-    pub extenders: Vec<Extender>,
+    pub extenders: Vec<Arc<dyn Extender>>,
     pub snapshot: Snapshot,
     /// Shared so that an attempt can keep the nominations it ran with (copied only when
     /// they change while kept).
@@ -230,8 +233,8 @@ impl Scheduler {
         &self,
         pod: &PodInfo,
         node: &str,
-    ) -> Option<Result<(), extender::ExtenderError>> {
-        extender::extenders_binding(&self.extenders, pod, node)
+    ) -> Option<Result<(), ExtenderError>> {
+        crate::framework::extender::extenders_binding(&self.extenders, pod, node)
     }
 
     /// Places a pod on a node in the snapshot (upstream `AssumePod`).

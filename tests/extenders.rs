@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 
 use kubestep::cluster::{ClusterState, manifest};
 use kubestep::config;
-use kubestep::extender::{CallOutcome, Extender};
+use kubestep::extender::HttpExtender;
 use kubestep::framework::cycle::{CycleOutcome, Detail, SchedulingCycle};
+use kubestep::framework::extender::{CallOutcome, Extender};
 use kubestep::framework::{Code, PodInfo};
 use kubestep::scheduler::Scheduler;
 use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
@@ -1001,7 +1002,7 @@ fn extender_built_from_config_reports_its_capabilities() {
     let cfg = configuration(
         "- urlPrefix: http://127.0.0.1:1/a\n  filterVerb: f\n  prioritizeVerb: p\n  weight: 2\n  preemptVerb: x\n  bindVerb: b\n  ignorable: true\n",
     );
-    let e = Extender::new(&cfg.extenders[0]).expect("extender");
+    let e = HttpExtender::new(&cfg.extenders[0]).expect("extender");
     assert_eq!(e.name(), "extender:http://127.0.0.1:1/a");
     assert!(e.is_filter() && e.is_prioritizer() && e.supports_preemption() && e.is_binder());
     assert!(e.is_ignorable());

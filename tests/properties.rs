@@ -113,3 +113,60 @@ proptest! {
         }
     }
 }
+
+const HEADER: &str = r#"{"kubestep":"recording","version":1,"started":"2026-03-02T09:00:00Z"}"#;
+
+proptest! {
+    #[test]
+    fn recording_lines_never_panic(line in "\\PC{0,200}") {
+        let text = format!("{HEADER}\n{line}\n");
+        let _ = kubestep::recording::reader::read_str(&text, "fuzz.jsonl", Default::default());
+    }
+
+    #[test]
+    fn event_shaped_recording_lines_never_panic(
+        kind in prop::sample::select(vec!["Pod", "Node", "PodGroup", "Namespace", "Thing", ""]),
+        ty in prop::sample::select(vec!["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "x"]),
+        at in prop::sample::select(vec!["2026-03-02T09:00:00Z", "2026-03-02T09:00:01.5Z", "yesterday", ""]),
+        body in "[\\[\\]{}a-z0-9:,\" -]{0,40}",
+    ) {
+        let line = format!(r#"{{"at":"{at}","type":"{ty}","object":{{"apiVersion":"v1","kind":"{kind}","metadata":{{"name":"x"}},{body}}}}}"#);
+        let text = format!("{HEADER}\n{line}\n");
+        if let Ok(rec) = kubestep::recording::reader::read_str(&text, "fuzz.jsonl", Default::default()) {
+            for w in &rec.warnings {
+                prop_assert!(w.starts_with("fuzz.jsonl:"), "{}", w);
+            }
+        }
+    }
+
+    #[test]
+    fn scripts_never_panic(text in "\\PC{0,120}") {
+        let _ = kubestep::session::script::parse_script(&text);
+    }
+
+    #[test]
+    fn command_shaped_scripts_never_panic(
+        verb in prop::sample::select(vec!["step", "continue", "advance", "show", "allow", "reject", "break", "quit", "finish", "bogus"]),
+        arg in "[a-z0-9/:.= -]{0,24}",
+    ) {
+        let _ = kubestep::session::script::parse_script(&format!("{verb} {arg}\n# comment\n\n{verb}"));
+    }
+
+    #[test]
+    fn blank_lines_keep_line_numbers(blanks in 0usize..50, gz in any::<bool>()) {
+        use std::io::Write;
+        // A bad line after `blanks` blank ones must still be named by its line in the file.
+        let text = format!("{HEADER}\n{}not json\n", "\n".repeat(blanks));
+        let bytes = if gz {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap()
+        } else {
+            text.into_bytes()
+        };
+        let rec = kubestep::recording::reader::read_bytes(&bytes, "b.jsonl", Default::default()).unwrap();
+        prop_assert_eq!(rec.warnings.len(), 1);
+        let want = format!("b.jsonl:{}:", blanks + 2);
+        prop_assert!(rec.warnings[0].starts_with(&want), "{}", &rec.warnings[0]);
+    }
+}

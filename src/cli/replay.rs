@@ -78,6 +78,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             log_file: a.log_file,
             compare: None,
             history: a.history,
+            speed: Some(a.speed),
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -113,7 +114,6 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     session.trace_level = a.trace.into();
     session.core.sched.set_seed(a.seed);
     // Headless runs as fast as it can; --speed paces the terminal UI.
-    let _ = a.speed;
     let mut out = Printer {
         mode: a.output,
         stdout: std::io::stdout().lock(),
@@ -164,6 +164,9 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.print(&trace::session_summary(&session))?;
+    if let Some(m) = &session.stuck {
+        bail!("{}: {m}", a.source);
+    }
     tracing::info!(
         steps = session.history.steps.len(),
         attempts = session.history.attempts.len(),

@@ -32,6 +32,7 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
         log_file: a.log_file,
         compare: a.compare,
         history: None,
+        speed: None,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -13,7 +13,7 @@ pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("{file}: {error}")]
+    #[error("{file}: cannot read the manifest: {error}")]
     Io { file: String, error: std::io::Error },
     #[error("{file}: file is {size} bytes, more than the {MAX_MANIFEST_BYTES}-byte limit")]
     TooLarge { file: String, size: u64 },

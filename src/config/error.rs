@@ -10,12 +10,9 @@ use super::node::Pos;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("{file}: {source}")]
-    Io {
-        file: String,
-        #[source]
-        source: std::io::Error,
-    },
+    // The io error is part of the one line, not a `source` too: `{:#}` would print it twice.
+    #[error("{file}: cannot read the scheduler configuration: {error}")]
+    Io { file: String, error: std::io::Error },
     /// Not YAML or JSON.
     #[error("{}", located(.file, .pos, .message))]
     Syntax {
@@ -56,7 +53,7 @@ impl ConfigError {
     /// The individual problems, each as one line (without the file prefix).
     pub fn messages(&self) -> Vec<String> {
         match self {
-            ConfigError::Io { source, .. } => vec![source.to_string()],
+            ConfigError::Io { error, .. } => vec![error.to_string()],
             ConfigError::Syntax { message, .. } => vec![message.clone()],
             ConfigError::Decode { errors, .. } => {
                 errors.iter().map(|e| e.message.clone()).collect()

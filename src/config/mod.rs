@@ -42,9 +42,9 @@ pub fn default_configuration() -> KubeSchedulerConfiguration {
 /// Reads, decodes, defaults and validates a configuration file (YAML or JSON).
 pub fn load_file(path: &Path) -> Result<KubeSchedulerConfiguration, ConfigError> {
     let name = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|source| ConfigError::Io {
+    let meta = std::fs::metadata(path).map_err(|error| ConfigError::Io {
         file: name.clone(),
-        source,
+        error,
     })?;
     if meta.len() > node::MAX_INPUT_BYTES as u64 {
         return Err(ConfigError::Syntax {
@@ -57,9 +57,9 @@ pub fn load_file(path: &Path) -> Result<KubeSchedulerConfiguration, ConfigError>
             ),
         });
     }
-    let bytes = std::fs::read(path).map_err(|source| ConfigError::Io {
+    let bytes = std::fs::read(path).map_err(|error| ConfigError::Io {
         file: name.clone(),
-        source,
+        error,
     })?;
     let text = String::from_utf8(bytes).map_err(|e| ConfigError::Syntax {
         file: name.clone(),

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
-use crate::extender::{CallOutcome, ExtenderCall};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
+use crate::framework::extender::{CallOutcome, ExtenderCall};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
 use crate::scheduler::{SetupError, extenders, frameworks};
@@ -94,7 +94,9 @@ pub struct Explanation {
 
 impl Explanation {
     pub fn fits(&self) -> bool {
-        self.pre_enqueue.is_none() && !self.selected.is_empty()
+        // The same test as the text verdict: a cycle that ended with a message (an Error
+        // status such as an unreachable extender included) did not fit.
+        self.pre_enqueue.is_none() && self.message.is_none() && !self.selected.is_empty()
     }
 }
 

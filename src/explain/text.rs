@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::Explanation;
-use crate::extender::CallOutcome;
+use crate::framework::extender::CallOutcome;
 
 /// How many nodes the score breakdown shows.
 const TOP_NODES: usize = 3;

@@ -1,10 +1,11 @@
 //! Scheduler extenders: HTTP webhooks consulted after Filter, alongside Score, during
 //! preemption and for binding (upstream `pkg/scheduler/extender.go`).
 //!
-//! An [`Extender`] is built from a configuration's `extenders` entry. Its calls block
-//! for at most the configured `httpTimeout` (5s when zero). The scheduling cycle uses them
-//! through `CycleEnv::extenders`, preemption through `Handle::extenders`, and the binding
-//! driver through [`extenders_binding`].
+//! An [`HttpExtender`] is built from a configuration's `extenders` entry and implements
+//! the framework's [`Extender`] trait. Its calls block for at most the configured
+//! `httpTimeout` (5s when zero). The scheduling cycle uses them through
+//! `CycleEnv::extenders`, preemption through `Handle::extenders`, and the binding driver
+//! through `framework::extender::extenders_binding`.
 
 mod http;
 pub mod wire;
@@ -12,30 +13,20 @@ pub mod wire;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, Node, Pod};
-use serde::Serialize;
+use k8s_openapi::api::core::v1::{Container, Pod};
 
 use crate::config;
+use crate::framework::extender::{Extender, ExtenderError, FilterResult, Filtered, HostPriority};
 use crate::framework::node_info::NodeInfo;
 use crate::framework::preemption::NodeVictims;
 use crate::framework::snapshot::Snapshot;
 use crate::framework::types::PodInfo;
 
 pub use http::DEFAULT_EXTENDER_TIMEOUT;
-pub use wire::{HostPriority, MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY};
-
-/// The name put among a diagnosis' unschedulable plugins when extenders rejected nodes
-/// (upstream `framework.ExtenderName`).
-pub const EXTENDER_NAME: &str = "Extender";
-
-/// What went wrong talking to an extender; the message is upstream's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ExtenderError(pub String);
 
 /// One configured extender (upstream `HTTPExtender`).
 #[derive(Debug, Clone)]
-pub struct Extender {
+pub struct HttpExtender {
     name: String,
     url_prefix: String,
     filter_verb: String,
@@ -49,30 +40,11 @@ pub struct Extender {
     transport: Arc<http::Transport>,
 }
 
-/// A node that passed an extender's filter.
-#[derive(Debug, Clone)]
-pub enum Filtered {
-    /// The node at this position of the list sent (`nodeCacheCapable` extenders name
-    /// the nodes that pass).
-    Input(usize),
-    /// A node object the extender returned (other extenders return whole nodes, and
-    /// upstream goes on with these objects, without the pods the scheduler knows of).
-    Returned(Box<Node>),
-}
-
-/// What a filter call decided.
-#[derive(Debug, Clone, Default)]
-pub struct FilterResult {
-    pub nodes: Vec<Filtered>,
-    pub failed: BTreeMap<String, String>,
-    pub failed_and_unresolvable: BTreeMap<String, String>,
-}
-
-impl Extender {
+impl HttpExtender {
     /// Upstream `NewHTTPExtender`: fails only on unusable TLS settings.
-    pub fn new(cfg: &config::Extender) -> Result<Extender, ExtenderError> {
+    pub fn new(cfg: &config::Extender) -> Result<HttpExtender, ExtenderError> {
         let transport = http::Transport::new(cfg).map_err(ExtenderError)?;
-        Ok(Extender {
+        Ok(HttpExtender {
             name: format!("extender:{}", cfg.url_prefix),
             url_prefix: cfg.url_prefix.clone(),
             filter_verb: cfg.filter_verb.clone(),
@@ -91,58 +63,6 @@ impl Extender {
         })
     }
 
-    /// `extender:<urlPrefix>`: how kubestep labels this extender next to plugins.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    pub fn url_prefix(&self) -> &str {
-        &self.url_prefix
-    }
-
-    pub fn weight(&self) -> i64 {
-        self.weight
-    }
-
-    pub fn is_filter(&self) -> bool {
-        !self.filter_verb.is_empty()
-    }
-
-    pub fn is_prioritizer(&self) -> bool {
-        !self.prioritize_verb.is_empty()
-    }
-
-    pub fn is_binder(&self) -> bool {
-        !self.bind_verb.is_empty()
-    }
-
-    pub fn supports_preemption(&self) -> bool {
-        !self.preempt_verb.is_empty()
-    }
-
-    /// Scheduling goes on without this extender when it cannot be reached.
-    pub fn is_ignorable(&self) -> bool {
-        self.ignorable
-    }
-
-    pub fn is_node_cache_capable(&self) -> bool {
-        self.node_cache_capable
-    }
-
-    /// Whether the pod concerns this extender: always without managed resources, else when
-    /// a container or init container requests or limits one of them.
-    pub fn is_interested(&self, pod: &Pod) -> bool {
-        if self.managed_resources.is_empty() {
-            return true;
-        }
-        let spec = pod.spec.as_ref();
-        let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
-        let init = spec
-            .and_then(|s| s.init_containers.as_deref())
-            .unwrap_or_default();
-        self.has_managed_resources(containers) || self.has_managed_resources(init)
-    }
-
     fn has_managed_resources(&self, containers: &[Container]) -> bool {
         containers.iter().any(|c| {
             let r = c.resources.as_ref();
@@ -158,9 +78,121 @@ impl Extender {
         })
     }
 
+    fn args<'a>(&self, pod: &'a Pod, nodes: &[&'a NodeInfo]) -> wire::ExtenderArgs<'a> {
+        if self.node_cache_capable {
+            wire::ExtenderArgs {
+                pod,
+                nodes: None,
+                node_names: Some(nodes.iter().map(|n| n.name()).collect()),
+            }
+        } else {
+            wire::ExtenderArgs {
+                pod,
+                nodes: Some(wire::NodeListRef {
+                    metadata: wire::EmptyObject {},
+                    items: nodes.iter().map(|n| n.node()).collect(),
+                }),
+                node_names: None,
+            }
+        }
+    }
+
+    /// Upstream `convertToVictims`: UIDs back to the pods on each node.
+    fn convert_to_victims(
+        &self,
+        meta: BTreeMap<String, Option<wire::MetaVictims>>,
+        snapshot: &Snapshot,
+    ) -> Result<BTreeMap<String, NodeVictims>, ExtenderError> {
+        let mut out = BTreeMap::new();
+        for (node_name, mv) in meta {
+            let Some(node) = snapshot.get(&node_name) else {
+                return Err(ExtenderError(format!(
+                    "nodeinfo not found for node name {}",
+                    crate::config::field::go_quote(&node_name)
+                )));
+            };
+            // A null entry reads as no victims (upstream would dereference nil).
+            let mv = mv.unwrap_or_default();
+            let mut pods = Vec::with_capacity(mv.pods.len());
+            for mp in &mv.pods {
+                let Some(p) = node.pods.iter().find(|p| p.uid == mp.uid) else {
+                    return Err(ExtenderError(format!(
+                        "extender: {} claims to preempt pod (UID: &{{{}}}) on node: {}, but the pod is not found on that node",
+                        self.url_prefix,
+                        mp.uid,
+                        node.name()
+                    )));
+                };
+                pods.push(p.clone());
+            }
+            out.insert(
+                node_name,
+                NodeVictims {
+                    pods,
+                    num_pdb_violations: mv.num_pdb_violations,
+                },
+            );
+        }
+        Ok(out)
+    }
+}
+
+impl Extender for HttpExtender {
+    /// `extender:<urlPrefix>`: how kubestep labels this extender next to plugins.
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn url_prefix(&self) -> &str {
+        &self.url_prefix
+    }
+
+    fn weight(&self) -> i64 {
+        self.weight
+    }
+
+    fn is_filter(&self) -> bool {
+        !self.filter_verb.is_empty()
+    }
+
+    fn is_prioritizer(&self) -> bool {
+        !self.prioritize_verb.is_empty()
+    }
+
+    fn is_binder(&self) -> bool {
+        !self.bind_verb.is_empty()
+    }
+
+    fn supports_preemption(&self) -> bool {
+        !self.preempt_verb.is_empty()
+    }
+
+    /// Scheduling goes on without this extender when it cannot be reached.
+    fn is_ignorable(&self) -> bool {
+        self.ignorable
+    }
+
+    fn is_node_cache_capable(&self) -> bool {
+        self.node_cache_capable
+    }
+
+    /// Whether the pod concerns this extender: always without managed resources, else when
+    /// a container or init container requests or limits one of them.
+    fn is_interested(&self, pod: &Pod) -> bool {
+        if self.managed_resources.is_empty() {
+            return true;
+        }
+        let spec = pod.spec.as_ref();
+        let containers = spec.map(|s| s.containers.as_slice()).unwrap_or_default();
+        let init = spec
+            .and_then(|s| s.init_containers.as_deref())
+            .unwrap_or_default();
+        self.has_managed_resources(containers) || self.has_managed_resources(init)
+    }
+
     /// The nodes that pass, and the ones that failed with why. The passing nodes are
     /// those the extender answered with (an extender without a filter verb passes all).
-    pub fn filter(&self, pod: &Pod, nodes: &[&NodeInfo]) -> Result<FilterResult, ExtenderError> {
+    fn filter(&self, pod: &Pod, nodes: &[&NodeInfo]) -> Result<FilterResult, ExtenderError> {
         if !self.is_filter() {
             return Ok(FilterResult {
                 nodes: (0..nodes.len()).map(Filtered::Input).collect(),
@@ -212,7 +244,7 @@ impl Extender {
 
     /// Scores (0..=10) for the nodes and this extender's weight. Without a prioritize
     /// verb every node scores 0 with weight 0, as upstream.
-    pub fn prioritize(
+    fn prioritize(
         &self,
         pod: &Pod,
         nodes: &[&NodeInfo],
@@ -234,28 +266,9 @@ impl Extender {
         Ok((list, self.weight))
     }
 
-    fn args<'a>(&self, pod: &'a Pod, nodes: &[&'a NodeInfo]) -> wire::ExtenderArgs<'a> {
-        if self.node_cache_capable {
-            wire::ExtenderArgs {
-                pod,
-                nodes: None,
-                node_names: Some(nodes.iter().map(|n| n.name()).collect()),
-            }
-        } else {
-            wire::ExtenderArgs {
-                pod,
-                nodes: Some(wire::NodeListRef {
-                    metadata: wire::EmptyObject {},
-                    items: nodes.iter().map(|n| n.node()).collect(),
-                }),
-                node_names: None,
-            }
-        }
-    }
-
     /// Upstream `ProcessPreemption`: the candidates (node → victims) the extender keeps,
     /// its answer resolved against the pods on each node in `snapshot`.
-    pub fn process_preemption(
+    fn process_preemption(
         &self,
         pod: &Pod,
         victims: &BTreeMap<String, NodeVictims>,
@@ -312,47 +325,8 @@ impl Extender {
         self.convert_to_victims(result.node_name_to_meta_victims, snapshot)
     }
 
-    /// Upstream `convertToVictims`: UIDs back to the pods on each node.
-    fn convert_to_victims(
-        &self,
-        meta: BTreeMap<String, Option<wire::MetaVictims>>,
-        snapshot: &Snapshot,
-    ) -> Result<BTreeMap<String, NodeVictims>, ExtenderError> {
-        let mut out = BTreeMap::new();
-        for (node_name, mv) in meta {
-            let Some(node) = snapshot.get(&node_name) else {
-                return Err(ExtenderError(format!(
-                    "nodeinfo not found for node name {}",
-                    crate::config::field::go_quote(&node_name)
-                )));
-            };
-            // A null entry reads as no victims (upstream would dereference nil).
-            let mv = mv.unwrap_or_default();
-            let mut pods = Vec::with_capacity(mv.pods.len());
-            for mp in &mv.pods {
-                let Some(p) = node.pods.iter().find(|p| p.uid == mp.uid) else {
-                    return Err(ExtenderError(format!(
-                        "extender: {} claims to preempt pod (UID: &{{{}}}) on node: {}, but the pod is not found on that node",
-                        self.url_prefix,
-                        mp.uid,
-                        node.name()
-                    )));
-                };
-                pods.push(p.clone());
-            }
-            out.insert(
-                node_name,
-                NodeVictims {
-                    pods,
-                    num_pdb_violations: mv.num_pdb_violations,
-                },
-            );
-        }
-        Ok(out)
-    }
-
     /// Asks the extender to bind the pod to the node.
-    pub fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), ExtenderError> {
+    fn bind(&self, pod: &PodInfo, node: &str) -> Result<(), ExtenderError> {
         if !self.is_binder() {
             return Err(ExtenderError(
                 "unexpected empty bindVerb in extender".into(),
@@ -385,11 +359,12 @@ fn meta_victims(v: &NodeVictims) -> wire::MetaVictims {
 }
 
 /// Upstream `buildExtenders`: every configured extender, the ignorable ones last.
-pub fn build(configs: &[config::Extender]) -> Result<Vec<Extender>, ExtenderError> {
+pub fn build(configs: &[config::Extender]) -> Result<Vec<Arc<dyn Extender>>, ExtenderError> {
     let mut required = Vec::new();
     let mut ignorable = Vec::new();
     for c in configs {
-        let e = Extender::new(c)?;
+        let e = HttpExtender::new(c)?;
+        let e: Arc<dyn Extender> = Arc::new(e);
         if e.is_ignorable() {
             ignorable.push(e);
         } else {
@@ -409,106 +384,6 @@ pub fn ignored_extended_resources(configs: &[config::Extender]) -> Vec<String> {
         .filter(|r| r.ignored_by_scheduler)
         .map(|r| r.name.clone())
         .collect()
-}
-
-/// Upstream `hasExtenderFilters`.
-pub fn has_filters(extenders: &[Extender]) -> bool {
-    extenders.iter().any(Extender::is_filter)
-}
-
-/// Whether an extender scores nodes (part of upstream `hasScoring`).
-pub fn has_prioritizers(extenders: &[Extender]) -> bool {
-    extenders.iter().any(Extender::is_prioritizer)
-}
-
-/// Upstream `extendersBinding`: the first interested binder extender binds the pod.
-/// `None` when none did (the framework's Bind plugins bind it); an ignorable extender's
-/// failure passes the turn to the next one.
-pub fn extenders_binding(
-    extenders: &[Extender],
-    pod: &PodInfo,
-    node: &str,
-) -> Option<Result<(), ExtenderError>> {
-    for e in extenders {
-        if !e.is_binder() || !e.is_interested(&pod.pod) {
-            continue;
-        }
-        match e.bind(pod, node) {
-            Err(err) if e.is_ignorable() => {
-                tracing::info!(extender = e.name(), %err, "skipping extender in bind as it returned error and has ignorable flag set");
-            }
-            r => return Some(r),
-        }
-    }
-    None
-}
-
-/// The tie-breakers of nodes that extenders scored. Upstream draws `rand.Int()` for each
-/// such node, in feasible-node order; kubestep draws from splitmix64 seeded with the
-/// FNV-1a hash of the pod's `namespace/name`, so a pod meets the same ties the same way
-/// on every run.
-#[derive(Debug, Clone)]
-pub struct TieBreaker {
-    state: u64,
-}
-
-impl TieBreaker {
-    pub fn for_pod(pod_key: &str) -> TieBreaker {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in pod_key.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        TieBreaker { state: h }
-    }
-
-    /// The next non-negative 63-bit number (Go's `rand.Int` range).
-    pub fn next_value(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        (z ^ (z >> 31)) >> 1
-    }
-}
-
-/// One call to an extender during a cycle, as the debugger and `explain` show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExtenderCall {
-    /// `extender:<urlPrefix>`.
-    pub extender: String,
-    /// `filter`, `prioritize` or `preempt`.
-    pub verb: &'static str,
-    /// How many nodes (or candidates) were sent.
-    pub nodes: usize,
-    pub outcome: CallOutcome,
-}
-
-/// How an extender call ended.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "result", rename_all = "camelCase")]
-pub enum CallOutcome {
-    #[serde(rename_all = "camelCase")]
-    Filtered {
-        passed: Vec<String>,
-        failed: BTreeMap<String, String>,
-        failed_and_unresolvable: BTreeMap<String, String>,
-        /// Nodes sent that the answer neither passed nor failed: they leave the search
-        /// without a status, as upstream.
-        dropped: Vec<String>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Prioritized {
-        weight: i64,
-        scores: Vec<HostPriority>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Preempted { candidates: Vec<String> },
-    /// The call failed; `ignored` when the extender is ignorable and scheduling went on
-    /// without it (prioritize errors are always ignored).
-    #[serde(rename_all = "camelCase")]
-    Error { message: String, ignored: bool },
 }
 
 #[cfg(test)]
@@ -533,7 +408,7 @@ mod tests {
         let mut c = cfg("http://127.0.0.1:1/scheduler");
         c.filter_verb = "filter".into();
         c.weight = 3;
-        let e = Extender::new(&c).unwrap();
+        let e = HttpExtender::new(&c).unwrap();
         assert_eq!(e.name(), "extender:http://127.0.0.1:1/scheduler");
         assert!(e.is_filter() && !e.is_prioritizer() && !e.is_binder());
         assert!(!e.supports_preemption() && !e.is_ignorable());
@@ -543,14 +418,14 @@ mod tests {
     #[test]
     fn interest_follows_managed_resources() {
         let mut c = cfg("http://x");
-        let e = Extender::new(&c).unwrap();
+        let e = HttpExtender::new(&c).unwrap();
         let plain = pod(json!({"spec": {"containers": [{"name": "c"}]}}));
         assert!(e.is_interested(&plain), "no managed resources: every pod");
         c.managed_resources = vec![ExtenderManagedResource {
             name: "example.com/gpu".into(),
             ignored_by_scheduler: true,
         }];
-        let e = Extender::new(&c).unwrap();
+        let e = HttpExtender::new(&c).unwrap();
         assert!(!e.is_interested(&plain));
         let limits = pod(json!({"spec": {"containers": [{"name": "c",
             "resources": {"limits": {"example.com/gpu": "1"}}}]}}));
@@ -570,13 +445,13 @@ mod tests {
         a.ignorable = true;
         let b = cfg("http://b");
         let all = build(&[a, b]).unwrap();
-        let names: Vec<&str> = all.iter().map(Extender::url_prefix).collect();
+        let names: Vec<&str> = all.iter().map(|e| e.url_prefix()).collect();
         assert_eq!(names, ["http://b", "http://a"]);
     }
 
     #[test]
     fn without_verbs_nothing_is_sent() {
-        let e = Extender::new(&cfg("http://127.0.0.1:1")).unwrap();
+        let e = HttpExtender::new(&cfg("http://127.0.0.1:1")).unwrap();
         let n = NodeInfo::new(Arc::new(
             serde_json::from_value(json!({"metadata": {"name": "n1"}})).unwrap(),
         ));
@@ -591,18 +466,7 @@ mod tests {
             e.bind(&pi, "n1").unwrap_err().0,
             "unexpected empty bindVerb in extender"
         );
-        assert!(extenders_binding(&[e], &pi, "n1").is_none());
-    }
-
-    #[test]
-    fn tie_breakers_are_repeatable_per_pod() {
-        let mut a = TieBreaker::for_pod("default/p");
-        let mut b = TieBreaker::for_pod("default/p");
-        let mut c = TieBreaker::for_pod("default/q");
-        let (x, y, z) = (a.next_value(), b.next_value(), c.next_value());
-        assert_eq!(x, y);
-        assert_ne!(x, z);
-        assert!(x < 1 << 63);
-        assert_ne!(a.next_value(), x);
+        let all: Vec<Arc<dyn Extender>> = vec![Arc::new(e)];
+        assert!(crate::framework::extender::extenders_binding(&all, &pi, "n1").is_none());
     }
 }

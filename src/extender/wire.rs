@@ -9,13 +9,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
-/// The lowest score an extender may give.
-pub const MIN_EXTENDER_PRIORITY: i64 = 0;
-/// The highest score an extender may give (scaled to MaxNodeScore by the scheduler).
-pub const MAX_EXTENDER_PRIORITY: i64 = 10;
+use crate::framework::extender::{HostPriority, null_default};
+use serde_json::Value;
 
 /// `v1.NodeList` as Go encodes one built in memory: no type meta, an empty `metadata`.
 #[derive(Debug, Serialize)]
@@ -79,15 +76,6 @@ pub struct ExtenderFilterResult {
         skip_serializing_if = "String::is_empty"
     )]
     pub error: String,
-}
-
-/// One node's score from a prioritize call (0..=10).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostPriority {
-    #[serde(rename = "Host", default, deserialize_with = "null_default")]
-    pub host: String,
-    #[serde(rename = "Score", default, deserialize_with = "null_default")]
-    pub score: i64,
 }
 
 /// Victims on one node as sent to extenders that are not `nodeCacheCapable`.
@@ -160,15 +148,6 @@ pub struct ExtenderBindingArgs {
 pub struct ExtenderBindingResult {
     #[serde(rename = "Error", default, deserialize_with = "null_default")]
     pub error: String,
-}
-
-/// JSON `null` leaves a Go field at its zero value.
-fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Which Go field names each response type has, by nesting level.

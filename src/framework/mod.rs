@@ -4,6 +4,7 @@
 pub mod cycle;
 pub mod cycle_state;
 pub mod diagnosis;
+pub mod extender;
 pub mod listers;
 pub mod node_info;
 pub mod nominator;

@@ -42,7 +42,7 @@ use super::status::{Code, Status};
 use super::types::PodInfo;
 use crate::api::labels::Selector;
 use crate::config::field::go_quote;
-use crate::extender::{CallOutcome, ExtenderCall};
+use crate::framework::extender::{CallOutcome, ExtenderCall};
 
 /// The error when the snapshot has no nodes at all.
 pub const ERR_NO_NODES_AVAILABLE: &str = "no nodes available";

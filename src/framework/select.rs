@@ -1,7 +1,7 @@
 //! Host selection as v1.35 does it: the scored nodes go into a max-heap (Go's
 //! `container/heap` algorithm) and the root is taken. Ties are decided by the heap's
 //! layout over the feasible-node order, and by a random number only for nodes that
-//! extenders scored (kubestep's number is seeded by the pod: `extender::TieBreaker`).
+//! extenders scored (kubestep's number is seeded by the pod: `framework::extender::TieBreaker`).
 
 /// A node's total and tie-breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! zero. A corrupt or truncated line names its line number and is skipped with a warning
 //! (or, in strict mode, is an error); a newer format version is refused.
 
-use std::io::{BufReader, Read};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use jiff::Timestamp;
@@ -15,7 +15,7 @@ use crate::cluster::{manifest, object};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("{file}: {error}")]
+    #[error("{file}: cannot read the recording: {error}")]
     Io { file: String, error: std::io::Error },
     #[error("{file}:{line}: {message}")]
     Line {
@@ -89,16 +89,33 @@ pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recordi
         });
     }
     // A recorder killed mid-write leaves a gzip stream without its trailer: keep what was
-    // decoded and say so.
-    let mut text = Vec::with_capacity(bytes.len() * 8);
+    // decoded and say so. Blank lines of a recording are dropped as they are decoded (a
+    // few kilobytes of gzip can hold millions of them); `numbers` keeps the line number of
+    // each line kept, so messages still name the line in the file.
+    let mut text = Vec::with_capacity(bytes.len().saturating_mul(4).min(1 << 30));
+    let mut numbers: Vec<usize> = Vec::new();
+    let mut recording = None;
+    let mut total = 0usize;
     let mut reader = BufReader::new(flate2::read::MultiGzDecoder::new(bytes));
     let mut cut_short = None;
-    let mut chunk = vec![0u8; 64 * 1024];
+    let mut line = Vec::new();
     loop {
-        match reader.read(&mut chunk) {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
             Ok(0) => break,
-            Ok(n) => text.extend_from_slice(&chunk[..n]),
-            Err(e) if !text.is_empty() => {
+            Ok(_) => {
+                total += 1;
+                let is_rec =
+                    *recording.get_or_insert_with(|| is_recording(&String::from_utf8_lossy(&line)));
+                if is_rec && line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                if is_rec {
+                    numbers.push(total);
+                }
+                text.extend_from_slice(&line);
+            }
+            Err(e) if total > 0 => {
                 cut_short = Some(e.to_string());
                 break;
             }
@@ -111,7 +128,11 @@ pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recordi
         }
     }
     let text = utf8(&text, file, &mut warnings);
-    let mut rec = read_str(&text, file, opts)?;
+    let mut rec = if recording == Some(true) {
+        read_numbered(&text, Some((&numbers, total)), file, opts)?
+    } else {
+        read_str(&text, file, opts)?
+    };
     rec.warnings.splice(0..0, warnings);
     if let Some(e) = cut_short {
         rec.warnings.push(format!(
@@ -137,6 +158,17 @@ fn utf8<'a>(bytes: &'a [u8], file: &str, warnings: &mut Vec<String>) -> std::bor
 
 /// Reads recording text (or manifest text) named `file` in messages.
 pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, ReadError> {
+    read_numbered(text, None, file, opts)
+}
+
+/// `read_str`, where `numbers` (when given) holds the file's line number of each line of
+/// `text` and the file's line count (blank lines were dropped before).
+fn read_numbered(
+    text: &str,
+    numbers: Option<(&[usize], usize)>,
+    file: &str,
+    opts: ReadOptions,
+) -> Result<Recording, ReadError> {
     let first = text.lines().next().unwrap_or("");
     if !is_recording(first) {
         return from_manifest(text, file);
@@ -170,15 +202,26 @@ pub fn read_str(text: &str, file: &str, opts: ReadOptions) -> Result<Recording, 
     };
     // Lines are independent: parse them on every core, then take the results in file
     // order so warnings, the strict-mode error and same-time ordering stay sequential.
-    let all: Vec<&str> = text.lines().collect();
-    let total = all.len();
-    let lines: Vec<(usize, &str)> = all
-        .into_iter()
+    // Only lines that carry something are listed: memory must not grow with blank lines.
+    let mut total = 0;
+    let lines: Vec<(usize, &str)> = text
+        .lines()
         .enumerate()
+        .inspect(|(i, _)| total = i + 1)
+        .map(|(i, l)| {
+            (
+                numbers
+                    .and_then(|(n, _)| n.get(i).copied())
+                    .unwrap_or(i + 1),
+                l,
+            )
+        })
         .skip(1)
-        .map(|(i, l)| (i + 1, l))
         .filter(|(_, l)| !l.trim().is_empty())
         .collect();
+    if let Some((_, t)) = numbers {
+        total = t;
+    }
     let parsed: Vec<Result<Option<Event>, String>> = lines
         .par_iter()
         .with_min_len(256)

@@ -419,6 +419,16 @@ impl History {
         }
     }
 
+    /// Forgets the oldest attempts while `gone` says they can no longer be re-run (their
+    /// world is older than the checkpoints kept), so every listed attempt can be shown.
+    pub fn forget_attempts_while(&mut self, gone: impl Fn(&AttemptRecord) -> bool) {
+        while self.attempts.front().is_some_and(|a| gone(a)) {
+            if let Some(old) = self.attempts.pop_front() {
+                self.attempt_bytes = self.attempt_bytes.saturating_sub(old.approx_bytes());
+            }
+        }
+    }
+
     pub fn attempt(&self, id: u64) -> Option<&Arc<AttemptRecord>> {
         // Ids increase along the deque: search it by id.
         let i = self.attempts.binary_search_by_key(&id, |a| a.id).ok()?;

@@ -16,7 +16,7 @@ pub mod script;
 pub mod trace;
 pub mod world;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -174,7 +174,22 @@ pub enum StopReason {
     Idle,
     /// `advance` reached its target time.
     Reached,
+    /// A pod was attempted over and over at one virtual instant without anything
+    /// changing: the run cannot go on (see `Spin`).
+    Stuck(String),
 }
+
+/// Attempts each pod ended at the current virtual instant. On the virtual clock a loop of
+/// attempts that never lets time pass would run forever; past `SPIN_LIMIT` the session
+/// stops and says which pod and extension point went round.
+#[derive(Default)]
+struct Spin {
+    at: Option<Timestamp>,
+    counts: HashMap<Arc<str>, u32>,
+}
+
+/// Far more attempts of one pod at one instant than any real sequence of events gives.
+pub const SPIN_LIMIT: u32 = 1000;
 
 /// How far one advance of the current attempt goes.
 #[derive(Clone, Copy)]
@@ -194,6 +209,9 @@ pub struct Session {
     mid_continue: bool,
     /// How much headless runs print.
     pub trace_level: trace::TraceLevel,
+    spin: Spin,
+    /// Set when the spin guard stopped the run; every later run stops at once.
+    pub stuck: Option<String>,
     /// Attempts recomputed in full lately, and the copies of the profiles that do it.
     details: detail::Details,
 }
@@ -673,6 +691,8 @@ impl Session {
             next_attempt: 1,
             mid_continue: false,
             trace_level: Default::default(),
+            spin: Spin::default(),
+            stuck: None,
             details: Default::default(),
         })
     }
@@ -822,6 +842,11 @@ impl Session {
             first_seq: a.first_seq,
             frozen: a.frozen.clone(),
         });
+        let world = &self.core.world;
+        if world.enabled() {
+            self.history
+                .forget_attempts_while(|a| a.frozen.as_ref().is_some_and(|f| !world.has(f.world)));
+        }
     }
 
     /// Runs one step (an extension point, or one plugin); `None` when idle.
@@ -850,6 +875,9 @@ impl Session {
         }
         if a.is_done() || a.is_waiting() {
             self.record_attempt(&a);
+            if a.is_done() {
+                self.note_spin(&a);
+            }
             if a.is_waiting() {
                 let node = a.node.clone().unwrap_or_default();
                 let msg = Some("waiting at Permit".to_string());
@@ -865,6 +893,32 @@ impl Session {
             self.current = Some(a);
         }
         Some(steps)
+    }
+
+    /// Counts a finished attempt towards the spin guard.
+    fn note_spin(&mut self, a: &Attempt) {
+        let now = self.now();
+        if self.spin.at != Some(now) {
+            self.spin.at = Some(now);
+            self.spin.counts.clear();
+        }
+        let n = self.spin.counts.entry(a.key.clone()).or_default();
+        *n += 1;
+        if *n <= SPIN_LIMIT || self.stuck.is_some() {
+            return;
+        }
+        let last = a
+            .points
+            .iter()
+            .rev()
+            .find(|p| !matches!(p.code, Code::Success | Code::Skip))
+            .or(a.points.last());
+        let point = last.map_or("QueueSort", |p| p.point.as_str());
+        let code = last.map_or(Code::Success, |p| p.code);
+        self.stuck = Some(format!(
+            "pod {} was attempted {n} times at {now} without time passing; its last attempt ended at {point} ({code:?}); the replay cannot make progress",
+            a.key
+        ));
     }
 
     /// Finishes the current extension point (starting the next pod if none is in flight).
@@ -914,9 +968,18 @@ impl Session {
         r
     }
 
+    /// `continue_attempts` with the caller keeping track of stops: `resume` is true on the
+    /// first call after one (the TUI at full speed).
+    pub fn continue_attempts_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {
+        self.continue_from(max, resume)
+    }
+
     fn continue_from(&mut self, max: usize, resume: bool) -> Option<StopReason> {
         let mut first = resume;
         for _ in 0..max {
+            if let Some(m) = &self.stuck {
+                return Some(StopReason::Stuck(m.clone()));
+            }
             self.expire_waits();
             if !first && let Some(b) = self.break_before() {
                 return Some(StopReason::Breakpoint(b));
@@ -944,6 +1007,9 @@ impl Session {
     pub fn continue_steps(&mut self, max_steps: usize, resume: bool) -> Option<StopReason> {
         let mut first = resume;
         for _ in 0..max_steps {
+            if let Some(m) = &self.stuck {
+                return Some(StopReason::Stuck(m.clone()));
+            }
             self.expire_waits();
             if !first && let Some(b) = self.break_before() {
                 return Some(StopReason::Breakpoint(b));

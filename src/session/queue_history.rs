@@ -71,6 +71,11 @@ pub struct QueueMoment {
     pub bound: usize,
     /// The last attempt started by then.
     pub last_attempt: u64,
+    /// `SchedulingQueue::version` then.
+    pub queue_version: u64,
+    /// False for the steps run at full speed, whose queue was not kept (see
+    /// `QueueHistory::coarse`).
+    pub recorded: bool,
 }
 
 impl QueueMoment {
@@ -86,6 +91,10 @@ pub struct QueueHistory {
     pub keep: bool,
     /// Rows (queued pods, waiting plugins, other records) kept across all moments.
     pub max_rows: usize,
+    /// Running at full speed: steps keep no queue of their own (copying a 10,000-pod
+    /// queue at every change would cost more than scheduling); the driver notes the
+    /// queue when it stops (`Session::note_queue_now`).
+    pub coarse: bool,
     moments: VecDeque<Arc<QueueMoment>>,
     rows: usize,
 }
@@ -95,6 +104,7 @@ impl Default for QueueHistory {
         QueueHistory {
             keep: false,
             max_rows: 500_000,
+            coarse: false,
             moments: VecDeque::new(),
             rows: 0,
         }
@@ -143,8 +153,7 @@ impl QueueHistory {
     }
 }
 
-/// A queued pod, borrowed from the queue: compared with the last moment before anything
-/// is copied, since most steps leave the queue as it was.
+/// A queued pod, borrowed from the queue until a moment copies it.
 struct Row<'a> {
     pod: &'a str,
     to: QueueName,
@@ -170,26 +179,6 @@ impl Row<'_> {
                 message: q.gating_message.clone().unwrap_or_default(),
             },
             _ => Place::InFlight,
-        }
-    }
-
-    fn same_place(&self, p: &Place) -> bool {
-        match (self.to, self.qpi, p) {
-            (QueueName::InFlight, _, Place::InFlight) => true,
-            (QueueName::Active, Some(q), Place::Active { priority }) => {
-                q.pod_info.priority == *priority
-            }
-            (QueueName::Backoff | QueueName::ErrorBackoff, _, Place::Backoff { until, error }) => {
-                self.until == *until && (self.to == QueueName::ErrorBackoff) == *error
-            }
-            (QueueName::Unschedulable, Some(q), Place::Unschedulable { message }) => {
-                q.last_failure.as_deref().unwrap_or_default() == message
-            }
-            (QueueName::Gated, Some(q), Place::Gated { plugin, message }) => {
-                q.gating_plugin.as_deref().unwrap_or_default() == plugin
-                    && q.gating_message.as_deref().unwrap_or_default() == message
-            }
-            _ => false,
         }
     }
 }
@@ -296,7 +285,19 @@ impl Session {
             records_version: core.records_version,
             bound: core.bound,
             last_attempt: self.next_attempt.saturating_sub(1),
+            queue_version: core.queue.version,
+            recorded: true,
         }
+    }
+
+    /// Keeps the queue as it is now as the latest step's (after a stretch at full speed).
+    pub fn note_queue_now(&mut self) {
+        let Some(seq) = self.history.last().map(|s| s.seq) else {
+            return;
+        };
+        let coarse = std::mem::take(&mut self.history.queues.coarse);
+        self.note_queue(seq);
+        self.history.queues.coarse = coarse;
     }
 
     /// After step `seq`: keeps the queue as it is now when it differs from the last kept
@@ -306,21 +307,45 @@ impl Session {
             return;
         }
         let core = &self.core;
-        let now = rows(core);
-        let waiting = waiting(core);
         let last_attempt = self.next_attempt.saturating_sub(1);
+        if self.history.queues.coarse {
+            // One placeholder per stretch at full speed.
+            if self
+                .history
+                .queues
+                .moments
+                .back()
+                .is_none_or(|m| m.recorded)
+            {
+                let first = self.history.steps.front().map_or(seq, |s| s.seq);
+                let m = QueueMoment {
+                    seq,
+                    queued: Vec::new(),
+                    waiting: Vec::new(),
+                    others: Vec::new(),
+                    records_version: core.records_version,
+                    bound: core.bound,
+                    last_attempt,
+                    queue_version: 0,
+                    recorded: false,
+                };
+                self.history.queues.push(m, first);
+            }
+            return;
+        }
+        let waiting = waiting(core);
+        // Versions first: most steps change neither the queue nor any record.
         let unchanged = self.history.queues.moments.back().is_some_and(|last| {
-            last.records_version == core.records_version
+            last.recorded
+                && last.records_version == core.records_version
                 && last.last_attempt == last_attempt
+                && last.queue_version == core.queue.version
                 && last.waiting == waiting
-                && last.queued.len() == now.len()
-                && now.iter().zip(&last.queued).all(|(r, q)| {
-                    r.pod == q.pod && r.same_place(&q.place) && attempts(core, r.pod) == q.attempts
-                })
         });
         if unchanged {
             return;
         }
+        let now = rows(core);
         let mut m = self.moment_of(&now, waiting);
         m.seq = seq;
         let first = self.history.steps.front().map_or(seq, |s| s.seq);

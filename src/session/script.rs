@@ -286,6 +286,9 @@ impl Session {
             if r.is_none() {
                 continue;
             }
+            if matches!(r, Some(super::StopReason::Stuck(_))) {
+                break;
+            }
             if self.settled() {
                 break;
             }

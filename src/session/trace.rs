@@ -29,6 +29,7 @@ pub fn stop(session: &Session, reason: &StopReason) -> Value {
         StopReason::Breakpoint(b) => ("breakpoint", Some(b.clone())),
         StopReason::Idle => ("idle", None),
         StopReason::Reached => ("reached", None),
+        StopReason::Stuck(m) => ("stuck", Some(m.clone())),
     };
     json!({"type": "stop", "reason": kind, "breakpoint": detail, "at": session.now()})
 }

@@ -60,6 +60,7 @@ pub enum Command {
     StepPlugin,
     FinishPod,
     ContinuePause,
+    Sprint,
     Breakpoint,
     Breakpoints,
     Back,
@@ -106,11 +107,12 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 47] = [
+    pub const ALL: [Command; 48] = [
         Command::Step,
         Command::StepPlugin,
         Command::FinishPod,
         Command::ContinuePause,
+        Command::Sprint,
         Command::Breakpoint,
         Command::Breakpoints,
         Command::Back,
@@ -172,6 +174,10 @@ impl Command {
             Command::StepPlugin => ("step-plugin", "step one plugin"),
             Command::FinishPod => ("finish", "finish the current pod's attempt"),
             Command::ContinuePause => ("continue", "continue / pause"),
+            Command::Sprint => (
+                "sprint",
+                "run to the next breakpoint or the end at full speed",
+            ),
             Command::Breakpoint => (
                 "breakpoint",
                 "toggle a breakpoint on the selected point, plugin or pod",

@@ -27,6 +27,15 @@ pub const SPEEDS: [(&str, usize, u32); 7] = [
     ("max", 2_000, 600),
 ];
 
+/// The index in `SPEEDS` of the fastest speed not above `factor` (the slowest when below
+/// them all), `+`/`-` move from there.
+pub fn speed_index(factor: f64) -> usize {
+    SPEEDS
+        .iter()
+        .rposition(|(_, _, f)| f64::from(*f) <= factor)
+        .unwrap_or(0)
+}
+
 /// What a line of input is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptKind {
@@ -185,6 +194,8 @@ pub struct App {
     pub warnings: Vec<String>,
     pub logs: LogBuffer,
     pub running: bool,
+    /// Running to the next breakpoint or the end at full speed, whatever the speed.
+    pub sprint: bool,
     pub speed: usize,
     /// Time travel: the seq of the step shown, or `None` for the latest.
     pub cursor: Option<u64>,
@@ -238,6 +249,7 @@ impl App {
             warnings: Vec::new(),
             logs: LogBuffer::default(),
             running: false,
+            sprint: false,
             speed: 0,
             cursor: None,
             focus: Pane::Queue,
@@ -342,6 +354,11 @@ impl App {
     /// The attempts the panes show, recomputed when they are not at hand: the attempt of
     /// the step shown and, on the Explain tab, the subject pod's latest one.
     pub fn refresh_full(&mut self) {
+        // At full speed the attempt shown changes every frame: recompute once stopped.
+        if self.fast() {
+            self.full.clear();
+            return;
+        }
         if !matches!(
             self.tab,
             Tab::Filter | Tab::Scores | Tab::State | Tab::Explain
@@ -479,7 +496,15 @@ impl App {
         self.session.core.waiting.len()
     }
 
+    /// Running whole attempts against a time budget rather than a few steps a tick.
+    pub fn fast(&self) -> bool {
+        self.running && !self.is_live() && (self.sprint || self.speed >= SPEEDS.len() - 1)
+    }
+
     pub fn speed_label(&self) -> &'static str {
+        if self.sprint && self.running {
+            return "to the next breakpoint";
+        }
         SPEEDS[self.speed.min(SPEEDS.len() - 1)].0
     }
 }

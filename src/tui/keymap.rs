@@ -150,6 +150,7 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::StepPlugin, &["s"]),
     (Command::FinishPod, &["f"]),
     (Command::ContinuePause, &["c", "space"]),
+    (Command::Sprint, &["F"]),
     (Command::Breakpoint, &["b"]),
     (Command::Breakpoints, &["B"]),
     (Command::Back, &["left", "[", "h"]),
@@ -218,6 +219,8 @@ impl Keymap {
                 keys.iter().filter_map(|k| Key::parse(k).ok()).collect(),
             );
         }
+        // Keys the user's entries gave, to say when two entries claim the same key.
+        let mut claimed: BTreeMap<Key, Command> = BTreeMap::new();
         for (name, v) in keys {
             let Some(cmd) = Command::from_name(name) else {
                 warnings.push(format!("config [keys]: unknown command {name:?}"));
@@ -240,6 +243,19 @@ impl Keymap {
                     Err(e) => warnings.push(format!("config [keys]: {name}: {e}")),
                 }
             }
+            for k in &parsed {
+                if let Some(prev) = claimed.insert(*k, cmd)
+                    && prev != cmd
+                {
+                    warnings.push(format!(
+                        "config [keys]: {} bound to both {} and {}; {} keeps it",
+                        k.label(),
+                        prev.name(),
+                        cmd.name(),
+                        cmd.name()
+                    ));
+                }
+            }
             if !parsed.is_empty() {
                 // A key taken by the user's entry leaves the command it had by default.
                 for keys in per_command.values_mut() {
@@ -247,6 +263,30 @@ impl Keymap {
                 }
                 per_command.insert(cmd, parsed);
             }
+        }
+        // Whatever the config says, ctrl-c quits, and so does q unless the user gave it
+        // another command: a keymap must never leave a person without a way out.
+        let ctrl_c = Key::parse("ctrl-c").expect("ctrl-c parses");
+        let q = Key::parse("q").expect("q parses");
+        for (cmd, keys) in per_command.iter_mut() {
+            if *cmd != Command::Quit && keys.contains(&ctrl_c) {
+                keys.retain(|k| *k != ctrl_c);
+                warnings.push(format!(
+                    "config [keys]: {}: ctrl-c always quits; not bound to {}",
+                    cmd.name(),
+                    cmd.name()
+                ));
+            }
+        }
+        let q_taken = per_command
+            .iter()
+            .any(|(c, keys)| *c != Command::Quit && keys.contains(&q));
+        let quit = per_command.entry(Command::Quit).or_default();
+        if !quit.contains(&ctrl_c) {
+            quit.push(ctrl_c);
+        }
+        if quit.len() == 1 && !q_taken {
+            quit.push(q);
         }
         let mut bindings = BTreeMap::new();
         for (cmd, keys) in &per_command {
@@ -347,6 +387,21 @@ mod tests {
     }
 
     #[test]
+    fn two_commands_on_one_key_warn_and_quit_stays_reachable() {
+        let keys: toml::Table = "step = \"x\"\nfinish = \"x\"\nhelp = [\"q\", \"ctrl-c\"]\n"
+            .parse()
+            .unwrap();
+        let mut w = Vec::new();
+        let km = Keymap::with_overrides(&keys, &mut w);
+        assert!(w.iter().any(|x| x.contains("bound to both")), "{w:?}");
+        assert!(w.iter().any(|x| x.contains("ctrl-c always quits")), "{w:?}");
+        assert_eq!(
+            km.command(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
+            Some(Command::Quit)
+        );
+    }
+
+    #[test]
     fn overrides_and_warnings() {
         let keys: toml::Table =
             "step = \"N\"\nquit = [\"Q\", \"bogus-key\"]\nfly = \"z\"\nhelp = 3\n"
@@ -365,7 +420,8 @@ mod tests {
             km.command(&ev(KeyCode::Char('n'), KeyModifiers::NONE)),
             None
         );
-        assert_eq!(km.label(Command::Quit), "Q");
+        assert_eq!(km.keys_for(Command::Quit).len(), 2, "Q and ctrl-c");
+        assert!(km.label(Command::Quit).contains('Q'));
         // A key moved to another command leaves its default one.
         let keys: toml::Table = "step = \"c\"\n".parse().unwrap();
         let km = Keymap::with_overrides(&keys, &mut Vec::new());

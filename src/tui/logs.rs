@@ -83,6 +83,25 @@ impl<S: Subscriber> Layer<S> for RingLayer {
     }
 }
 
+/// Opens (creates or truncates) the log file, refusing a symbolic link: a link planted
+/// where the log goes would otherwise make kubestep overwrite the file it points to.
+fn open_log_file(p: &std::path::Path) -> Result<std::fs::File, String> {
+    if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(
+            "is a symbolic link; kubestep does not follow it (give the file itself)".into(),
+        );
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Closes the gap between the check above and the open.
+        opts.custom_flags(libc::O_NOFOLLOW);
+    }
+    opts.open(p).map_err(|e| e.to_string())
+}
+
 /// Installs the global subscriber: the ring buffer, plus a file when asked. Returns the
 /// buffer, and a warning when the log file could not be opened.
 pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>) {
@@ -93,7 +112,7 @@ pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>
     }
     .with_filter(tracing_subscriber::filter::LevelFilter::INFO);
     let mut warning = None;
-    let file_layer = log_file.and_then(|p| match std::fs::File::create(p) {
+    let file_layer = log_file.and_then(|p| match open_log_file(p) {
         Ok(f) => Some(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
@@ -117,6 +136,32 @@ pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>
 mod tests {
     use super::*;
     use tracing_subscriber::prelude::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn log_file_refuses_a_symlink_and_leaves_its_target_alone() {
+        let dir = std::env::temp_dir().join(format!("kubestep-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target.txt");
+        std::fs::write(&target, "keep me").unwrap();
+        let link = dir.join("log.txt");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = open_log_file(&link).unwrap_err();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        assert!(open_log_file(&dir.join("plain.log")).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn speed_flag_picks_the_nearest_speed_not_above_it() {
+        use crate::tui::app::{SPEEDS, speed_index};
+        assert_eq!(speed_index(1.0), 0);
+        assert_eq!(speed_index(0.5), 0);
+        assert_eq!(SPEEDS[speed_index(7.0)].2, 5);
+        assert_eq!(SPEEDS[speed_index(1e9)].0, "max");
+    }
 
     #[test]
     fn layer_keeps_lines() {

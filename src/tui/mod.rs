@@ -56,6 +56,9 @@ pub struct TuiOptions {
     pub compare: Option<PathBuf>,
     /// Bytes of history (steps, attempts, and what re-runs past attempts).
     pub history: Option<usize>,
+    /// `replay --speed`: the play speed to start at (the nearest of `app::SPEEDS` not
+    /// above it; the slowest when below them all).
+    pub speed: Option<f64>,
 }
 
 #[cfg(test)]
@@ -124,6 +127,9 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     };
     let mut app = app::App::new(session, &label, theme, keymap);
     app.logs = logs;
+    if let Some(s) = opts.speed {
+        app.speed = app::speed_index(s);
+    }
     if let Some(p) = &opts.compare {
         match sched_config::load_file(p) {
             Ok(c) => {

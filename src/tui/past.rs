@@ -42,7 +42,7 @@ impl App {
             return;
         };
         match self.session.history.queues.at(seq).cloned() {
-            Some(m) => {
+            Some(m) if m.recorded => {
                 let (rows, unlisted_bound) = rows::queue_rows(&self.session, &m, at, true);
                 let mut pods: Vec<&str> = m.waiting.iter().map(|w| w.pod.as_str()).collect();
                 pods.dedup();
@@ -55,7 +55,7 @@ impl App {
                 self.queue.rows = rows;
                 self.waiting = m.waiting.clone();
             }
-            None => {
+            _ => {
                 self.past = Some(PastQueue {
                     seq,
                     kept: false,

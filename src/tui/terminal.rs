@@ -23,6 +23,10 @@ use super::draw;
 
 /// How often time moves in running mode (and countdowns refresh).
 pub const TICK: Duration = Duration::from_millis(100);
+/// At full speed: a frame every `FAST_TICK`, of which the engine may take `FAST_BUDGET`,
+/// so a key pressed while playing reaches the screen within about 50 ms.
+pub const FAST_TICK: Duration = Duration::from_millis(45);
+pub const FAST_BUDGET: Duration = Duration::from_millis(30);
 
 fn restore() {
     let _ = disable_raw_mode();
@@ -138,7 +142,8 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
         if app.quit || term_flag.load(Ordering::SeqCst) {
             break;
         }
-        let timeout = TICK.saturating_sub(last_tick.elapsed());
+        let tick = if app.fast() { FAST_TICK } else { TICK };
+        let timeout = tick.saturating_sub(last_tick.elapsed());
         if event::poll(timeout)? {
             let e = event::read()?;
             if let Some(a) = action_for(app, &e) {
@@ -149,7 +154,7 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
         while let Some(a) = app.background.try_next() {
             app.update(a);
         }
-        if last_tick.elapsed() >= TICK {
+        if last_tick.elapsed() >= tick {
             let dt = last_tick.elapsed();
             last_tick = Instant::now();
             app.update(Action::Tick(dt));

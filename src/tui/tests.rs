@@ -355,7 +355,7 @@ fn a_past_queue_no_longer_kept_says_so() {
         press(&mut app, "[");
     }
     let s = screen(&mut app);
-    assert!(s.contains("the queue at step 1 is no longer"), "{s}");
+    assert!(s.contains("the queue at step 1 is not kept"), "{s}");
     // No counts then: an empty list there is not an empty queue.
     assert!(s.contains("Queue ⏪ step 1 "), "{s}");
     assert!(!s.contains("Queue 0/0"), "{s}");
@@ -627,10 +627,16 @@ fn small_terminal_80x24() {
 fn five_thousand_nodes_stay_interactive() {
     use crate::cluster::{ClusterState, Object};
     let mut cluster = ClusterState::default();
-    for n in crate::bench::make_nodes(5_000, 7) {
+    for n in crate::testing::workloads::make_nodes(5_000, 7) {
         cluster.add(Object::Node(Box::new(n)));
     }
-    for p in crate::bench::make_pods(crate::bench::Workload::Basic, 50, 7, "default", 0) {
+    for p in crate::testing::workloads::make_pods(
+        crate::testing::workloads::Workload::Basic,
+        50,
+        7,
+        "default",
+        0,
+    ) {
         cluster.add(Object::Pod(Box::new(p)));
     }
     let session = crate::session::Session::new(
@@ -656,4 +662,45 @@ fn five_thousand_nodes_stay_interactive() {
     eprintln!("5,000 nodes: step (key to state) {key_to_state:?}, worst frame {worst:?}");
     assert_eq!(app.matrix.order.len(), 5_000);
     assert!(worst < std::time::Duration::from_millis(500), "{worst:?}");
+}
+
+#[test]
+fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
+    let mut app = demo_app();
+    press(&mut app, ":break Reserve\n");
+    press(&mut app, "F");
+    assert!(app.running && app.sprint && app.fast());
+    for _ in 0..200 {
+        app.update(Action::Tick(std::time::Duration::from_millis(100)));
+        if !app.running {
+            break;
+        }
+    }
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("breakpoint: Reserve"), "{msg}");
+    assert!(!app.sprint);
+    // Without breakpoints a sprint ends where nothing more can happen.
+    press(&mut app, ":clear\n");
+    press(&mut app, "F");
+    for _ in 0..2_000 {
+        app.update(Action::Tick(std::time::Duration::from_millis(100)));
+        if !app.running {
+            break;
+        }
+    }
+    assert!(!app.running);
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("nothing more can happen"), "{msg}");
+    // The queue of the last step is kept exactly; steps run at full speed say so.
+    let last = app.session.history.last().unwrap().seq;
+    assert!(app.session.history.queues.at(last).unwrap().recorded);
+    let first = app.session.history.steps.front().unwrap().seq;
+    let skipped = (first..last).any(|s| {
+        app.session
+            .history
+            .queues
+            .at(s)
+            .is_some_and(|m| !m.recorded)
+    });
+    assert!(skipped);
 }

@@ -97,9 +97,23 @@ impl App {
             Command::Step => self.engine_step(StepKind::Point),
             Command::StepPlugin => self.engine_step(StepKind::Plugin),
             Command::FinishPod => self.engine_step(StepKind::Pod),
+            Command::Sprint if self.is_live() => {
+                self.info("live mode follows the cluster: there is nothing to run ahead to");
+            }
+            Command::Sprint => {
+                self.running = true;
+                self.sprint = true;
+                self.resume = true;
+                self.cursor = None;
+                self.info("running to the next breakpoint or the end at full speed (c pauses)");
+            }
             Command::ContinuePause => {
                 self.running = !self.running;
+                self.sprint = false;
                 self.resume = true;
+                if !self.running {
+                    self.stop_running();
+                }
                 if self.running && self.is_live() {
                     self.cursor = None;
                     self.info("live: scheduling as changes arrive");
@@ -369,15 +383,25 @@ impl App {
         }
         let (_, steps, factor) = SPEEDS[self.speed.min(SPEEDS.len() - 1)];
         let resume = std::mem::take(&mut self.resume);
-        match self.session.continue_steps(steps, resume) {
+        let fast = self.fast();
+        self.session.history.queues.coarse = fast;
+        let outcome = if fast {
+            self.run_fast(resume)
+        } else {
+            self.session.continue_steps(steps, resume)
+        };
+        match outcome {
             Some(StopReason::Breakpoint(b)) => {
-                self.running = false;
-                self.cursor = None;
+                self.stop_running();
                 self.status = Some((Level::Warning, format!("breakpoint: {b}")));
             }
+            Some(StopReason::Stuck(m)) => {
+                self.running = false;
+                self.status = Some((Level::Error, format!("stopped: {m}")));
+            }
             Some(StopReason::Idle) => {
-                if self.session.settled() {
-                    self.running = false;
+                if self.session.settled() || (self.sprint && self.at_the_end()) {
+                    self.stop_running();
                     self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)");
                 } else {
                     let now = self.session.now();
@@ -394,6 +418,46 @@ impl App {
             _ => {}
         }
         self.refresh();
+    }
+
+    /// Whole attempts for up to `FAST_BUDGET` of wall time, so the screen and the keys
+    /// keep up; a sprint also jumps the virtual clock to the next thing that happens.
+    fn run_fast(&mut self, resume: bool) -> Option<StopReason> {
+        let deadline = std::time::Instant::now() + super::terminal::FAST_BUDGET;
+        let mut resume = resume;
+        loop {
+            match self.session.continue_attempts_from(16, resume) {
+                None => {}
+                Some(StopReason::Idle) if self.sprint && !self.at_the_end() => {
+                    let Some(t) = self.session.next_timer() else {
+                        return Some(StopReason::Idle);
+                    };
+                    self.session.core.clock.set(t);
+                    self.session.fire_timers_pub();
+                }
+                other => return other,
+            }
+            resume = false;
+            if std::time::Instant::now() >= deadline {
+                return None;
+            }
+        }
+    }
+
+    /// Nothing is left but pods that wait for a person (at Permit) or a cluster change
+    /// (the unschedulable pool's periodic flush would retry them forever).
+    fn at_the_end(&mut self) -> bool {
+        let s = &mut self.session;
+        let c = s.core.counts();
+        !s.has_work() && s.core.feed.is_empty() && c.backoff == 0
+    }
+
+    fn stop_running(&mut self) {
+        self.running = false;
+        self.sprint = false;
+        self.cursor = None;
+        self.session.history.queues.coarse = false;
+        self.session.note_queue_now();
     }
 
     fn travel(&mut self, d: i64) {

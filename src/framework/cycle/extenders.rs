@@ -13,7 +13,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{CycleEnv, PluginRun, SchedulingCycle};
-use crate::extender::{
+use crate::framework::extender::{
     CallOutcome, Extender, ExtenderCall, ExtenderError, Filtered, HostPriority,
     MAX_EXTENDER_PRIORITY, TieBreaker,
 };
@@ -79,6 +79,7 @@ impl SchedulingCycle {
         current: &mut Vec<FeasibleNode>,
     ) -> Result<(), Status> {
         for ext in env.extenders {
+            let ext: &dyn Extender = ext.as_ref();
             if current.is_empty() {
                 break;
             }
@@ -189,7 +190,7 @@ impl SchedulingCycle {
 
     fn record_extender(
         &mut self,
-        ext: &Extender,
+        ext: &dyn Extender,
         verb: &'static str,
         nodes: usize,
         outcome: CallOutcome,
@@ -240,10 +241,11 @@ impl SchedulingCycle {
             return (Vec::new(), randomizers);
         }
         let started = Instant::now();
-        let interested: Vec<&Extender> = env
+        let interested: Vec<&dyn Extender> = env
             .extenders
             .iter()
             .filter(|e| e.is_interested(&self.pod.pod))
+            .map(|e| e.as_ref())
             .collect();
         let answers: Vec<Result<(Vec<HostPriority>, i64), ExtenderError>> = {
             let nodes: Vec<&NodeInfo> = (0..n)
@@ -273,7 +275,7 @@ impl SchedulingCycle {
         // Per node name, over all extenders (upstream's allNodeExtendersScores).
         let mut by_name: BTreeMap<&str, i64> = BTreeMap::new();
         let mut table = Vec::new();
-        for (ext, answer) in interested.iter().zip(answers) {
+        for (&ext, answer) in interested.iter().zip(answers) {
             match answer {
                 Err(e) => {
                     tracing::debug!(extender = ext.name(), err = %e, "failed to run extender's priority function; no score given by this extender");
@@ -363,10 +365,10 @@ type Resolved = (
 /// name a node of the cluster (kubestep's rule: upstream would go on with whatever
 /// object came back).
 fn resolve(
-    ext: &Extender,
+    ext: &dyn Extender,
     snapshot: &Snapshot,
     current: &[FeasibleNode],
-    r: crate::extender::FilterResult,
+    r: crate::framework::extender::FilterResult,
 ) -> Result<Resolved, ExtenderError> {
     let mut next = Vec::with_capacity(r.nodes.len());
     for f in r.nodes {

@@ -13,7 +13,6 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Detail, Phase, PluginRun, SchedulingCycle};
-use crate::extender;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::node_info::NodeInfo;
 use crate::framework::plugin::{FilterPlugin, Handle};
@@ -509,9 +508,9 @@ impl SchedulingCycle {
             .percentage_of_nodes_to_score
             .unwrap_or(env.percentage_of_nodes_to_score);
         let mut num_to_find = num_feasible_nodes_to_find(percentage, n);
-        let has_scoring =
-            env.framework.has_score_plugins() || extender::has_prioritizers(env.extenders);
-        if !extender::has_filters(env.extenders) && !has_scoring {
+        let has_scoring = env.framework.has_score_plugins()
+            || crate::framework::extender::has_prioritizers(env.extenders);
+        if !crate::framework::extender::has_filters(env.extenders) && !has_scoring {
             num_to_find = 1;
         }
         let column_mode =
@@ -763,7 +762,7 @@ impl SchedulingCycle {
             // schedulable again.
             self.diagnosis
                 .unschedulable_plugins
-                .insert(extender::EXTENDER_NAME.to_string());
+                .insert(crate::framework::extender::EXTENDER_NAME.to_string());
         }
         self.after_filter(env);
     }

@@ -86,7 +86,7 @@ pub struct CycleEnv<'a> {
     pub percentage_of_nodes_to_score: i32,
     pub pool: Option<&'a rayon::ThreadPool>,
     /// The configured scheduler extenders, ignorable ones last (`&[]` for none).
-    pub extenders: &'a [crate::extender::Extender],
+    pub extenders: &'a [std::sync::Arc<dyn crate::framework::extender::Extender>],
 }
 
 impl<'a> CycleEnv<'a> {
@@ -186,7 +186,7 @@ pub struct SchedulingCycle {
     /// carry no pods); see [`SchedulingCycle::feasible_node`].
     pub extender_feasible_nodes: Option<Vec<crate::framework::node_info::NodeInfo>>,
     /// Every extender call of this cycle, in order.
-    pub extender_calls: Vec<crate::extender::ExtenderCall>,
+    pub extender_calls: Vec<crate::framework::extender::ExtenderCall>,
     pub matrix: Option<FilterMatrix>,
     pub post_filter: Option<(Option<PostFilterResult>, Status)>,
     pub scores: Option<ScoreTable>,

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Phase, PluginRun, SchedulingCycle};
-use crate::extender::MAX_EXTENDER_PRIORITY;
+use crate::framework::extender::MAX_EXTENDER_PRIORITY;
 use crate::framework::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::select::{Scored, select_host};
@@ -43,7 +43,7 @@ pub struct ScoreTable {
     /// Sum of weighted scores per node, extenders included (filled at host selection).
     pub totals: Vec<i64>,
     /// Tie-breakers: non-zero only for nodes that extenders scored (see
-    /// `extender::TieBreaker`).
+    /// `framework::extender::TieBreaker`).
     pub randomizers: Vec<u64>,
     /// The node upstream's heap picks (index into `nodes`).
     pub chosen: Option<usize>,

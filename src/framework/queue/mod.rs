@@ -86,6 +86,9 @@ struct InFlight {
 /// The queue. See the module documentation.
 #[derive(Clone)]
 pub struct SchedulingQueue {
+    /// Bumped by every call that may change the queue: a moment of history whose version
+    /// is the queue's is known unchanged without comparing every pod.
+    pub version: u64,
     initial_backoff: Duration,
     max_backoff: Duration,
     max_in_unschedulable: Duration,
@@ -162,6 +165,7 @@ impl SchedulingQueue {
             last_backoff_tick: None,
             last_unschedulable_tick: None,
             moves: VecDeque::new(),
+            version: 0,
         }
     }
 
@@ -187,6 +191,7 @@ impl SchedulingQueue {
     }
 
     fn start(&mut self, now: Timestamp) {
+        self.version += 1;
         self.started.get_or_insert(now);
     }
 
@@ -291,6 +296,7 @@ impl SchedulingQueue {
 
     /// The pod is gone (deleted, or bound by someone else): drop it from every queue.
     pub fn delete(&mut self, uid: &str) {
+        self.version += 1;
         self.active.remove(uid);
         self.backoff.remove(uid);
         self.error_backoff.remove(uid);
@@ -387,6 +393,7 @@ impl SchedulingQueue {
 
     /// The attempt is over (bound, or requeued): stop tracking in-flight events for it.
     pub fn done(&mut self, uid: &str) {
+        self.version += 1;
         if self.in_flight.remove(uid).is_none() {
             return;
         }

@@ -348,10 +348,19 @@ impl RenderState for GroupState {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PermitState {
     pub activate: bool,
+    /// kubestep's own: the first member came to Permit in the instant its group failed,
+    /// so its siblings were not activated (see `Coscheduling::permit`).
+    pub held_back: bool,
 }
 
 impl RenderState for PermitState {
     fn render(&self) -> StateTree {
+        if self.held_back {
+            return StateTree::kv(
+                "activate siblings",
+                "false (kubestep: the group failed at this instant; its members wait for an event, a timeout or the queue's flush)",
+            );
+        }
         StateTree::kv("activate siblings", self.activate)
     }
 }
@@ -845,7 +854,23 @@ impl PermitPlugin for Coscheduling {
             st.assigned = Some(assigned);
         }
         if assigned == 1 {
-            state.write(PERMIT_STATE_KEY, PermitState { activate: true });
+            // Upstream activates the siblings here. When the group failed at this very
+            // instant (PostFilter's optimistic rejection, or Unreserve), those siblings are
+            // the members that were just rejected: upstream brings them straight back
+            // and, for a group that cannot be placed, repeats that round for as long as
+            // it cannot (kubernetes-sigs/scheduler-plugins#429), each round taking real
+            // time. On the virtual clock rounds take none, so that loop would never let
+            // time pass: kubestep leaves the rejected members where their failure put
+            // them, for a cluster event, this member's Permit timeout or the queue's
+            // flush to move them, as time passes.
+            let failed_now = self.lock().last_failed.get(&key) == Some(&h.now);
+            state.write(
+                PERMIT_STATE_KEY,
+                PermitState {
+                    activate: !failed_now,
+                    held_back: failed_now,
+                },
+            );
         }
         let wait = self.wait_time(&pg);
         self.activate_siblings(h, state, pod, &pg.name);

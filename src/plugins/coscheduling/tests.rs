@@ -127,7 +127,10 @@ fn gang_waits_until_min_member_then_all_are_allowed() {
         if i == 0 {
             assert_eq!(
                 state.read::<PermitState>(PERMIT_STATE_KEY),
-                Ok(&PermitState { activate: true })
+                Ok(&PermitState {
+                    activate: true,
+                    held_back: false
+                })
             );
             let keys: Vec<&String> = activate.unwrap().pods.keys().collect();
             assert_eq!(keys, ["default/p-1", "default/p-2", "default/p-3"]);

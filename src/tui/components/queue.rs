@@ -95,7 +95,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     if empty {
         let msg = match &app.past {
             Some(p) if !p.kept => format!(
-                "the queue at step {} is no longer kept (history keeps the latest changes); {} returns to now",
+                "the queue at step {} is not kept (history keeps the latest changes, and none of the steps run at full speed); {} returns to now",
                 p.seq,
                 app.keymap.label(crate::tui::action::Command::Live)
             ),

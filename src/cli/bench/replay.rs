@@ -4,15 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use jiff::Timestamp;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use crate::bench::{Workload, make_nodes, make_pods, peak_rss_mib};
-use crate::framework::Detail;
-use crate::recording::reader::{ReadOptions, read_bytes};
-use crate::recording::{self, Header, Recording};
-use crate::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
+use super::decision::peak_rss_mib;
+use kubestep::recording::reader::{ReadOptions, read_bytes};
+use kubestep::recording::{self, Recording};
+use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
+use kubestep::testing::workloads::synthetic;
 
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -30,7 +28,6 @@ pub struct LoadReport {
 #[serde(rename_all = "camelCase")]
 pub struct ReplayReport {
     pub recording: String,
-    pub detail: Detail,
     pub nodes: usize,
     pub pods: usize,
     pub events: usize,
@@ -92,31 +89,24 @@ pub fn load(source: &str, runs: usize) -> Result<LoadReport, String> {
 }
 
 /// Replays a recording end to end (until its last event plus ten minutes).
-pub fn replay(source: &str, detail: Detail) -> Result<ReplayReport, String> {
+pub fn replay(source: &str) -> Result<ReplayReport, String> {
     let started = Instant::now();
     let rec = recording::open(source).map_err(|e| e.to_string())?;
     let load_seconds = started.elapsed().as_secs_f64();
-    run(source, rec, detail, load_seconds)
+    run(source, rec, load_seconds)
 }
 
-fn run(
-    name: &str,
-    rec: Recording,
-    detail: Detail,
-    load_seconds: f64,
-) -> Result<ReplayReport, String> {
+fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, String> {
     let counts = rec.counts();
     let cfg = rec
         .scheduler_config(name)
         .map_err(|e| e.to_string())?
-        .unwrap_or_else(crate::config::default_configuration);
+        .unwrap_or_else(kubestep::config::default_configuration);
     let deadline = clock::add(rec.end(), Duration::from_secs(600));
     let started = Instant::now();
-    let opts = SessionOptions {
-        ..Default::default()
-    };
-    let mut s = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))
-        .map_err(|e| e.to_string())?;
+    let mut s =
+        Session::from_recording(rec, cfg, SessionOptions::default(), Box::new(LocalActuator))
+            .map_err(|e| e.to_string())?;
     let setup_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     s.run_until_with(deadline, None);
@@ -126,7 +116,6 @@ fn run(
     let count = |st: PodStatus| sum.iter().filter(|p| p.status == st).count();
     Ok(ReplayReport {
         recording: name.to_string(),
-        detail,
         nodes: counts.nodes,
         pods: counts.pods,
         events: counts.events,
@@ -142,103 +131,25 @@ fn run(
     })
 }
 
-/// A recording of `nodes` nodes running `pods - pending` pods, and `pending` more pods
-/// arriving over the first minute, as JSON Lines.
-pub fn synthetic(nodes: usize, pods: usize, pending: usize) -> String {
-    let start = Timestamp::from_second(1_772_442_000).unwrap_or(Timestamp::UNIX_EPOCH);
-    let mut header = Header::new(start);
-    header.description = Some(format!("synthetic: {nodes} nodes, {pods} pods"));
-    let mut out = serde_json::to_string(&header).unwrap_or_default();
-    out.push('\n');
-    let mut line = |at: Timestamp, obj: serde_json::Value| {
-        out.push_str(&json!({"at": at, "type": "ADDED", "object": obj}).to_string());
-        out.push('\n');
-    };
-    let ns = make_nodes(nodes, 42);
-    let mut free: Vec<i64> = Vec::with_capacity(ns.len());
-    for n in &ns {
-        let cpu = n
-            .status
-            .as_ref()
-            .and_then(|s| s.allocatable.as_ref())
-            .and_then(|a| a.get("cpu"))
-            .and_then(|q| q.0.parse::<i64>().ok())
-            .unwrap_or(4);
-        free.push(cpu * 1000);
-        let mut v = serde_json::to_value(n).unwrap_or_default();
-        v["apiVersion"] = json!("v1");
-        v["kind"] = json!("Node");
-        line(start, v);
-    }
-    let milli = |q: &str| match q.strip_suffix('m') {
-        Some(m) => m.parse::<i64>().unwrap_or(0),
-        None => q.parse::<i64>().unwrap_or(0) * 1000,
-    };
-    let running = pods.saturating_sub(pending);
-    let mut next = 0usize;
-    for (i, p) in make_pods(Workload::Basic, pods, 11, "bench", 0)
-        .into_iter()
-        .enumerate()
-    {
-        let mut v = serde_json::to_value(&p).unwrap_or_default();
-        v["apiVersion"] = json!("v1");
-        v["kind"] = json!("Pod");
-        // Running pods go to the next node with room for them.
-        if i < running && !free.is_empty() {
-            let cpu = milli(
-                v["spec"]["containers"][0]["resources"]["requests"]["cpu"]
-                    .as_str()
-                    .unwrap_or("0"),
-            );
-            for _ in 0..free.len() {
-                next = (next + 1) % free.len();
-                if free[next] >= cpu {
-                    free[next] -= cpu;
-                    v["spec"]["nodeName"] = json!(ns[next].metadata.name);
-                    break;
-                }
-            }
-            line(start, v);
-        } else {
-            let k = (i - running) as i64;
-            let at = start
-                .checked_add(jiff::SignedDuration::from_millis(
-                    60_000 * k / pending.max(1) as i64,
-                ))
-                .unwrap_or(start);
-            line(at, v);
-        }
-    }
-    out
-}
-
 /// Generates a synthetic recording into a temporary file and replays it in a child
 /// process (this program, `bench --workload replay`), so the peak memory reported is that
 /// of loading and replaying the recording alone, not of generating it.
-pub fn memory(
-    nodes: usize,
-    pods: usize,
-    pending: usize,
-    detail: Detail,
-) -> Result<ReplayReport, String> {
+pub fn memory(nodes: usize, pods: usize, pending: usize) -> Result<ReplayReport, String> {
     let dir = std::env::temp_dir().join(format!("kubestep-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let file = dir.join(format!("synthetic-{nodes}-{pods}.jsonl"));
     let result = std::fs::write(&file, synthetic(nodes, pods, pending))
         .map_err(|e| format!("{}: {e}", file.display()))
-        .and_then(|()| replay_in_child(&file, detail));
+        .and_then(|()| replay_in_child(&file));
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn replay_in_child(file: &std::path::Path, detail: Detail) -> Result<ReplayReport, String> {
+fn replay_in_child(file: &std::path::Path) -> Result<ReplayReport, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["bench", "--workload", "replay", "--json", "--recording"])
         .arg(file);
-    if detail == Detail::Full {
-        cmd.arg("--full");
-    }
     let out = cmd
         .output()
         .map_err(|e| format!("running the replay: {e}"))?;
@@ -252,4 +163,67 @@ fn replay_in_child(file: &std::path::Path, detail: Detail) -> Result<ReplayRepor
         .map_err(|e| format!("reading the replay's report: {e}"))?;
     report.recording = "synthetic".into();
     Ok(report)
+}
+
+/// What `kubestep replay FILE --headless -o jsonl > /dev/null` took, as a user runs it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserPathReport {
+    pub seconds: f64,
+    pub peak_rss_mib: f64,
+}
+
+/// Runs this program as `replay FILE --headless -o jsonl` (the trace thrown away, as
+/// `> /dev/null` does) and measures the whole process: wall time and peak RSS.
+pub fn user_path(
+    file: &std::path::Path,
+    config: Option<&std::path::Path>,
+) -> Result<UserPathReport, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("replay")
+        .arg(file)
+        .args(["--headless", "-o", "jsonl"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit());
+    if let Some(c) = config {
+        cmd.arg("--config").arg(c);
+    }
+    let started = Instant::now();
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("running the replay: {e}"))?;
+    let (code, maxrss_kb) = wait_with_rusage(child.id())?;
+    let seconds = started.elapsed().as_secs_f64();
+    if code != 0 {
+        return Err(format!(
+            "the replay exited with {code} (its error is above)"
+        ));
+    }
+    Ok(UserPathReport {
+        seconds,
+        peak_rss_mib: maxrss_kb as f64 / 1024.0,
+    })
+}
+
+/// Reaps the child and returns its exit code and peak RSS in KiB (`wait4`: the child's
+/// own figures, not the largest of every child this process ever had).
+fn wait_with_rusage(pid: u32) -> Result<(i32, i64), String> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: zeroed rusage is a valid value for wait4 to fill in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our own child, not yet reaped; both pointers are valid.
+    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+    if r < 0 {
+        return Err(format!(
+            "waiting for the replay: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    Ok((code, usage.ru_maxrss))
 }

@@ -4,9 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use kubestep::bench::{self, Workload};
+use kubestep::testing::workloads::{self, Workload};
+
+mod decision;
+mod replay;
+
 use kubestep::framework::Detail;
-use kubestep::replay_bench;
+use replay as replay_bench;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum WorkloadArg {
@@ -24,10 +28,14 @@ pub enum WorkloadArg {
     Memory,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SessionArg {
-    Off,
-    Full,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PathArg {
+    /// The whole process as users run it: `kubestep replay FILE --headless -o jsonl`
+    /// on the workload written as a recording, with the default history and trace.
+    User,
+    /// The scheduling cycle alone, in process (`Scheduler::schedule_one`).
+    Decision,
+    Both,
 }
 
 #[derive(Debug, Args)]
@@ -40,17 +48,13 @@ pub struct BenchArgs {
     /// 2000 for anti-affinity, 5000 for topology-spread, as in scheduler_perf.
     #[arg(long)]
     pods: Option<usize>,
-    /// Also compute and keep every Filter plugin's verdict on every node and all scores.
-    #[arg(long)]
-    full: bool,
     /// Scheduler configuration (the v1.35 defaults without it).
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
-    /// Run through the whole session (queue, Reserve, Permit, binding cycle, cluster
-    /// updates) instead of the scheduling cycle alone: `off` keeps no step history, `full`
-    /// keeps every step, CycleState, verdict matrix and scores.
-    #[arg(long, value_enum, value_name = "HISTORY")]
-    session: Option<SessionArg>,
+    /// Which path to time: the user's (a whole `replay --headless` process), the bare
+    /// decision path, or both side by side.
+    #[arg(long, value_enum, default_value_t = PathArg::Both)]
+    path: PathArg,
     /// Print one JSON object per run instead of a table line.
     #[arg(long)]
     json: bool,
@@ -82,11 +86,6 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Workload::TopologySpread,
         ],
     };
-    let detail = if a.full {
-        Detail::Full
-    } else {
-        Detail::Decision
-    };
     for w in workloads {
         let cfg = match &a.config {
             Some(p) => kubestep::config::load_file(p)?,
@@ -99,60 +98,92 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         });
         if let Some(file) = &a.emit {
             let bytes =
-                bench::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
+                workloads::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
             std::fs::write(file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             continue;
         }
-        let r = match a.session {
-            None => bench::run(w, a.nodes, pods, detail, cfg),
-            Some(h) => {
-                let h = match h {
-                    SessionArg::Off => bench::SessionHistory::Off,
-                    SessionArg::Full => bench::SessionHistory::Full,
-                };
-                bench::run_session(w, a.nodes, pods, h, cfg)
-            }
+        if a.path != PathArg::Decision {
+            user_path(&a, w, pods, cfg.clone())?;
         }
-        .map_err(anyhow::Error::msg)?;
-        let mode = match a.session {
-            None => format!("{detail:?}"),
-            Some(SessionArg::Off) => "Session".into(),
-            Some(SessionArg::Full) => "Session+history".into(),
-        };
-        if a.json {
-            say!("{}", serde_json::to_string(&r)?)?;
-        } else {
-            say!(
-                "{:<16} {}  {} nodes  {} pods ({} bound, {} unschedulable)  {:.2}s  {:.0} pods/s  peak {:.0} MiB",
-                w.name(),
-                mode,
-                r.nodes,
-                r.pods,
-                r.scheduled,
-                r.unschedulable,
-                r.seconds,
-                r.pods_per_second,
-                r.peak_rss_mib.unwrap_or(0.0)
-            )?;
-            let phases: Vec<String> = r
-                .phase_micros
-                .iter()
-                .map(|(k, v)| format!("{k} {v:.1}µs"))
-                .collect();
-            if !phases.is_empty() {
-                say!("{:<16} per pod: {}", "", phases.join(", "))?;
-            }
+        if a.path != PathArg::User {
+            decision_path(&a, w, pods, cfg)?;
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
-    let detail = if a.full {
-        Detail::Full
+/// Writes the workload as a recording and times `kubestep replay` on it in a child.
+fn user_path(
+    a: &BenchArgs,
+    w: Workload,
+    pods: usize,
+    cfg: kubestep::config::KubeSchedulerConfiguration,
+) -> anyhow::Result<()> {
+    let bytes = workloads::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
+    let file = std::env::temp_dir().join(format!(
+        "kubestep-bench-{}-{}.jsonl",
+        std::process::id(),
+        w.name()
+    ));
+    std::fs::write(&file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let r = replay_bench::user_path(&file, a.config.as_deref());
+    let _ = std::fs::remove_file(&file);
+    let r = r.map_err(anyhow::Error::msg)?;
+    let rate = pods as f64 / r.seconds.max(1e-9);
+    if a.json {
+        let v = serde_json::json!({
+            "workload": w.name(), "path": "user", "nodes": a.nodes, "pods": pods,
+            "seconds": r.seconds, "podsPerSecond": rate, "peakRssMib": r.peak_rss_mib,
+        });
+        say!("{v}")?;
     } else {
-        Detail::Decision
-    };
+        say!(
+            "{:<16} user path (replay --headless, whole process)  {} nodes  {} pods  {:.2}s  {:.0} pods/s  peak {:.0} MiB",
+            w.name(),
+            a.nodes,
+            pods,
+            r.seconds,
+            rate,
+            r.peak_rss_mib
+        )?;
+    }
+    Ok(())
+}
+
+fn decision_path(
+    a: &BenchArgs,
+    w: Workload,
+    pods: usize,
+    cfg: kubestep::config::KubeSchedulerConfiguration,
+) -> anyhow::Result<()> {
+    let r = decision::run(w, a.nodes, pods, Detail::Decision, cfg).map_err(anyhow::Error::msg)?;
+    if a.json {
+        say!("{}", serde_json::to_string(&r)?)?;
+        return Ok(());
+    }
+    say!(
+        "{:<16} decision path (schedule_one, in process)  {} nodes  {} pods ({} bound, {} unschedulable)  {:.2}s  {:.0} pods/s  peak {:.0} MiB",
+        w.name(),
+        r.nodes,
+        r.pods,
+        r.scheduled,
+        r.unschedulable,
+        r.seconds,
+        r.pods_per_second,
+        r.peak_rss_mib.unwrap_or(0.0)
+    )?;
+    let phases: Vec<String> = r
+        .phase_micros
+        .iter()
+        .map(|(k, v)| format!("{k} {v:.1}µs"))
+        .collect();
+    if !phases.is_empty() {
+        say!("{:<16} per pod: {}", "", phases.join(", "))?;
+    }
+    Ok(())
+}
+
+fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
     let report = match a.workload {
         WorkloadArg::Load => {
             let r = replay_bench::load(&a.recording, 5).map_err(anyhow::Error::msg)?;
@@ -171,10 +202,10 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        WorkloadArg::Replay => replay_bench::replay(&a.recording, detail),
+        WorkloadArg::Replay => replay_bench::replay(&a.recording),
         _ => {
             let pods = a.pods.unwrap_or(50_000);
-            replay_bench::memory(a.nodes, pods, pods / 10, detail)
+            replay_bench::memory(a.nodes, pods, pods / 10)
         }
     }
     .map_err(anyhow::Error::msg)?;
@@ -183,9 +214,8 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
     } else {
         let r = &report;
         say!(
-            "replay {} {:?}: {} nodes, {} pods, {} events; load {:.2}s, setup {:.2}s, replay {:.2}s: {} attempts ({:.0}/s), {} bound, {} unschedulable, {} divergences; peak {:.0} MiB",
+            "replay {}: {} nodes, {} pods, {} events; load {:.2}s, setup {:.2}s, replay {:.2}s: {} attempts ({:.0}/s), {} bound, {} unschedulable, {} divergences; peak {:.0} MiB",
             r.recording,
-            r.detail,
             r.nodes,
             r.pods,
             r.events,

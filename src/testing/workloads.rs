@@ -1,9 +1,9 @@
-//! Scheduling throughput benchmarks modelled on kube-scheduler's scheduler_perf workloads:
-//! nodes and pending pods are generated deterministically, then the pods are scheduled one
-//! after another, each placement assumed before the next (`kubestep bench`).
+//! Generated clusters modelled on kube-scheduler's scheduler_perf workloads: nodes and
+//! pods made deterministically from a seed, as objects or as a recording. `kubestep bench`
+//! times them; tests use them as fixtures.
 
+use jiff::Timestamp;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::Serialize;
@@ -14,6 +14,7 @@ use crate::cluster::object::Object;
 use crate::config;
 use crate::framework::PodInfo;
 use crate::framework::cycle::{CycleOutcome, Detail};
+use crate::recording::Header;
 use crate::scheduler::Scheduler;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -34,23 +35,6 @@ impl Workload {
             Workload::TopologySpread => "topology-spread",
         }
     }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchReport {
-    pub workload: Workload,
-    pub detail: Detail,
-    pub nodes: usize,
-    pub pods: usize,
-    pub scheduled: usize,
-    pub unschedulable: usize,
-    pub seconds: f64,
-    pub pods_per_second: f64,
-    /// Filter verdicts and score entries kept across all cycles (full detail).
-    pub cells_kept: u64,
-    pub peak_rss_mib: Option<f64>,
-    /// Mean microseconds per measured pod spent in each phase (from the cycle traces).
-    pub phase_micros: std::collections::BTreeMap<String, f64>,
 }
 
 /// splitmix64: small, deterministic, good enough for generating fixtures.
@@ -144,146 +128,6 @@ pub fn init_pods(workload: Workload) -> (Workload, usize) {
     }
 }
 
-/// Peak resident memory of this process, from /proc (Linux only).
-pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
-}
-
-pub fn run(
-    workload: Workload,
-    nodes: usize,
-    pods: usize,
-    detail: Detail,
-    cfg: config::KubeSchedulerConfiguration,
-) -> Result<BenchReport, String> {
-    let mut cluster = ClusterState::default();
-    for n in make_nodes(nodes, 42) {
-        cluster.add(Object::Node(Box::new(n)));
-    }
-    let mut sched = Scheduler::new(cfg, &cluster).map_err(|e| e.to_string())?;
-    let to_infos = |v: Vec<Pod>| -> Vec<Arc<PodInfo>> {
-        v.into_iter()
-            .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
-            .collect()
-    };
-    let (init_kind, init_count) = init_pods(workload);
-    for pod in to_infos(make_pods(init_kind, init_count, 3, "sched-0", 0)) {
-        sched.schedule_one(pod, Detail::Decision, &cluster.listers);
-    }
-    let pending = to_infos(make_pods(workload, pods, 7, "sched-1", init_count));
-    let (mut scheduled, mut unschedulable, mut cells) = (0, 0, 0u64);
-    let mut phases: std::collections::BTreeMap<&'static str, Duration> = Default::default();
-    let started = Instant::now();
-    for pod in pending {
-        let Some(cycle) = sched.schedule_one(pod, detail, &cluster.listers) else {
-            continue;
-        };
-        for run in &cycle.trace {
-            *phases.entry(run.phase.as_str()).or_default() += run.duration;
-        }
-        match cycle.outcome {
-            Some(CycleOutcome::Selected { .. }) => scheduled += 1,
-            _ => unschedulable += 1,
-        }
-        if let Some(m) = &cycle.matrix {
-            cells += m.len() as u64;
-        }
-        if let Some(t) = &cycle.scores {
-            cells += (t.plugins.len() * t.nodes.len()) as u64;
-        }
-    }
-    let elapsed = started.elapsed().max(Duration::from_nanos(1));
-    Ok(BenchReport {
-        workload,
-        detail,
-        nodes,
-        pods,
-        scheduled,
-        unschedulable,
-        seconds: elapsed.as_secs_f64(),
-        pods_per_second: pods as f64 / elapsed.as_secs_f64(),
-        cells_kept: cells,
-        peak_rss_mib: peak_rss_mib(),
-        phase_micros: phases
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v.as_secs_f64() * 1e6 / pods.max(1) as f64))
-            .collect(),
-    })
-}
-
-/// How much a session run keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum SessionHistory {
-    /// Decisions only, no step history (the trace off).
-    Off,
-    /// Every step with its CycleState, the verdict matrix and scores of recent attempts.
-    Full,
-}
-
-/// The same workload through the whole running framework: the session's queue, Reserve,
-/// Permit, the binding cycle and the cluster update of every bind.
-pub fn run_session(
-    workload: Workload,
-    nodes: usize,
-    pods: usize,
-    history: SessionHistory,
-    cfg: config::KubeSchedulerConfiguration,
-) -> Result<BenchReport, String> {
-    use crate::session::{LocalActuator, PodStatus, Session, SessionOptions};
-    let mut cluster = ClusterState::default();
-    for n in make_nodes(nodes, 42) {
-        cluster.add(Object::Node(Box::new(n)));
-    }
-    let (init_kind, init_count) = init_pods(workload);
-    for p in make_pods(init_kind, init_count, 3, "sched-0", 0) {
-        cluster.add(Object::Pod(Box::new(p)));
-    }
-    let detail = Detail::Decision;
-    let opts = match history {
-        SessionHistory::Off => SessionOptions {
-            history_bytes: 0,
-            ..Default::default()
-        },
-        SessionHistory::Full => SessionOptions::default(),
-    };
-    let mut session =
-        Session::new(cluster, cfg, opts, Box::new(LocalActuator)).map_err(|e| e.to_string())?;
-    session.continue_();
-    for p in make_pods(workload, pods, 7, "sched-1", init_count) {
-        session.apply(Object::Pod(Box::new(p)));
-    }
-    let steps_before = session.history.peek_seq();
-    let started = Instant::now();
-    session.continue_();
-    let elapsed = started.elapsed().max(Duration::from_nanos(1));
-    let (mut scheduled, mut unschedulable) = (0, 0);
-    for r in session.summary() {
-        if !r.pod.starts_with("sched-1/") {
-            continue;
-        }
-        match r.status {
-            PodStatus::Bound => scheduled += 1,
-            _ => unschedulable += 1,
-        }
-    }
-    Ok(BenchReport {
-        workload,
-        detail,
-        nodes,
-        pods,
-        scheduled,
-        unschedulable,
-        seconds: elapsed.as_secs_f64(),
-        pods_per_second: pods as f64 / elapsed.as_secs_f64(),
-        cells_kept: session.history.peek_seq() - steps_before,
-        peak_rss_mib: peak_rss_mib(),
-        phase_micros: Default::default(),
-    })
-}
-
 /// The workload as a recording: its nodes, its init pods already bound where kubestep's
 /// decision path puts them (scheduler_perf schedules them untimed), and the measured pods
 /// pending at the recording's start. `kubestep replay FILE --headless` on it is the
@@ -337,4 +181,74 @@ pub fn workload_recording(
             .map_err(|e| e.to_string())?;
     }
     w.finish().map_err(|e| e.to_string())
+}
+
+/// A recording of `nodes` nodes running `pods - pending` pods, and `pending` more pods
+/// arriving over the first minute, as JSON Lines.
+pub fn synthetic(nodes: usize, pods: usize, pending: usize) -> String {
+    let start = Timestamp::from_second(1_772_442_000).unwrap_or(Timestamp::UNIX_EPOCH);
+    let mut header = Header::new(start);
+    header.description = Some(format!("synthetic: {nodes} nodes, {pods} pods"));
+    let mut out = serde_json::to_string(&header).unwrap_or_default();
+    out.push('\n');
+    let mut line = |at: Timestamp, obj: serde_json::Value| {
+        out.push_str(&json!({"at": at, "type": "ADDED", "object": obj}).to_string());
+        out.push('\n');
+    };
+    let ns = make_nodes(nodes, 42);
+    let mut free: Vec<i64> = Vec::with_capacity(ns.len());
+    for n in &ns {
+        let cpu = n
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get("cpu"))
+            .and_then(|q| q.0.parse::<i64>().ok())
+            .unwrap_or(4);
+        free.push(cpu * 1000);
+        let mut v = serde_json::to_value(n).unwrap_or_default();
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Node");
+        line(start, v);
+    }
+    let milli = |q: &str| match q.strip_suffix('m') {
+        Some(m) => m.parse::<i64>().unwrap_or(0),
+        None => q.parse::<i64>().unwrap_or(0) * 1000,
+    };
+    let running = pods.saturating_sub(pending);
+    let mut next = 0usize;
+    for (i, p) in make_pods(Workload::Basic, pods, 11, "bench", 0)
+        .into_iter()
+        .enumerate()
+    {
+        let mut v = serde_json::to_value(&p).unwrap_or_default();
+        v["apiVersion"] = json!("v1");
+        v["kind"] = json!("Pod");
+        // Running pods go to the next node with room for them.
+        if i < running && !free.is_empty() {
+            let cpu = milli(
+                v["spec"]["containers"][0]["resources"]["requests"]["cpu"]
+                    .as_str()
+                    .unwrap_or("0"),
+            );
+            for _ in 0..free.len() {
+                next = (next + 1) % free.len();
+                if free[next] >= cpu {
+                    free[next] -= cpu;
+                    v["spec"]["nodeName"] = json!(ns[next].metadata.name);
+                    break;
+                }
+            }
+            line(start, v);
+        } else {
+            let k = (i - running) as i64;
+            let at = start
+                .checked_add(jiff::SignedDuration::from_millis(
+                    60_000 * k / pending.max(1) as i64,
+                ))
+                .unwrap_or(start);
+            line(at, v);
+        }
+    }
+    out
 }

@@ -1,0 +1,154 @@
+//! Inputs that once made kubestep misbehave (tests/data/regressions/README.md): each must
+//! now run to its summary and exit with the code its verdict calls for.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn kubestep(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("kubestep runs")
+}
+
+fn last_line(out: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().expect("some output");
+    serde_json::from_str(last).expect("the last line is JSON")
+}
+
+#[test]
+fn gang_that_cannot_fit_times_out_instead_of_cycling() {
+    for f in ["gang-replay-hang-1.jsonl", "gang-replay-hang-2.jsonl"] {
+        let path = format!("tests/data/regressions/{f}");
+        let out = kubestep(&["replay", &path, "--headless"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{f}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let summary = last_line(&out);
+        let pods = summary["summary"]["pods"].as_array().expect("pods");
+        let sweep: Vec<_> = pods
+            .iter()
+            .filter(|p| p["pod"].as_str().unwrap().contains("resnet-sweep"))
+            .collect();
+        assert_eq!(sweep.len(), 10, "{f}");
+        // The gang cannot complete: no member binds, and some waited out their Permit time.
+        assert!(sweep.iter().all(|p| p["status"] == "Unschedulable"), "{f}");
+        assert!(
+            sweep.iter().any(|p| p["message"]
+                .as_str()
+                .unwrap()
+                .contains("timeout after waiting 30s")),
+            "{f}: {sweep:?}"
+        );
+    }
+}
+
+#[test]
+fn blank_lines_are_read_as_nothing() {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/regressions/blank-lines.jsonl.gz");
+    let rec = kubestep::recording::reader::read_file(&path, Default::default()).unwrap();
+    assert!(rec.events.is_empty());
+    assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
+    let out = kubestep(&[
+        "replay",
+        "tests/data/regressions/blank-lines.jsonl.gz",
+        "--headless",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(last_line(&out)["summary"]["pods"], serde_json::json!([]));
+}
+
+#[test]
+fn explain_exit_codes_match_the_verdict() {
+    let dir = std::env::temp_dir().join(format!("kubestep-regr-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let pod = |cpu: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: default}}\nspec:\n  containers:\n  - name: app\n    image: nginx\n    resources: {{requests: {{cpu: \"{cpu}\"}}}}\n"
+        )
+    };
+    let ok = write("ok.yaml", &pod("100m"));
+    let neg = write("neg.yaml", &pod("-500m"));
+    // Port 9 (discard) on loopback: nothing listens, the extender is unreachable.
+    let ext = write(
+        "ext.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nextenders:\n- urlPrefix: http://127.0.0.1:9/\n  filterVerb: filter\n",
+    );
+    let cluster = "recordings/example-cluster.yaml";
+
+    let out = kubestep(&["explain", "--cluster", cluster, "--pod", &ok]);
+    assert_eq!(out.status.code(), Some(0));
+
+    let out = kubestep(&[
+        "explain",
+        "--cluster",
+        cluster,
+        "--pod",
+        &ok,
+        "--config",
+        &ext,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let out = kubestep(&["explain", "--cluster", cluster, "--pod", &neg]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("neg.yaml")
+            && err.contains("default/p")
+            && err.contains("resources.requests.cpu"),
+        "{err}"
+    );
+
+    let text = std::fs::read_to_string(cluster).unwrap();
+    let bad_node = write(
+        "nodes.yaml",
+        &text.replacen(
+            "allocatable:\n    cpu: \"8\"",
+            "allocatable:\n    cpu: \"-8\"",
+            1,
+        ),
+    );
+    let out = kubestep(&["explain", "--cluster", &bad_node, "--pod", &ok]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("status.allocatable.cpu") && err.contains("node "),
+        "{err}"
+    );
+
+    let out = kubestep(&[
+        "explain",
+        "--cluster",
+        cluster,
+        "--pod",
+        &ok,
+        "--config",
+        "missing.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("os error 2").count(),
+        1,
+        "the cause once, with what the file is for: {err}"
+    );
+    assert!(err.contains("scheduler configuration"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
