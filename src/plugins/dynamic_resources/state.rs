@@ -117,7 +117,8 @@ fn devices(a: &AllocationResult) -> String {
 impl RenderState for StateData {
     fn render(&self) -> StateTree {
         if self.claims.is_empty() {
-            return StateTree::leaf("no resource claims");
+            // As before DRA was modelled: pods without claims look the same.
+            return StateTree::list("claims", std::iter::empty::<String>());
         }
         let inner = self.lock();
         let claims = self
