@@ -18,7 +18,7 @@ use crate::api::node_affinity::{NodeSelectorMatcher, node_name};
 /// Upstream `resourceapi.AllocationResultsMaxSize`.
 const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct DeviceId {
     pub driver: String,
     pub pool: String,
@@ -136,6 +136,23 @@ pub struct Shortfall {
     pub claim: String,
     pub request: String,
     pub reason: String,
+    /// Matching devices on the node that other claims hold (device, claim): freeing
+    /// them is what would help.
+    pub held: Vec<(DeviceId, String)>,
+}
+
+impl fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.request.is_empty() {
+            write!(f, "claim {}: {}", self.claim, self.reason)
+        } else {
+            write!(
+                f,
+                "claim {}, request {}: {}",
+                self.claim, self.request, self.reason
+            )
+        }
+    }
 }
 
 /// The outcome for one node: allocations (one per claim) or why not.
@@ -149,10 +166,13 @@ pub enum Outcome {
     Error(String),
 }
 
+/// Devices other claims hold, with the claim (`namespace/name`) holding each.
+pub type InUse = BTreeMap<DeviceId, String>;
+
 pub struct Allocator<'a> {
     pub claims: &'a [(&'a str, &'a ResourceClaim)],
     pub classes: &'a dyn Fn(&str) -> Option<DeviceClass>,
-    pub in_use: &'a BTreeSet<DeviceId>,
+    pub in_use: &'a InUse,
     pub pools: Vec<Pool<'a>>,
     pub node: &'a Node,
 }
@@ -174,6 +194,19 @@ fn attr<'d>(d: &'d Device, id: &DeviceId, name: &str) -> Option<&'d DeviceAttrib
         let (domain, short) = name.split_once('/')?;
         (domain == id.driver).then(|| attrs.get(short)).flatten()
     })
+}
+
+/// An attribute's value in words.
+fn attr_value(v: &DeviceAttribute) -> String {
+    if let Some(b) = v.bool {
+        b.to_string()
+    } else if let Some(i) = v.int {
+        i.to_string()
+    } else if let Some(s) = &v.string {
+        format!("{s:?}")
+    } else {
+        v.version.clone().unwrap_or_default()
+    }
 }
 
 impl<'a> Allocator<'a> {
@@ -342,13 +375,31 @@ impl<'a> Search<'a, '_> {
         if let Some(m) = self.cel.get(&memo) {
             return Ok(*m);
         }
+        let ok = self.selectors_match(ci, ri, ai, id, d, false)?;
+        self.cel.insert(memo, ok);
+        Ok(ok)
+    }
+
+    /// The class's selectors (and unless `class_only` the request's) accept the device,
+    /// and the device is available on this node. Errors read as upstream's.
+    fn selectors_match(
+        &self,
+        ci: usize,
+        ri: usize,
+        ai: usize,
+        id: &DeviceId,
+        d: &Device,
+        class_only: bool,
+    ) -> Result<bool, String> {
+        let r = &self.reqs[ci][ri][ai];
         let class_name = r.class.metadata.name.clone().unwrap_or_default();
         let class_sels = r.class.spec.selectors.as_deref().unwrap_or(&[]);
         let claim = self.a.claims[ci].0;
+        let own: &[DeviceSelector] = if class_only { &[] } else { r.selectors };
         let mut ok = true;
         for (who, sels) in [
             (format!("class {class_name}"), class_sels),
-            (format!("claim {claim}"), r.selectors),
+            (format!("claim {claim}"), own),
         ] {
             for (i, s) in sels.iter().enumerate() {
                 let Some(c) = &s.cel else {
@@ -379,12 +430,11 @@ impl<'a> Search<'a, '_> {
                     d.node_selector.as_ref(),
                 );
         }
-        self.cel.insert(memo, ok);
         Ok(ok)
     }
 
     fn in_use(&self, id: &DeviceId) -> bool {
-        self.a.in_use.contains(id) || self.taken.contains(id)
+        self.a.in_use.contains_key(id) || self.taken.contains(id)
     }
 
     /// Adds a device unless in use or a constraint objects; false leaves nothing changed.
@@ -534,9 +584,50 @@ impl<'a> Search<'a, '_> {
                     ),
                     config: None,
                 }),
+                node_selector: self.node_selector(devs),
                 ..Default::default()
             })
             .collect()
+    }
+
+    /// Where an allocation can be used (upstream's allocation node selector): this node
+    /// when a device is local to it (its slice or the device names the node), else the
+    /// slice's node selector, else anywhere.
+    fn node_selector(
+        &self,
+        devs: &[(String, DeviceId, &'a Device)],
+    ) -> Option<k8s_openapi::api::core::v1::NodeSelector> {
+        use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+        let slices_of = |id: &DeviceId| -> Vec<&'a ResourceSlice> {
+            self.a
+                .pools
+                .iter()
+                .filter(|p| p.driver == id.driver && p.name == id.pool)
+                .flat_map(|p| p.slices.iter().copied())
+                .collect()
+        };
+        let local = devs.iter().any(|(_, id, d)| {
+            d.node_name.is_some() || slices_of(id).iter().any(|s| s.spec.node_name.is_some())
+        });
+        if local {
+            return Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_fields: Some(vec![NodeSelectorRequirement {
+                        key: "metadata.name".into(),
+                        operator: "In".into(),
+                        values: Some(vec![node_name(self.a.node).to_string()]),
+                    }]),
+                    match_expressions: None,
+                }],
+            });
+        }
+        devs.iter().find_map(|(_, id, d)| {
+            d.node_selector.clone().or_else(|| {
+                slices_of(id)
+                    .iter()
+                    .find_map(|s| s.spec.node_selector.clone())
+            })
+        })
     }
 
     fn shortfall(
@@ -549,34 +640,63 @@ impl<'a> Search<'a, '_> {
         let r = &self.reqs[ci][ri][ai];
         let (name, count, all) = (r.name.clone(), r.count, r.all);
         let class = r.class.metadata.name.clone().unwrap_or_default();
+        let of_class = devices
+            .iter()
+            .filter(|(id, d)| {
+                self.selectors_match(ci, ri, ai, id, d, true)
+                    .unwrap_or(false)
+            })
+            .count();
         let matching: Vec<&DeviceId> = devices
             .iter()
             .filter(|(id, d)| self.selectable(ci, ri, ai, id, d).unwrap_or(false))
             .map(|(id, _)| id)
             .collect();
-        let free = matching
+        let held: Vec<(DeviceId, String)> = matching
             .iter()
-            .filter(|id| !self.a.in_use.contains(id))
-            .count();
+            .filter_map(|id| Some(((*id).clone(), self.a.in_use.get(*id)?.clone())))
+            .collect();
+        let free = matching.len() - held.len();
+        let holders = || {
+            held.iter()
+                .map(|(id, c)| format!("{} ({c})", id.device))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let reason = if devices.is_empty() {
             "no ResourceSlice publishes devices for this node".to_string()
+        } else if of_class == 0 {
+            format!(
+                "none of the {} device(s) on this node matches device class {class}",
+                devices.len()
+            )
         } else if matching.is_empty() {
             format!(
-                "no device on this node matches device class {class} and the request's selectors"
+                "{of_class} device(s) match device class {class}, none matches the request's selectors"
             )
         } else if all && free < matching.len() {
             format!(
-                "allocationMode All: {} of {} matching device(s) allocated to other claims",
-                matching.len() - free,
-                matching.len()
+                "allocationMode All: {} of {} matching device(s) allocated to other claims: {}",
+                held.len(),
+                matching.len(),
+                holders()
             )
         } else if free == 0 {
             format!(
-                "all {} matching device(s) are allocated to other claims",
-                matching.len()
+                "all {} matching device(s) are allocated to other claims: {}",
+                matching.len(),
+                holders()
             )
         } else if !all && free < count {
-            format!("needs {count} device(s), only {free} matching and free")
+            let also = if held.is_empty() {
+                String::new()
+            } else {
+                format!("; allocated to other claims: {}", holders())
+            };
+            format!(
+                "needs {count} device(s), {free} of {} matching device(s) free{also}",
+                matching.len()
+            )
         } else {
             return None;
         };
@@ -584,6 +704,7 @@ impl<'a> Search<'a, '_> {
             claim: self.a.claims[ci].0.to_string(),
             request: name,
             reason,
+            held,
         })
     }
 
@@ -629,10 +750,48 @@ impl<'a> Search<'a, '_> {
                 }
             }
         }
+        // Each request can be met alone: a constraint, or requests competing for the
+        // same devices, stand in the way.
+        for ci in 0..self.reqs.len() {
+            let Some((reqs, attr_name, _, _)) = self.constraints[ci].first().cloned() else {
+                continue;
+            };
+            let mut values: BTreeSet<String> = BTreeSet::new();
+            for (id, d) in &devices {
+                if self.in_use(id) {
+                    continue;
+                }
+                if let Some(v) = attr(d, id, &attr_name) {
+                    values.insert(attr_value(v));
+                }
+            }
+            let covered = if reqs.is_empty() {
+                "all requests".to_string()
+            } else {
+                format!("requests {}", reqs.join(", "))
+            };
+            let found = if values.is_empty() {
+                "no free device has it".to_string()
+            } else {
+                format!(
+                    "free devices have {}",
+                    values.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            };
+            return Some(Shortfall {
+                claim: self.a.claims[ci].0.to_string(),
+                request: String::new(),
+                reason: format!(
+                    "each request can be met alone, but no choice of free devices gives {covered} the same {attr_name} ({found})"
+                ),
+                held: Vec::new(),
+            });
+        }
         self.reqs.first().and_then(|c| c.first()).and_then(|r| r.first()).map(|r| Shortfall {
             claim: self.a.claims[r.claim].0.to_string(),
             request: String::new(),
-            reason: "each request could be met alone, but not all together (constraints or shared devices)".into(),
+            reason: "each request can be met alone, but not all together: they compete for the same devices".into(),
+            held: Vec::new(),
         })
     }
 }

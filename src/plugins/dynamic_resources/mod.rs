@@ -12,6 +12,7 @@
 
 pub mod allocator;
 pub mod cel;
+pub(crate) mod hints;
 pub mod objects;
 mod state;
 #[cfg(test)]
@@ -20,16 +21,18 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::AllocationResult;
 
 use crate::api::node_affinity::NodeSelectorMatcher;
+use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PluginState, PostFilterPlugin, PostFilterResult,
     PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
 };
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 use crate::plugins::helper::default_normalize;
-use allocator::{Allocator, DeviceId, Outcome, allocated_ids, gather_pools};
+use allocator::{Allocator, InUse, Outcome, allocated_ids, gather_pools};
 use state::{NodeResult, StateData};
 
 pub const NAME: &str = "DynamicResources";
@@ -209,17 +212,17 @@ impl PreFilterPlugin for DynamicResources {
         if !s.to_allocate.is_empty() {
             // Devices held by any claim: the cluster's allocations and kubestep's own.
             let all = objects::all_claims(h.listers);
-            let mut in_use: BTreeSet<DeviceId> = all
-                .values()
-                .filter_map(|c| c.status.as_ref()?.allocation.as_ref())
-                .flat_map(allocated_ids)
+            let mut in_use: InUse = all
+                .iter()
+                .filter_map(|(k, c)| Some((k, c.status.as_ref()?.allocation.as_ref()?)))
+                .flat_map(|(k, a)| allocated_ids(a).map(move |d| (d, k.clone())))
                 .collect();
             for (k, a) in &assumed {
                 let own = all
                     .get(k)
                     .is_some_and(|c| c.status.as_ref().is_some_and(|s| s.allocation.is_some()));
                 if !own {
-                    in_use.extend(allocated_ids(a));
+                    in_use.extend(allocated_ids(a).map(|d| (d, k.clone())));
                 }
             }
             s.in_use = in_use;
@@ -275,17 +278,49 @@ impl FilterPlugin for DynamicResources {
                     return Status::unresolvable("cannot allocate all claims");
                 }
                 Outcome::Allocated(a) if unavailable.is_empty() => {
-                    s.record(name, NodeResult::Allocated(a));
+                    s.record(name.clone(), NodeResult::Allocated(a));
                 }
                 Outcome::Allocated(_) => {}
             }
         }
         if !unavailable.is_empty() {
             s.mark_unavailable(&unavailable);
+            s.record(name, NodeResult::Unavailable(unavailable));
             return Status::unresolvable("resourceclaim not available on the node");
         }
         Status::success()
     }
+
+    fn rejection_note(&self, cs: &CycleState, node: &str) -> Option<String> {
+        state(cs).ok()?.note(node)
+    }
+}
+
+/// The plugin's CycleState as a tree, for a pod with resource claims (explain shows it).
+pub fn explain_state(cs: &CycleState, pod: &PodInfo) -> Option<crate::framework::StateTree> {
+    if !has_claims(pod) {
+        return None;
+    }
+    use crate::framework::RenderState;
+    state(cs).ok().map(RenderState::render)
+}
+
+/// Per node Filter rejected for want of devices: the matching devices other claims hold
+/// (`driver/pool/device`, claim).
+pub fn held_devices(cs: &CycleState) -> BTreeMap<String, Vec<(String, String)>> {
+    let Ok(s) = state(cs) else {
+        return BTreeMap::new();
+    };
+    s.failed_nodes()
+        .into_iter()
+        .filter_map(|n| {
+            let held = s.shortfall(&n)?.held;
+            (!held.is_empty()).then(|| {
+                let v = held.into_iter().map(|(d, c)| (d.to_string(), c)).collect();
+                (n, v)
+            })
+        })
+        .collect()
 }
 
 impl PostFilterPlugin for DynamicResources {
@@ -297,25 +332,26 @@ impl PostFilterPlugin for DynamicResources {
         &self,
         _h: &Handle,
         cs: &mut CycleState,
-        _pod: &PodInfo,
+        pod: &PodInfo,
         _statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
         let s = match state(cs) {
             Ok(s) => s,
             Err(e) => return (None, e),
         };
-        let unavailable = s.unavailable();
-        if s.claims.is_empty() || unavailable.is_empty() {
+        if s.claims.is_empty() {
             return (None, Status::unschedulable("no new claims to deallocate"));
         }
-        for i in unavailable {
+        for i in s.unavailable() {
             let c = &s.claims[i];
             let reserved = c
                 .claim
                 .status
                 .as_ref()
-                .and_then(|s| s.reserved_for.as_ref());
-            if c.allocation().is_some() && reserved.is_none_or(Vec::is_empty) {
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default();
+            let only_this_pod = reserved.len() == 1 && reserved[0].uid == pod.uid;
+            if c.allocation().is_some() && (reserved.is_empty() || only_this_pod) {
                 // Only kubestep's own allocations can be dropped; a cluster claim's
                 // status is not rewritten, though upstream would clear it.
                 self.lock().remove(&c.key);
@@ -413,6 +449,12 @@ impl ReservePlugin for DynamicResources {
         Status::success()
     }
 
+    /// A pod without claims: upstream's Reserve returns at once; kubestep keeps such
+    /// pods' steps as they were before DRA was modelled.
+    fn nothing_to_reserve(&self, cs: &CycleState) -> bool {
+        state(cs).is_ok_and(|s| s.claims.is_empty())
+    }
+
     fn unreserve(&self, _h: &Handle, cs: &mut CycleState, _pod: &PodInfo, _node: &str) {
         let Ok(s) = state(cs) else { return };
         let mut assumed = self.lock();
@@ -438,6 +480,12 @@ impl PreBindPlugin for DynamicResources {
         }
     }
 
+    /// A pod without claims (PreBindPreFlight skips it): no step, as before DRA was
+    /// modelled.
+    fn nothing_to_bind(&self, cs: &CycleState) -> bool {
+        state(cs).is_ok_and(|s| s.claims.is_empty())
+    }
+
     /// Upstream writes the allocation and the pod's reservation into each claim's status.
     /// kubestep keeps them as assumed (see the module comment); the CycleState tree shows
     /// what would be written.
@@ -450,4 +498,96 @@ impl PreBindPlugin for DynamicResources {
             }
         }
     }
+}
+
+/// Checks what `explain` would otherwise report as a bare scheduling error: every class
+/// the pod's unallocated claims name exists, and every selector (class and request)
+/// compiles and evaluates on every published device. The error names the object, the
+/// field and the expression. Claims that do not exist yet are not an input error (the pod
+/// waits at PreEnqueue, as upstream).
+pub fn check_inputs(l: &Listers, pod: &Pod) -> Result<(), String> {
+    let Ok(claims) = objects::pod_claims(l, pod, &BTreeMap::new()) else {
+        return Ok(());
+    };
+    let slices = objects::slices(l);
+    for c in claims.iter().filter(|c| c.allocation().is_none()) {
+        let what = match &c.from_template {
+            Some(t) => format!("claim {} (from ResourceClaimTemplate {t})", c.key),
+            None => format!("claim {}", c.key),
+        };
+        for r in c
+            .claim
+            .spec
+            .devices
+            .iter()
+            .flat_map(|d| d.requests.iter().flatten())
+        {
+            let subs: Vec<(
+                String,
+                String,
+                &[k8s_openapi::api::resource::v1::DeviceSelector],
+            )> = match (&r.exactly, &r.first_available) {
+                (Some(e), _) => vec![(
+                    format!("spec.devices.requests[name={}].exactly", r.name),
+                    e.device_class_name.clone(),
+                    e.selectors.as_deref().unwrap_or(&[]),
+                )],
+                (None, Some(fa)) => fa
+                    .iter()
+                    .map(|s| {
+                        (
+                            format!(
+                                "spec.devices.requests[name={}].firstAvailable[name={}]",
+                                r.name, s.name
+                            ),
+                            s.device_class_name.clone(),
+                            s.selectors.as_deref().unwrap_or(&[]),
+                        )
+                    })
+                    .collect(),
+                _ => {
+                    return Err(format!(
+                        "{what}, spec.devices.requests[name={}]: neither exactly nor firstAvailable is set",
+                        r.name
+                    ));
+                }
+            };
+            for (field, class_name, sels) in subs {
+                let Some(class) = objects::class(l, &class_name) else {
+                    return Err(format!(
+                        "{what}, {field}.deviceClassName: DeviceClass {class_name:?} does not exist (kube-scheduler keeps the pod unschedulable: request {}: device class {class_name} does not exist)",
+                        r.name
+                    ));
+                };
+                let class_sels = class.spec.selectors.as_deref().unwrap_or(&[]);
+                let owners = [
+                    (format!("DeviceClass {class_name}, spec"), class_sels),
+                    (format!("{what}, {field}"), sels),
+                ];
+                for (owner, sels) in owners {
+                    for (i, s) in sels.iter().enumerate() {
+                        let at = format!("{owner}.selectors[{i}].cel.expression");
+                        let Some(expr) = &s.cel else {
+                            return Err(format!("{at}: no CEL expression"));
+                        };
+                        let src = &expr.expression;
+                        let compiled = cel::compile(src).map_err(|e| {
+                            format!("{at}: CEL compile error: {e} (expression: {src})")
+                        })?;
+                        for sl in &slices {
+                            for d in sl.spec.devices.iter().flatten() {
+                                if let Err(e) = cel::matches(&compiled, &sl.spec.driver, d) {
+                                    return Err(format!(
+                                        "{at}: CEL runtime error on device {}/{}/{} (request {}): {e} (expression: {src})",
+                                        sl.spec.driver, sl.spec.pool.name, d.name, r.name
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceSlice};
 
-use super::allocator::{DeviceId, Shortfall, allocated_ids};
+use super::allocator::{DeviceId, InUse, Shortfall, allocated_ids};
 use super::objects::PodClaim;
 use crate::api::node_affinity::NodeSelectorMatcher;
 use crate::framework::{RenderState, StateTree};
@@ -16,6 +16,8 @@ pub enum NodeResult {
     Allocated(Vec<AllocationResult>),
     /// kubestep's diagnosis, when it has one.
     Failed(Option<Shortfall>),
+    /// Claims (indices) already allocated for other nodes.
+    Unavailable(Vec<usize>),
 }
 
 #[derive(Debug, Default, Clone)]
@@ -34,7 +36,7 @@ pub struct StateData {
     pub pinned: Vec<Option<NodeSelectorMatcher>>,
     /// Indices of the claims the scheduler allocates.
     pub to_allocate: Vec<usize>,
-    pub in_use: BTreeSet<DeviceId>,
+    pub in_use: InUse,
     pub slices: Arc<Vec<ResourceSlice>>,
     pub classes: Arc<BTreeMap<String, DeviceClass>>,
     inner: Mutex<Inner>,
@@ -84,7 +86,6 @@ impl StateData {
     pub fn set_bound(&self, node: &str) {
         self.lock().bound = Some(node.to_string());
     }
-    #[cfg(test)]
     /// kubestep's reason a node could not take the pod's claims, if Filter found one.
     pub fn shortfall(&self, node: &str) -> Option<Shortfall> {
         match self.lock().nodes.get(node) {
@@ -92,6 +93,40 @@ impl StateData {
             _ => None,
         }
     }
+
+    /// Nodes Filter could not allocate on.
+    pub fn failed_nodes(&self) -> Vec<String> {
+        self.lock()
+            .nodes
+            .iter()
+            .filter(|(_, r)| matches!(r, NodeResult::Failed(_)))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Why Filter rejected `node`, in words, when it knows more than upstream's reason.
+    pub fn note(&self, node: &str) -> Option<String> {
+        match self.lock().nodes.get(node)? {
+            NodeResult::Failed(s) => s.as_ref().map(ToString::to_string),
+            NodeResult::Unavailable(claims) => Some(unavailable_note(self, claims)),
+            NodeResult::Allocated(_) => None,
+        }
+    }
+}
+
+fn unavailable_note(s: &StateData, claims: &[usize]) -> String {
+    let v: Vec<String> = claims
+        .iter()
+        .map(|&i| {
+            let c = &s.claims[i];
+            let devs = c.allocation().map(devices).unwrap_or_default();
+            format!(
+                "claim {} is allocated ({devs}) for nodes its allocation selects, not this one",
+                c.key
+            )
+        })
+        .collect();
+    v.join("; ")
 }
 
 fn devices(a: &AllocationResult) -> String {
@@ -164,16 +199,19 @@ impl RenderState for StateData {
                         .map(|(a, &ci)| StateTree::kv(&self.claims[ci].key, devices(a)))
                         .collect(),
                 ),
-                NodeResult::Failed(Some(s)) => StateTree::leaf(format!(
-                    "{n}: claim {}, request {}: {}",
-                    s.claim, s.request, s.reason
-                )),
+                NodeResult::Failed(Some(s)) => StateTree::leaf(format!("{n}: {s}")),
                 NodeResult::Failed(None) => StateTree::leaf(format!("{n}: cannot allocate")),
+                NodeResult::Unavailable(c) => {
+                    StateTree::leaf(format!("{n}: {}", unavailable_note(self, c)))
+                }
             })
             .collect();
         let mut top = vec![
             StateTree::node("claims", claims),
-            StateTree::list("devices in use", self.in_use.iter().map(|d| d.to_string())),
+            StateTree::list(
+                "devices in use",
+                self.in_use.iter().map(|(d, c)| format!("{d} ({c})")),
+            ),
             StateTree::node("per node", nodes),
         ];
         if let Some(n) = &inner.reserved {

@@ -199,7 +199,11 @@ fn allocates_and_reserve_keeps_devices_from_the_next_pod() {
     );
     assert_eq!(
         state(&cs2).unwrap().shortfall("node-a").unwrap().reason,
-        "all 2 matching device(s) are allocated to other claims"
+        "all 2 matching device(s) are allocated to other claims: gpu-0 (default/c1), gpu-1 (default/c1)"
+    );
+    assert_eq!(
+        pl.rejection_note(&cs2, "node-b").as_deref(),
+        Some("claim default/c2, request gpu: no ResourceSlice publishes devices for this node")
     );
     // Unreserve gives them back.
     pl.unreserve(&env.handle(), &mut cs, &p1, "node-a");
@@ -223,6 +227,11 @@ fn allocated_claims_pin_and_count_too_high() {
     let pl = DynamicResources::default();
     let (_, _, msgs) = run(&pl, &env, &gpu_pod("p", "done"));
     assert_eq!(msgs, ["", "resourceclaim not available on the node"]);
+    let (cs, _, _) = run(&pl, &env, &gpu_pod("p", "done"));
+    assert_eq!(
+        pl.rejection_note(&cs, "node-b").unwrap(),
+        "claim default/done is allocated (gpu=gpu.example.com/node-a/gpu-0) for nodes its allocation selects, not this one"
+    );
     let (cs, _, msgs) = run(&pl, &env, &gpu_pod("q", "big"));
     assert_eq!(
         msgs,
@@ -230,7 +239,7 @@ fn allocated_claims_pin_and_count_too_high() {
     );
     assert_eq!(
         state(&cs).unwrap().shortfall("node-a").unwrap().reason,
-        "needs 3 device(s), only 1 matching and free"
+        "needs 3 device(s), 1 of 2 matching device(s) free; allocated to other claims: gpu-0 (default/done)"
     );
 }
 
@@ -280,9 +289,11 @@ fn classes_selectors_and_constraints() {
         msgs[0].starts_with("class bad: selector #0: CEL compile error: "),
         "{msgs:?}"
     );
+    let (cs, _, msgs) = run(&pl, &env, &gpu_pod("p", "same-numa"));
+    assert_eq!(msgs[0], "cannot allocate all claims");
     assert_eq!(
-        run(&pl, &env, &gpu_pod("p", "same-numa")).2[0],
-        "cannot allocate all claims"
+        pl.rejection_note(&cs, "node-a").unwrap(),
+        "claim default/same-numa: each request can be met alone, but no choice of free devices gives all requests the same gpu.example.com/numa (free devices have 0, 1)"
     );
     let (cs, _, msgs) = run(&pl, &env, &gpu_pod("p", "sel"));
     assert_eq!(msgs[0], "");

@@ -403,21 +403,9 @@ fn misc_default_preemption(_: &Framework) -> Vec<ClusterEventWithHint> {
     )]
 }
 
-/// kubestep does not simulate claims, slices or device classes (pods with claims are
-/// rejected for good), so the claim and pod hints are not modelled: they answer Queue.
-fn misc_dynamic_resources(_: &Framework) -> Vec<ClusterEventWithHint> {
-    use ActionType as A;
-    use EventResource as R;
-    vec![
-        ClusterEventWithHint::new(
-            R::Node,
-            A::ADD | A::UPDATE_NODE_LABEL | A::UPDATE_NODE_ALLOCATABLE,
-        ),
-        ClusterEventWithHint::new(R::ResourceClaim, A::ADD | A::UPDATE),
-        ClusterEventWithHint::new(R::Pod, A::UPDATE_POD_GENERATED_RESOURCE_CLAIM),
-        ClusterEventWithHint::new(R::DeviceClass, A::ADD | A::UPDATE),
-        ClusterEventWithHint::new(R::ResourceSlice, A::ADD | A::UPDATE),
-    ]
+/// DynamicResources registers its events in its own module.
+fn misc_dynamic_resources(fwk: &Framework) -> Vec<ClusterEventWithHint> {
+    plugins::dynamic_resources::hints::events(fwk)
 }
 
 /// Runs a hint as the queue does: an error counts as Queue.
