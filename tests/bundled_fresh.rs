@@ -3,6 +3,8 @@
 
 #[path = "../examples/gen_recordings/catalog.rs"]
 mod catalog;
+#[path = "../examples/gen_recordings/dra.rs"]
+mod dra;
 #[path = "../examples/gen_recordings/k8s.rs"]
 #[allow(dead_code)]
 mod k8s;

@@ -59,6 +59,7 @@ fn every_bundled_recording_loads_with_a_description() {
         "gang-scheduling",
         "manual-approval",
         "volumes-zones",
+        "dra-gpus",
         "large",
     ] {
         assert!(names.contains(&want), "{want} missing from {names:?}");

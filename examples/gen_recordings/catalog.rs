@@ -2,7 +2,7 @@
 //! file is gzipped. Shared by the generator and the test that the files are up to date.
 
 use crate::k8s::Rec;
-use crate::{large, scenarios};
+use crate::{dra, large, scenarios};
 
 pub struct Entry {
     pub name: &'static str,
@@ -13,7 +13,7 @@ pub struct Entry {
 type Scenario = (&'static str, fn() -> Rec);
 
 pub fn all() -> Vec<Entry> {
-    let small: [Scenario; 9] = [
+    let small: [Scenario; 10] = [
         ("demo", scenarios::demo),
         ("taints-affinity", scenarios::taints_affinity),
         ("insufficient-resources", scenarios::insufficient_resources),
@@ -23,6 +23,7 @@ pub fn all() -> Vec<Entry> {
         ("manual-approval", scenarios::manual_approval),
         ("volumes-zones", scenarios::volumes_zones),
         ("divergence", scenarios::divergence),
+        ("dra-gpus", dra::dra_gpus),
     ];
     let mut out: Vec<Entry> = small
         .into_iter()

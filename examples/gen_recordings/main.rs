@@ -6,6 +6,7 @@
 //! tests/bundled_fresh.rs fails when a committed file differs from what this writes.
 
 mod catalog;
+mod dra;
 mod k8s;
 mod large;
 mod scenarios;

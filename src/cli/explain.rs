@@ -64,6 +64,8 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         a.cluster.join(", ")
     };
     check_negative(&pod_source, &pod, &a.cluster, &cluster)?;
+    kubestep::plugins::dynamic_resources::check_inputs(&cluster.listers, &pod)
+        .map_err(|e| anyhow::anyhow!("{}: pod {}: {e}", a.cluster.join(", "), pod_key(&pod)))?;
     let e = explain::explain(&cluster, &cfg, pod)?;
     match a.output {
         Output::Json => say!(
@@ -211,4 +213,12 @@ fn check_negative(
         }
     }
     Ok(())
+}
+
+fn pod_key(p: &k8s_openapi::api::core::v1::Pod) -> String {
+    format!(
+        "{}/{}",
+        p.metadata.namespace.as_deref().unwrap_or("default"),
+        p.metadata.name.as_deref().unwrap_or("")
+    )
 }

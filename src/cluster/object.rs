@@ -19,6 +19,9 @@ use crate::framework::PodInfo;
 
 /// API group/version of the scheduler-plugins PodGroup (gang scheduling).
 pub const POD_GROUP_API_VERSION: &str = "scheduling.x-k8s.io/v1alpha1";
+/// API group/version of dynamic resource allocation (kept as custom JSON, read by the
+/// DynamicResources plugin).
+pub const RESOURCE_API_VERSION: &str = "resource.k8s.io/v1";
 
 /// The large kinds are boxed: a recording holds one `Object` per event, and an enum is as
 /// large as its largest variant.
@@ -90,12 +93,23 @@ const KINDS: &[(&str, &[&str])] = &[
     ("StatefulSet", &["apps/v1"]),
     ("ReplicationController", &["v1"]),
     ("PodGroup", &[POD_GROUP_API_VERSION]),
+    ("ResourceClaim", &[RESOURCE_API_VERSION]),
+    ("ResourceClaimTemplate", &[RESOURCE_API_VERSION]),
+    ("DeviceClass", &[RESOURCE_API_VERSION]),
+    ("ResourceSlice", &[RESOURCE_API_VERSION]),
 ];
 
 pub fn is_namespaced(kind: &str) -> bool {
     !matches!(
         kind,
-        "Node" | "Namespace" | "PersistentVolume" | "StorageClass" | "CSINode" | "PriorityClass"
+        "Node"
+            | "Namespace"
+            | "PersistentVolume"
+            | "StorageClass"
+            | "CSINode"
+            | "PriorityClass"
+            | "DeviceClass"
+            | "ResourceSlice"
     )
 }
 
@@ -255,6 +269,8 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
         "StatefulSet" => Object::StatefulSet(Box::new(typed(v, &err)?)),
         "ReplicationController" => Object::ReplicationController(Box::new(typed(v, &err)?)),
         _ => {
+            // DRA kinds stay JSON, but a malformed one is refused here, naming its field.
+            crate::plugins::dynamic_resources::objects::check(&kind, &v, &err)?;
             let meta: ObjectMeta = typed(
                 v.get("metadata").cloned().unwrap_or(Value::Null),
                 &|f: &str, m| err(&format!("metadata.{f}"), m),
@@ -286,7 +302,7 @@ fn object_name(v: &Value) -> String {
     }
 }
 
-fn typed<T: serde::de::DeserializeOwned>(
+pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     v: Value,
     err: &dyn Fn(&str, String) -> ObjectError,
 ) -> Result<T, ObjectError> {

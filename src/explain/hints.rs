@@ -119,6 +119,62 @@ pub fn what_if(
             }
         }
     }
+    out.extend(freed_devices(cluster, config, pod, base));
+    out
+}
+
+/// At most this many nodes are tried with their devices freed.
+const MAX_DEVICE_NODES: usize = 3;
+
+/// DynamicResources: for nodes where the matching devices are held by other claims, the
+/// pod re-run with those claims deallocated (their status cleared on a copy of the
+/// cluster). Claims kubestep itself allocated in a replay are not cluster objects and
+/// are not tried.
+fn freed_devices(
+    cluster: &ClusterState,
+    config: &KubeSchedulerConfiguration,
+    pod: &Arc<Pod>,
+    base: &Explanation,
+) -> Vec<Hint> {
+    use crate::plugins::dynamic_resources::objects::CLAIM;
+    let mut out = Vec::new();
+    for (node, held) in base.held_devices.iter().take(MAX_DEVICE_NODES) {
+        let claims: BTreeSet<&str> = held.iter().map(|(_, c)| c.as_str()).collect();
+        let mut copy = cluster.clone();
+        let mut changed = false;
+        for key in &claims {
+            let Some(v) = cluster.listers.custom_object(CLAIM, key) else {
+                continue;
+            };
+            let mut v = (**v).clone();
+            if let Some(st) = v.get_mut("status").and_then(|s| s.as_object_mut()) {
+                st.remove("allocation");
+                st.remove("reservedFor");
+                st.remove("devices");
+            }
+            if let Ok(Some(o)) = crate::cluster::object::from_value(v) {
+                let _ = copy.upsert(o);
+                changed = true;
+            }
+        }
+        if !changed {
+            continue;
+        }
+        let Ok(e) = explain(&copy, config, pod.clone()) else {
+            continue;
+        };
+        if e.feasible.contains(node) {
+            let devices: Vec<&str> = held.iter().map(|(d, _)| d.as_str()).collect();
+            out.push(Hint {
+                text: format!(
+                    "would fit {node} if {} were free (held by claim {})",
+                    devices.join(", "),
+                    claims.iter().copied().collect::<Vec<_>>().join(", ")
+                ),
+                nodes: vec![node.clone()],
+            });
+        }
+    }
     out
 }
 

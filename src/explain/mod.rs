@@ -90,6 +90,18 @@ pub struct Explanation {
     pub weights: BTreeMap<String, i64>,
     /// Every extender call of the cycle (filter, prioritize), in order.
     pub extenders: Vec<ExtenderCall>,
+    /// kubestep's notes on Filter rejections beyond upstream's reason, by node then
+    /// plugin (DynamicResources: the claim and request that could not be met, and why).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub notes: BTreeMap<String, BTreeMap<String, String>>,
+    /// The DynamicResources CycleState after the cycle, for a pod with resource claims:
+    /// its claims, per node the devices chosen or what was missing, the allocation kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dynamic_resources: Option<crate::framework::StateTree>,
+    /// Per node DynamicResources rejected: the matching devices other claims hold, with
+    /// the claim holding each (for the what-if hints).
+    #[serde(skip)]
+    pub held_devices: BTreeMap<String, Vec<(String, String)>>,
 }
 
 impl Explanation {
@@ -232,8 +244,17 @@ fn build(
     }
 
     let mut all_filters: BTreeMap<String, BTreeMap<String, FilterCell>> = BTreeMap::new();
+    let mut notes: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     if let Some(m) = &cycle.matrix {
         for (row, &idx) in m.nodes.iter().enumerate() {
+            for (col, p) in m.plugins.iter().enumerate() {
+                if let Some(n) = m.note(row, col) {
+                    notes
+                        .entry(name(idx))
+                        .or_default()
+                        .insert(p.to_string(), n.to_string());
+                }
+            }
             let cells = m
                 .plugins
                 .iter()
@@ -348,5 +369,11 @@ fn build(
         num_nodes: snap.num_nodes(),
         weights,
         extenders: cycle.extender_calls.clone(),
+        notes,
+        dynamic_resources: crate::plugins::dynamic_resources::explain_state(
+            &cycle.state,
+            &cycle.pod,
+        ),
+        held_devices: crate::plugins::dynamic_resources::held_devices(&cycle.state),
     }
 }

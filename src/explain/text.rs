@@ -23,8 +23,20 @@ pub fn render(e: &Explanation) -> String {
     if !e.victims.is_empty() {
         let _ = writeln!(out, "\npreemption victims: {}", e.victims.join(", "));
     }
+    if let Some(t) = &e.dynamic_resources {
+        out.push('\n');
+        tree(t, 0, &mut out);
+    }
     extender_errors(e, &mut out);
     out
+}
+
+/// A CycleState tree, indented two spaces a level.
+fn tree(t: &crate::framework::StateTree, depth: usize, out: &mut String) {
+    let _ = writeln!(out, "{:w$}{}", "", t.label, w = depth * 2);
+    for c in &t.children {
+        tree(c, depth + 1, out);
+    }
 }
 
 /// Failed extender calls: an ignored one explains a missing verdict or score.
@@ -102,12 +114,11 @@ fn node_table(e: &Explanation, out: &mut String) {
     names.dedup();
     for n in names {
         if let Some(f) = e.filter.get(n) {
-            rows.push([
-                n.clone(),
-                "✗".into(),
-                f.plugin.clone(),
-                f.reasons.join(", "),
-            ]);
+            let mut reason = f.reasons.join(", ");
+            if let Some(note) = e.notes.get(n).and_then(|p| p.get(&f.plugin)) {
+                reason = format!("{reason} — {note}");
+            }
+            rows.push([n.clone(), "✗".into(), f.plugin.clone(), reason]);
         } else {
             let score = e
                 .scores

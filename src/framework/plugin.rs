@@ -203,6 +203,13 @@ pub trait PreFilterExtensions {
 
 pub trait FilterPlugin: Plugin {
     fn filter(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+
+    /// kubestep's addition: after this plugin rejected `node`, more than its upstream
+    /// reason in words (what exactly was missing), read from what Filter left in
+    /// CycleState. Asked only when the full verdict matrix is built (explain, the TUI).
+    fn rejection_note(&self, _state: &CycleState, _node: &str) -> Option<String> {
+        None
+    }
 }
 
 pub trait PostFilterPlugin: Plugin {
@@ -273,6 +280,12 @@ pub trait ScorePlugin: Plugin {
 pub trait ReservePlugin: Plugin {
     fn reserve(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
     fn unreserve(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str);
+
+    /// kubestep's: Reserve and Unreserve would do nothing for this pod (a no-op upstream
+    /// too), so the session records no step for them, as if the plugin had none.
+    fn nothing_to_reserve(&self, _state: &CycleState) -> bool {
+        false
+    }
 }
 
 pub trait PermitPlugin: Plugin {
@@ -296,6 +309,12 @@ pub trait PreBindPlugin: Plugin {
         node: &str,
     ) -> Status;
     fn pre_bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+
+    /// kubestep's: PreBind has nothing to do for this pod (its pre-flight skips it), and
+    /// the session records no step for it, as if the plugin had no PreBind.
+    fn nothing_to_bind(&self, _state: &CycleState) -> bool {
+        false
+    }
 }
 
 pub trait BindPlugin: Plugin {

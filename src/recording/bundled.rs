@@ -32,6 +32,7 @@ pub const BUNDLED: &[Bundled] = bundled! {
     "manual-approval" => "manual-approval.jsonl",
     "volumes-zones" => "volumes-zones.jsonl",
     "divergence" => "divergence.jsonl",
+    "dra-gpus" => "dra-gpus.jsonl",
     "large" => "large.jsonl.gz",
 };
 

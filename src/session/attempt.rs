@@ -579,6 +579,13 @@ impl Attempt {
             self.stage = Stage::Permit(0, Vec::new());
             return;
         };
+        if e.plugin
+            .as_reserve()
+            .is_some_and(|p| p.nothing_to_reserve(&self.cycle.state))
+        {
+            self.stage = Stage::Reserve(i + 1);
+            return;
+        }
         let plugin = e.plugin.clone();
         self.run_or_unreserve(
             core,
@@ -753,6 +760,14 @@ impl Attempt {
             self.stage = Stage::Bind(0);
             return;
         };
+        let silent = e
+            .plugin
+            .as_pre_bind()
+            .is_some_and(|p| p.nothing_to_bind(&self.cycle.state));
+        if self.skip_pre_bind.contains(&e.name) && silent {
+            self.stage = Stage::PreBind(i + 1);
+            return;
+        }
         if self.skip_pre_bind.contains(&e.name) {
             out.push(StepEvent {
                 point: Point::PreBind,
@@ -920,6 +935,13 @@ impl Attempt {
             return;
         };
         let e = &e;
+        if e.plugin
+            .as_reserve()
+            .is_some_and(|p| p.nothing_to_reserve(&self.cycle.state))
+        {
+            self.stage = Stage::Unreserve(i - 1, Box::new(f));
+            return;
+        }
         let node = self.node();
         let pod = self.pod().clone();
         let profile = self.profile;

@@ -90,6 +90,8 @@ pub struct FilterMatrix {
     /// Column-major: `cells[plugin * nodes.len() + node]`; see `CELL_*`.
     cells: Vec<u32>,
     statuses: Vec<Status>,
+    /// kubestep's notes on rejections (`FilterPlugin::rejection_note`), by (plugin, row).
+    notes: std::collections::BTreeMap<(usize, usize), String>,
 }
 
 const CELL_PASS: u32 = 0;
@@ -103,7 +105,13 @@ impl FilterMatrix {
             nodes,
             cells: Vec::new(),
             statuses: Vec::new(),
+            notes: Default::default(),
         }
+    }
+
+    /// kubestep's note on plugin `plugin`'s rejection of the node in row `node_row`.
+    pub fn note(&self, node_row: usize, plugin: usize) -> Option<&str> {
+        self.notes.get(&(plugin, node_row)).map(String::as_str)
     }
 
     /// Appends one plugin's column: all Skipped, or Pass except the listed failures.
@@ -581,6 +589,15 @@ impl SchedulingCycle {
         if let Some(m) = self.matrix.as_mut() {
             let failures = out.failures.into_iter().next().unwrap_or_default();
             m.push_sparse_column(skipped, &failures);
+            let plugin = env.framework.plugins(ExtensionPoint::Filter)[k]
+                .plugin
+                .as_filter();
+            for (row, _) in failures.iter().filter(|(_, s)| s.is_rejected()) {
+                let name = env.snapshot.list()[m.nodes[*row]].name();
+                if let Some(note) = plugin.and_then(|f| f.rejection_note(&self.state, name)) {
+                    m.notes.insert((k, *row), note);
+                }
+            }
         }
         let status = if skipped {
             Status::skip()

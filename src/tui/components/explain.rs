@@ -70,7 +70,10 @@ pub fn text(app: &App) -> Vec<String> {
                     continue;
                 };
                 let reason = match mx.cell(r, c) {
-                    FilterCell::Reject { reasons, .. } => reasons.join(", "),
+                    FilterCell::Reject { reasons, .. } => match mx.note(r, c) {
+                        Some(n) => format!("{} — {n}", reasons.join(", ")),
+                        None => reasons.join(", "),
+                    },
                     FilterCell::Error { message } => format!("error: {message}"),
                     _ => continue,
                 };

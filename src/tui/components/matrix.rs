@@ -152,7 +152,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                         } else {
                             ""
                         };
-                        format!("✗ {code:?}: {}{first}", reasons.join(", "))
+                        let note = m.note(r, c).map(|n| format!(" — {n}")).unwrap_or_default();
+                        format!("✗ {code:?}: {}{first}{note}", reasons.join(", "))
                     }
                     FilterCell::Error { message } => format!("! Error: {message}"),
                 }

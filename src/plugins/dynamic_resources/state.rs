@@ -1,0 +1,237 @@
+//! What the plugin keeps in CycleState, and how it shows itself: the pod's claims, per
+//! node the allocation found or why none was, and the allocation chosen.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceSlice};
+
+use super::allocator::{DeviceId, InUse, Shortfall, allocated_ids};
+use super::objects::PodClaim;
+use crate::api::node_affinity::NodeSelectorMatcher;
+use crate::framework::{RenderState, StateTree};
+
+#[derive(Debug, Clone)]
+pub enum NodeResult {
+    Allocated(Vec<AllocationResult>),
+    /// kubestep's diagnosis, when it has one.
+    Failed(Option<Shortfall>),
+    /// Claims (indices) already allocated for other nodes.
+    Unavailable(Vec<usize>),
+}
+
+#[derive(Debug, Default, Clone)]
+struct Inner {
+    nodes: BTreeMap<String, NodeResult>,
+    unavailable: BTreeSet<usize>,
+    reserved: Option<String>,
+    bound: Option<String>,
+}
+
+/// Fixed after PreFilter, except `inner`, which Filter (in parallel) and Reserve fill.
+#[derive(Debug, Default)]
+pub struct StateData {
+    pub claims: Vec<PodClaim>,
+    /// Per claim: the nodes an existing allocation limits it to.
+    pub pinned: Vec<Option<NodeSelectorMatcher>>,
+    /// Indices of the claims the scheduler allocates.
+    pub to_allocate: Vec<usize>,
+    pub in_use: InUse,
+    pub slices: Arc<Vec<ResourceSlice>>,
+    pub classes: Arc<BTreeMap<String, DeviceClass>>,
+    inner: Mutex<Inner>,
+}
+
+impl Clone for StateData {
+    fn clone(&self) -> Self {
+        StateData {
+            claims: self.claims.clone(),
+            pinned: self.pinned.clone(),
+            to_allocate: self.to_allocate.clone(),
+            in_use: self.in_use.clone(),
+            slices: self.slices.clone(),
+            classes: self.classes.clone(),
+            inner: Mutex::new(self.lock().clone()),
+        }
+    }
+}
+
+impl StateData {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub fn record(&self, node: String, r: NodeResult) {
+        self.lock().nodes.insert(node, r);
+    }
+    pub fn allocations(&self, node: &str) -> Option<Vec<AllocationResult>> {
+        match self.lock().nodes.get(node) {
+            Some(NodeResult::Allocated(a)) => Some(a.clone()),
+            _ => None,
+        }
+    }
+    pub fn mark_unavailable(&self, claims: &[usize]) {
+        self.lock().unavailable.extend(claims);
+    }
+    pub fn unavailable(&self) -> BTreeSet<usize> {
+        self.lock().unavailable.clone()
+    }
+    pub fn set_reserved(&self, node: &str) {
+        self.lock().reserved = Some(node.to_string());
+    }
+    pub fn set_reserved_none(&self) {
+        let mut i = self.lock();
+        i.reserved = None;
+        i.bound = None;
+    }
+    pub fn set_bound(&self, node: &str) {
+        self.lock().bound = Some(node.to_string());
+    }
+    /// kubestep's reason a node could not take the pod's claims, if Filter found one.
+    pub fn shortfall(&self, node: &str) -> Option<Shortfall> {
+        match self.lock().nodes.get(node) {
+            Some(NodeResult::Failed(s)) => s.clone(),
+            _ => None,
+        }
+    }
+
+    /// Nodes Filter could not allocate on.
+    pub fn failed_nodes(&self) -> Vec<String> {
+        self.lock()
+            .nodes
+            .iter()
+            .filter(|(_, r)| matches!(r, NodeResult::Failed(_)))
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Why Filter rejected `node`, in words, when it knows more than upstream's reason.
+    pub fn note(&self, node: &str) -> Option<String> {
+        match self.lock().nodes.get(node)? {
+            NodeResult::Failed(s) => s.as_ref().map(ToString::to_string),
+            NodeResult::Unavailable(claims) => Some(unavailable_note(self, claims)),
+            NodeResult::Allocated(_) => None,
+        }
+    }
+}
+
+fn unavailable_note(s: &StateData, claims: &[usize]) -> String {
+    let v: Vec<String> = claims
+        .iter()
+        .map(|&i| {
+            let c = &s.claims[i];
+            let devs = c.allocation().map(devices).unwrap_or_default();
+            format!(
+                "claim {} is allocated ({devs}) for nodes its allocation selects, not this one",
+                c.key
+            )
+        })
+        .collect();
+    v.join("; ")
+}
+
+fn devices(a: &AllocationResult) -> String {
+    let v: Vec<String> = a
+        .devices
+        .iter()
+        .flat_map(|d| d.results.iter().flatten())
+        .map(|r| {
+            format!(
+                "{}={}",
+                r.request,
+                DeviceId {
+                    driver: r.driver.clone(),
+                    pool: r.pool.clone(),
+                    device: r.device.clone(),
+                }
+            )
+        })
+        .collect();
+    v.join(", ")
+}
+
+impl RenderState for StateData {
+    fn render(&self) -> StateTree {
+        if self.claims.is_empty() {
+            // As before DRA was modelled: pods without claims look the same.
+            return StateTree::list("claims", std::iter::empty::<String>());
+        }
+        let inner = self.lock();
+        let claims = self
+            .claims
+            .iter()
+            .map(|c| {
+                let mut label = c.key.clone();
+                if let Some(t) = &c.from_template {
+                    label += &format!(" (made by kubestep from template {t}, standing in for the claim controller)");
+                }
+                let mut kids = Vec::new();
+                match c.allocation() {
+                    Some(a) => kids.push(StateTree::kv("allocated", devices(a))),
+                    None => kids.push(StateTree::leaf("to allocate")),
+                }
+                for r in c.claim.spec.devices.iter().flat_map(|d| d.requests.iter().flatten()) {
+                    let what = match (&r.exactly, &r.first_available) {
+                        (Some(e), _) => format!(
+                            "class {}, {} {}",
+                            e.device_class_name,
+                            e.allocation_mode.as_deref().unwrap_or("ExactCount"),
+                            e.count.unwrap_or(1)
+                        ),
+                        (None, Some(fa)) => format!(
+                            "firstAvailable: {}",
+                            fa.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                        ),
+                        _ => "unknown request type".into(),
+                    };
+                    kids.push(StateTree::kv(&format!("request {}", r.name), what));
+                }
+                StateTree::node(label, kids)
+            })
+            .collect();
+        let nodes = inner
+            .nodes
+            .iter()
+            .map(|(n, r)| match r {
+                NodeResult::Allocated(a) => StateTree::node(
+                    n.clone(),
+                    a.iter()
+                        .zip(&self.to_allocate)
+                        .map(|(a, &ci)| StateTree::kv(&self.claims[ci].key, devices(a)))
+                        .collect(),
+                ),
+                NodeResult::Failed(Some(s)) => StateTree::leaf(format!("{n}: {s}")),
+                NodeResult::Failed(None) => StateTree::leaf(format!("{n}: cannot allocate")),
+                NodeResult::Unavailable(c) => {
+                    StateTree::leaf(format!("{n}: {}", unavailable_note(self, c)))
+                }
+            })
+            .collect();
+        let mut top = vec![
+            StateTree::node("claims", claims),
+            StateTree::list(
+                "devices in use",
+                self.in_use.iter().map(|(d, c)| format!("{d} ({c})")),
+            ),
+            StateTree::node("per node", nodes),
+        ];
+        if let Some(n) = &inner.reserved {
+            let chosen = match inner.nodes.get(n) {
+                Some(NodeResult::Allocated(a)) => a
+                    .iter()
+                    .flat_map(allocated_ids)
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => String::new(),
+            };
+            top.push(StateTree::kv(&format!("chosen on {n}"), chosen));
+        }
+        if let Some(n) = &inner.bound {
+            top.push(StateTree::kv(
+                "PreBind: allocation and reservation assumed for node",
+                n,
+            ));
+        }
+        StateTree::node("DynamicResources", top)
+    }
+}
