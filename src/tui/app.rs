@@ -158,7 +158,9 @@ pub struct MatrixUi {
     pub filter: String,
     /// Matrix rows in display order, for `key`.
     pub order: Vec<usize>,
-    pub key: Option<(u64, usize, usize, MatrixSort, String)>,
+    pub key: Option<(u64, usize, usize, MatrixSort, String, usize)>,
+    /// Nodes each plugin rejected (the counts above the matrix), with `order`.
+    pub rejections: Vec<usize>,
     pub row: usize,
     pub col: usize,
 }
@@ -492,12 +494,19 @@ impl App {
             return;
         };
         let cols = moment::filter_columns(step, m).unwrap_or(0);
+        // The selected column matters only to the by-plugin sort.
+        let col = if self.matrix.sort == MatrixSort::ByPlugin {
+            self.matrix.col
+        } else {
+            usize::MAX
+        };
         let key = (
             a.id,
             m.nodes.len(),
             cols,
             self.matrix.sort,
             self.matrix.filter.clone(),
+            col,
         );
         if self.matrix.key.as_ref() == Some(&key) {
             return;
@@ -509,9 +518,12 @@ impl App {
             cols,
             self.matrix.sort,
             &self.matrix.filter,
+            col,
         );
+        let rejections = rows::rejections_per_plugin(m, cols);
         let plugins = m.plugins.len();
         self.matrix.order = order;
+        self.matrix.rejections = rejections;
         self.matrix.key = Some(key);
         clamp(&mut self.matrix.row, self.matrix.order.len());
         clamp(&mut self.matrix.col, plugins);

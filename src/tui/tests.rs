@@ -901,3 +901,81 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     });
     assert!(skipped);
 }
+
+/// The name of the matrix row selected.
+fn matrix_node(app: &App) -> String {
+    let a = app.moment_attempt().unwrap();
+    let m = a.matrix.unwrap();
+    let r = app.matrix.order[app.matrix.row];
+    a.names.get(m.nodes[r]).to_string()
+}
+
+#[test]
+fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
+    let mut app = demo_app();
+    press(&mut app, "nnn1");
+    let plugins: Vec<&str> = app
+        .moment_attempt()
+        .unwrap()
+        .matrix
+        .unwrap()
+        .plugins
+        .clone();
+    let tt = plugins
+        .iter()
+        .position(|p| *p == "TaintToleration")
+        .unwrap();
+    let nrf = plugins
+        .iter()
+        .position(|p| *p == "NodeResourcesFit")
+        .unwrap();
+    // Counts per plugin, computed with the rows.
+    assert_eq!(app.matrix.rejections[tt], 2);
+    assert_eq!(app.matrix.rejections[nrf], 1);
+    let s = screen(&mut app);
+    assert!(s.contains("✗ per plugin"), "{s}");
+    // `!` keeps rejected nodes, `!PLUGIN` (name or abbreviation) those it rejected.
+    press(&mut app, "/!\n");
+    assert_eq!(app.matrix.order.len(), 3);
+    press(&mut app, "\x1b/!NRF\n");
+    assert_eq!(app.matrix.order.len(), 1);
+    assert!(screen(&mut app).contains("Node (1/6"));
+    press(&mut app, "\x1b/!taint\n");
+    assert_eq!(app.matrix.order.len(), 2);
+    press(&mut app, "\x1b");
+    assert_eq!(app.matrix.order.len(), 6);
+    // Sort: rejected first, then by the selected column's plugin.
+    press(&mut app, "o");
+    assert_eq!(app.matrix.sort, super::rows::MatrixSort::Rejected);
+    press(&mut app, "o");
+    assert_eq!(app.matrix.sort, super::rows::MatrixSort::ByPlugin);
+    app.matrix.col = 0;
+    for _ in 0..tt {
+        press(&mut app, "L");
+    }
+    let m = app.moment_attempt().unwrap().matrix.unwrap();
+    let rejected_by_tt = |r: usize| {
+        matches!(
+            m.cell(r, tt),
+            crate::framework::cycle::FilterCell::Reject { .. }
+        )
+    };
+    assert!(rejected_by_tt(app.matrix.order[0]) && rejected_by_tt(app.matrix.order[1]));
+    assert!(!rejected_by_tt(app.matrix.order[2]));
+    insta::assert_snapshot!("filter_by_plugin_80x24", {
+        app.update(Action::Resize(80, 24));
+        screen(&mut app)
+    });
+    // `*`: the node the attempt chose, once it chose one.
+    press(&mut app, "f");
+    let chosen = {
+        let a = app.moment_attempt().unwrap();
+        a.node.unwrap().to_string()
+    };
+    press(&mut app, "1G*");
+    assert_eq!(matrix_node(&app), chosen);
+    assert!(app.status.as_ref().unwrap().1.contains(&chosen));
+    // A name filter that hides it is cleared by the jump.
+    press(&mut app, "/zzz\n*");
+    assert_eq!(matrix_node(&app), chosen);
+}

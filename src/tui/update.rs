@@ -210,6 +210,7 @@ impl App {
                             .and_then(|a| a.matrix)
                             .map_or(0, |m| m.plugins.len());
                         self.matrix.col = step(self.matrix.col, d, n);
+                        self.refresh_matrix();
                     }
                     Tab::Scores => {
                         let n = self
@@ -954,7 +955,7 @@ impl App {
             }
             match self.tab {
                 Tab::Filter => {
-                    if let Some(i) = layout::row_at(l.main, 1, 2, y, self.matrix.row) {
+                    if let Some(i) = layout::row_at(l.main, 2, 2, y, self.matrix.row) {
                         self.matrix.row = i.min(self.matrix.order.len().saturating_sub(1));
                     }
                 }

@@ -170,21 +170,30 @@ fn view(app: &App, help: &HelpState, w: usize, h: usize) -> View {
     let col_w = (w + 1) / n - 1;
     let (blocks, matches) = blocks(app, &help.query, col_w, key_w);
     let total: usize = blocks.iter().map(|b| b.len() + 1).sum();
-    // Fill column by column, a block kept whole where it fits; as tall as the screen
-    // allows before scrolling.
-    let target = total.div_ceil(n).max(h.min(total));
-    let mut columns: Vec<Vec<Row>> = vec![Vec::new()];
-    for b in blocks {
-        let cur = columns.last_mut().expect("one column");
-        if !cur.is_empty() && cur.len() + b.len() > target && columns.len() < n {
-            columns.push(Vec::new());
+    // Fill column by column, a block kept whole: the shortest columns that hold every
+    // block in `n` columns (what does not fit the screen then scrolls).
+    let pack = |target: usize| {
+        let mut columns: Vec<Vec<Row>> = vec![Vec::new()];
+        for b in &blocks {
+            let cur = columns.last_mut().expect("one column");
+            if !cur.is_empty() && cur.len() + 1 + b.len() > target {
+                columns.push(Vec::new());
+            }
+            let cur = columns.last_mut().expect("one column");
+            if !cur.is_empty() {
+                cur.push(Row::Blank);
+            }
+            cur.extend(b.iter().cloned());
         }
-        let cur = columns.last_mut().expect("one column");
-        if !cur.is_empty() {
-            cur.push(Row::Blank);
-        }
-        cur.extend(b);
+        columns
+    };
+    let mut target = total.div_ceil(n).max(1);
+    let mut columns = pack(target);
+    while columns.len() > n && target < total {
+        target += 1;
+        columns = pack(target);
     }
+    let _ = h;
     View {
         columns,
         col_w,

@@ -61,9 +61,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let shown: Vec<usize> = (col_off..m.plugins.len()).take(vis_cols).collect();
 
     let mut lines: Vec<Line> = Vec::new();
+    let shown_of = if app.matrix.order.len() == m.nodes.len() {
+        format!("{}", m.nodes.len())
+    } else {
+        format!("{}/{}", app.matrix.order.len(), m.nodes.len())
+    };
     let mut head = vec![span(
         pad(
-            &format!("Node ({}, {})", m.nodes.len(), app.matrix.sort.label()),
+            &format!("Node ({shown_of}, {})", app.matrix.sort.label()),
             name_w + 1,
         ),
         t.title,
@@ -77,8 +82,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         head.push(span(pad(&abbrev(m.plugins[c]), COL), style));
     }
     lines.push(Line::from(head));
+    // How many nodes each plugin rejected (computed with the rows, not here).
+    let mut counts = vec![span(pad("✗ per plugin", name_w + 1), t.muted)];
+    for &c in &shown {
+        let n = app.matrix.rejections.get(c).copied().unwrap_or(0);
+        let text = match n {
+            0 => "·".to_string(),
+            n if n < 1000 => n.to_string(),
+            n if n < 10_000 => format!("{}k", n / 1000),
+            _ => "9k+".to_string(),
+        };
+        let style = if n > 0 { t.verdict_fail } else { t.muted };
+        counts.push(span(pad(&text, COL), style));
+    }
+    lines.push(Line::from(counts));
 
-    let visible = (area.height as usize).saturating_sub(3);
+    let visible = (area.height as usize).saturating_sub(4);
     let offset = layout::offset(app.matrix.row, visible);
     for (i, &r) in app
         .matrix
@@ -127,7 +146,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         }
         lines.push(Line::from(spans));
     }
-    while lines.len() < visible + 1 {
+    while lines.len() < visible + 2 {
         lines.push(Line::default());
     }
 
