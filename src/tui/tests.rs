@@ -818,10 +818,10 @@ fn small_terminal_80x24() {
     insta::assert_snapshot!(screen(&mut app));
 }
 
-/// 5,000 nodes: a frame draws only the visible rows. Prints the numbers; the bound is
-/// loose so a loaded CI machine does not fail it.
+/// 5,000 nodes: stepping and every tab draw. How fast is measured by `kubestep bench`
+/// and by hand in tmux (the notes have the numbers), not asserted here.
 #[test]
-fn five_thousand_nodes_stay_interactive() {
+fn five_thousand_nodes_step_and_draw_every_tab() {
     use crate::cluster::{ClusterState, Object};
     let mut cluster = ClusterState::default();
     for n in crate::testing::workloads::make_nodes(5_000, 7) {
@@ -845,20 +845,13 @@ fn five_thousand_nodes_stay_interactive() {
     .unwrap();
     let mut app = App::new(session, "bench", Theme::mono(), Keymap::default());
     app.update(Action::Resize(160, 50));
-    let t0 = std::time::Instant::now();
     press(&mut app, "nnn");
-    let key_to_state = t0.elapsed() / 3;
     let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
-    let mut worst = std::time::Duration::ZERO;
     for keys in ["", "j", "G", "o", "2", "3"] {
         press(&mut app, keys);
-        let t = std::time::Instant::now();
         term.draw(|f| super::draw::draw(f, &app)).unwrap();
-        worst = worst.max(t.elapsed());
     }
-    eprintln!("5,000 nodes: step (key to state) {key_to_state:?}, worst frame {worst:?}");
     assert_eq!(app.matrix.order.len(), 5_000);
-    assert!(worst < std::time::Duration::from_millis(500), "{worst:?}");
 }
 
 #[test]

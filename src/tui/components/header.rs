@@ -65,6 +65,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         (None, true) => spans.push(span(format!("▶ running {} ", app.speed_label()), t.running)),
         (None, false) => spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused)),
     }
+    let time_at = spans.len();
     spans.push(span(
         format!("│ {clock} {} ", session_time(app, at)),
         t.header,
@@ -87,18 +88,43 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             t.header,
         ));
     }
-    spans.push(span(
-        format!(
-            "│ active {} backoff {} unsched {} gated {} waiting {} bound {} ",
+    let full = format!(
+        "│ active {} backoff {} unsched {} gated {} waiting {} bound {} ",
+        counts.active,
+        counts.backoff,
+        counts.unschedulable,
+        counts.gated,
+        counts.waiting,
+        counts.bound
+    );
+    let used: usize = spans.iter().map(Span::width).sum();
+    // A narrow terminal gets the short labels rather than a number cut in half.
+    let counts_text = if used + full.chars().count() <= area.width as usize {
+        full
+    } else {
+        let short = format!(
+            "│ act {} bo {} uns {} gate {} wait {} bound {} ",
             counts.active,
             counts.backoff,
             counts.unschedulable,
             counts.gated,
             counts.waiting,
             counts.bound
-        ),
-        t.header,
-    ));
+        );
+        if used + short.chars().count() > area.width as usize && clock == "virtual" {
+            // Still too wide (80 columns): the counts matter more than the replay clock's
+            // label (a live session keeps "wall", which says the clock is real).
+            spans[time_at] = span(format!("│ {} ", session_time(app, at)), t.header);
+        }
+        short
+    };
+    // Counts are shown whole or not at all; the rest may be cut by the edge.
+    let used: usize = spans.iter().map(Span::width).sum();
+    if used + counts_text.chars().count() > area.width as usize {
+        f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
+        return;
+    }
+    spans.push(span(counts_text, t.header));
     if !app.warnings.is_empty() {
         spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
     }
