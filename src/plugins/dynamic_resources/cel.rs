@@ -83,7 +83,15 @@ fn lex(src: &str) -> Result<Vec<Tok>, String> {
 struct Parser {
     toks: Vec<Tok>,
     pos: usize,
+    /// Nesting of parentheses, arguments, indexes and `!`: bounded so that a hostile
+    /// selector gives an error instead of overflowing the stack (cel-go bounds it too).
+    depth: usize,
 }
+
+/// How deeply a selector may nest (cel-go's default parser recursion limit).
+const MAX_DEPTH: usize = 250;
+/// The longest selector accepted (the API server's limit for a device selector).
+const MAX_LEN: usize = 10 * 1024;
 
 impl Parser {
     fn peek(&self) -> Option<&Tok> {
@@ -104,7 +112,25 @@ impl Parser {
             Err(format!("Syntax error: expected '{op}'"))
         }
     }
+    fn nest(&mut self) -> Result<(), String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!(
+                "expression nests deeper than {MAX_DEPTH} levels (max recursion depth exceeded)"
+            ));
+        }
+        Ok(())
+    }
     fn binary(&mut self, level: usize) -> Result<Expr, String> {
+        if level == 0 {
+            self.nest()?;
+            let e = self.binary_at(0);
+            self.depth -= 1;
+            return e;
+        }
+        self.binary_at(level)
+    }
+    fn binary_at(&mut self, level: usize) -> Result<Expr, String> {
         const LEVELS: &[&[&str]] = &[&["||"], &["&&"], &["==", "!=", "<", "<=", ">", ">=", "in"]];
         if level == LEVELS.len() {
             return self.unary();
@@ -123,7 +149,10 @@ impl Parser {
     }
     fn unary(&mut self) -> Result<Expr, String> {
         if self.eat("!") {
-            return Ok(Expr::Not(Box::new(self.unary()?)));
+            self.nest()?;
+            let e = self.unary();
+            self.depth -= 1;
+            return Ok(Expr::Not(Box::new(e?)));
         }
         let mut e = self.primary()?;
         loop {
@@ -186,9 +215,16 @@ impl Parser {
 
 /// Compiles a selector expression.
 pub fn compile(src: &str) -> Result<Expr, String> {
+    if src.len() > MAX_LEN {
+        return Err(format!(
+            "expression is {} bytes, longer than the limit of {MAX_LEN}",
+            src.len()
+        ));
+    }
     let mut p = Parser {
         toks: lex(src)?,
         pos: 0,
+        depth: 0,
     };
     let e = p.binary(0)?;
     if p.pos != p.toks.len() {
@@ -405,6 +441,22 @@ mod tests {
             run(r#"!(device.attributes["gpu.example.com"].memoryGi < 80)"#),
             Ok(false)
         );
+    }
+
+    #[test]
+    fn hostile_nesting_is_an_error_not_a_crash() {
+        let deep = format!("{}true{}", "(".repeat(5_000), ")".repeat(5_000));
+        assert!(compile(&deep).unwrap_err().contains("max recursion depth"));
+        let nots = format!("{}true", "!".repeat(5_000));
+        assert!(compile(&nots).unwrap_err().contains("max recursion depth"));
+        let long = format!("true{}", " || true".repeat(2_000));
+        assert!(
+            compile(&long)
+                .unwrap_err()
+                .contains("longer than the limit")
+        );
+        // Ordinary nesting still compiles.
+        assert!(run("((device.driver == \"gpu.example.com\"))").is_ok());
     }
 
     #[test]
