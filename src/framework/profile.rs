@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::plugin::{MAX_NODE_SCORE, Plugin};
+use super::queue::hints::ProfileHints;
 use crate::config::{PluginArgs, PluginSet, Profile};
 
 /// What a plugin factory is given.
@@ -142,6 +143,10 @@ pub struct Framework {
     points: BTreeMap<ExtensionPoint, Vec<PluginEntry>>,
     score_weights: BTreeMap<&'static str, i64>,
     pub plugin_args: BTreeMap<String, PluginArgs>,
+    /// The profile's queueing-hint maps, without and with extenders, built on first use:
+    /// a framework never changes after `new`, so the map is built once (as upstream does
+    /// at startup) instead of at every cluster event.
+    hint_maps: [std::sync::OnceLock<Arc<ProfileHints>>; 2],
 }
 
 impl std::fmt::Debug for Framework {
@@ -338,7 +343,17 @@ impl Framework {
             points,
             score_weights,
             plugin_args: args,
+            hint_maps: Default::default(),
         })
+    }
+
+    /// The profile's QueueingHintMap; `extenders` adds the registration under which
+    /// extenders reject nodes.
+    pub fn queueing_hints(&self, extenders: bool) -> Arc<ProfileHints> {
+        Arc::clone(
+            self.hint_maps[usize::from(extenders)]
+                .get_or_init(|| Arc::new(ProfileHints::build(self, extenders))),
+        )
     }
 
     pub fn plugins(&self, ep: ExtensionPoint) -> &[PluginEntry] {

@@ -108,7 +108,7 @@ pub struct SchedulingQueue {
 }
 
 /// A profile and its queueing-hint map.
-type Profile<'a> = (&'a Framework, ProfileHints);
+type Profile<'a> = (&'a Framework, Arc<ProfileHints>);
 
 fn queue_sort(fwk: &Framework) -> Option<&dyn QueueSortPlugin> {
     fwk.plugins(ExtensionPoint::QueueSort)
@@ -176,8 +176,8 @@ impl SchedulingQueue {
     }
 
     /// The queueing-hint map of a profile.
-    pub fn hints(&self, fwk: &Framework) -> ProfileHints {
-        ProfileHints::build(fwk, self.extenders)
+    pub fn hints(&self, fwk: &Framework) -> Arc<ProfileHints> {
+        fwk.queueing_hints(self.extenders)
     }
 
     fn start(&mut self, now: Timestamp) {
