@@ -471,7 +471,10 @@ impl<'a> Search<'a, '_> {
     }
 
     fn untake(&mut self, ci: usize) {
-        let (name, id, _) = self.chosen[ci].pop().expect("a device was taken");
+        // Only called after a successful take; nothing to undo otherwise.
+        let Some((name, id, _)) = self.chosen[ci].pop() else {
+            return;
+        };
         self.taken.remove(&id);
         for (reqs, _, fixed, n) in &mut self.constraints[ci] {
             if reqs.is_empty()

@@ -185,13 +185,7 @@ impl PreFilterPlugin for DynamicResources {
                 None => {
                     s.pinned.push(None);
                     s.to_allocate.push(s.pinned.len() - 1);
-                    for r in c
-                        .claim
-                        .spec
-                        .devices
-                        .iter()
-                        .flat_map(|d| d.requests.iter().flatten())
-                    {
+                    for r in c.requests() {
                         let bad = match (&r.exactly, &r.first_available) {
                             (Some(e), _) => check_class(h, &e.device_class_name, &r.name),
                             (None, Some(fa)) if !fa.is_empty() => fa.iter().find_map(|sub| {
@@ -393,13 +387,7 @@ impl ScorePlugin for DynamicResources {
                 .map(|r| r.request.as_str())
                 .filter(|r| r.contains('/'))
                 .collect();
-            for r in s.claims[ci]
-                .claim
-                .spec
-                .devices
-                .iter()
-                .flat_map(|d| d.requests.iter().flatten())
-            {
+            for r in s.claims[ci].requests() {
                 for (i, sub) in r.first_available.iter().flatten().enumerate() {
                     if picked.contains(format!("{}/{}", r.name, sub.name).as_str()) {
                         score += FIRST_AVAILABLE_MAX - i as i64;
@@ -519,13 +507,7 @@ pub fn check_inputs(l: &Listers, pod: &Pod) -> Result<(), String> {
             Some(t) => format!("claim {} (from ResourceClaimTemplate {t})", c.key),
             None => format!("claim {}", c.key),
         };
-        for r in c
-            .claim
-            .spec
-            .devices
-            .iter()
-            .flat_map(|d| d.requests.iter().flatten())
-        {
+        for r in c.requests() {
             let subs: Vec<(
                 String,
                 String,

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+    AllocationResult, DeviceClass, DeviceRequest, ResourceClaim, ResourceClaimTemplate,
+    ResourceSlice,
 };
 use serde_json::Value;
 
@@ -73,6 +74,15 @@ pub struct PodClaim {
 impl PodClaim {
     pub fn allocation(&self) -> Option<&AllocationResult> {
         self.claim.status.as_ref()?.allocation.as_ref()
+    }
+
+    /// The claim's device requests, in spec order.
+    pub fn requests(&self) -> impl Iterator<Item = &DeviceRequest> {
+        self.claim
+            .spec
+            .devices
+            .iter()
+            .flat_map(|d| d.requests.iter().flatten())
     }
 }
 

@@ -169,7 +169,7 @@ impl RenderState for StateData {
                     Some(a) => kids.push(StateTree::kv("allocated", devices(a))),
                     None => kids.push(StateTree::leaf("to allocate")),
                 }
-                for r in c.claim.spec.devices.iter().flat_map(|d| d.requests.iter().flatten()) {
+                for r in c.requests() {
                     let what = match (&r.exactly, &r.first_available) {
                         (Some(e), _) => format!(
                             "class {}, {} {}",

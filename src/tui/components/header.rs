@@ -88,29 +88,30 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             t.header,
         ));
     }
-    let full = format!(
-        "│ active {} backoff {} unsched {} gated {} waiting {} bound {} ",
-        counts.active,
-        counts.backoff,
-        counts.unschedulable,
-        counts.gated,
-        counts.waiting,
-        counts.bound
-    );
-    let used: usize = spans.iter().map(Span::width).sum();
-    // A narrow terminal gets the short labels rather than a number cut in half.
-    let counts_text = if used + full.chars().count() <= area.width as usize {
-        full
-    } else {
-        let short = format!(
-            "│ act {} bo {} uns {} gate {} wait {} bound {} ",
+    // Full labels, or short ones (narrow terminals).
+    let counts_with = |labels: [&str; 6]| {
+        let n = [
             counts.active,
             counts.backoff,
             counts.unschedulable,
             counts.gated,
             counts.waiting,
-            counts.bound
-        );
+            counts.bound,
+        ];
+        let parts: Vec<String> = labels
+            .iter()
+            .zip(n)
+            .map(|(l, n)| format!("{l} {n}"))
+            .collect();
+        format!("│ {} ", parts.join(" "))
+    };
+    let full = counts_with(["active", "backoff", "unsched", "gated", "waiting", "bound"]);
+    let used: usize = spans.iter().map(Span::width).sum();
+    // A narrow terminal gets the short labels rather than a number cut in half.
+    let counts_text = if used + full.chars().count() <= area.width as usize {
+        full
+    } else {
+        let short = counts_with(["act", "bo", "uns", "gate", "wait", "bound"]);
         if used + short.chars().count() > area.width as usize && clock == "virtual" {
             // Still too wide (80 columns): the counts matter more than the replay clock's
             // label (a live session keeps "wall", which says the clock is real).

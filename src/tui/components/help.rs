@@ -173,18 +173,18 @@ fn view(app: &App, help: &HelpState, w: usize, h: usize) -> View {
     // Fill column by column, a block kept whole: the shortest columns that hold every
     // block in `n` columns (what does not fit the screen then scrolls).
     let pack = |target: usize| {
-        let mut columns: Vec<Vec<Row>> = vec![Vec::new()];
+        let mut columns: Vec<Vec<Row>> = Vec::new();
+        let mut cur: Vec<Row> = Vec::new();
         for b in &blocks {
-            let cur = columns.last_mut().expect("one column");
             if !cur.is_empty() && cur.len() + 1 + b.len() > target {
-                columns.push(Vec::new());
+                columns.push(std::mem::take(&mut cur));
             }
-            let cur = columns.last_mut().expect("one column");
             if !cur.is_empty() {
                 cur.push(Row::Blank);
             }
             cur.extend(b.iter().cloned());
         }
+        columns.push(cur);
         columns
     };
     let mut target = total.div_ceil(n).max(1);
