@@ -14,5 +14,6 @@ pub mod plugins;
 pub mod recording;
 pub mod scheduler;
 pub mod session;
+pub mod signals;
 pub mod testing;
 pub mod tui;
