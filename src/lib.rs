@@ -13,5 +13,6 @@ pub mod live;
 pub mod plugins;
 pub mod recording;
 pub mod session;
+pub mod signals;
 pub mod testing;
 pub mod tui;

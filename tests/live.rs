@@ -470,3 +470,385 @@ fn active_mode_preemption_marks_and_deletes_the_victim() {
         "n1"
     );
 }
+
+#[test]
+fn shadow_mode_reevaluates_a_pending_pod_when_the_cluster_changes() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "2"));
+    server.apply(pod("big", "3", None, None));
+    let dir = temp_dir("reevaluate");
+    let kc = server.write_kubeconfig(&dir, None);
+    let mut child = spawn(&kc, &[]);
+    let tap = StderrTap::new(&mut child);
+    let mut out = StderrTap::of(child.stdout.take().expect("piped stdout"));
+    out.wait_for("\"feasibleNodes\":0");
+    // The cluster's scheduler writes a condition: status alone, no new attempt.
+    let mut big = server.get("Pod", Some("team"), "big").unwrap();
+    big["status"] = json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+        "reason": "Unschedulable", "message": "0/1 nodes are available: 1 Insufficient cpu."}]});
+    server.apply(big);
+    // A node that fits arrives: the unschedulable pod is tried again (NodeResourcesFit's
+    // hint for a new node) and is now explained against it.
+    server.apply(node("n2", "4"));
+    out.wait_for("\"node\":\"n2\"");
+    // The cluster's scheduler binds it: it leaves kubestep's queue, nothing runs again.
+    server.apply(pod("big", "3", None, Some("n2")));
+    server.apply(pod("after", "1", None, Some("n1")));
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGINT);
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stderr = tap.rest();
+    let stdout = out.rest();
+    assert!(o.status.success(), "{stderr}");
+    let attempts: Vec<Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "attempt" && v["pod"] == "team/big")
+        .collect();
+    // Its first attempt, then one for the node; the condition moved nothing.
+    assert_eq!(attempts.len(), 2, "{stdout}");
+    assert_eq!(attempts[1]["node"], "n2", "{stdout}");
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let big = summary["summary"]["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pod"] == "team/big")
+        .cloned()
+        .unwrap();
+    assert_eq!(big["status"], "Bound", "{stdout}");
+    assert_eq!(big["node"], "n2");
+    assert!(server.writes().is_empty(), "{:?}", server.writes());
+}
+
+/// Waits for the child to exit, killing it (and failing) if it outlives `timeout`: a
+/// guard against a hang, not a timing assertion.
+fn wait_bounded(child: Child, timeout: Duration) -> std::process::Output {
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(o) => o.expect("wait for kubestep"),
+        Err(_) => {
+            let _ = Command::new("kill").arg("-9").arg(id.to_string()).status();
+            panic!("kubestep did not finish within {timeout:?}");
+        }
+    }
+}
+
+#[test]
+fn a_kind_the_server_does_not_serve_is_skipped_with_one_warning() {
+    let server = ApiServer::start();
+    server.unserve("replicasets");
+    server.apply(node("n1", "4"));
+    server.apply(pod("fits", "1", None, None));
+    let dir = temp_dir("unserved");
+    let kc = server.write_kubeconfig(&dir, None);
+    let child = spawn(&kc, &["--duration", "3s"]);
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let warning = "ReplicaSet (apps/v1 replicasets) is not served by the API server";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("PodTopologySpread's system-default spreading"),
+        "{stderr}"
+    );
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(summary["summary"]["pods"][0]["selected"], json!(["n1"]));
+    // The kind was asked for once, then left alone.
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.path.ends_with("/replicasets"))
+        .count();
+    assert_eq!(asked, 1, "{:?}", server.requests());
+    // Every request says who is asking.
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.user_agent.as_deref() == Some(&format!("kubestep/{version}"))),
+        "{:?}",
+        server.requests()
+    );
+}
+
+#[test]
+fn duration_bounds_a_silent_server_and_failing_first_lists() {
+    use support::apiserver::ListFault;
+    // A server that accepts the connection and never answers.
+    let server = ApiServer::start();
+    server.go_silent();
+    let dir = temp_dir("silent");
+    let kc = server.write_kubeconfig(&dir, None);
+    let o = wait_bounded(spawn(&kc, &["--duration", "2s"]), Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--duration ended while waiting for http://127.0.0.1"),
+        "{stderr}"
+    );
+
+    // A first list answered with 500, then with something that is not JSON.
+    for fault in [ListFault::InternalError, ListFault::NotJson] {
+        let server = ApiServer::start();
+        server.apply(node("n1", "4"));
+        server.fail_lists(Some(fault), &["pods"]);
+        let dir = temp_dir("list-fault");
+        let kc = server.write_kubeconfig(&dir, None);
+        let o = wait_bounded(spawn(&kc, &["--duration", "3s"]), Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{fault:?}: {stderr}");
+        assert!(stderr.contains("Pod: reconnecting after error"), "{stderr}");
+        assert!(
+            stderr.contains(
+                "stopped before the first list of every kind arrived: still waiting for Pod"
+            ),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn active_mode_checks_write_permissions_first_and_names_every_one_missing() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.deny("create", "pods/binding", None);
+    server.deny("patch", "pods/status", None);
+    let dir = temp_dir("no-writes");
+    let kc = server.write_kubeconfig(&dir, None);
+    let o = wait_bounded(
+        spawn(
+            &kc,
+            &[
+                "--active",
+                "--scheduler-name",
+                "kubestep",
+                "--duration",
+                "5s",
+            ],
+        ),
+        Duration::from_secs(60),
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--active needs write permissions: 2 permissions missing:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("create pods/binding (core/v1) in all namespaces (to bind pods)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("patch pods/status (core/v1) in all namespaces"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("delete pods"), "{stderr}");
+    // The role that would grant it, ready to apply.
+    assert!(
+        stderr.contains("kind: ClusterRole\nmetadata:\n  name: kubestep-active\n"),
+        "{stderr}"
+    );
+    assert!(
+        server
+            .writes()
+            .iter()
+            .all(|w| w.path.contains("selfsubjectaccessreviews"))
+    );
+}
+
+#[test]
+fn active_mode_reports_a_failed_write_and_patches_status_once_per_failure() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    let dir = temp_dir("write-fails");
+    let kc = server.write_kubeconfig(&dir, None);
+    let child = spawn(
+        &kc,
+        &[
+            "--active",
+            "--scheduler-name",
+            "kubestep",
+            "--duration",
+            "4s",
+        ],
+    );
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS
+    });
+    // Allowed when kubestep asked; refused by the time it writes.
+    server.deny("create", "events", None);
+    server.apply(pod("huge", "100", Some("kubestep"), None));
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "write failed: creating event FailedScheduling for pod team/huge: events is forbidden"
+        ),
+        "{stderr}"
+    );
+    // The condition (and nomination) in one status update; a failure that changes
+    // nothing writes nothing.
+    let patches = server
+        .writes()
+        .iter()
+        .filter(|r| r.method == "PATCH" && r.path.ends_with("/pods/huge/status"))
+        .count();
+    assert_eq!(patches, 1, "{:?}", server.writes());
+}
+
+#[test]
+fn every_denied_list_is_named_at_once_with_the_role_that_grants_them() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.deny("list", "pods", None);
+    server.deny("list", "nodes", None);
+    server.deny("list", "poddisruptionbudgets", None);
+    let dir = temp_dir("denials");
+    let kc = server.write_kubeconfig(&dir, None);
+    let o = wait_bounded(spawn(&kc, &["--duration", "10s"]), Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("3 permissions missing:"), "{stderr}");
+    for what in [
+        "list pods (core/v1) in all namespaces",
+        "list nodes (core/v1) at cluster scope",
+        "list poddisruptionbudgets (policy/v1) in all namespaces",
+    ] {
+        assert!(
+            stderr.contains(&format!("\n  - {what}")),
+            "{what}: {stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("kind: ClusterRole\nmetadata:\n  name: kubestep-shadow\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("pods/binding"), "{stderr}");
+}
+
+/// Reads the child's standard error as it comes: waits for a line containing `what`,
+/// and returns everything read once the child is done.
+struct StderrTap {
+    rx: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl StderrTap {
+    fn new(child: &mut Child) -> StderrTap {
+        StderrTap::of(child.stderr.take().expect("piped stderr"))
+    }
+
+    fn of(err: impl std::io::Read + Send + 'static) -> StderrTap {
+        use std::io::BufRead;
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StderrTap {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    fn wait_for(&mut self, what: &str) {
+        while !self.seen.iter().any(|l| l.contains(what)) {
+            match self.rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("no {what:?} on stderr: {:?}", self.seen),
+            }
+        }
+    }
+
+    fn rest(mut self) -> String {
+        while let Ok(l) = self.rx.recv_timeout(Duration::from_secs(60)) {
+            self.seen.push(l);
+        }
+        self.seen.join("\n")
+    }
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) with the pid of our own child and a plain signal number.
+    let r = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(r, 0, "kill failed");
+}
+
+#[test]
+fn sigterm_and_sighup_end_headless_live_mode_as_quit_does() {
+    // Active mode with a pod held at Permit: SIGTERM rejects it and prints the summary.
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(held_pod("held"));
+    let dir = temp_dir("sigterm");
+    let kc = server.write_kubeconfig(&dir, None);
+    let cfg = dir.join("scheduler.yaml");
+    std::fs::write(&cfg, APPROVAL_CONFIG).unwrap();
+    let mut child = spawn(
+        &kc,
+        &[
+            "--active",
+            "--scheduler-name",
+            "kubestep",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+    );
+    let tap = StderrTap::new(&mut child);
+    let mut out = StderrTap::of(child.stdout.take().expect("piped stdout"));
+    // The attempt that leaves the pod waiting at Permit.
+    out.wait_for("\"result\":\"Waiting\"");
+    signal(&child, libc::SIGTERM);
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stderr = tap.rest();
+    assert!(o.status.success(), "{stderr}");
+    let stdout = out.rest();
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        summary["summary"]["pods"][0]["status"], "Unschedulable",
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("SIGTERM: stopping as quit does"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("rejected 1 pod(s) waiting at Permit: kubestep is shutting down"),
+        "{stderr}"
+    );
+    let held = server.get("Pod", Some("team"), "held").unwrap();
+    assert!(held["spec"]["nodeName"].is_null());
+    assert!(binding_paths(&server).is_empty());
+
+    // Shadow mode on SIGHUP.
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(pod("fits", "1", None, None));
+    let dir = temp_dir("sighup");
+    let kc = server.write_kubeconfig(&dir, None);
+    let mut child = spawn(&kc, &[]);
+    let mut tap = StderrTap::new(&mut child);
+    tap.wait_for("mirrored");
+    signal(&child, libc::SIGHUP);
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stderr = tap.rest();
+    assert!(o.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        summary["summary"]["pods"][0]["pod"], "team/fits",
+        "{stdout}"
+    );
+    assert_eq!(summary["summary"]["divergences"], json!([]), "{stdout}");
+}

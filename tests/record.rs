@@ -529,3 +529,137 @@ fn a_large_initial_sync_arrives_whole() {
     assert!(rec.events.len() >= 11_000, "{} events", rec.events.len());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn sigterm_closes_the_recording_with_its_trailer() {
+    let server = ApiServer::start();
+    seed(&server);
+    let dir = temp_dir("sigterm");
+    let kc = server.write_kubeconfig(&dir, None);
+    let out = dir.join("rec.jsonl.gz");
+    let child = record_cmd(&kc, &out, &[]).spawn().expect("run kubestep");
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS
+    });
+    server.apply(pod("team", "late", None));
+    wait_lines(&out, 15, "the late pod");
+    // SAFETY: kill(2) with the pid of our own child and a plain signal number.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let o = wait_output(child, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("recorded 14 objects and 1 events"),
+        "{}",
+        text(&o.stdout)
+    );
+    // The whole gzip stream, trailer included: a truncated one fails to decode.
+    let mut all = String::new();
+    use std::io::Read;
+    flate2::read::GzDecoder::new(std::fs::File::open(&out).unwrap())
+        .read_to_string(&mut all)
+        .expect("a complete gzip file");
+    assert_eq!(all.lines().count(), 16);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn unserved_kinds_are_skipped_and_duration_bounds_every_phase() {
+    use support::apiserver::ListFault;
+    let server = ApiServer::start();
+    seed(&server);
+    server.unserve("statefulsets");
+    let (code, stderr) = run_to_failure(&server, "unserved", None, &["--duration", "2s"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("warning: StatefulSet (apps/v1 statefulsets) is not served")
+            .count(),
+        1,
+        "{stderr}"
+    );
+
+    let server = ApiServer::start();
+    server.go_silent();
+    let (code, stderr) = run_to_failure(&server, "silent", None, &["--duration", "2s"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("stopped while waiting for an answer from http://127.0.0.1"),
+        "{stderr}"
+    );
+
+    let server = ApiServer::start();
+    seed(&server);
+    server.fail_lists(Some(ListFault::InternalError), &["nodes"]);
+    let dir = temp_dir("list-500");
+    let kc = server.write_kubeconfig(&dir, None);
+    let out = dir.join("rec.jsonl.gz");
+    let child = record_cmd(&kc, &out, &["--duration", "3s"])
+        .spawn()
+        .unwrap();
+    let o = wait_output(child, Duration::from_secs(60));
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("Node: reconnecting after error"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("lacks Node"), "{stderr}");
+    // What was listed is in a complete file.
+    let r = read_file(&out, ReadOptions::default()).expect("a readable recording");
+    assert!(r.events.iter().any(|e| e.object.kind() == "Pod"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn credentials_never_reach_errors_or_recordings() {
+    let server = ApiServer::start();
+    seed(&server);
+    let dir = temp_dir("secrets");
+    // A kubeconfig that does not parse, next to a token and key data.
+    let bad = dir.join("bad-kubeconfig");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: sekrit-token-0123456789abcdefXYZ\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlFb3dJQkFBS0NBUUVB\n    exec: [this, is, not, a, map\ncontexts: {}\n",
+    )
+    .unwrap();
+    let o = record_cmd(&bad, &dir.join("r.jsonl"), &["--duration", "2s"])
+        .output()
+        .unwrap();
+    let stderr = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("kubeconfig"), "{stderr}");
+    for secret in [
+        "sekrit",
+        "0123456789abcdef",
+        "LS0tLS1CRUdJTiBSU0Eg",
+        "QpNSUlFb3dJQkFBS0NBUUVB",
+    ] {
+        assert!(!stderr.contains(secret), "{secret} in {stderr}");
+    }
+
+    // A password in the server's URL: not printed, not recorded.
+    let url = server.url().replace("http://", "http://admin:hunter2@");
+    let kc = dir.join("kubeconfig");
+    std::fs::write(
+        &kc,
+        format!("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {url}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\nusers:\n- name: u\n  user: {{}}\n"),
+    )
+    .unwrap();
+    let out = dir.join("r.jsonl");
+    let o = wait_output(
+        record_cmd(&kc, &out, &["--duration", "2s"])
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+    );
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(!all.contains("hunter2"), "{all}");
+    if let Ok(file) = std::fs::read_to_string(&out) {
+        assert!(
+            !file.contains("hunter2"),
+            "{}",
+            file.lines().next().unwrap_or("")
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -6,8 +6,6 @@
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -15,12 +13,14 @@ use clap::Args;
 use jiff::Timestamp;
 
 use kubestep::config::{self, KubeSchedulerConfiguration};
-use kubestep::live::actuator::{ApiActuator, ShadowActuator};
+use kubestep::live::access;
+use kubestep::live::actuator::{ApiActuator, ShadowActuator, WriteErrors};
 use kubestep::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
 use kubestep::live::recorder::Tape;
-use kubestep::live::{Update, WatchOptions, Watchers};
+use kubestep::live::{LiveError, Update, WatchOptions, Watchers};
 use kubestep::session::script::{self, Command};
 use kubestep::session::{Actuator, Session, SessionOptions, clock, trace};
+use kubestep::signals::Stop;
 use kubestep::tui;
 use kubestep::tui::live::{LiveLink, LiveUiOptions};
 
@@ -124,11 +124,56 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let deadline = duration.map(|d| Instant::now() + d);
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT end every phase as `quit` (or q) does.
+    let signals = Stop::on_signals();
+    let mode = if a.active {
+        access::Mode::Active
+    } else {
+        access::Mode::Shadow
+    };
+    let namespace = a.cluster.namespace()?;
+    let role = |e: &LiveError| {
+        if e.needs_rbac() {
+            eprintln!("{}", access::role_yaml(mode, namespace.as_deref()));
+        }
+    };
+    let phase = Phase {
+        rt: &rt,
+        signals: &signals,
+        deadline,
+    };
 
     let mut conn = rt.block_on(kubestep::live::connect(&a.cluster.connect_options()))?;
-    let version = rt.block_on(conn.check_version())?;
-    eprintln!("connected to {} (Kubernetes {version})", conn.server());
-    let namespace = a.cluster.namespace()?;
+    let server = conn.server().to_string();
+    let version = phase.bounded(
+        conn.check_version(),
+        &format!("waiting for {server} to answer"),
+    )?;
+    eprintln!("connected to {server} (Kubernetes {version})");
+    if a.active {
+        // Every write active mode makes, asked before the first one is needed.
+        let asked = phase.bounded(
+            access::check_writes(&conn, namespace.as_deref()),
+            &format!("asking {server} what kubestep may write"),
+        );
+        match asked {
+            Ok(denied) if !denied.is_empty() => {
+                let e = LiveError::denied(denied);
+                role(&e);
+                return Err(anyhow::anyhow!("--active needs write permissions: {e}"));
+            }
+            Ok(_) => {}
+            Err(e)
+                if e.downcast_ref::<LiveError>()
+                    .is_some_and(|l| matches!(l, LiveError::Stopped(_))) =>
+            {
+                return Err(e);
+            }
+            Err(e) => eprintln!(
+                "warning: could not check write permissions ({e:#}); failed writes will be reported as they happen"
+            ),
+        }
+    }
     let tape = match &a.record {
         Some(p) => Some(Tape::create(
             p,
@@ -138,17 +183,34 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         )?),
         None => None,
     };
-    let watch_opts = WatchOptions { namespace };
-    let mut watchers = rt.block_on(Watchers::start(&conn, &watch_opts))?;
+    let watch_opts = WatchOptions {
+        namespace: namespace.clone(),
+    };
+    let mut watchers = phase.bounded(
+        Watchers::start(&conn, &watch_opts),
+        &format!("asking {server} for its API groups"),
+    )?;
     let mut mirror = Mirror::new(!a.active, tape);
-    let sync = rt.block_on(mirror.initial_sync(&mut watchers, status_line))?;
+    let sync = rt.block_on(mirror.initial_sync(&mut watchers, phase.ended(), status_line));
+    let sync = match sync {
+        Ok(s) => s,
+        Err(e) => {
+            role(&e);
+            // A recording begun is closed, readable, with what it holds.
+            if let Some(Ok((file, n))) = mirror.finish_tape() {
+                eprintln!("recorded {n} events to {}", file.display());
+            }
+            return Err(e.into());
+        }
+    };
     eprintln!("mirrored {} objects", sync.objects.len());
+    let write_errors = WriteErrors::default();
     let actuator: Box<dyn Actuator> = match (&a.scheduler_name, a.active) {
-        (Some(name), true) => Box::new(ApiActuator::new(
-            conn.client.clone(),
-            rt.handle().clone(),
-            name,
-        )),
+        (Some(name), true) => {
+            let mut act = ApiActuator::new(conn.client.clone(), rt.handle().clone(), name);
+            act.errors = write_errors.clone();
+            Box::new(act)
+        }
         _ => Box::new(ShadowActuator),
     };
     let opts = SessionOptions {
@@ -164,6 +226,8 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         let mut link = LiveLink::new(mirror, Box::new(watchers), conn.server());
         link.scheduler_name = a.scheduler_name.clone().filter(|_| a.active);
         link.deadline = deadline;
+        link.write_errors = write_errors;
+        link.stop = Some(signals);
         let ui = LiveUiOptions {
             theme: a.theme.clone(),
             log_file: a.log_file.clone(),
@@ -179,6 +243,8 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         watchers,
         mirror,
         session,
+        write_errors,
+        signals,
         out: Printer {
             mode: a.output,
             stdout: std::io::stdout().lock(),
@@ -194,6 +260,8 @@ struct Headless<'a> {
     watchers: Watchers,
     mirror: Mirror,
     session: Session,
+    write_errors: WriteErrors,
+    signals: Stop,
     out: Printer<std::io::StdoutLock<'static>>,
 }
 
@@ -204,20 +272,14 @@ impl Headless<'_> {
         script: Option<&str>,
         deadline: Option<Instant>,
     ) -> anyhow::Result<ExitCode> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
-        self.rt.spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                s.store(true, Ordering::SeqCst);
-            }
-        });
         let mut commands = commands.into_iter();
         let mut in_script = script.is_some();
         loop {
             while let Some(u) = self.watchers.try_next() {
                 self.handle(u)?;
             }
-            if stop.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+            self.report_write_errors();
+            if self.signals.is_stopped() || deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
             if in_script {
@@ -267,6 +329,13 @@ impl Headless<'_> {
         Ok(ExitCode::SUCCESS)
     }
 
+    /// Writes that failed (active mode), on standard error as they happen.
+    fn report_write_errors(&self) {
+        for e in self.write_errors.take() {
+            eprintln!("write failed: {e}");
+        }
+    }
+
     fn handle(&mut self, u: Update) -> anyhow::Result<()> {
         match self.mirror.update(&mut self.session, u) {
             Some(Said::Denied(e)) => return Err(e.into()),
@@ -289,6 +358,10 @@ impl Headless<'_> {
         if !self.mirror.shadow && waiting > 0 {
             eprintln!("rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}");
         }
+        self.report_write_errors();
+        if let Some(sig) = self.signals.reason() {
+            eprintln!("{sig}: stopping as quit does");
+        }
         while let Some(u) = self.watchers.try_next() {
             if let Update::Change(_) = u {
                 self.handle(u)?;
@@ -303,6 +376,56 @@ impl Headless<'_> {
             None => {}
         }
         Ok(())
+    }
+}
+
+/// What bounds each phase before the session runs: a signal or `--duration`.
+struct Phase<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    signals: &'a Stop,
+    deadline: Option<Instant>,
+}
+
+impl Phase<'_> {
+    /// Completes on a signal or when `--duration` has passed.
+    fn ended(&self) -> impl std::future::Future<Output = ()> + 'static {
+        let signals = self.signals.clone();
+        let deadline = self.deadline;
+        async move {
+            tokio::select! {
+                () = signals.wait() => {}
+                () = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
+            }
+        }
+    }
+
+    /// Runs `fut` unless the run ends first; then a `Stopped` error says what was going on.
+    fn bounded<T, E>(
+        &self,
+        fut: impl std::future::Future<Output = Result<T, E>>,
+        doing: &str,
+    ) -> anyhow::Result<T>
+    where
+        E: Into<anyhow::Error>,
+    {
+        let ended = self.ended();
+        self.rt.block_on(async {
+            tokio::select! {
+                r = fut => r.map_err(Into::into),
+                () = ended => {
+                    let why = match self.signals.reason() {
+                        Some(sig) => format!("{sig} received"),
+                        None => "--duration ended".into(),
+                    };
+                    Err(LiveError::Stopped(format!("{why} while {doing}")).into())
+                }
+            }
+        })
     }
 }
 
@@ -321,6 +444,7 @@ fn status_line(u: &Update) {
         Update::Reconnecting { kind, error } => {
             eprintln!("{kind}: reconnecting after error: {error}")
         }
+        Update::Unserved { warning, .. } => eprintln!("warning: {warning}"),
         Update::Change(_) | Update::Fatal(_) => {}
     }
 }

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::Args;
 
-use kubestep::live::recorder::{self, Note, RecordOptions, Stats};
+use kubestep::live::access;
+use kubestep::live::recorder::{self, Note, RecordError, RecordOptions, Stats};
 use kubestep::session::clock;
+use kubestep::signals::Stop;
 
 use super::live_args::ClusterArgs;
 
@@ -61,17 +63,23 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT end the recording as Ctrl-C does: the file is
+    // closed (a .gz gets its trailer) and the summary printed.
+    let signals = Stop::on_signals();
+    let namespace = opts.namespace.clone();
     let stats = rt.block_on(async {
         let mut conn = kubestep::live::connect(&a.cluster.connect_options()).await?;
         let mut shown = Progress::new();
-        let stop = async {
-            // Without a signal handler, only --duration (or the process ending) stops us.
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        let r = recorder::record(&mut conn, &opts, stop, |s, n| shown.update(s, n)).await;
+        let r = recorder::record(&mut conn, &opts, signals.wait(), |s, n| shown.update(s, n)).await;
         shown.finish();
+        if let Err(RecordError::Live(e)) = &r
+            && e.needs_rbac()
+        {
+            eprintln!(
+                "{}",
+                access::role_yaml(access::Mode::Record, namespace.as_deref())
+            );
+        }
         r.map_err(anyhow::Error::from)
     })?;
     print_summary(&output, &stats)?;
@@ -116,6 +124,7 @@ impl Progress {
                 Note::Reconnecting { kind, error } => {
                     format!("{kind}: reconnecting after error: {error}")
                 }
+                Note::Skipped { warning, .. } => format!("warning: {warning}"),
                 Note::Resynced {
                     kind,
                     added,

@@ -7,6 +7,7 @@
 //! Changes come back through the watches, so nothing is applied locally.
 
 use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -37,6 +38,23 @@ impl Actuator for ShadowActuator {
     }
 }
 
+/// Writes that failed, shared between the actuator (inside the Session) and the driver
+/// that shows them (standard error, or the TUI's status line and log).
+#[derive(Debug, Clone, Default)]
+pub struct WriteErrors(Arc<Mutex<Vec<String>>>);
+
+impl WriteErrors {
+    pub fn push(&self, e: String) {
+        tracing::warn!("{e}");
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+    }
+
+    /// The errors not taken yet.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 /// Active mode: kubestep is the scheduler named `scheduler_name`.
 pub struct ApiActuator {
     client: Client,
@@ -45,8 +63,11 @@ pub struct ApiActuator {
     /// Pods (by UID) kubestep has bound: a pod is never bound twice, whatever the queue
     /// does before the watch shows the binding.
     bound: HashSet<String>,
-    /// API errors outside the binding (events, status patches), for the person to read.
-    pub errors: Vec<String>,
+    /// The nomination of the failed attempt being reported (pod UID, node), written
+    /// with its PodScheduled condition in one status update.
+    nomination: Option<(String, Option<String>)>,
+    /// Every failed write, for the person to read.
+    pub errors: WriteErrors,
 }
 
 impl ApiActuator {
@@ -56,7 +77,8 @@ impl ApiActuator {
             rt,
             scheduler_name: scheduler_name.into(),
             bound: HashSet::new(),
-            errors: Vec::new(),
+            nomination: None,
+            errors: WriteErrors::default(),
         }
     }
 
@@ -90,8 +112,11 @@ impl ApiActuator {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &pod.namespace, &ar);
         if let Err(e) = self.rt.block_on(api.create(&PostParams::default(), &obj)) {
-            self.errors
-                .push(format!("creating event {reason} for pod {}: {e}", pod.key));
+            self.errors.push(format!(
+                "creating event {reason} for pod {}: {}",
+                pod.key,
+                said(&e)
+            ));
         }
     }
 
@@ -101,7 +126,7 @@ impl ApiActuator {
         self.rt
             .block_on(api.patch_status(&pod.name, &PatchParams::default(), &patch))
             .map(|_| ())
-            .map_err(|e| format!("patching the status of pod {}: {e}", pod.key))
+            .map_err(|e| format!("patching the status of pod {}: {}", pod.key, said(&e)))
     }
 }
 
@@ -131,10 +156,16 @@ impl Actuator for ApiActuator {
             Err(e) => {
                 // Not bound (conflict, pod gone): the watch tells what really happened.
                 self.bound.remove(&pod.uid);
-                Err(match e {
+                let msg = match &e {
                     kube::Error::Api(s) => format!("binding rejected: {}", s.message),
                     other => format!("binding failed: {other}"),
-                })
+                };
+                // A conflict is another scheduler's win, not a failed write.
+                if !matches!(&e, kube::Error::Api(s) if s.code == 409) {
+                    self.errors
+                        .push(format!("binding pod {} to {node}: {}", pod.key, said(&e)));
+                }
+                Err(msg)
             }
         }
     }
@@ -166,18 +197,23 @@ impl Actuator for ApiActuator {
                 Ok(())
             }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
-            Err(e) => Err(format!("deleting preemption victim {}: {e}", victim.key)),
+            Err(e) => {
+                let e = format!("deleting preemption victim {}: {}", victim.key, said(&e));
+                self.errors.push(e.clone());
+                Err(e)
+            }
         }
     }
 
+    /// Kept for `failed`, which writes it with the condition.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), String> {
-        let r = self.patch_status(pod, json!({"nominatedNodeName": node}));
-        if let Err(e) = &r {
-            self.errors.push(e.clone());
-        }
-        r
+        self.nomination = Some((pod.uid.clone(), node.map(str::to_string)));
+        Ok(())
     }
 
+    /// The FailedScheduling event, then one status update with the PodScheduled
+    /// condition and the nomination, and none when neither would change (kube-scheduler
+    /// compares the condition's status, reason and message, and the nominated node).
     fn failed(&mut self, pod: &PodInfo, message: &str, error: bool) {
         self.event(pod, "Warning", "FailedScheduling", "Scheduling", message);
         // kube-scheduler's reasons: a fit problem is Unschedulable, anything else (a plugin
@@ -187,16 +223,59 @@ impl Actuator for ApiActuator {
         } else {
             "Unschedulable"
         };
-        let cond = json!({"conditions": [{"type": "PodScheduled", "status": "False",
-            "reason": reason, "message": message,
-            "lastTransitionTime": Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-            "lastProbeTime": null}]});
-        if let Err(e) = self.patch_status(pod, cond) {
+        let status = pod.pod.status.as_ref();
+        let old = status
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));
+        let same = old.is_some_and(|c| {
+            c.status == "False"
+                && c.reason.as_deref() == Some(reason)
+                && c.message.as_deref() == Some(message)
+        });
+        let current = status
+            .and_then(|s| s.nominated_node_name.clone())
+            .filter(|n| !n.is_empty());
+        let nomination = match self.nomination.take() {
+            Some((uid, node)) if uid == pod.uid && node != current => Some(node),
+            _ => None,
+        };
+        if same && nomination.is_none() {
+            return;
+        }
+        let mut patch = json!({});
+        if !same {
+            // The transition time moves only when the condition's status does.
+            let since = match old {
+                Some(c) if c.status == "False" => c
+                    .last_transition_time
+                    .as_ref()
+                    .and_then(|t| serde_json::to_value(t).ok())
+                    .and_then(|v| v.as_str().map(str::to_string)),
+                _ => None,
+            }
+            .unwrap_or_else(|| Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
+            patch["conditions"] = json!([{"type": "PodScheduled", "status": "False",
+                "reason": reason, "message": message,
+                "lastTransitionTime": since, "lastProbeTime": null}]);
+        }
+        if let Some(node) = nomination {
+            patch["nominatedNodeName"] = json!(node);
+        }
+        if let Err(e) = self.patch_status(pod, patch) {
             self.errors.push(e);
         }
     }
 
     fn applies_locally(&self) -> bool {
         false
+    }
+}
+
+/// The API server's words for a failed request (its Status message and code), or the
+/// client's error.
+fn said(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
+        other => other.to_string(),
     }
 }

@@ -29,6 +29,56 @@ pub enum LiveError {
     },
     #[error("{what}: {message}")]
     Api { what: String, message: String },
+    /// Several denials at once (every kind whose list was refused), each a `Forbidden`
+    /// or `Unauthorized`.
+    #[error("{}", denials_text(.0))]
+    Denied(Vec<LiveError>),
+    /// A phase ended by `--duration` or a signal before it was done, in words.
+    #[error("{0}")]
+    Stopped(String),
+}
+
+fn denials_text(all: &[LiveError]) -> String {
+    match all {
+        [one] => one.to_string(),
+        _ => {
+            let mut out = format!("{} permissions missing:", all.len());
+            for e in all {
+                let line = e.to_string();
+                out.push_str("\n  - ");
+                out.push_str(line.strip_prefix("missing permission: ").unwrap_or(&line));
+            }
+            out
+        }
+    }
+}
+
+impl LiveError {
+    /// Joins denials into one error (one denial stays as it was).
+    pub fn denied(mut all: Vec<LiveError>) -> LiveError {
+        all.dedup();
+        match all.len() {
+            1 => all.remove(0),
+            _ => LiveError::Denied(all),
+        }
+    }
+
+    /// Whether some permission is missing (a role would help; refused credentials it
+    /// would not).
+    pub fn needs_rbac(&self) -> bool {
+        self.denials()
+            .iter()
+            .any(|d| matches!(d, LiveError::Forbidden { .. }))
+    }
+
+    /// The denials inside: itself, or each of a `Denied`.
+    pub fn denials(&self) -> Vec<&LiveError> {
+        match self {
+            LiveError::Denied(v) => v.iter().collect(),
+            e if e.is_access_denied() => vec![e],
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl LiveError {
@@ -36,7 +86,7 @@ impl LiveError {
     pub fn is_access_denied(&self) -> bool {
         matches!(
             self,
-            LiveError::Unauthorized { .. } | LiveError::Forbidden { .. }
+            LiveError::Unauthorized { .. } | LiveError::Forbidden { .. } | LiveError::Denied(_)
         )
     }
 }

@@ -68,6 +68,7 @@ impl LinkStatus {
                 self.retrying.insert(kind, (now, text));
                 Some(retry_text(kind, &error.to_string()))
             }
+            Update::Unserved { warning, .. } => Some(warning.clone()),
             Update::Fatal(e) => {
                 // The header gets the permission alone; the server's own words go to the
                 // status line and the log.

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Pod, PodStatus as CorePodStatus};
 use serde_json::{Value, json};
 
 use super::LiveError;
@@ -81,10 +82,14 @@ impl Mirror {
     }
 
     /// Waits for every kind's first list, recording it on the tape. `progress` hears
-    /// about each kind and reconnects.
+    /// about each kind, reconnects and kinds the server does not serve. A kind whose
+    /// list is refused does not end the wait: every refusal is collected and returned at
+    /// once. `stop` (a signal or `--duration`) ends the wait with an error that says
+    /// which kinds were still being listed and why.
     pub async fn initial_sync(
         &mut self,
         w: &mut Watchers,
+        stop: impl std::future::Future<Output = ()>,
         mut progress: impl FnMut(&Update),
     ) -> Result<InitialSync, LiveError> {
         let mut out = InitialSync {
@@ -92,9 +97,31 @@ impl Mirror {
             held: Vec::new(),
             notes: Vec::new(),
         };
-        let mut synced = 0;
-        while synced < w.kinds().len() {
-            let Some(u) = w.next().await else { break };
+        let mut waiting: Vec<&'static str> = w.kinds().iter().map(|k| k.kind).collect();
+        let mut last_error: Vec<(&'static str, String)> = Vec::new();
+        let mut denied = Vec::new();
+        tokio::pin!(stop);
+        while !waiting.is_empty() {
+            let u = tokio::select! {
+                biased;
+                u = w.next() => u,
+                () = &mut stop => {
+                    let errors: Vec<String> = last_error
+                        .iter()
+                        .filter(|(k, _)| waiting.contains(k))
+                        .map(|(k, e)| format!("{k}: {e}"))
+                        .collect();
+                    let mut text = format!(
+                        "stopped before the first list of every kind arrived: still waiting for {}",
+                        waiting.join(", ")
+                    );
+                    if !errors.is_empty() {
+                        text.push_str(&format!(" (last errors: {})", errors.join("; ")));
+                    }
+                    return Err(LiveError::Stopped(text));
+                }
+            };
+            let Some(u) = u else { break };
             self.link.observe(&u, Instant::now());
             match u {
                 Update::Change(c) if c.initial => {
@@ -106,13 +133,45 @@ impl Mirror {
                     }
                 }
                 Update::Change(c) => out.held.push(c),
-                Update::Synced { .. } => {
-                    synced += 1;
+                Update::Synced { kind, .. } => {
+                    waiting.retain(|k| *k != kind);
                     progress(&u);
                 }
-                Update::Fatal(e) => return Err(e),
+                Update::Unserved { kind, .. } => {
+                    waiting.retain(|k| *k != kind);
+                    progress(&u);
+                }
+                Update::Fatal(e) => {
+                    // Which kind: the one whose resource the error names (every kind's
+                    // watcher stops after its one Fatal).
+                    let kind = match &e {
+                        LiveError::Forbidden { resource, .. } => w
+                            .kinds()
+                            .iter()
+                            .find(|k| k.plural == resource)
+                            .map(|k| k.kind),
+                        _ => None,
+                    };
+                    match kind {
+                        Some(k) => waiting.retain(|x| *x != k),
+                        // Refused credentials: every kind would say the same.
+                        None => waiting.clear(),
+                    }
+                    if !e.is_access_denied() {
+                        return Err(e);
+                    }
+                    denied.push(e);
+                }
+                Update::Reconnecting { kind, ref error } => {
+                    last_error.retain(|(k, _)| *k != kind);
+                    last_error.push((kind, error.to_string()));
+                    progress(&u);
+                }
                 other => progress(&other),
             }
+        }
+        if !denied.is_empty() {
+            return Err(LiveError::denied(denied));
         }
         Ok(out)
     }
@@ -170,6 +229,7 @@ impl Mirror {
             }
             Update::Fatal(e) => Some(Said::Denied(e)),
             Update::Reconnecting { .. } => said.map(Said::Problem),
+            Update::Unserved { warning, .. } => Some(Said::Problem(warning)),
             _ => said.map(Said::Info),
         }
     }
@@ -207,12 +267,27 @@ impl Mirror {
                 s.delete(obj.kind(), &key);
             }
             EventType::Added | EventType::Modified => {
-                if self.shadow
-                    && let Some(p) = obj.as_pod()
+                if let Some(p) = obj.as_pod()
                     && node_name(p).is_empty()
-                    && let Some(uid) = &p.metadata.uid
                 {
-                    s.core.externally_bound.insert(uid.clone(), String::new());
+                    if self.shadow
+                        && let Some(uid) = &p.metadata.uid
+                    {
+                        s.core.externally_bound.insert(uid.clone(), String::new());
+                    }
+                    let key = obj.key();
+                    let was_pending = |old: &Pod| node_name(old).is_empty();
+                    if s.core
+                        .cluster
+                        .pod(&key)
+                        .is_some_and(|old| was_pending(old) && status_only(old, p))
+                    {
+                        // A change of status alone (a condition a scheduler wrote,
+                        // kubestep's own in active mode) does not requeue a pending pod
+                        // in kube-scheduler v1.35, so the queue is not told.
+                        s.apply_quietly(obj);
+                        return;
+                    }
                 }
                 s.apply(obj);
             }
@@ -344,8 +419,32 @@ impl Mirror {
                 v
             })
             .collect();
-        json!({"summary": {"pods": pods}})
+        // Where kubestep's choice and a binding the cluster's scheduler made differ.
+        json!({"summary": {"pods": pods, "divergences": s.divergences()}})
     }
+}
+
+/// Whether two versions of a pending pod differ only where kube-scheduler does not look
+/// for a pending pod: its status (but the nominated node and the resource claims),
+/// resourceVersion, generation, managedFields and finalizers. As upstream's
+/// `isPodUpdated` strips them.
+fn status_only(old: &Pod, new: &Pod) -> bool {
+    let strip = |p: &Pod| {
+        let mut p = p.clone();
+        p.metadata.resource_version = None;
+        p.metadata.generation = None;
+        p.metadata.managed_fields = None;
+        p.metadata.finalizers = None;
+        let s = p.status.take().unwrap_or_default();
+        p.status = Some(CorePodStatus {
+            nominated_node_name: s.nominated_node_name.filter(|n| !n.is_empty()),
+            resource_claim_statuses: s.resource_claim_statuses,
+            extended_resource_claim_status: s.extended_resource_claim_status,
+            ..Default::default()
+        });
+        p
+    };
+    strip(old) == strip(new)
 }
 
 /// How shadow mode labels a pod held at Permit.

@@ -1,6 +1,7 @@
 //! Live clusters: connecting as kubectl does, watching every kind the engine uses, and
 //! what is built on the watch (the recorder, live mode). Library code: no UI here.
 
+pub mod access;
 pub mod actuator;
 pub mod connect;
 pub mod error;

@@ -72,6 +72,11 @@ pub enum Note {
         modified: usize,
         deleted: usize,
     },
+    /// The server does not serve the kind: skipped, with what that hides.
+    Skipped {
+        kind: &'static str,
+        warning: String,
+    },
 }
 
 /// Records until `stop` completes, the duration ends or access is refused. `progress` is
@@ -82,7 +87,20 @@ pub async fn record(
     stop: impl Future<Output = ()>,
     mut progress: impl FnMut(&Stats, Option<&Note>),
 ) -> Result<Stats, RecordError> {
-    let version = conn.check_version().await?;
+    // `--duration` and `stop` bound every phase, connecting included.
+    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
+    tokio::pin!(stop);
+    let server = conn.server().to_string();
+    let stopped = |doing: &str| {
+        RecordError::Live(LiveError::Stopped(format!(
+            "stopped while {doing} {server}: nothing was recorded"
+        )))
+    };
+    let version = tokio::select! {
+        v = conn.check_version() => v?,
+        () = &mut stop => return Err(stopped("connecting to")),
+        () = sleep_until(deadline) => return Err(stopped("waiting for an answer from")),
+    };
     progress(
         &Stats::default(),
         Some(&Note::Connected {
@@ -104,7 +122,12 @@ pub async fn record(
     let watch_opts = WatchOptions {
         namespace: opts.namespace.clone(),
     };
-    let mut watchers = match Watchers::start(conn, &watch_opts).await {
+    let started_watchers = tokio::select! {
+        w = Watchers::start(conn, &watch_opts) => w,
+        () = &mut stop => Err(LiveError::Stopped(format!("stopped while asking {server} for its API groups"))),
+        () = sleep_until(deadline) => Err(LiveError::Stopped(format!("--duration ended while asking {server} for its API groups"))),
+    };
+    let mut watchers = match started_watchers {
         Ok(w) => w,
         Err(e) => {
             writer.finish().map_err(io)?;
@@ -116,10 +139,12 @@ pub async fn record(
         bytes: writer.bytes,
         ..Default::default()
     };
-    let deadline = opts.duration.map(|d| tokio::time::Instant::now() + d);
     let mut held: Vec<Change> = Vec::new();
     let mut last_at = started;
-    tokio::pin!(stop);
+    // Refusals during the first lists, reported together once every kind has answered.
+    let mut denied: Vec<LiveError> = Vec::new();
+    let mut listed: Vec<&'static str> = Vec::new();
+    let mut last_errors: Vec<(&'static str, String)> = Vec::new();
     let result = loop {
         let update = tokio::select! {
             _ = &mut stop => break Ok(()),
@@ -143,9 +168,40 @@ pub async fn record(
                 }
                 stats.events += 1;
             }
-            Update::Synced { kind, objects } => {
-                stats.synced += 1;
-                note = Some(Note::Synced { kind, objects });
+            Update::Synced { .. } | Update::Unserved { .. } | Update::Fatal(_)
+                if stats.synced < stats.kinds =>
+            {
+                match update {
+                    Update::Synced { kind, objects } => {
+                        listed.push(kind);
+                        note = Some(Note::Synced { kind, objects });
+                    }
+                    Update::Unserved { kind, warning } => {
+                        listed.push(kind);
+                        note = Some(Note::Skipped { kind, warning });
+                    }
+                    Update::Fatal(e) => {
+                        if !e.is_access_denied() {
+                            break Err(e.into());
+                        }
+                        if let LiveError::Forbidden { resource, .. } = &e
+                            && let Some(k) = watchers.kinds().iter().find(|k| k.plural == resource)
+                            && !listed.contains(&k.kind)
+                        {
+                            listed.push(k.kind);
+                        } else if !matches!(e, LiveError::Forbidden { .. }) {
+                            // Refused credentials: every kind says the same.
+                            denied.push(e);
+                            break Err(LiveError::denied(std::mem::take(&mut denied)).into());
+                        }
+                        denied.push(e);
+                    }
+                    _ => {}
+                }
+                stats.synced = listed.len();
+                if stats.synced == stats.kinds && !denied.is_empty() {
+                    break Err(LiveError::denied(std::mem::take(&mut denied)).into());
+                }
                 if stats.synced == stats.kinds {
                     let mut failed = None;
                     for c in std::mem::take(&mut held) {
@@ -179,11 +235,15 @@ pub async fn record(
             }
             Update::Reconnecting { kind, error } => {
                 stats.reconnects += 1;
+                last_errors.retain(|(k, _)| *k != kind);
+                last_errors.push((kind, error.to_string()));
                 note = Some(Note::Reconnecting {
                     kind,
                     error: error.to_string(),
                 });
             }
+            Update::Synced { .. } => {}
+            Update::Unserved { kind, warning } => note = Some(Note::Skipped { kind, warning }),
             Update::Fatal(e) => break Err(e.into()),
         }
         stats.bytes = writer.bytes;
@@ -210,11 +270,35 @@ pub async fn record(
             stats.events += 1;
         }
     }
+    let missing: Vec<&'static str> = watchers
+        .kinds()
+        .iter()
+        .map(|k| k.kind)
+        .filter(|k| !listed.contains(k))
+        .collect();
     drop(watchers);
     stats.bytes = writer.bytes;
     stats.elapsed = clock.elapsed();
     writer.finish().map_err(io)?;
-    result.map(|()| stats)
+    result?;
+    if !missing.is_empty() {
+        // Stopped (signal or --duration) before every kind was listed: the file is
+        // closed and readable, but it does not hold the whole cluster.
+        let errors: Vec<String> = last_errors
+            .iter()
+            .filter(|(k, _)| missing.contains(k))
+            .map(|(k, e)| format!("{k}: {e}"))
+            .collect();
+        let mut text = format!(
+            "stopped before the first list of every kind arrived; {file} lacks {}",
+            missing.join(", ")
+        );
+        if !errors.is_empty() {
+            text.push_str(&format!(" (last errors: {})", errors.join("; ")));
+        }
+        return Err(LiveError::Stopped(text).into());
+    }
+    Ok(stats)
 }
 
 /// A recording kept beside live mode (`kubestep live --record`): the objects as first

@@ -57,6 +57,12 @@ pub enum Update {
     /// Access was refused (401 or 403): retrying cannot help until someone changes the
     /// credentials or RBAC, so the watcher of that kind stops.
     Fatal(LiveError),
+    /// The API server does not serve the kind (its list answered 404): the watcher of
+    /// that kind stops, and `warning` says what kubestep will not see without it.
+    Unserved {
+        kind: &'static str,
+        warning: String,
+    },
 }
 
 #[derive(Debug, Clone, Default)]
@@ -125,6 +131,59 @@ impl Watchers {
 }
 
 /// Whether the PodGroup CRD's group/version is served (404 means not installed).
+/// The `timeoutSeconds` of every watch request.
+pub const WATCH_TIMEOUT_SECS: u32 = 50;
+
+/// A list or watch answered 404: the resource is not served.
+fn not_served(e: &watcher::Error) -> bool {
+    use watcher::Error as W;
+    match e {
+        W::InitialListFailed(kube::Error::Api(s))
+        | W::WatchStartFailed(kube::Error::Api(s))
+        | W::WatchFailed(kube::Error::Api(s)) => s.code == 404,
+        W::WatchError(s) => s.code == 404,
+        _ => false,
+    }
+}
+
+/// What is lost when a kind is not served; `None` for the kinds nothing works without.
+pub fn unserved_consequence(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "Node" | "Pod" => return None,
+        "Namespace" => "Namespaces: pod affinity terms with a namespaceSelector match no namespace",
+        "PriorityClass" => {
+            "PriorityClasses: a pod's priority is read from its spec alone, and a class's preemptionPolicy is unknown"
+        }
+        "StorageClass" => {
+            "StorageClasses: VolumeBinding cannot bind or provision claims of a class (WaitForFirstConsumer claims stay unschedulable)"
+        }
+        "CSINode" => "CSINodes: per-node CSI volume limits (NodeVolumeLimits) are not applied",
+        "PersistentVolume" => {
+            "PersistentVolumes: pods with unbound claims find no volume to bind, and volume zones are unknown"
+        }
+        "PersistentVolumeClaim" => {
+            "PersistentVolumeClaims: pods that use a claim are unschedulable (claim not found)"
+        }
+        "PodDisruptionBudget" => {
+            "PodDisruptionBudgets: preemption may choose victims a budget protects"
+        }
+        "Service" => {
+            "Services: PodTopologySpread's system-default spreading does not group pods by the Services that select them"
+        }
+        "ReplicaSet" => {
+            "ReplicaSets: PodTopologySpread's system-default spreading does not group pods by the ReplicaSet that owns them"
+        }
+        "StatefulSet" => {
+            "StatefulSets: PodTopologySpread's system-default spreading does not group pods by the StatefulSet that owns them"
+        }
+        "ReplicationController" => {
+            "ReplicationControllers: PodTopologySpread's system-default spreading does not group pods by the controller that owns them"
+        }
+        "PodGroup" => "PodGroups: Coscheduling finds no pod group for its pods",
+        _ => "objects of this kind",
+    })
+}
+
 async fn pod_groups_served(conn: &Connection) -> Result<bool, LiveError> {
     match conn
         .client
@@ -168,9 +227,10 @@ struct Relist {
 
 impl KindWatch {
     async fn run(self, api: Api<DynamicObject>) {
-        let mut stream = watcher::watcher(api, watcher::Config::default())
-            .default_backoff()
-            .boxed();
+        // The server ends each watch well inside the client's read timeout, so a quiet
+        // watch is never taken for a dead connection.
+        let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
+        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
         let mut known: HashMap<String, Known> = HashMap::new();
         let mut relist: Option<Relist> = None;
         let mut synced = false;
@@ -244,6 +304,10 @@ impl KindWatch {
                     }
                 }
                 Err(e) => {
+                    if not_served(&e) {
+                        let _ = self.tx.send(self.unserved()).await;
+                        return;
+                    }
                     let error =
                         classify_watch(&e, &self.kind, self.namespace.as_deref(), &self.server);
                     if error.is_access_denied() {
@@ -261,6 +325,28 @@ impl KindWatch {
                     return;
                 }
             }
+        }
+    }
+
+    /// Why the kind is skipped, or a fatal error for the kinds kubestep cannot do without.
+    fn unserved(&self) -> Update {
+        let k = &self.kind;
+        let what = format!(
+            "{} ({} {}) is not served by the API server at {} (404)",
+            k.kind,
+            k.group_version(),
+            k.plural,
+            self.server
+        );
+        match unserved_consequence(k.kind) {
+            Some(c) => Update::Unserved {
+                kind: k.kind,
+                warning: format!("{what}: skipped, so kubestep will not see {c}"),
+            },
+            None => Update::Fatal(LiveError::Api {
+                what,
+                message: "kubestep cannot schedule without it".into(),
+            }),
         }
     }
 

@@ -449,8 +449,12 @@ impl Attempt {
             duration: Duration::ZERO,
             ..StepEvent::at(core)
         });
-        core.queue.done(&uid);
         let pod = self.pod().clone();
+        if real.is_empty() {
+            self.keep_in_queue(core);
+        } else {
+            core.queue.done(&uid);
+        }
         if real.is_empty() {
             // Live shadow mode: the real scheduler has not decided yet, so the record
             // says what kubestep would do (best nodes in the history, or why not).
@@ -489,6 +493,46 @@ impl Attempt {
             node: chosen,
             real_node: real.to_string(),
         });
+    }
+
+    /// Live shadow mode: the pod stays in the queue as kube-scheduler keeps a pending
+    /// pod, so that cluster events run it again and its answer follows the cluster. An
+    /// unschedulable pod waits for its rejector plugins' hints (with backoff and the
+    /// leftover flush); one kubestep would bind waits for any event, since the cluster's
+    /// scheduler, not kubestep, binds it.
+    fn keep_in_queue(&self, core: &mut Core) {
+        let now = core.clock.now();
+        let h = super::handle_of(&core.sched, &core.cluster, &core.waiting, now, self.profile);
+        let fwk = &core.sched.frameworks[self.profile];
+        let qpi = self.qpi.clone();
+        match &self.cycle.outcome {
+            Some(CycleOutcome::Unschedulable { fit_error, .. }) => {
+                let d = &fit_error.diagnosis;
+                core.queue.add_unschedulable_if_not_present(
+                    &h,
+                    fwk,
+                    qpi,
+                    d.unschedulable_plugins.clone(),
+                    d.pending_plugins.clone(),
+                    false,
+                    fit_error.message(),
+                    now,
+                );
+            }
+            Some(CycleOutcome::Error(s)) => {
+                core.queue.add_unschedulable_if_not_present(
+                    &h,
+                    fwk,
+                    qpi,
+                    BTreeSet::new(),
+                    BTreeSet::new(),
+                    !s.is_rejected(),
+                    s.message(),
+                    now,
+                );
+            }
+            _ => core.queue.park_awaiting_binding(&h, fwk, qpi, now),
+        }
     }
 
     /// Live shadow mode: what Permit would say if kubestep scheduled the pod, computed on

@@ -77,7 +77,8 @@ pub trait Actuator: Send {
     fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), String>;
     /// Evict a preemption victim.
     fn delete(&mut self, victim: &PodInfo, preemptor: &PodInfo, node: &str) -> Result<(), String>;
-    /// Set (or with `None` clear) `status.nominatedNodeName`.
+    /// Set (or with `None` clear) `status.nominatedNodeName`. After a failed attempt it
+    /// comes just before `failed`, which may write both at once.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), String>;
     /// The attempt failed with this message (FailedScheduling event, PodScheduled=False);
     /// `error` when it was not about fit (the condition's reason is then SchedulerError).
@@ -363,10 +364,15 @@ impl Core {
     fn handle_failure(&mut self, qpi: &crate::framework::queued::QueuedPodInfo, f: &Failure) {
         let pod = &qpi.pod_info;
         let now = self.clock.now();
-        self.actuator.failed(pod, &f.message, f.error);
+        // The nomination first, so that an actuator can write it and the failure in one
+        // status update, as kube-scheduler does.
         if let Some(n) = &f.nominated {
             let node = (!n.is_empty()).then_some(n.as_str());
             let _ = self.actuator.nominate(pod, node);
+        }
+        self.actuator.failed(pod, &f.message, f.error);
+        if let Some(n) = &f.nominated {
+            let node = (!n.is_empty()).then_some(n.as_str());
             let mut nominated = (*pod.pod).clone();
             nominated
                 .status
@@ -1141,6 +1147,20 @@ impl Session {
     pub fn apply(&mut self, obj: Object) {
         let c = self.core.cluster.upsert(obj);
         self.core.apply_change(c);
+    }
+
+    /// A pending pod's change that kube-scheduler does not act on (its status alone):
+    /// the cluster and the queued copy take it, and nothing is requeued.
+    pub fn apply_quietly(&mut self, obj: Object) {
+        let key = obj.key();
+        let _ = self.core.cluster.upsert(obj);
+        let Some(pi) = self.core.cluster.pod_info(&key).cloned() else {
+            return;
+        };
+        if let Some(i) = self.core.profile_of(&pi) {
+            let fwk = &self.core.sched.frameworks[i];
+            self.core.queue.refresh(fwk, pi);
+        }
     }
 
     pub fn delete(&mut self, kind: &str, key: &str) {

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
+use crate::live::actuator::WriteErrors;
 use crate::live::link::Health;
 use crate::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
 use crate::live::{Update, Watchers};
 use crate::session::{Session, StopReason};
+use crate::signals::Stop;
 
 use super::app::{App, Level};
 use super::{logs, terminal};
@@ -53,6 +55,10 @@ pub struct LiveLink {
     pub deadline: Option<Instant>,
     /// The link's state as of the last tick.
     pub health: (Health, String),
+    /// Active mode's failed writes, shown as they happen.
+    pub write_errors: WriteErrors,
+    /// Signals received before or while the TUI runs: the App quits as on q.
+    pub stop: Option<Stop>,
 }
 
 impl LiveLink {
@@ -64,6 +70,8 @@ impl LiveLink {
             scheduler_name: None,
             deadline: None,
             health: (Health::Connected, "connected".into()),
+            write_errors: WriteErrors::default(),
+            stop: None,
         }
     }
 
@@ -139,9 +147,12 @@ impl App {
             None
         };
         link.health = link.mirror.link.line(Instant::now());
-        if link.deadline.is_some_and(|d| Instant::now() >= d) {
+        if link.deadline.is_some_and(|d| Instant::now() >= d)
+            || link.stop.as_ref().is_some_and(Stop::is_stopped)
+        {
             self.quit = true;
         }
+        let failed_writes = link.write_errors.take();
         for s in said {
             match s {
                 Said::Info(t) => self.info(t),
@@ -151,6 +162,9 @@ impl App {
                 }
                 Said::Denied(e) => self.error(format!("access denied, watch stopped: {e}")),
             }
+        }
+        for e in failed_writes {
+            self.error(format!("write failed: {e}"));
         }
         if let Some(StopReason::Breakpoint(b)) = stop {
             self.running = false;

@@ -122,6 +122,7 @@ pub fn queue_rows(
 ) -> (Vec<QueueRow>, usize) {
     let mut rows = Vec::new();
     let mut bound_then = 0;
+    let mut chosen: Option<HashMap<&str, &str>> = None;
     for q in &m.queued {
         let (state, info) = match &q.place {
             Place::InFlight => (QState::InFlight, "being scheduled".to_string()),
@@ -129,6 +130,15 @@ pub fn queue_rows(
             Place::Backoff { until, error } => {
                 let what = if *error { "error backoff" } else { "backoff" };
                 (QState::Backoff, format!("{what} {} left", left(*until, at)))
+            }
+            // Live shadow mode: a pod kubestep would bind waits, with no rejector, for
+            // the cluster's scheduler to bind it (or for an event to run it again).
+            Place::Unschedulable { message } if message.is_empty() => {
+                let chosen = chosen.get_or_insert_with(|| last_choices(s, m.last_attempt));
+                match chosen.get(q.pod.as_str()) {
+                    Some(n) => (QState::Deferred, format!("kubestep picks {n}")),
+                    None => (QState::Unschedulable, String::new()),
+                }
             }
             Place::Unschedulable { message } => (QState::Unschedulable, message.clone()),
             Place::Gated { plugin, message } => (QState::Gated, format!("{plugin}: {message}")),
@@ -140,7 +150,6 @@ pub fn queue_rows(
             attempts: q.attempts,
         });
     }
-    let mut chosen: Option<HashMap<&str, &str>> = None;
     for r in &m.others {
         let (state, info) = match r.status {
             // A simulated wait (live shadow mode) carries the plugin's message; a real

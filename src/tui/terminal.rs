@@ -1,10 +1,9 @@
 //! The real terminal: raw mode, alternate screen, mouse; restored on quit, on error, on
-//! panic (hook) and on SIGTERM (flag checked by the loop). Events become actions; a tick
-//! drives replay and countdowns; the clipboard goes out as OSC 52.
+//! panic (hook) and on SIGINT, SIGTERM, SIGHUP and SIGQUIT (a flag the loop checks).
+//! Events become actions; a tick drives replay and countdowns; the clipboard goes out as
+//! OSC 52.
 
 use std::io::{Write, stdout};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{
@@ -53,32 +52,6 @@ fn install_panic_hook() {
         restore();
         previous(info);
     }));
-}
-
-/// SIGTERM sets the flag; the loop then quits and the guard restores the terminal.
-fn watch_sigterm() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    let _ = std::thread::Builder::new()
-        .name("sigterm".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async {
-                #[cfg(unix)]
-                if let Ok(mut s) =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                {
-                    s.recv().await;
-                    f.store(true, Ordering::SeqCst);
-                }
-            });
-        });
-    flag
 }
 
 /// OSC 52: the terminal puts `text` on the system clipboard (works over SSH too).
@@ -131,7 +104,9 @@ pub fn action_for(app: &App, e: &Event) -> Option<Action> {
 
 pub fn run(app: &mut App) -> anyhow::Result<()> {
     install_panic_hook();
-    let term_flag = watch_sigterm();
+    // SIGINT, SIGTERM, SIGHUP and SIGQUIT end the loop as q does; the guard restores
+    // the terminal.
+    let stop = crate::signals::Stop::on_signals();
     enable_raw_mode()?;
     let _guard = Guard;
     execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
@@ -141,7 +116,7 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
     let mut last_tick = Instant::now();
     loop {
         terminal.draw(|f| draw::draw(f, app))?;
-        if app.quit || term_flag.load(Ordering::SeqCst) {
+        if app.quit || stop.is_stopped() {
             break;
         }
         let tick = if app.fast() { FAST_TICK } else { TICK };

@@ -129,6 +129,8 @@ pub struct Request {
     pub method: String,
     pub path: String,
     pub query: String,
+    /// The User-Agent header, as sent.
+    pub user_agent: Option<String>,
 }
 
 impl Request {
@@ -181,6 +183,21 @@ struct State {
     /// Pods (namespace, name) another scheduler binds to a node just before a client's
     /// binding request arrives, so that request gets 409 Conflict.
     races: Vec<(String, String, String)>,
+    /// Resources (plural) not served: their requests get 404, discovery omits them.
+    unserved: Vec<String>,
+    /// Lists (of the plurals given, or every list when empty) answered with a fault.
+    list_fault: Option<(ListFault, Vec<String>)>,
+    /// Requests are read and never answered.
+    silent: bool,
+}
+
+/// How a list is answered when faults are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListFault {
+    /// 500 Internal Server Error with a Status body.
+    InternalError,
+    /// 200 OK with a body that is not JSON.
+    NotJson,
 }
 
 struct Shared {
@@ -246,6 +263,9 @@ impl ApiServer {
                 events: Vec::new(),
                 version: "v1.35.4".into(),
                 races: Vec::new(),
+                unserved: Vec::new(),
+                list_fault: None,
+                silent: false,
             }),
             changed: watch::channel(0).0,
             kill: watch::channel(0).0,
@@ -393,6 +413,23 @@ impl ApiServer {
             .push((namespace.into(), name.into(), node.into()));
     }
 
+    /// Stops serving a resource (by plural, e.g. "replicasets"), as a server without
+    /// that API does: lists and watches get 404 and discovery omits it.
+    pub fn unserve(&self, plural: &str) {
+        self.shared.lock().unserved.push(plural.into());
+    }
+
+    /// Answers lists of `plurals` (every list when empty) with `fault`, or lifts it.
+    pub fn fail_lists(&self, fault: Option<ListFault>, plurals: &[&str]) {
+        self.shared.lock().list_fault =
+            fault.map(|f| (f, plurals.iter().map(|p| p.to_string()).collect()));
+    }
+
+    /// Accepts connections and reads requests but never answers (a hung server).
+    pub fn go_silent(&self) {
+        self.shared.lock().silent = true;
+    }
+
     /// Requires `Authorization: Bearer TOKEN`; anything else gets 401.
     pub fn require_token(&self, token: &str) {
         self.shared.lock().token = Some(token.into());
@@ -517,7 +554,16 @@ impl State {
     }
 
     fn served(&self, r: &Resource) -> bool {
-        r.group != POD_GROUP_GROUP || self.pod_groups
+        (r.group != POD_GROUP_GROUP || self.pod_groups)
+            && !self.unserved.iter().any(|p| p == r.plural)
+    }
+
+    /// Whether `verb` on `plural` is denied anywhere: a review for all namespaces asks
+    /// about every one of them.
+    fn denied_somewhere(&self, verb: &str, plural: &str) -> bool {
+        self.denials
+            .iter()
+            .any(|d| d.verb == verb && d.plural == plural)
     }
 }
 
@@ -616,6 +662,8 @@ async fn read_request(r: &mut BufReader<TcpStream>) -> Option<HttpRequest> {
 enum Reply {
     Json(u16, Value),
     Watch(WatchSpec),
+    /// A 200 whose body is not JSON (a proxy's error page, say).
+    Text(String),
 }
 
 struct WatchSpec {
@@ -629,9 +677,22 @@ struct WatchSpec {
 async fn serve_connection(sock: TcpStream, s: Arc<Shared>) {
     let mut r = BufReader::new(sock);
     while let Some(req) = read_request(&mut r).await {
+        if s.lock().silent {
+            // Holds the connection open and says nothing, for as long as the client waits.
+            std::future::pending::<()>().await;
+        }
         let reply = handle(&req, &s);
         let ok = match reply {
             Reply::Json(code, body) => write_json(r.get_mut(), code, &body).await,
+            Reply::Text(text) => {
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n",
+                    text.len()
+                );
+                let w = r.get_mut();
+                w.write_all(head.as_bytes()).await.is_ok()
+                    && w.write_all(text.as_bytes()).await.is_ok()
+            }
             Reply::Watch(spec) => {
                 let _open = OpenWatch::new(&s);
                 stream_watch(r.get_mut(), &s, spec).await
@@ -670,6 +731,7 @@ fn reason_phrase(code: u16) -> &'static str {
         405 => "Method Not Allowed",
         409 => "Conflict",
         410 => "Gone",
+        500 => "Internal Server Error",
         _ => "Error",
     }
 }
@@ -765,6 +827,7 @@ fn handle(req: &HttpRequest, s: &Arc<Shared>) -> Reply {
         method: req.method.clone(),
         path: req.path.clone(),
         query: req.query.clone(),
+        user_agent: req.header("user-agent").map(str::to_string),
     });
     if let Some(t) = &st.token {
         let want = format!("Bearer {t}");
@@ -776,6 +839,10 @@ fn handle(req: &HttpRequest, s: &Arc<Shared>) -> Reply {
         && let Some(v) = discovery(&req.path, &st)
     {
         return v;
+    }
+    if req.method == "POST" && req.path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    {
+        return access_review(req, &st);
     }
     let t = match parse_target(&req.path, &st) {
         Ok(t) => t,
@@ -818,6 +885,23 @@ fn handle(req: &HttpRequest, s: &Arc<Shared>) -> Reply {
         }
         return Reply::Json(403, status(403, "Forbidden", &message, Some(details)));
     }
+    if verb == "list"
+        && let Some((fault, plurals)) = &st.list_fault
+        && (plurals.is_empty() || plurals.contains(&plural))
+    {
+        return match fault {
+            ListFault::InternalError => Reply::Json(
+                500,
+                status(
+                    500,
+                    "InternalError",
+                    "Internal error occurred: etcdserver: request timed out",
+                    None,
+                ),
+            ),
+            ListFault::NotJson => Reply::Text("<html><body>502 Bad Gateway</body></html>".into()),
+        };
+    }
     match verb {
         "watch" => watch_request(req, &t, &st),
         "list" => list(req, &t, &mut st),
@@ -855,6 +939,33 @@ fn handle(req: &HttpRequest, s: &Arc<Shared>) -> Reply {
             status(405, "MethodNotAllowed", "method not allowed", None),
         ),
     }
+}
+
+/// `POST selfsubjectaccessreviews`: whether the caller may do what the review asks, by
+/// the denials set with [`ApiServer::deny`] (allowed otherwise), as RBAC answers it.
+fn access_review(req: &HttpRequest, st: &State) -> Reply {
+    let body = match body_json(req) {
+        Ok(b) => b,
+        Err(e) => return e,
+    };
+    let attrs = &body["spec"]["resourceAttributes"];
+    let verb = attrs["verb"].as_str().unwrap_or_default();
+    let resource = attrs["resource"].as_str().unwrap_or_default();
+    let plural = match attrs["subresource"].as_str().filter(|s| !s.is_empty()) {
+        Some(sub) => format!("{resource}/{sub}"),
+        None => resource.to_string(),
+    };
+    let denied = match attrs["namespace"].as_str().filter(|n| !n.is_empty()) {
+        Some(ns) => st.denied(verb, &plural, ns),
+        None => st.denied_somewhere(verb, &plural),
+    };
+    let mut out = body.clone();
+    out["status"] = if denied {
+        json!({"allowed": false, "reason": ""})
+    } else {
+        json!({"allowed": true, "reason": "RBAC: allowed by ClusterRoleBinding \"tester\""})
+    };
+    Reply::Json(201, out)
 }
 
 fn object_not_found(r: &Resource, name: &str) -> Reply {

@@ -284,6 +284,34 @@ impl SchedulingQueue {
         self.move_to_active(h, fwk, qpi, UNSCHEDULED_POD_UPDATE, now);
     }
 
+    /// A change kube-scheduler keeps but does not act on (a pending pod's status alone,
+    /// which v1.35 strips before deciding whether an update matters): the queued copy is
+    /// replaced wherever the pod is, and nothing moves or is recorded as an event.
+    pub fn refresh(&mut self, fwk: &Framework, new: Arc<PodInfo>) {
+        let uid = new.uid.clone();
+        if let Some(inf) = self.in_flight.get_mut(&uid) {
+            inf.pod = Arc::clone(&new);
+        }
+        if let Some(qpi) = self.unschedulable.get_mut(&uid) {
+            qpi.pod_info = new;
+            return;
+        }
+        let less = queue_sort(fwk);
+        if let Some(mut qpi) = self.active.remove(&uid) {
+            qpi.pod_info = new;
+            self.active.insert(qpi, |a, b| active_order(less, a, b));
+            return;
+        }
+        if let Some(mut qpi) = self
+            .backoff
+            .remove(&uid)
+            .or_else(|| self.error_backoff.remove(&uid))
+        {
+            qpi.pod_info = new;
+            self.insert_backoff(fwk, qpi);
+        }
+    }
+
     /// The pod is gone (deleted, or bound by someone else): drop it from every queue.
     pub fn delete(&mut self, uid: &str) {
         self.version += 1;
@@ -377,6 +405,50 @@ impl SchedulingQueue {
         qpi.last_failure = Some(message);
         let hints = self.hints(fwk);
         let strategy = self.in_flight_strategy(h, fwk, &hints, &qpi);
+        self.requeue(h, fwk, qpi, strategy, SCHEDULE_ATTEMPT_FAILURE, now);
+        self.done(&uid);
+    }
+
+    /// Live shadow mode: a pod kubestep would bind, left for the cluster's own scheduler
+    /// to bind. Upstream would have assumed it; here it waits in unschedulable, with no
+    /// rejector plugin, so that any cluster event (or the leftover flush) runs it again
+    /// after its backoff and its answer follows the cluster. Unlike an Error, it does
+    /// not retry on its own: its answer cannot change until the cluster does. An event
+    /// that arrived while it was in flight sends it to backoff at once.
+    pub fn park_awaiting_binding(
+        &mut self,
+        h: &Handle,
+        fwk: &Framework,
+        mut qpi: QueuedPodInfo,
+        now: Timestamp,
+    ) {
+        self.start(now);
+        let uid = qpi.uid().to_string();
+        if self.in_any_queue(&uid) {
+            self.done(&uid);
+            return;
+        }
+        if let Some(inf) = self.in_flight.get(&uid) {
+            qpi.pod_info = Arc::clone(&inf.pod);
+        }
+        let missed_event = self.in_flight.get(&uid).is_some_and(|inf| {
+            self.in_flight_events
+                .iter()
+                .any(|(id, _)| *id >= inf.first_event)
+        });
+        qpi.unschedulable_plugins.clear();
+        qpi.pending_plugins.clear();
+        // Backs off as an unschedulable pod does, not as an Error.
+        qpi.unschedulable_count += 1;
+        qpi.consecutive_errors_count = 0;
+        qpi.timestamp = now;
+        qpi.seq = self.take_seq();
+        qpi.last_failure = None;
+        let strategy = if missed_event {
+            Strategy::AfterBackoff
+        } else {
+            Strategy::Skip
+        };
         self.requeue(h, fwk, qpi, strategy, SCHEDULE_ATTEMPT_FAILURE, now);
         self.done(&uid);
     }
