@@ -1,18 +1,15 @@
 //! kubestep: a step-through debugger for the Kubernetes scheduling framework.
 //!
-//! The engine (api, config, framework, plugins, cluster, explain, session) depends on no
-//! UI crate; `tui` drives it through the Session API.
+//! A workspace of three library crates, re-exported here under the paths the binary and
+//! the tests use (`kubestep::session`, `kubestep::live`, `kubestep::tui`):
+//! - `kubestep-engine` (src/engine): api, config, framework, plugins, cluster, recording,
+//!   session, explain, extender. No UI crate, no kube-rs, no tokio.
+//! - `kubestep-live` (src/live): the API server link (kube-rs, tokio) and signals.
+//! - `kubestep-tui` (src/tui): the terminal UI (ratatui).
 
-pub mod api;
-pub mod cluster;
-pub mod config;
-pub mod explain;
-pub mod extender;
-pub mod framework;
-pub mod live;
-pub mod plugins;
-pub mod recording;
-pub mod session;
-pub mod signals;
-pub mod testing;
-pub mod tui;
+pub use kubestep_engine::{
+    api, cluster, config, explain, extender, framework, plugins, recording, session, testing,
+};
+pub use kubestep_live as live;
+pub use kubestep_live::signals;
+pub use kubestep_tui as tui;

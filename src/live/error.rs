@@ -212,7 +212,7 @@ pub fn classify_watch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::kinds::KINDS;
+    use crate::kinds::KINDS;
 
     fn status(code: u16, message: &str) -> kube::Error {
         kube::Error::Api(Box::new(kube::core::Status {

@@ -1,10 +1,10 @@
 //! App state: the Session plus what the UI keeps of its own (focus, selections, filters,
 //! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
 
-use crate::config::KubeSchedulerConfiguration;
 use crate::framework::StateTree;
 use crate::session::detail::AttemptDetail;
 use crate::session::{QueueCounts, Session, StepRecord};
+use kubestep_engine::config::KubeSchedulerConfiguration;
 use std::collections::HashSet;
 use std::sync::Arc;
 

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::live::actuator::WriteErrors;
-use crate::live::link::Health;
-use crate::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
-use crate::live::{Update, Watchers};
 use crate::session::{Session, StopReason};
-use crate::signals::Stop;
+use kubestep_live::actuator::WriteErrors;
+use kubestep_live::link::Health;
+use kubestep_live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
+use kubestep_live::signals::Stop;
+use kubestep_live::{Update, Watchers};
 
 use super::app::{App, Level};
 use super::{logs, terminal};

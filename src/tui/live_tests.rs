@@ -17,10 +17,10 @@ use super::keymap::Keymap;
 use super::live::LiveLink;
 use super::theme::Theme;
 use crate::framework::PodInfo;
-use crate::live::mirror::{InitialSync, Mirror, to_object};
-use crate::live::{Change, LiveError, Update};
 use crate::recording::EventType;
 use crate::session::{Actuator, PodStatus, SessionOptions};
+use kubestep_live::mirror::{InitialSync, Mirror, to_object};
+use kubestep_live::{Change, LiveError, Update};
 
 fn node(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": name},
@@ -98,7 +98,7 @@ fn live_app(objects: Vec<Value>, shadow: bool, spy: &Spy) -> (App, mpsc::Sender<
         held: Vec::new(),
         notes: Vec::new(),
     };
-    let cfg = crate::config::parse_str(super::DEMO_CONFIG, "demo").unwrap();
+    let cfg = kubestep_engine::config::parse_str(super::DEMO_CONFIG, "demo").unwrap();
     let opts = SessionOptions {
         start: Timestamp::now(),
         ..Default::default()

@@ -156,7 +156,7 @@ mod tests {
 
     #[test]
     fn speed_flag_picks_the_nearest_speed_not_above_it() {
-        use crate::tui::app::{SPEEDS, speed_index};
+        use crate::app::{SPEEDS, speed_index};
         assert_eq!(speed_index(1.0), 0);
         assert_eq!(speed_index(0.5), 0);
         assert_eq!(SPEEDS[speed_index(7.0)].2, 5);

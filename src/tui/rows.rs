@@ -313,7 +313,7 @@ impl NodeFilter {
         let exact: Vec<usize> = (0..plugins.len())
             .filter(|&c| {
                 plugins[c].eq_ignore_ascii_case(rest)
-                    || crate::tui::components::matrix::abbrev(plugins[c]).eq_ignore_ascii_case(rest)
+                    || crate::components::matrix::abbrev(plugins[c]).eq_ignore_ascii_case(rest)
             })
             .collect();
         if !exact.is_empty() {

@@ -106,7 +106,7 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
     install_panic_hook();
     // SIGINT, SIGTERM, SIGHUP and SIGQUIT end the loop as q does; the guard restores
     // the terminal.
-    let stop = crate::signals::Stop::on_signals();
+    let stop = kubestep_live::signals::Stop::on_signals();
     enable_raw_mode()?;
     let _guard = Guard;
     execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;

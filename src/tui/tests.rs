@@ -824,11 +824,11 @@ fn small_terminal_80x24() {
 fn five_thousand_nodes_step_and_draw_every_tab() {
     use crate::cluster::{ClusterState, Object};
     let mut cluster = ClusterState::default();
-    for n in crate::testing::workloads::make_nodes(5_000, 7) {
+    for n in kubestep_engine::testing::workloads::make_nodes(5_000, 7) {
         cluster.add(Object::Node(Box::new(n)));
     }
-    for p in crate::testing::workloads::make_pods(
-        crate::testing::workloads::Workload::Basic,
+    for p in kubestep_engine::testing::workloads::make_pods(
+        kubestep_engine::testing::workloads::Workload::Basic,
         50,
         7,
         "default",
@@ -838,7 +838,7 @@ fn five_thousand_nodes_step_and_draw_every_tab() {
     }
     let session = crate::session::Session::new(
         cluster,
-        crate::config::default_configuration(),
+        kubestep_engine::config::default_configuration(),
         Default::default(),
         Box::new(crate::session::LocalActuator),
     )

@@ -10,11 +10,11 @@ use k8s_openapi::api::core::v1::Pod;
 
 use super::whatif_fields::FieldEdit;
 use crate::cluster::ClusterState;
-use crate::config::KubeSchedulerConfiguration;
-use crate::config::{PluginRef, PluginSet, Plugins};
 use crate::explain::{self, Explanation};
 use crate::framework::profile::ExtensionPoint;
 use crate::session::Session;
+use kubestep_engine::config::KubeSchedulerConfiguration;
+use kubestep_engine::config::{PluginRef, PluginSet, Plugins};
 
 /// One plugin row of the what-if editor.
 #[derive(Debug, Clone, PartialEq, Eq)]

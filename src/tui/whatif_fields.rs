@@ -341,8 +341,7 @@ mod tests {
     use super::*;
 
     fn cluster() -> ClusterState {
-        let (objs, _) =
-            crate::cluster::manifest::parse_str(crate::tui::DEMO_CLUSTER, "demo").unwrap();
+        let (objs, _) = crate::cluster::manifest::parse_str(crate::DEMO_CLUSTER, "demo").unwrap();
         ClusterState::from_objects(objs).unwrap()
     }
 

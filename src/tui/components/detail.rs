@@ -7,8 +7,8 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::span;
-use crate::tui::app::{App, DetailTarget};
-use crate::tui::theme::Theme;
+use crate::app::{App, DetailTarget};
+use crate::theme::Theme;
 
 const BAR: usize = 20;
 

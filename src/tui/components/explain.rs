@@ -12,10 +12,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::span;
+use crate::app::App;
 use crate::framework::cycle::FilterCell;
-use crate::tui::app::App;
-use crate::tui::moment;
-use crate::tui::rows::first_failure;
+use crate::moment;
+use crate::rows::first_failure;
 
 /// Node names listed per reason before "+N more".
 const NAMES: usize = 4;

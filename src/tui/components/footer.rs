@@ -6,8 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::span;
-use crate::tui::action::Command;
-use crate::tui::app::{App, Level, Mode};
+use crate::action::Command;
+use crate::app::{App, Level, Mode};
 
 const HINTS: [(Command, &str); 8] = [
     (Command::Step, "step"),
@@ -33,7 +33,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             format!(
                 "{} pod(s) wait at Permit: quitting rejects them (\"{}\"). Quit? (y/N)",
                 app.pods_waiting(),
-                crate::live::mirror::SHUTDOWN_MESSAGE
+                kubestep_live::mirror::SHUTDOWN_MESSAGE
             ),
             t.warning,
         )),

@@ -9,9 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::{fit, pad, pane, span};
-use crate::tui::action::Command;
-use crate::tui::app::{App, HelpState};
-use crate::tui::theme::Theme;
+use crate::action::Command;
+use crate::app::{App, HelpState};
+use crate::theme::Theme;
 
 /// The narrowest a help column gets before fewer columns are used.
 const MIN_COL: usize = 44;

@@ -6,7 +6,7 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{fit, span};
-use crate::tui::app::App;
+use crate::app::App;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;

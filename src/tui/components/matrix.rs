@@ -9,12 +9,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{fit, pad, span};
+use crate::action::Pane;
+use crate::app::App;
 use crate::framework::cycle::FilterCell;
-use crate::tui::action::Pane;
-use crate::tui::app::App;
-use crate::tui::layout;
-use crate::tui::moment;
-use crate::tui::rows::first_failure;
+use crate::layout;
+use crate::moment;
+use crate::rows::first_failure;
 
 /// Column width of one plugin.
 const COL: usize = 4;

@@ -6,7 +6,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::{pane, span};
-use crate::tui::app::App;
+use crate::app::App;
 
 /// A centred rectangle of at most `w`×`h`.
 pub fn centered(r: Rect, w: u16, h: u16) -> Rect {

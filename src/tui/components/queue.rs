@@ -8,11 +8,11 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{fit, pad, pane, span};
-use crate::tui::action::Pane;
-use crate::tui::app::App;
-use crate::tui::layout;
-use crate::tui::rows::QState;
-use crate::tui::theme::Theme;
+use crate::action::Pane;
+use crate::app::App;
+use crate::layout;
+use crate::rows::QState;
+use crate::theme::Theme;
 
 pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
     match s {
@@ -29,7 +29,7 @@ pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
 }
 
 /// The selected row in words: its full name and status.
-pub fn selected_text(row: &crate::tui::rows::QueueRow) -> String {
+pub fn selected_text(row: &crate::rows::QueueRow) -> String {
     if row.info.is_empty() {
         row.pod.clone()
     } else {
@@ -114,7 +114,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             Some(p) if !p.kept => format!(
                 "the queue at step {} is not kept (history keeps the latest changes, and none of the steps run at full speed); {} returns to now",
                 p.seq,
-                app.keymap.label(crate::tui::action::Command::Live)
+                app.keymap.label(crate::action::Command::Live)
             ),
             _ if q.rows.is_empty() => "no pods".into(),
             _ => "no pod matches the filter".into(),

@@ -8,10 +8,10 @@ use ratatui::widgets::Paragraph;
 
 use super::matrix::abbrev;
 use super::{fit, pad, span};
-use crate::tui::action::Pane;
-use crate::tui::app::{App, ScoreMode};
-use crate::tui::layout;
-use crate::tui::moment;
+use crate::action::Pane;
+use crate::app::{App, ScoreMode};
+use crate::layout;
+use crate::moment;
 
 const COL: usize = 6;
 

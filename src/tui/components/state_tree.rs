@@ -8,10 +8,10 @@ use ratatui::widgets::Paragraph;
 use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::span;
+use crate::action::Pane;
+use crate::app::App;
 use crate::framework::StateTree;
-use crate::tui::action::Pane;
-use crate::tui::app::App;
-use crate::tui::theme::Theme;
+use crate::theme::Theme;
 
 /// The entry name a step's `changed` list uses: the label up to its first colon.
 fn entry_name(label: &str) -> &str {

@@ -11,15 +11,15 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::{pad, pane, span};
+use crate::action::Pane;
+use crate::app::App;
 use crate::framework::Code;
+use crate::layout;
+use crate::moment;
+use crate::rows::short_duration;
 use crate::session::{Point, StepRecord};
-use crate::tui::action::Pane;
-use crate::tui::app::App;
-use crate::tui::layout;
-use crate::tui::moment;
-use crate::tui::rows::short_duration;
-use crate::tui::theme::Theme;
-use crate::tui::verdicts::{self, After, Attempt, PointRow, Verdict};
+use crate::theme::Theme;
+use crate::verdicts::{self, After, Attempt, PointRow, Verdict};
 
 pub fn code_symbol(c: Code) -> &'static str {
     match c {

@@ -8,10 +8,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{fit, pane, span};
-use crate::tui::action::Pane;
-use crate::tui::app::App;
-use crate::tui::layout;
-use crate::tui::rows::short_duration;
+use crate::action::Pane;
+use crate::app::App;
+use crate::layout;
+use crate::rows::short_duration;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;

@@ -8,10 +8,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::{fit, pad, span};
+use crate::action::{Command, Pane};
+use crate::app::App;
 use crate::explain::Explanation;
-use crate::tui::action::{Command, Pane};
-use crate::tui::app::App;
-use crate::tui::layout;
+use crate::layout;
 
 /// One side of the comparison as lines.
 pub fn side(e: &Result<Explanation, String>) -> Vec<String> {

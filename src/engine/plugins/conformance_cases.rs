@@ -24,7 +24,7 @@ pub struct Case {
 }
 
 fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
 }
 
 pub fn load(id: &str) -> Case {

@@ -17,7 +17,7 @@ macro_rules! bundled {
         &[$(Bundled {
             name: $name,
             file: $file,
-            bytes: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/recordings/", $file)),
+            bytes: include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../recordings/", $file)),
         }),*]
     };
 }

@@ -496,7 +496,7 @@ mod tests {
 
     fn case_dir(id: &str) -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/conformance/cases")
+            .join("../../tests/conformance/cases")
             .join(id)
     }
 

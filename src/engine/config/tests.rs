@@ -1185,7 +1185,7 @@ fn load_file_reads_and_reports_the_path() {
 
 #[test]
 fn fixtures_load() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/config");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/config");
     let c = load_file(&dir.join("multi-profile.yaml")).unwrap();
     assert_eq!(c.profiles.len(), 2);
     assert_eq!(c.profiles[1].scheduler_name, "gang-scheduler");

@@ -4,6 +4,10 @@
 //! Shape (after television and ratatui's component template): crossterm events and a
 //! tick become `Action`s, `App::update` applies them, `draw::draw` renders `&App`.
 
+// The engine's modules, named at the root so paths read as inside the engine (its
+// `config` and `live` are reached by crate name: this crate has modules of those names).
+use kubestep_engine::{api, cluster, explain, framework, recording, session};
+
 pub mod action;
 pub mod app;
 pub mod background;
@@ -32,10 +36,10 @@ use anyhow::Context;
 
 #[cfg(test)]
 use crate::cluster::{ClusterState, manifest};
-use crate::config as sched_config;
-#[cfg(test)]
-use crate::config::KubeSchedulerConfiguration;
 use crate::session::{LocalActuator, Session, SessionOptions};
+use kubestep_engine::config as sched_config;
+#[cfg(test)]
+use kubestep_engine::config::KubeSchedulerConfiguration;
 
 /// Stand-in demo: the example cluster (plus one pod for ManualApproval) until the
 /// `replay` branch's bundled `demo` recording and `kubestep::recording::open` land.
@@ -85,10 +89,10 @@ pub fn open_session(
     let rec = crate::recording::open(&name)?;
     let read = rec.warnings.clone();
     let cfg = match config {
-        Some(p) => crate::config::load_file(p)?,
+        Some(p) => kubestep_engine::config::load_file(p)?,
         None => rec
             .scheduler_config(&name)?
-            .unwrap_or_else(crate::config::default_configuration),
+            .unwrap_or_else(kubestep_engine::config::default_configuration),
     };
     let opts = SessionOptions {
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
