@@ -217,6 +217,11 @@ fn first_screen_in_tmux() {
     let s = t.wait_for("↓ more");
     assert!(s.contains("lines 1–"), "{s}");
     t.keys(&["Escape"]);
+    // Esc and q read together would be Alt+q: let the help close first.
+    let start = Instant::now();
+    while t.screen().contains("↓ more") && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     t.keys(&["q"]);
     t.wait_gone();
     let _ = std::fs::remove_dir_all(&home);
@@ -293,4 +298,82 @@ fn live_shadow_mode_in_tmux() {
     t.wait_gone();
     assert!(server.writes().is_empty(), "{:?}", server.writes());
     let _ = std::fs::remove_dir_all(&home);
+}
+
+/// A terminal that goes away without a SIGHUP reaching kubestep (tmux's server killed)
+/// ends the TUI as `q` does, instead of leaving it running unseen.
+#[test]
+fn closed_terminal_ends_the_tui() {
+    if tmux_missing() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kubestep");
+    // A server of its own: killing it must not touch the other tests' sessions.
+    let socket = format!("kubestep-hangup-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .args(["-L", &socket])
+            .args(args)
+            .output()
+            .expect("running tmux")
+    };
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-hup-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let pidfile = home.join("pid");
+    let script = format!("echo $$ > {}; exec {bin}", pidfile.display());
+    let out = tmux(&[
+        "new-session",
+        "-d",
+        "-x",
+        "100",
+        "-y",
+        "30",
+        "-e",
+        &xdg,
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let start = Instant::now();
+    loop {
+        let s = tmux(&["capture-pane", "-p"]);
+        if String::from_utf8_lossy(&s.stdout).contains("? help") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the TUI never drew"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("a pid");
+    let _ = tmux(&["kill-server"]);
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists() && !zombie(pid);
+    let start = Instant::now();
+    while alive() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let still = alive();
+    if still {
+        // SAFETY: kill with a pid we started; nothing else is touched.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert!(!still, "kubestep kept running after its terminal closed");
+    let _ = std::fs::remove_dir_all(&home);
+}
+
+fn zombie(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }

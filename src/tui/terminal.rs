@@ -3,8 +3,11 @@
 //! Events become actions; a tick drives replay and countdowns; the clipboard goes out as
 //! OSC 52.
 
-use std::io::{Write, stdout};
+use std::io::{IsTerminal, Write, stdout};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use anyhow::Context;
 
 use crossterm::event::{
     self, DisableMouseCapture, EnableMouseCapture, Event, KeyEventKind, MouseButton, MouseEventKind,
@@ -107,25 +110,36 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
     // SIGINT, SIGTERM, SIGHUP and SIGQUIT end the loop as q does; the guard restores
     // the terminal.
     let stop = kubestep_live::signals::Stop::on_signals();
-    enable_raw_mode()?;
+    const NEEDS_TTY: &str = "the terminal UI needs a terminal";
+    const HEADLESS: &str = "run it in one, or add --headless (replay, live) for JSON lines";
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!("{NEEDS_TTY}: standard output is not one; {HEADLESS}");
+    }
+    enable_raw_mode().with_context(|| format!("{NEEDS_TTY} and none is attached; {HEADLESS}"))?;
     let _guard = Guard;
     execute!(stdout(), EnterAlternateScreen, EnableMouseCapture)?;
     let mut terminal = Terminal::new(CrosstermBackend::new(stdout()))?;
     let size = terminal.size()?;
     app.update(Action::Resize(size.width, size.height));
     let mut last_tick = Instant::now();
+    let ttys = terminal_fds();
+    let input = input_thread()?;
     loop {
         terminal.draw(|f| draw::draw(f, app))?;
-        if app.quit || stop.is_stopped() {
+        if app.quit || stop.is_stopped() || terminal_hung_up(&ttys) {
             break;
         }
         let tick = if app.fast() { FAST_TICK } else { TICK };
         let timeout = tick.saturating_sub(last_tick.elapsed());
-        if event::poll(timeout)? {
-            let e = event::read()?;
-            if let Some(a) = action_for(app, &e) {
-                app.update(a);
+        match input.recv_timeout(timeout) {
+            Ok(Ok(e)) => {
+                if let Some(a) = action_for(app, &e) {
+                    app.update(a);
+                }
             }
+            Ok(Err(e)) => return Err(e.into()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
         // Results of background work (explain, what-if) arrive like any other input.
         while let Some(a) = app.background.try_next() {
@@ -143,6 +157,74 @@ pub fn run(app: &mut App) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Terminal events read on a thread of their own. crossterm reads a hung-up terminal
+/// forever inside `poll`, ignoring its timeout; on this thread that cannot stop the loop,
+/// which notices the hang-up at its next tick and ends. The thread ends with the process.
+fn input_thread() -> std::io::Result<mpsc::Receiver<std::io::Result<Event>>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("terminal input".into())
+        .spawn(move || {
+            loop {
+                let e = event::read();
+                let failed = e.is_err();
+                if tx.send(e).is_err() || failed {
+                    break;
+                }
+            }
+        })?;
+    Ok(rx)
+}
+
+/// Whether the terminal went away (its window closed, `tmux kill-server`, ssh dropped)
+/// without a SIGHUP reaching us. crossterm then reads end-of-file from it forever and
+/// reports no event, and ratatui writes nothing while the screen is unchanged, so without
+/// this check the loop would run on, unseen, burning a core.
+/// `ttys` are the standard streams that were terminals at start: a pipe on standard input
+/// (`... | kubestep`, crossterm then reads /dev/tty) reports a hang-up that means nothing.
+fn terminal_hung_up(ttys: &[i32]) -> bool {
+    #[cfg(unix)]
+    {
+        let mut fds: Vec<libc::pollfd> = ttys
+            .iter()
+            .map(|&fd| libc::pollfd {
+                fd,
+                events: 0,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: poll reads and writes only the pollfd entries we own, and a zero timeout
+        // never blocks.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+        n > 0
+            && fds
+                .iter()
+                .any(|f| f.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ttys;
+        false
+    }
+}
+
+/// The standard streams (0, 1) that are terminals, checked once: after a hang-up a
+/// terminal no longer answers as one.
+fn terminal_fds() -> Vec<i32> {
+    #[cfg(unix)]
+    {
+        // SAFETY: isatty only inspects the descriptor.
+        [0, 1]
+            .into_iter()
+            .filter(|&fd| unsafe { libc::isatty(fd) } == 1)
+            .collect()
+    }
+    #[cfg(not(unix))]
+    {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]
