@@ -282,3 +282,15 @@ fn config_file_defaults_and_located_warnings_never_fatal() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("staging"), "{err}");
 }
+
+#[test]
+fn the_tui_without_a_terminal_says_so() {
+    // Output captured: standard output is a pipe, as in `kubestep replay demo | less`.
+    let o = run(&["replay", "demo"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("the terminal UI needs a terminal") && err.contains("--headless"),
+        "{err}"
+    );
+}

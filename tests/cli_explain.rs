@@ -171,8 +171,7 @@ fn unknown_plugin_is_a_configuration_error() {
     assert_bad_input(
         &o,
         &[
-            "unknown-plugin.yaml",
-            "profiles[0]",
+            "unknown-plugin.yaml:8:9: profiles[0].plugins.filter.enabled[0].name",
             "FilterPlugin \"NoSuchPlugin\" does not exist",
         ],
     );
@@ -203,6 +202,23 @@ fn invalid_plugin_args_name_the_plugin() {
 fn missing_pod_is_named() {
     let o = run(&["explain", "--cluster", &example(), "--pod", "shop/nope"]);
     assert_bad_input(&o, &["pod shop/nope does not exist in the cluster"]);
+}
+
+#[test]
+fn pod_in_another_namespace_is_pointed_at() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--pod",
+        "default/checkout-7d9f6c8b5-2xkqp",
+    ]);
+    assert_bad_input(
+        &o,
+        &["does not exist in the cluster (same name in: shop/checkout-7d9f6c8b5-2xkqp)"],
+    );
+    let o = run(&["explain", "--cluster", &example(), "--pod", "a/b/c"]);
+    assert_bad_input(&o, &["--pod a/b/c: no such file, and not a pod reference"]);
 }
 
 #[test]

@@ -129,7 +129,10 @@ fn explain_exit_codes_match_the_verdict() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("status.allocatable.cpu") && err.contains("node "),
+        err.contains("nodes.yaml:")
+            && err.contains("status.allocatable.cpu")
+            && err.contains("Node ")
+            && err.contains("must be greater than or equal to 0"),
         "{err}"
     );
 

@@ -58,12 +58,6 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         (None, None) => config::default_configuration(),
     };
     let pod = resolve_pod(&a.pod, &cluster)?;
-    let pod_source = if Path::new(&a.pod).is_file() {
-        a.pod.clone()
-    } else {
-        a.cluster.join(", ")
-    };
-    check_negative(&pod_source, &pod, &a.cluster, &cluster)?;
     kubestep::plugins::dynamic_resources::check_inputs(&cluster.listers, &pod)
         .map_err(|e| anyhow::anyhow!("{}: pod {}: {e}", a.cluster.join(", "), pod_key(&pod)))?;
     let e = explain::explain(&cluster, &cfg, pod)?;
@@ -132,6 +126,9 @@ fn resolve_pod(
         }
         return Ok(Arc::new(pod));
     }
+    if arg.matches('/').count() > 1 || arg.starts_with('/') || arg.ends_with('/') {
+        bail!("--pod {arg}: no such file, and not a pod reference (NAMESPACE/NAME or NAME)");
+    }
     let key = if arg.contains('/') {
         arg.to_string()
     } else {
@@ -143,76 +140,24 @@ fn resolve_pod(
         None if arg.ends_with(".yaml") || arg.ends_with(".yml") || arg.ends_with(".json") => {
             bail!("{arg}: no such file")
         }
-        None => bail!("pod {key} does not exist in the cluster"),
-    }
-}
-
-/// Negative requests and negative allocatable are bad input, not a verdict: upstream's API
-/// server refuses them, so a cycle over them would explain nothing real.
-fn check_negative(
-    pod_source: &str,
-    pod: &k8s_openapi::api::core::v1::Pod,
-    cluster_sources: &[String],
-    cluster: &ClusterState,
-) -> anyhow::Result<()> {
-    use std::collections::BTreeMap;
-
-    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
-    use kubestep::api::quantity::Quantity;
-
-    fn first_negative(list: Option<&BTreeMap<String, K8sQuantity>>) -> Option<(String, String)> {
-        list?.iter().find_map(|(name, q)| {
-            let negative = Quantity::parse(&q.0).is_ok_and(|v| v.nanos() < 0);
-            negative.then(|| (name.clone(), q.0.clone()))
-        })
-    }
-    let name = format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or("default"),
-        pod.metadata.name.as_deref().unwrap_or("")
-    );
-    if let Some(spec) = &pod.spec {
-        let none = Vec::new();
-        let containers = [
-            ("containers", &spec.containers),
-            (
-                "initContainers",
-                spec.init_containers.as_ref().unwrap_or(&none),
-            ),
-        ];
-        for (kind, list) in containers {
-            for c in list {
-                let Some(res) = &c.resources else { continue };
-                for (field, values) in [("requests", &res.requests), ("limits", &res.limits)] {
-                    if let Some((res_name, v)) = first_negative(values.as_ref()) {
-                        bail!(
-                            "{pod_source}: pod {name}: spec.{kind}[name={}].resources.{field}.{res_name}: negative quantity {v:?}",
-                            c.name
-                        );
-                    }
-                }
+        None => {
+            // The usual slip is the namespace: name the pods of that name elsewhere.
+            let name = key.split_once('/').map_or(key.as_str(), |(_, n)| n);
+            let elsewhere: Vec<&str> = cluster
+                .pod_infos()
+                .filter(|p| p.name == name)
+                .map(|p| p.key.as_str())
+                .take(5)
+                .collect();
+            if elsewhere.is_empty() {
+                bail!("--pod {arg}: pod {key} does not exist in the cluster")
             }
-        }
-        if let Some((res_name, v)) = first_negative(spec.overhead.as_ref()) {
-            bail!("{pod_source}: pod {name}: spec.overhead.{res_name}: negative quantity {v:?}");
-        }
-    }
-    for node in cluster.nodes() {
-        let Some(status) = &node.status else { continue };
-        for (field, values) in [
-            ("allocatable", &status.allocatable),
-            ("capacity", &status.capacity),
-        ] {
-            if let Some((res_name, v)) = first_negative(values.as_ref()) {
-                bail!(
-                    "{}: node {}: status.{field}.{res_name}: negative quantity {v:?}",
-                    cluster_sources.join(", "),
-                    node.metadata.name.as_deref().unwrap_or("")
-                );
-            }
+            bail!(
+                "--pod {arg}: pod {key} does not exist in the cluster (same name in: {})",
+                elsewhere.join(", ")
+            )
         }
     }
-    Ok(())
 }
 
 fn pod_key(p: &k8s_openapi::api::core::v1::Pod) -> String {

@@ -348,11 +348,25 @@ fn check_list(
     path: &str,
 ) -> Result<(), FieldProblem> {
     for (name, q) in list.into_iter().flatten() {
-        if let Err(e) = Quantity::parse(&q.0) {
-            return Err((
-                format!("{path}.{name}"),
-                format!("invalid quantity {:?}: {e}", q.0),
-            ));
+        match Quantity::parse(&q.0) {
+            Err(e) => {
+                return Err((
+                    format!("{path}.{name}"),
+                    format!("invalid quantity {:?}: {e}", q.0),
+                ));
+            }
+            // The API server refuses negative resource quantities (requests, limits,
+            // overhead, capacity, allocatable); a cycle over one would explain nothing real.
+            Ok(v) if v.nanos() < 0 => {
+                return Err((
+                    format!("{path}.{name}"),
+                    format!(
+                        "Invalid value: {:?}: must be greater than or equal to 0",
+                        q.0
+                    ),
+                ));
+            }
+            Ok(_) => {}
         }
     }
     Ok(())
@@ -594,6 +608,26 @@ mod tests {
             from_value(v).unwrap_err().to_string(),
             "Node (unnamed): metadata.name: Required value"
         );
+    }
+
+    #[test]
+    fn negative_quantities_are_refused_naming_the_field() {
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "-1"}}}]}});
+        assert_eq!(
+            from_value(v).unwrap_err().to_string(),
+            "Pod p: spec.containers[0].resources.requests.cpu: Invalid value: \"-1\": must be greater than or equal to 0"
+        );
+        let v = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"},
+            "status": {"allocatable": {"memory": "-2Gi"}}});
+        let e = from_value(v).unwrap_err().to_string();
+        assert!(
+            e.starts_with("Node n: status.allocatable.memory: Invalid value"),
+            "{e}"
+        );
+        let v = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "0"}}}]}});
+        assert!(from_value(v).is_ok());
     }
 
     #[test]

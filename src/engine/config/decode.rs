@@ -31,6 +31,7 @@ pub struct Decoded {
     pub config: KubeSchedulerConfiguration,
     pub profiles: Vec<DecodedProfile>,
     pub positions: BTreeMap<FieldPath, Pos>,
+    pub plugin_names: Vec<(FieldPath, String)>,
 }
 
 pub struct DecodedProfile {
@@ -140,6 +141,7 @@ pub fn decode(root: &Node) -> Result<Decoded, Vec<DecodeError>> {
             config: cfg,
             profiles,
             positions: d.positions,
+            plugin_names: d.plugin_names,
         })
     } else {
         Err(d.errors)
@@ -156,6 +158,7 @@ fn set<T>(slot: &mut T, v: Option<T>) {
 struct Dec {
     errors: Vec<DecodeError>,
     positions: BTreeMap<FieldPath, Pos>,
+    plugin_names: Vec<(FieldPath, String)>,
 }
 
 /// The Go types named in "cannot unmarshal" messages.
@@ -638,7 +641,10 @@ impl Dec {
             for (k, v) in fields {
                 let p = path.child(k);
                 match k {
-                    "name" => set(&mut r.name, self.string(v, &p)),
+                    "name" => {
+                        set(&mut r.name, self.string(v, &p));
+                        self.plugin_names.push((p, r.name.clone()));
+                    }
                     _ => set(&mut r.weight, self.i32(v, &p)),
                 }
             }
@@ -653,7 +659,10 @@ impl Dec {
             for (k, v) in fields {
                 let p = path.child(k);
                 match k {
-                    "name" => set(&mut name, self.string(v, &p)),
+                    "name" => {
+                        set(&mut name, self.string(v, &p));
+                        self.plugin_names.push((p, name.clone()));
+                    }
                     _ => args_node = Some(v),
                 }
             }

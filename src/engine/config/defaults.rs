@@ -125,6 +125,7 @@ pub fn set_defaults(decoded: Decoded) -> KubeSchedulerConfiguration {
         mut config,
         mut profiles,
         positions,
+        plugin_names,
     } = decoded;
     if profiles.is_empty() {
         profiles.push(DecodedProfile {
@@ -182,6 +183,7 @@ pub fn set_defaults(decoded: Decoded) -> KubeSchedulerConfiguration {
         cc.burst = cdefaults.burst;
     }
     config.source.positions = positions;
+    config.source.plugin_names = plugin_names;
     config
 }
 

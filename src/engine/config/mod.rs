@@ -107,6 +107,45 @@ impl KubeSchedulerConfiguration {
         }
     }
 
+    /// Where an error found while building profile `profile` points: `FILE:LINE:COL: FIELD`
+    /// for the entry that names the plugin the message quotes (an extension point's list
+    /// when the message names its interface, e.g. `FilterPlugin "X" does not exist`), or
+    /// for the profile's score plugins when their weights overflow; `FILE: profiles[N]`
+    /// when the file does not say.
+    pub fn profile_error_location(&self, profile: usize, message: &str) -> String {
+        let src = &self.source;
+        let quoted = message
+            .split('"')
+            .nth(1)
+            .filter(|_| message.matches('"').count() >= 2);
+        // "FilterPlugin", "PreScorePlugin": the field is the interface name without
+        // "Plugin", starting lower case.
+        let point = message
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .find(|w| w.len() > "Plugin".len() && w.ends_with("Plugin"))
+            .map(|w| {
+                let w = &w[..w.len() - "Plugin".len()];
+                let mut c = w.chars();
+                c.next()
+                    .map(|f| f.to_ascii_lowercase().to_string() + c.as_str())
+                    .unwrap_or_default()
+            });
+        let field = match quoted {
+            Some(plugin) => src.plugin_entry(profile, plugin, point.as_deref()).cloned(),
+            None if message.contains("Score plugins") => Some(
+                FieldPath::new("profiles")
+                    .index(profile)
+                    .child("plugins")
+                    .child("score"),
+            ),
+            None => None,
+        };
+        match field.and_then(|f| src.position_of(&f).map(|pos| (f, pos))) {
+            Some((f, pos)) => format!("{}:{}:{}: {f}", src.name, pos.line, pos.column),
+            None => format!("{}: profiles[{profile}]", src.name),
+        }
+    }
+
     /// The path of a profile's `pluginConfig` entry for a plugin (`profiles[0].pluginConfig[2]`),
     /// for reporting errors about its args.
     pub fn plugin_config_path(&self, profile: usize, plugin: &str) -> Option<FieldPath> {

@@ -67,6 +67,10 @@ pub struct SourceMap {
     /// The name used in messages (usually the file name).
     pub name: String,
     pub positions: BTreeMap<FieldPath, Pos>,
+    /// Every plugin name the file wrote (`profiles[0].plugins.filter.enabled[1].name`,
+    /// `profiles[0].pluginConfig[0].name`), so errors found when profiles are built can
+    /// point at the entry that named the plugin.
+    pub plugin_names: Vec<(FieldPath, String)>,
 }
 
 impl PartialEq for SourceMap {
@@ -89,6 +93,35 @@ impl SourceMap {
             p = cur.parent();
         }
         None
+    }
+
+    /// The entry of profile `profile` that names `plugin`: under `plugins.<point>` when
+    /// the point is given (`filter`, `preScore`, ...), else its `pluginConfig` entry, else
+    /// the first entry anywhere in the profile.
+    pub fn plugin_entry(
+        &self,
+        profile: usize,
+        plugin: &str,
+        point: Option<&str>,
+    ) -> Option<&FieldPath> {
+        let prefix = format!("profiles[{profile}].");
+        let named: Vec<&FieldPath> = self
+            .plugin_names
+            .iter()
+            .filter(|(p, n)| n == plugin && p.as_str().starts_with(&prefix))
+            .map(|(p, _)| p)
+            .collect();
+        let under = |part: &str| {
+            let part = format!("{prefix}{part}");
+            named
+                .iter()
+                .copied()
+                .find(|p| p.as_str().starts_with(&part))
+        };
+        point
+            .and_then(|pt| under(&format!("plugins.{pt}.")))
+            .or_else(|| under("pluginConfig["))
+            .or_else(|| named.first().copied())
     }
 }
 

@@ -24,9 +24,11 @@ use crate::plugins::registry;
 pub enum SetupError {
     #[error(transparent)]
     Config(#[from] ConfigError),
-    #[error("{file}: profiles[{index}] ({profile}): {message}")]
+    /// `location` is `FILE:LINE:COL: FIELD` when the entry the message is about was found
+    /// in the file, else `FILE: profiles[N]`.
+    #[error("{location} ({profile}): {message}")]
     Profile {
-        file: String,
+        location: String,
         index: usize,
         profile: String,
         message: String,
@@ -99,7 +101,7 @@ pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>,
             }
         }
         let f = Framework::new(&reg, p).map_err(|message| SetupError::Profile {
-            file: config.source.name.clone(),
+            location: config.profile_error_location(i, &message),
             index: i,
             profile: p.scheduler_name.clone(),
             message,

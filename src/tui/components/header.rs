@@ -7,8 +7,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::span;
-use kubestep_live::link::Health;
 use crate::app::App;
+use kubestep_live::link::Health;
 
 /// Virtual time since the session started, `+HH:MM:SS.s`.
 pub fn session_time(app: &App, at: jiff::Timestamp) -> String {
