@@ -17,41 +17,8 @@ impl Pane {
     pub const ORDER: [Pane; 4] = [Pane::Queue, Pane::Timeline, Pane::Main, Pane::Waiting];
 }
 
-/// The tabs of the main pane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tab {
-    Filter,
-    Scores,
-    State,
-    Explain,
-    Detail,
-    Logs,
-    WhatIf,
-}
-
-impl Tab {
-    pub const ALL: [Tab; 7] = [
-        Tab::Filter,
-        Tab::Scores,
-        Tab::State,
-        Tab::Explain,
-        Tab::Detail,
-        Tab::Logs,
-        Tab::WhatIf,
-    ];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Tab::Filter => "Filter",
-            Tab::Scores => "Score",
-            Tab::State => "State",
-            Tab::Explain => "Explain",
-            Tab::Detail => "Detail",
-            Tab::Logs => "Logs",
-            Tab::WhatIf => "What-if",
-        }
-    }
-}
+/// The tabs of the main pane, declared by the registry in `components/tabs.rs`.
+pub use super::components::tabs::Tab;
 
 /// A key-bindable command. The names are what the config file's `[keys]` table uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,72 +64,84 @@ pub enum Command {
     WhatIfField,
     WhatIfUndo,
     Cancel,
-    TabFilter,
-    TabScores,
-    TabState,
-    TabExplain,
-    TabDetail,
-    TabLogs,
-    TabWhatIf,
+    /// Shows a tab (one command per tab of the registry, named by the tab).
+    ShowTab(Tab),
     PaneNarrower,
     PaneWider,
     JumpNode,
 }
 
+/// The commands listed before the tabs' in `Command::ALL` (and so in help).
+const BEFORE_TABS: [Command; 41] = [
+    Command::Step,
+    Command::StepPlugin,
+    Command::FinishPod,
+    Command::ContinuePause,
+    Command::Sprint,
+    Command::Breakpoint,
+    Command::Breakpoints,
+    Command::Back,
+    Command::Forward,
+    Command::Live,
+    Command::JumpPod,
+    Command::SpeedUp,
+    Command::SpeedDown,
+    Command::CommandLine,
+    Command::Copy,
+    Command::Help,
+    Command::Quit,
+    Command::Up,
+    Command::Down,
+    Command::PageUp,
+    Command::PageDown,
+    Command::Top,
+    Command::Bottom,
+    Command::ColumnLeft,
+    Command::ColumnRight,
+    Command::FocusNext,
+    Command::FocusPrev,
+    Command::Select,
+    Command::Filter,
+    Command::Sort,
+    Command::ScoreView,
+    Command::Allow,
+    Command::AllowAll,
+    Command::Reject,
+    Command::WhatIfToggle,
+    Command::WeightUp,
+    Command::WeightDown,
+    Command::WhatIfRun,
+    Command::WhatIfField,
+    Command::WhatIfUndo,
+    Command::Cancel,
+];
+
+/// The commands listed after the tabs'.
+const AFTER_TABS: [Command; 3] = [Command::PaneNarrower, Command::PaneWider, Command::JumpNode];
+
 impl Command {
-    pub const ALL: [Command; 51] = [
-        Command::Step,
-        Command::StepPlugin,
-        Command::FinishPod,
-        Command::ContinuePause,
-        Command::Sprint,
-        Command::Breakpoint,
-        Command::Breakpoints,
-        Command::Back,
-        Command::Forward,
-        Command::Live,
-        Command::JumpPod,
-        Command::SpeedUp,
-        Command::SpeedDown,
-        Command::CommandLine,
-        Command::Copy,
-        Command::Help,
-        Command::Quit,
-        Command::Up,
-        Command::Down,
-        Command::PageUp,
-        Command::PageDown,
-        Command::Top,
-        Command::Bottom,
-        Command::ColumnLeft,
-        Command::ColumnRight,
-        Command::FocusNext,
-        Command::FocusPrev,
-        Command::Select,
-        Command::Filter,
-        Command::Sort,
-        Command::ScoreView,
-        Command::Allow,
-        Command::AllowAll,
-        Command::Reject,
-        Command::WhatIfToggle,
-        Command::WeightUp,
-        Command::WeightDown,
-        Command::WhatIfRun,
-        Command::WhatIfField,
-        Command::WhatIfUndo,
-        Command::Cancel,
-        Command::TabFilter,
-        Command::TabScores,
-        Command::TabState,
-        Command::TabExplain,
-        Command::TabDetail,
-        Command::TabLogs,
-        Command::TabWhatIf,
-        Command::PaneNarrower,
-        Command::PaneWider,
-        Command::JumpNode,
-    ];
+    /// Every command: those before the tabs', one per tab in tab-bar order, the rest.
+    pub const ALL: [Command; BEFORE_TABS.len() + Tab::ALL.len() + AFTER_TABS.len()] = {
+        let mut all = [Command::Step; BEFORE_TABS.len() + Tab::ALL.len() + AFTER_TABS.len()];
+        let mut i = 0;
+        while i < BEFORE_TABS.len() {
+            all[i] = BEFORE_TABS[i];
+            i += 1;
+        }
+        let mut t = 0;
+        while t < Tab::ALL.len() {
+            all[i] = Command::ShowTab(Tab::ALL[t]);
+            i += 1;
+            t += 1;
+        }
+        let mut j = 0;
+        while j < AFTER_TABS.len() {
+            all[i] = AFTER_TABS[j];
+            i += 1;
+            j += 1;
+        }
+        all
+    };
 
     /// The groups help shows, in order (by pane, as k9s does).
     pub const GROUPS: [&'static str; 9] = [
@@ -193,9 +172,7 @@ impl Command {
             WhatIfToggle | WeightUp | WeightDown | WhatIfRun | WhatIfField | WhatIfUndo => {
                 "What-if tab"
             }
-            TabFilter | TabScores | TabState | TabExplain | TabDetail | TabLogs | TabWhatIf => {
-                "Tabs"
-            }
+            ShowTab(_) => "Tabs",
         }
     }
 
@@ -276,13 +253,7 @@ impl Command {
             ),
             Command::WhatIfUndo => ("what-if-undo", "what-if: undo the last field edit"),
             Command::Cancel => ("cancel", "close a popup / clear the filter"),
-            Command::TabFilter => ("tab-filter", "Filter matrix"),
-            Command::TabScores => ("tab-scores", "Scores"),
-            Command::TabState => ("tab-state", "CycleState tree"),
-            Command::TabExplain => ("tab-explain", "Explain"),
-            Command::TabDetail => ("tab-detail", "Node / pod detail"),
-            Command::TabLogs => ("tab-logs", "Logs"),
-            Command::TabWhatIf => ("tab-what-if", "What-if and compare"),
+            Command::ShowTab(t) => (t.info().command, t.info().help),
             Command::PaneNarrower => (
                 "pane-narrower",
                 "narrower left panes (queue, cycle, waiting); the mouse drags the border too",

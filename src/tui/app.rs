@@ -1,20 +1,25 @@
 //! App state: the Session plus what the UI keeps of its own (focus, selections, filters,
-//! the time-travel cursor, prompts). `update.rs` applies actions to it; drawing reads it.
+//! the time-travel cursor, prompts; each tab's state is its component's type, from
+//! `components/`). `update.rs` applies actions to it; drawing reads it.
 
 use crate::framework::StateTree;
 use crate::session::detail::AttemptDetail;
 use crate::session::{QueueCounts, Session, StepRecord};
-use kubestep_engine::config::KubeSchedulerConfiguration;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::action::{Pane, Tab};
+use super::components::detail::DetailTab;
+use super::components::logs::LogsTab;
+use super::components::matrix::FilterTab;
+use super::components::scores::ScoresTab;
+use super::components::state_tree::StateTab;
+use super::components::tabs;
+use super::components::whatif::WhatIfTab;
 use super::keymap::Keymap;
 use super::logs::LogBuffer;
 use super::moment::{self, AttemptData};
-use super::rows::{self, MatrixSort, QueueRow, QueueSort, WaitingRow};
+use super::rows::{self, QueueRow, QueueSort, WaitingRow};
 use super::theme::Theme;
-use super::whatif::{Comparison, Edits, PluginRow};
 
 /// Replay speeds: steps per tick and virtual seconds per real second.
 pub const SPEEDS: [(&str, usize, u32); 7] = [
@@ -108,38 +113,6 @@ pub enum Level {
     Error,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ScoreMode {
-    Raw,
-    Normalized,
-    #[default]
-    Weighted,
-}
-
-impl ScoreMode {
-    pub fn next(self) -> ScoreMode {
-        match self {
-            ScoreMode::Raw => ScoreMode::Normalized,
-            ScoreMode::Normalized => ScoreMode::Weighted,
-            ScoreMode::Weighted => ScoreMode::Raw,
-        }
-    }
-    pub fn label(self) -> &'static str {
-        match self {
-            ScoreMode::Raw => "raw",
-            ScoreMode::Normalized => "normalized",
-            ScoreMode::Weighted => "weighted",
-        }
-    }
-}
-
-/// What the Detail tab shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DetailTarget {
-    Node(String),
-    Pod(String),
-}
-
 #[derive(Debug, Default)]
 pub struct QueueUi {
     pub rows: Vec<QueueRow>,
@@ -150,48 +123,6 @@ pub struct QueueUi {
     pub selected: usize,
     /// The longest pod name among the rows, in characters (computed with the rows).
     pub longest: usize,
-}
-
-#[derive(Debug, Default)]
-pub struct MatrixUi {
-    pub sort: MatrixSort,
-    pub filter: String,
-    /// Matrix rows in display order, for `key`.
-    pub order: Vec<usize>,
-    pub key: Option<(u64, usize, usize, MatrixSort, String, usize)>,
-    /// Nodes each plugin rejected (the counts above the matrix), with `order`.
-    pub rejections: Vec<usize>,
-    pub row: usize,
-    pub col: usize,
-}
-
-#[derive(Debug, Default)]
-pub struct ScoresUi {
-    pub mode: ScoreMode,
-    pub order: Vec<usize>,
-    pub key: Option<(u64, u64)>,
-    pub row: usize,
-    pub col: usize,
-}
-
-/// The CycleState tree's own state: which entries are open and which is selected, as
-/// index paths (so it survives moving through time).
-#[derive(Debug, Default)]
-pub struct TreeUi {
-    pub opened: HashSet<Vec<usize>>,
-    pub selected: Vec<usize>,
-}
-
-#[derive(Debug, Default)]
-pub struct WhatIfUi {
-    pub plugins: Vec<PluginRow>,
-    pub selected: usize,
-    pub edits: Edits,
-    /// The alternative configuration (`--compare FILE`), else the session's.
-    pub alt: Option<(String, KubeSchedulerConfiguration)>,
-    pub result: Option<Result<Comparison, String>>,
-    /// The re-run under way on the background worker, and its pod.
-    pub job: Option<(u64, String)>,
 }
 
 pub struct App {
@@ -231,17 +162,17 @@ pub struct App {
     /// Set while the queue and waiting panes show a past step.
     pub past: Option<super::past::PastQueue>,
     pub timeline_selected: usize,
-    pub matrix: MatrixUi,
-    pub scores: ScoresUi,
-    pub tree: TreeUi,
-    pub detail: Option<DetailTarget>,
-    pub detail_scroll: usize,
+    /// The tabs' states (see `components::tabs`).
+    pub matrix: FilterTab,
+    pub scores: ScoresTab,
+    pub tree: StateTab,
     pub explain: Option<super::explaining::ExplainCache>,
+    pub explain_scroll: usize,
+    pub detail: DetailTab,
+    pub logs_tab: LogsTab,
+    pub whatif: WhatIfTab,
     /// Engine work off the UI thread (explain, what-if); results arrive as actions.
     pub background: super::background::Background,
-    pub explain_scroll: usize,
-    pub logs_scroll: usize,
-    pub whatif: WhatIfUi,
     /// Live mode (`kubestep live`): the cluster link; `None` for recordings.
     pub live: Option<super::live::LiveLink>,
     /// The next tick continues from a stop (its breakpoint must not stop it again).
@@ -271,7 +202,7 @@ impl App {
             speed: 0,
             cursor: None,
             focus: Pane::Queue,
-            tab: Tab::Filter,
+            tab: Tab::ALL[0],
             mode: Mode::Normal,
             status: None,
             quit: false,
@@ -285,19 +216,18 @@ impl App {
             waiting_selected: 0,
             past: None,
             timeline_selected: 0,
-            matrix: MatrixUi::default(),
-            scores: ScoresUi::default(),
-            tree: TreeUi::default(),
-            detail: None,
-            detail_scroll: 0,
+            matrix: Default::default(),
+            scores: Default::default(),
+            tree: Default::default(),
             explain: None,
-            background: Default::default(),
             explain_scroll: 0,
-            logs_scroll: 0,
-            whatif: WhatIfUi {
+            detail: Default::default(),
+            logs_tab: Default::default(),
+            whatif: WhatIfTab {
                 plugins,
                 ..Default::default()
             },
+            background: Default::default(),
             live: None,
             resume: false,
             full: Vec::new(),
@@ -382,33 +312,17 @@ impl App {
         d.states.get(i).cloned()
     }
 
-    /// The attempts the panes show, recomputed when they are not at hand: the attempt of
-    /// the step shown and, on the Explain tab, the subject pod's latest one.
+    /// The attempts the tab shown shows in full, recomputed when they are not at hand
+    /// (see `TabPane::attempts`).
     pub fn refresh_full(&mut self) {
         // At full speed the attempt shown changes every frame: recompute once stopped.
         if self.fast() {
             self.full.clear();
             return;
         }
-        if !matches!(
-            self.tab,
-            Tab::Filter | Tab::Scores | Tab::State | Tab::Explain
-        ) {
+        let Some(ids) = tabs::attempts(self) else {
             return;
-        }
-        let mut ids: Vec<u64> = self.moment().and_then(|s| s.attempt).into_iter().collect();
-        if self.tab == Tab::Explain
-            && let Some(pod) = self.subject_pod()
-            && let Some(a) = self
-                .session
-                .history
-                .attempts
-                .iter()
-                .rev()
-                .find(|a| a.pod == pod)
-        {
-            ids.push(a.id);
-        }
+        };
         let mut full = Vec::with_capacity(ids.len());
         for id in ids {
             let d = self.session.attempt_detail(id).map_err(|e| e.to_string());
@@ -449,8 +363,7 @@ impl App {
         self.refresh_queue_rows();
         self.refresh_queue_order();
         clamp(&mut self.waiting_selected, self.waiting.len());
-        self.refresh_matrix();
-        self.refresh_scores();
+        tabs::refresh(self);
     }
 
     /// The left column's width on a screen `width` wide (see `layout::left_width`).
@@ -477,80 +390,6 @@ impl App {
         clamp(&mut self.queue.selected, self.queue.order.len());
     }
 
-    pub fn refresh_matrix(&mut self) {
-        let Some(step) = self.moment() else {
-            self.matrix.order.clear();
-            self.matrix.key = None;
-            return;
-        };
-        let Some(a) = self.moment_attempt() else {
-            self.matrix.order.clear();
-            self.matrix.key = None;
-            return;
-        };
-        let Some(m) = a.matrix else {
-            self.matrix.order.clear();
-            self.matrix.key = None;
-            return;
-        };
-        let cols = moment::filter_columns(step, m).unwrap_or(0);
-        // The selected column matters only to the by-plugin sort.
-        let col = if self.matrix.sort == MatrixSort::ByPlugin {
-            self.matrix.col
-        } else {
-            usize::MAX
-        };
-        let key = (
-            a.id,
-            m.nodes.len(),
-            cols,
-            self.matrix.sort,
-            self.matrix.filter.clone(),
-            col,
-        );
-        if self.matrix.key.as_ref() == Some(&key) {
-            return;
-        }
-        let names = a.names;
-        let order = rows::matrix_order(
-            m,
-            |i| names.get(i).to_string(),
-            cols,
-            self.matrix.sort,
-            &self.matrix.filter,
-            col,
-        );
-        let rejections = rows::rejections_per_plugin(m, cols);
-        let plugins = m.plugins.len();
-        self.matrix.order = order;
-        self.matrix.rejections = rejections;
-        self.matrix.key = Some(key);
-        clamp(&mut self.matrix.row, self.matrix.order.len());
-        clamp(&mut self.matrix.col, plugins);
-    }
-
-    pub fn refresh_scores(&mut self) {
-        let Some(t) = self
-            .moment_attempt()
-            .and_then(|a| a.scores.map(|t| (a.id, t)))
-        else {
-            self.scores.order.clear();
-            self.scores.key = None;
-            return;
-        };
-        // Totals are filled at SelectHost: the step shown is part of the key.
-        let key = (t.0, self.moment().map_or(0, |s| s.seq));
-        if self.scores.key == Some(key) {
-            return;
-        }
-        let order = rows::score_order(t.1);
-        let cols = t.1.plugins.len() + t.1.extenders.len();
-        self.scores.order = order;
-        self.scores.key = Some(key);
-        clamp(&mut self.scores.row, self.scores.order.len());
-        clamp(&mut self.scores.col, cols);
-    }
-
     /// Pods waiting at Permit right now.
     pub fn pods_waiting(&self) -> usize {
         self.session.core.waiting.len()
@@ -567,6 +406,19 @@ impl App {
         }
         SPEEDS[self.speed.min(SPEEDS.len() - 1)].0
     }
+}
+
+/// A selection moved by `d` rows within `len` rows.
+pub fn step(sel: usize, d: isize, len: usize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (sel as isize).saturating_add(d).clamp(0, len as isize - 1) as usize
+}
+
+/// A scroll offset moved by `d` lines (never above the top).
+pub fn scroll_by(v: usize, d: isize) -> usize {
+    (v as isize).saturating_add(d).max(0) as usize
 }
 
 /// Keeps a selection inside `len` rows.

@@ -1,5 +1,6 @@
 //! The whole screen from `&App`: header, queue, timeline, waiting pods, the main pane's
-//! tabs, the footer, and any popup.
+//! tab bar and the tab shown (from the registry, `components::tabs`), the footer, and
+//! any popup.
 
 use ratatui::Frame;
 use ratatui::text::Line;
@@ -48,13 +49,5 @@ fn main(f: &mut Frame, area: ratatui::layout::Rect, app: &App) {
     let block = c::pane(app, Line::from(spans), focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    match app.tab {
-        Tab::Filter => c::matrix::draw(f, inner, app),
-        Tab::Scores => c::scores::draw(f, inner, app),
-        Tab::State => c::state_tree::draw(f, inner, app),
-        Tab::Explain => c::explain::draw(f, inner, app),
-        Tab::Detail => c::detail::draw(f, inner, app),
-        Tab::Logs => c::logs::draw(f, inner, app),
-        Tab::WhatIf => c::whatif::draw(f, inner, app),
-    }
+    c::tabs::draw(f, inner, app);
 }

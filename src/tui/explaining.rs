@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::explain::Explanation;
 use crate::explain::hints::Hint;
 
-use super::action::{Action, Tab};
+use super::action::Action;
 use super::app::App;
 use super::background::JobKind;
 
@@ -38,10 +38,11 @@ pub struct ExplainDone {
 }
 
 impl App {
-    /// Asks for the explanation of the pod shown when the Explain tab is open and it is
-    /// missing or stale (not while running: it would be stale by the next tick).
+    /// Asks for the explanation of the pod shown when it is missing or stale (not while
+    /// running: it would be stale by the next tick). The Explain tab asks after every
+    /// action while it is shown.
     pub(super) fn ensure_explain(&mut self) {
-        if self.tab != Tab::Explain || self.running {
+        if self.running {
             return;
         }
         let Some(pod) = self.subject_pod() else {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::action::Command;
+use super::action::{Command, Tab};
 
 /// A key as the keymap knows it: the code, plus Ctrl/Alt (Shift is in the character).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -145,6 +145,7 @@ impl Key {
     }
 }
 
+/// Default keys; each tab's come from its registry entry (`TabInfo::keys`).
 pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::Step, &["n"]),
     (Command::StepPlugin, &["s"]),
@@ -187,13 +188,6 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::WhatIfField, &["e"]),
     (Command::WhatIfUndo, &["u"]),
     (Command::Cancel, &["esc"]),
-    (Command::TabFilter, &["1"]),
-    (Command::TabScores, &["2"]),
-    (Command::TabState, &["3"]),
-    (Command::TabExplain, &["4"]),
-    (Command::TabDetail, &["5"]),
-    (Command::TabLogs, &["6"]),
-    (Command::TabWhatIf, &["7", "w"]),
     (Command::PaneNarrower, &["{"]),
     (Command::PaneWider, &["}"]),
     (Command::JumpNode, &["*"]),
@@ -216,7 +210,8 @@ impl Keymap {
     /// `command = ["key", ...]` replaces that command's keys.
     pub fn with_overrides(keys: &toml::Table, warnings: &mut Vec<String>) -> Keymap {
         let mut per_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
-        for (cmd, keys) in DEFAULTS {
+        let tabs = Tab::ALL.map(|t| (Command::ShowTab(t), t.info().keys));
+        for (cmd, keys) in DEFAULTS.iter().chain(&tabs) {
             per_command.insert(
                 *cmd,
                 keys.iter().filter_map(|k| Key::parse(k).ok()).collect(),

@@ -9,7 +9,11 @@ use crate::session::script::{self, Command as ScriptCommand};
 use crate::session::{Breakpoint, Point, StopReason, clock};
 
 use super::action::{Action, Command, Pane, Tab};
-use super::app::{App, DetailTarget, HelpState, Level, Mode, PromptKind, SPEEDS, clamp};
+use super::app::{App, HelpState, Level, Mode, PromptKind, SPEEDS, clamp, step};
+use super::components::detail::DetailTarget;
+use super::components::matrix::FilterTab;
+use super::components::scores::ScoresTab;
+use super::components::tabs;
 use super::layout;
 
 /// Rows a page key moves.
@@ -67,7 +71,7 @@ impl App {
             Action::Explained(done) => self.explained(*done),
             Action::Compared(done) => self.compared(*done),
         }
-        self.ensure_explain();
+        tabs::after_update(self);
     }
 
     fn command(&mut self, c: Command) {
@@ -201,26 +205,9 @@ impl App {
             Command::PageDown => self.move_selection(PAGE as isize),
             Command::Top => self.move_selection(isize::MIN / 2),
             Command::Bottom => self.move_selection(isize::MAX / 2),
+            // The tab shown's columns, whichever pane has the focus.
             Command::ColumnLeft | Command::ColumnRight => {
-                let d: isize = if c == Command::ColumnLeft { -1 } else { 1 };
-                match self.tab {
-                    Tab::Filter => {
-                        let n = self
-                            .moment_attempt()
-                            .and_then(|a| a.matrix)
-                            .map_or(0, |m| m.plugins.len());
-                        self.matrix.col = step(self.matrix.col, d, n);
-                        self.refresh_matrix();
-                    }
-                    Tab::Scores => {
-                        let n = self
-                            .moment_attempt()
-                            .and_then(|a| a.scores)
-                            .map_or(0, |t| t.plugins.len() + t.extenders.len());
-                        self.scores.col = step(self.scores.col, d, n);
-                    }
-                    _ => {}
-                }
+                tabs::command(self, c);
             }
             Command::FocusNext | Command::FocusPrev => {
                 let i = Pane::ORDER
@@ -236,29 +223,21 @@ impl App {
                 self.focus = Pane::ORDER[j];
             }
             Command::Select => self.select(),
+            // The tab shown's rows when it has a filter or a sort, else the queue's.
             Command::Filter => {
-                if self.focus == Pane::Main && self.tab == Tab::Filter {
-                    self.prompt(PromptKind::MatrixFilter);
-                } else {
+                if !tabs::command(self, c) {
                     self.focus = Pane::Queue;
                     self.prompt(PromptKind::QueueFilter);
                 }
             }
             Command::Sort => {
-                if self.focus == Pane::Main && self.tab == Tab::Filter {
-                    self.matrix.sort = self.matrix.sort.next();
-                    self.refresh_matrix();
-                    self.info(format!("nodes sorted: {}", self.matrix.sort.label()));
-                } else {
+                if !tabs::command(self, c) {
                     self.queue.sort = self.queue.sort.next();
                     self.refresh_queue_order();
                     self.info(format!("pods sorted by {}", self.queue.sort.label()));
                 }
             }
-            Command::ScoreView => {
-                self.scores.mode = self.scores.mode.next();
-                self.info(format!("scores: {}", self.scores.mode.label()));
-            }
+            Command::ScoreView => ScoresTab::next_mode(self),
             Command::Allow | Command::AllowAll if self.refuse_in_past("allow") => {}
             Command::Reject if self.refuse_in_past("reject") => {}
             Command::Allow | Command::AllowAll => self.allow(c == Command::AllowAll),
@@ -283,19 +262,13 @@ impl App {
                 if !self.queue.filter.is_empty() && self.focus == Pane::Queue {
                     self.queue.filter.clear();
                     self.refresh_queue_order();
-                } else if !self.matrix.filter.is_empty() && self.tab == Tab::Filter {
-                    self.matrix.filter.clear();
-                    self.refresh_matrix();
+                } else {
+                    // The tab shown's filter.
+                    tabs::command(self, c);
                 }
                 self.status = None;
             }
-            Command::TabFilter => self.show_tab(Tab::Filter),
-            Command::TabScores => self.show_tab(Tab::Scores),
-            Command::TabState => self.show_tab(Tab::State),
-            Command::TabExplain => self.show_tab(Tab::Explain),
-            Command::TabDetail => self.show_tab(Tab::Detail),
-            Command::TabLogs => self.show_tab(Tab::Logs),
-            Command::TabWhatIf => self.show_tab(Tab::WhatIf),
+            Command::ShowTab(t) => self.show_tab(t),
             Command::PaneNarrower | Command::PaneWider => {
                 let now = self.left_width_for(self.size.0);
                 let w = if c == Command::PaneWider {
@@ -305,7 +278,12 @@ impl App {
                 };
                 self.set_left_width(w);
             }
-            Command::JumpNode => self.jump_to_chosen_node(),
+            // The tab shown's row of the node, else the Filter tab's.
+            Command::JumpNode => {
+                if !tabs::command(self, c) {
+                    FilterTab::jump_to_chosen_node(self);
+                }
+            }
         }
     }
 
@@ -313,8 +291,7 @@ impl App {
         self.tab = t;
         self.focus = Pane::Main;
         self.refresh_full();
-        self.refresh_matrix();
-        self.refresh_scores();
+        tabs::refresh(self);
     }
 
     pub(super) fn prompt(&mut self, kind: PromptKind) {
@@ -337,8 +314,8 @@ impl App {
                         self.refresh_queue_order();
                     }
                     PromptKind::MatrixFilter => {
-                        self.matrix.filter = text.clone();
-                        self.refresh_matrix();
+                        let text = text.clone();
+                        FilterTab::set_filter(self, text);
                     }
                     _ => {}
                 }
@@ -536,8 +513,7 @@ impl App {
             .rev()
             .find(|s| s.pod.as_deref() == Some(pod))
             .map(|s| s.seq);
-        self.detail = Some(DetailTarget::Pod(pod.to_string()));
-        self.detail_scroll = 0;
+        self.detail.open(DetailTarget::Pod(pod.to_string()));
         match seq {
             Some(seq) => {
                 let last = self.session.history.last().map(|s| s.seq);
@@ -550,55 +526,6 @@ impl App {
             }
         }
         self.refresh();
-    }
-
-    /// Filter / Score tabs: selects the row of the node the attempt shown chose (bound
-    /// to, or kubestep's pick), clearing a node filter that hides it.
-    fn jump_to_chosen_node(&mut self) {
-        let Some(a) = self.moment_attempt() else {
-            self.error("no attempt shown");
-            return;
-        };
-        let Some(node) = a.node.map(str::to_string) else {
-            self.error(format!(
-                "{} was not placed on a node in this attempt",
-                a.pod
-            ));
-            return;
-        };
-        let names = a.names;
-        let (matrix_row, score_row) = {
-            let in_matrix = a.matrix.and_then(|m| {
-                let r = m.nodes.iter().position(|&n| names.get(n) == node)?;
-                Some(r)
-            });
-            let in_scores = a.scores.and_then(|t| {
-                let r = t.nodes.iter().position(|&n| names.get(n) == node)?;
-                Some(r)
-            });
-            (in_matrix, in_scores)
-        };
-        if self.tab == Tab::Scores {
-            match score_row.and_then(|r| self.scores.order.iter().position(|&i| i == r)) {
-                Some(i) => self.scores.row = i,
-                None => self.error(format!("{node} has no scores in this attempt")),
-            }
-            self.focus = Pane::Main;
-            return;
-        }
-        self.show_tab(Tab::Filter);
-        let Some(r) = matrix_row else {
-            self.error(format!("{node} is not in this attempt's Filter matrix"));
-            return;
-        };
-        if !self.matrix.order.contains(&r) && !self.matrix.filter.is_empty() {
-            self.matrix.filter.clear();
-            self.refresh_matrix();
-        }
-        if let Some(i) = self.matrix.order.iter().position(|&i| i == r) {
-            self.matrix.row = i;
-            self.info(format!("{node}: the node this attempt chose"));
-        }
     }
 
     fn jump_to_pod_matching(&mut self, text: &str) {
@@ -641,7 +568,7 @@ impl App {
             }
             Pane::Waiting => {
                 if let Some(p) = self.selected_waiting().map(|w| w.pod.clone()) {
-                    self.detail = Some(DetailTarget::Pod(p));
+                    self.detail.target = Some(DetailTarget::Pod(p));
                     self.show_tab(Tab::Detail);
                 }
             }
@@ -667,40 +594,7 @@ impl App {
                     None => self.info(format!("{} has not run in this attempt", point.as_str())),
                 }
             }
-            Pane::Main => match self.tab {
-                Tab::Filter => {
-                    let node = self.moment_attempt().and_then(|a| {
-                        let m = a.matrix?;
-                        let r = *self.matrix.order.get(self.matrix.row)?;
-                        Some(a.names.get(*m.nodes.get(r)?).to_string())
-                    });
-                    if let Some(n) = node {
-                        self.detail = Some(DetailTarget::Node(n));
-                        self.detail_scroll = 0;
-                        self.tab = Tab::Detail;
-                    }
-                }
-                Tab::Scores => {
-                    let node = self.moment_attempt().and_then(|a| {
-                        let t = a.scores?;
-                        let r = *self.scores.order.get(self.scores.row)?;
-                        Some(a.names.get(*t.nodes.get(r)?).to_string())
-                    });
-                    if let Some(n) = node {
-                        self.detail = Some(DetailTarget::Node(n));
-                        self.detail_scroll = 0;
-                        self.tab = Tab::Detail;
-                    }
-                }
-                Tab::State => {
-                    let sel = self.tree.selected.clone();
-                    if !sel.is_empty() && !self.tree.opened.remove(&sel) {
-                        self.tree.opened.insert(sel);
-                    }
-                }
-                Tab::WhatIf => self.run_what_if(),
-                _ => {}
-            },
+            Pane::Main => tabs::select(self),
         }
     }
 
@@ -716,26 +610,7 @@ impl App {
             Pane::Timeline => {
                 self.timeline_selected = step(self.timeline_selected, d, Point::ALL.len())
             }
-            Pane::Main => match self.tab {
-                Tab::Filter => self.matrix.row = step(self.matrix.row, d, self.matrix.order.len()),
-                Tab::Scores => self.scores.row = step(self.scores.row, d, self.scores.order.len()),
-                Tab::State => {
-                    let visible = super::components::state_tree::visible_paths(self);
-                    let i = visible
-                        .iter()
-                        .position(|p| *p == self.tree.selected)
-                        .unwrap_or(0);
-                    if let Some(p) = visible.get(step(i, d, visible.len())) {
-                        self.tree.selected = p.clone();
-                    }
-                }
-                Tab::Explain => self.explain_scroll = scroll_by(self.explain_scroll, d),
-                Tab::Detail => self.detail_scroll = scroll_by(self.detail_scroll, d),
-                Tab::Logs => self.logs_scroll = scroll_by(self.logs_scroll, -d),
-                Tab::WhatIf => {
-                    self.whatif.selected = step(self.whatif.selected, d, self.whatif.plugins.len())
-                }
-            },
+            Pane::Main => tabs::move_selection(self, d),
         }
     }
 
@@ -752,24 +627,15 @@ impl App {
     }
 
     fn toggle_breakpoint(&mut self) {
-        let b = match (self.focus, self.tab) {
-            (Pane::Queue, _) => self
+        let b = match self.focus {
+            Pane::Queue => self
                 .selected_queue_row()
                 .map(|r| Breakpoint::Pod(r.pod.clone())),
-            (Pane::Timeline, _) => Some(Breakpoint::Point(
+            Pane::Timeline => Some(Breakpoint::Point(
                 Point::ALL[self.timeline_selected.min(Point::ALL.len() - 1)],
             )),
-            (Pane::Main, Tab::Filter) => self
-                .moment_attempt()
-                .and_then(|a| a.matrix)
-                .and_then(|m| m.plugins.get(self.matrix.col))
-                .map(|p| Breakpoint::Plugin(p.to_string())),
-            (Pane::Main, Tab::Scores) => self
-                .moment_attempt()
-                .and_then(|a| a.scores)
-                .and_then(|t| t.plugins.get(self.scores.col))
-                .map(|p| Breakpoint::Plugin(p.name.to_string())),
-            _ => self.moment().map(|s| Breakpoint::Point(s.point)),
+            Pane::Main => tabs::breakpoint(self),
+            Pane::Waiting => tabs::moment_breakpoint(self),
         };
         let Some(b) = b else {
             self.error("nothing selected to break on");
@@ -953,19 +819,7 @@ impl App {
                 self.tab = t;
                 return;
             }
-            match self.tab {
-                Tab::Filter => {
-                    if let Some(i) = layout::row_at(l.main, 2, 2, y, self.matrix.row) {
-                        self.matrix.row = i.min(self.matrix.order.len().saturating_sub(1));
-                    }
-                }
-                Tab::Scores => {
-                    if let Some(i) = layout::row_at(l.main, 1, 1, y, self.scores.row) {
-                        self.scores.row = i.min(self.scores.order.len().saturating_sub(1));
-                    }
-                }
-                _ => {}
-            }
+            tabs::click(self, l.main, y);
         }
     }
 
@@ -994,15 +848,4 @@ enum StepKind {
     Point,
     Plugin,
     Pod,
-}
-
-fn step(sel: usize, d: isize, len: usize) -> usize {
-    if len == 0 {
-        return 0;
-    }
-    (sel as isize).saturating_add(d).clamp(0, len as isize - 1) as usize
-}
-
-fn scroll_by(v: usize, d: isize) -> usize {
-    (v as isize).saturating_add(d).max(0) as usize
 }

@@ -1,5 +1,8 @@
 //! Node / pod detail: for a node, allocatable vs requested bars, taints, labels and the
 //! pods on it; for a pod, its record; then the object as YAML.
+//!
+//! The Detail tab: what it shows (a node or pod picked elsewhere, else the pod of the
+//! moment) and how far it is scrolled.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,8 +10,58 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::span;
-use crate::app::{App, DetailTarget};
+use super::tabs::{TabInfo, TabPane};
+use crate::app::{App, scroll_by};
 use crate::theme::Theme;
+
+/// What the Detail tab shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DetailTarget {
+    Node(String),
+    Pod(String),
+}
+
+/// The Detail tab's state.
+#[derive(Debug, Default)]
+pub struct DetailTab {
+    /// Picked elsewhere (a node in Filter or Score, a pod in the queue or waiting).
+    pub target: Option<DetailTarget>,
+    pub scroll: usize,
+}
+
+impl DetailTab {
+    /// Shows `target` from its top.
+    pub fn open(&mut self, target: DetailTarget) {
+        self.target = Some(target);
+        self.scroll = 0;
+    }
+}
+
+impl TabPane for DetailTab {
+    const INFO: TabInfo = TabInfo {
+        title: "Detail",
+        command: "tab-detail",
+        help: "Node / pod detail",
+        keys: &["5"],
+    };
+
+    fn of(app: &App) -> &Self {
+        &app.detail
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        f.render_widget(
+            Paragraph::new(lines(app))
+                .wrap(Wrap { trim: false })
+                .scroll((self.scroll.min(u16::MAX as usize) as u16, 0)),
+            area,
+        );
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        app.detail.scroll = scroll_by(app.detail.scroll, d);
+    }
+}
 
 const BAR: usize = 20;
 
@@ -50,6 +103,7 @@ fn mib(v: i64) -> String {
 /// What the Detail tab shows when nothing was picked: the pod of the moment.
 pub fn target(app: &App) -> Option<DetailTarget> {
     app.detail
+        .target
         .clone()
         .or_else(|| app.subject_pod().map(DetailTarget::Pod))
 }
@@ -177,13 +231,4 @@ fn yaml(app: &App, out: &mut Vec<Line<'static>>, y: Result<String, String>) {
         ),
         Err(e) => out.push(Line::from(span(format!("YAML: {e}"), t.error))),
     }
-}
-
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
-    f.render_widget(
-        Paragraph::new(lines(app))
-            .wrap(Wrap { trim: false })
-            .scroll((app.detail_scroll.min(u16::MAX as usize) as u16, 0)),
-        area,
-    );
 }

@@ -3,6 +3,10 @@
 //! node, from the attempt's matrix), preemption (nominated node, victims) and what-if
 //! hints, both from re-running the engine on the current cluster (in the background:
 //! "computing hints…" until it is done). `text` is also what `y` copies.
+//!
+//! The Explain tab. Its state stays on `App` (`explain`, the background worker's answer,
+//! which `explaining.rs` asks for and takes; `explain_scroll`), where the worker's
+//! answers and the app's tests find it.
 
 use std::collections::BTreeMap;
 
@@ -12,13 +16,61 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::span;
-use crate::app::App;
+use super::tabs::{TabInfo, TabPane, moment_attempts};
 use crate::framework::cycle::FilterCell;
+use crate::app::{App, scroll_by};
 use crate::moment;
 use crate::rows::first_failure;
 
 /// Node names listed per reason before "+N more".
 const NAMES: usize = 4;
+
+/// The Explain tab (its state is the app's `explain` and `explain_scroll`).
+#[derive(Debug, Default)]
+pub struct ExplainTab;
+
+impl TabPane for ExplainTab {
+    const INFO: TabInfo = TabInfo {
+        title: "Explain",
+        command: "tab-explain",
+        help: "Explain",
+        keys: &["4"],
+    };
+
+    fn of(_: &App) -> &Self {
+        &ExplainTab
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        draw(f, area, app)
+    }
+
+    /// The attempt of the step shown and the latest attempt of the pod explained.
+    fn attempts(app: &App) -> Option<Vec<u64>> {
+        let mut ids = moment_attempts(app)?;
+        if let Some(pod) = app.subject_pod()
+            && let Some(a) = app
+                .session
+                .history
+                .attempts
+                .iter()
+                .rev()
+                .find(|a| a.pod == pod)
+        {
+            ids.push(a.id);
+        }
+        Some(ids)
+    }
+
+    /// Asks the background worker for the explanation when it is missing or stale.
+    fn after_update(app: &mut App) {
+        app.ensure_explain();
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        app.explain_scroll = scroll_by(app.explain_scroll, d);
+    }
+}
 
 /// The explanation as plain lines (drawn with styles by `draw`, copied as is).
 pub fn text(app: &App) -> Vec<String> {
@@ -163,7 +215,7 @@ pub fn text(app: &App) -> Vec<String> {
     out
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let lines: Vec<Line> = text(app)
         .into_iter()

@@ -2,19 +2,25 @@
 //! Skip), ! error, · not run yet at this moment; `✗*` marks upstream's first failure on
 //! a node (the real scheduler stops there). The selected cell's reason and the exact
 //! kube-scheduler message are shown below. Only visible rows are built.
+//!
+//! The Filter tab: its rows (filtered and sorted), the selected cell, and its keys
+//! (columns, `/` filter, `o` sort, Enter opens the node, `*` the chosen node).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::detail::DetailTarget;
+use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{fit, pad, span};
-use crate::action::Pane;
-use crate::app::App;
 use crate::framework::cycle::FilterCell;
+use crate::session::Breakpoint;
+use crate::action::{Command, Pane, Tab};
+use crate::app::{App, PromptKind, clamp, step};
 use crate::layout;
 use crate::moment;
-use crate::rows::first_failure;
+use crate::rows::{self, MatrixSort, first_failure};
 
 /// Column width of one plugin.
 const COL: usize = 4;
@@ -29,7 +35,204 @@ pub fn abbrev(name: &str) -> String {
     }
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+/// The Filter tab's state: the matrix rows after the node filter and sort, and the
+/// selected cell.
+#[derive(Debug, Default)]
+pub struct FilterTab {
+    pub sort: MatrixSort,
+    pub filter: String,
+    /// Matrix rows in display order, for `key`.
+    pub order: Vec<usize>,
+    pub key: Option<(u64, usize, usize, MatrixSort, String, usize)>,
+    /// Nodes each plugin rejected (the counts above the matrix), with `order`.
+    pub rejections: Vec<usize>,
+    pub row: usize,
+    pub col: usize,
+}
+
+impl TabPane for FilterTab {
+    const INFO: TabInfo = TabInfo {
+        title: "Filter",
+        command: "tab-filter",
+        help: "Filter matrix",
+        keys: &["1"],
+    };
+
+    fn of(app: &App) -> &Self {
+        &app.matrix
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        draw(self, f, area, app)
+    }
+
+    fn attempts(app: &App) -> Option<Vec<u64>> {
+        moment_attempts(app)
+    }
+
+    /// Rebuilds the row order when the attempt, its columns at the step shown, the
+    /// sort or the filter changed.
+    fn refresh(app: &mut App) {
+        let Some(step) = app.moment() else {
+            app.matrix.order.clear();
+            app.matrix.key = None;
+            return;
+        };
+        let Some(a) = app.moment_attempt() else {
+            app.matrix.order.clear();
+            app.matrix.key = None;
+            return;
+        };
+        let Some(m) = a.matrix else {
+            app.matrix.order.clear();
+            app.matrix.key = None;
+            return;
+        };
+        let cols = moment::filter_columns(step, m).unwrap_or(0);
+        // The selected column matters only to the by-plugin sort.
+        let col = if app.matrix.sort == MatrixSort::ByPlugin {
+            app.matrix.col
+        } else {
+            usize::MAX
+        };
+        let key = (
+            a.id,
+            m.nodes.len(),
+            cols,
+            app.matrix.sort,
+            app.matrix.filter.clone(),
+            col,
+        );
+        if app.matrix.key.as_ref() == Some(&key) {
+            return;
+        }
+        let names = a.names;
+        let order = rows::matrix_order(
+            m,
+            |i| names.get(i).to_string(),
+            cols,
+            app.matrix.sort,
+            &app.matrix.filter,
+            col,
+        );
+        let rejections = rows::rejections_per_plugin(m, cols);
+        let plugins = m.plugins.len();
+        app.matrix.order = order;
+        app.matrix.rejections = rejections;
+        app.matrix.key = Some(key);
+        clamp(&mut app.matrix.row, app.matrix.order.len());
+        clamp(&mut app.matrix.col, plugins);
+    }
+
+    fn command(app: &mut App, c: Command) -> bool {
+        match c {
+            Command::ColumnLeft | Command::ColumnRight => {
+                let d: isize = if c == Command::ColumnLeft { -1 } else { 1 };
+                let n = app
+                    .moment_attempt()
+                    .and_then(|a| a.matrix)
+                    .map_or(0, |m| m.plugins.len());
+                app.matrix.col = step(app.matrix.col, d, n);
+                Self::refresh(app);
+            }
+            Command::Filter if app.focus == Pane::Main => app.prompt(PromptKind::MatrixFilter),
+            Command::Sort if app.focus == Pane::Main => {
+                app.matrix.sort = app.matrix.sort.next();
+                Self::refresh(app);
+                app.info(format!("nodes sorted: {}", app.matrix.sort.label()));
+            }
+            Command::Cancel if !app.matrix.filter.is_empty() => {
+                Self::set_filter(app, String::new())
+            }
+            Command::JumpNode => Self::jump_to_chosen_node(app),
+            _ => return false,
+        }
+        true
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        app.matrix.row = step(app.matrix.row, d, app.matrix.order.len());
+    }
+
+    /// Enter: the selected node in the Detail tab.
+    fn select(app: &mut App) {
+        let node = app.moment_attempt().and_then(|a| {
+            let m = a.matrix?;
+            let r = *app.matrix.order.get(app.matrix.row)?;
+            Some(a.names.get(*m.nodes.get(r)?).to_string())
+        });
+        if let Some(n) = node {
+            app.detail.open(DetailTarget::Node(n));
+            app.tab = Tab::Detail;
+        }
+    }
+
+    /// `b`: the selected column's plugin.
+    fn breakpoint(app: &App) -> Option<Breakpoint> {
+        app.moment_attempt()
+            .and_then(|a| a.matrix)
+            .and_then(|m| m.plugins.get(app.matrix.col))
+            .map(|p| Breakpoint::Plugin(p.to_string()))
+    }
+
+    fn click(app: &mut App, main: Rect, y: u16) {
+        if let Some(i) = layout::row_at(main, 2, 2, y, app.matrix.row) {
+            app.matrix.row = i.min(app.matrix.order.len().saturating_sub(1));
+        }
+    }
+}
+
+impl FilterTab {
+    /// The node filter, as typed at its prompt (applied as it is typed).
+    pub fn set_filter(app: &mut App, text: String) {
+        app.matrix.filter = text;
+        Self::refresh(app);
+    }
+
+    /// `*`: the Filter tab, with the row of the node the attempt shown chose (bound to,
+    /// or kubestep's pick) selected, clearing a node filter that hides it.
+    pub fn jump_to_chosen_node(app: &mut App) {
+        let Some(node) = chosen_node(app) else {
+            return;
+        };
+        // The row as the attempt shown has it before the tab is shown (and its detail
+        // recomputed).
+        let matrix_row = app.moment_attempt().and_then(|a| {
+            let names = a.names;
+            a.matrix?.nodes.iter().position(|&n| names.get(n) == node)
+        });
+        app.show_tab(Tab::Filter);
+        let Some(r) = matrix_row else {
+            app.error(format!("{node} is not in this attempt's Filter matrix"));
+            return;
+        };
+        if !app.matrix.order.contains(&r) && !app.matrix.filter.is_empty() {
+            app.matrix.filter.clear();
+            Self::refresh(app);
+        }
+        if let Some(i) = app.matrix.order.iter().position(|&i| i == r) {
+            app.matrix.row = i;
+            app.info(format!("{node}: the node this attempt chose"));
+        }
+    }
+}
+
+/// The node the attempt shown chose (bound to, or kubestep's pick); says why not when
+/// there is none.
+pub fn chosen_node(app: &mut App) -> Option<String> {
+    let Some(a) = app.moment_attempt() else {
+        app.error("no attempt shown");
+        return None;
+    };
+    let Some(node) = a.node.map(str::to_string) else {
+        let msg = format!("{} was not placed on a node in this attempt", a.pod);
+        app.error(msg);
+        return None;
+    };
+    Some(node)
+}
+
+fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
     let Some(step) = app.moment() else {
@@ -57,35 +260,31 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let focused = app.focus == Pane::Main;
     let name_w = (area.width as usize / 3).clamp(12, 44);
     let vis_cols = (area.width as usize).saturating_sub(name_w + 1) / COL;
-    let col_off = layout::offset(app.matrix.col, vis_cols.max(1));
+    let col_off = layout::offset(tab.col, vis_cols.max(1));
     let shown: Vec<usize> = (col_off..m.plugins.len()).take(vis_cols).collect();
 
     let mut lines: Vec<Line> = Vec::new();
-    let shown_of = if app.matrix.order.len() == m.nodes.len() {
+    let shown_of = if tab.order.len() == m.nodes.len() {
         format!("{}", m.nodes.len())
     } else {
-        format!("{}/{}", app.matrix.order.len(), m.nodes.len())
+        format!("{}/{}", tab.order.len(), m.nodes.len())
     };
     let mut head = vec![span(
         pad(
-            &format!("Node ({shown_of}, {})", app.matrix.sort.label()),
+            &format!("Node ({shown_of}, {})", tab.sort.label()),
             name_w + 1,
         ),
         t.title,
     )];
     for &c in &shown {
-        let style = if c == app.matrix.col {
-            t.selection
-        } else {
-            t.title
-        };
+        let style = if c == tab.col { t.selection } else { t.title };
         head.push(span(pad(&abbrev(m.plugins[c]), COL), style));
     }
     lines.push(Line::from(head));
     // How many nodes each plugin rejected (computed with the rows, not here).
     let mut counts = vec![span(pad("✗ per plugin", name_w + 1), t.muted)];
     for &c in &shown {
-        let n = app.matrix.rejections.get(c).copied().unwrap_or(0);
+        let n = tab.rejections.get(c).copied().unwrap_or(0);
         let text = match n {
             0 => "·".to_string(),
             n if n < 1000 => n.to_string(),
@@ -98,22 +297,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::from(counts));
 
     let visible = (area.height as usize).saturating_sub(4);
-    let offset = layout::offset(app.matrix.row, visible);
-    for (i, &r) in app
-        .matrix
-        .order
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(visible)
-    {
+    let offset = layout::offset(tab.row, visible);
+    for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let first = first_failure(m, r, cols);
         // Orders are rebuilt with the moment; a stale index is skipped, never indexed.
         let Some(&node) = m.nodes.get(r) else {
             continue;
         };
         let name = a.names.get(node);
-        let sel_row = i == app.matrix.row;
+        let sel_row = i == tab.row;
         let mut spans: Vec<Span> = vec![span(
             format!("{} ", pad(name, name_w)),
             if sel_row && focused {
@@ -139,7 +331,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     FilterCell::Error { .. } => ("!".to_string(), t.verdict_error),
                 }
             };
-            if sel_row && c == app.matrix.col && focused {
+            if sel_row && c == tab.col && focused {
                 style = style.patch(t.selection);
             }
             spans.push(span(pad(&sym, COL), style));
@@ -151,12 +343,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     }
 
     // The selected cell, in words.
-    let cell_line = app
-        .matrix
+    let cell_line = tab
         .order
-        .get(app.matrix.row)
+        .get(tab.row)
         .and_then(|&r| {
-            let c = app.matrix.col;
+            let c = tab.col;
             let plugin = m.plugins.get(c)?;
             let node = a.names.get(*m.nodes.get(r)?);
             let what = if c >= cols {

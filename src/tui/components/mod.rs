@@ -1,5 +1,7 @@
 //! One pane per file. Each `draw` is a pure function of `&App` (read-only) into a frame
-//! area; pane-local state (selection, scroll) lives in `App`, engine state in the Session.
+//! area; engine state is in the Session. The main pane's tabs are components
+//! (`tabs.rs`: the `TabPane` trait and the registry): each tab's file holds its state
+//! type (a field of `App`), its drawing and its keys.
 
 pub mod detail;
 pub mod explain;
@@ -12,6 +14,7 @@ pub mod popups;
 pub mod queue;
 pub mod scores;
 pub mod state_tree;
+pub mod tabs;
 pub mod timeline;
 pub mod waiting;
 pub mod whatif;

@@ -1,21 +1,175 @@
 //! Scores: feasible nodes × Score plugins (and extenders), raw, normalized or weighted
 //! (`v` toggles), with the total and rank; `★` the node selected, `=` nodes tied with it.
+//!
+//! The Score tab: its rows (by total), the selected cell, the score view, and its keys
+//! (columns, Enter opens the node, `*` the chosen node).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::matrix::abbrev;
+use super::detail::DetailTarget;
+use super::matrix::{abbrev, chosen_node};
+use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{fit, pad, span};
-use crate::action::Pane;
-use crate::app::{App, ScoreMode};
+use crate::session::Breakpoint;
+use crate::action::{Command, Pane, Tab};
+use crate::app::{App, clamp, step};
 use crate::layout;
 use crate::moment;
+use crate::rows;
 
 const COL: usize = 6;
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScoreMode {
+    Raw,
+    Normalized,
+    #[default]
+    Weighted,
+}
+
+impl ScoreMode {
+    pub fn next(self) -> ScoreMode {
+        match self {
+            ScoreMode::Raw => ScoreMode::Normalized,
+            ScoreMode::Normalized => ScoreMode::Weighted,
+            ScoreMode::Weighted => ScoreMode::Raw,
+        }
+    }
+    pub fn label(self) -> &'static str {
+        match self {
+            ScoreMode::Raw => "raw",
+            ScoreMode::Normalized => "normalized",
+            ScoreMode::Weighted => "weighted",
+        }
+    }
+}
+
+/// The Score tab's state: the rows by total, the selected cell and the score view.
+#[derive(Debug, Default)]
+pub struct ScoresTab {
+    pub mode: ScoreMode,
+    pub order: Vec<usize>,
+    pub key: Option<(u64, u64)>,
+    pub row: usize,
+    pub col: usize,
+}
+
+impl TabPane for ScoresTab {
+    const INFO: TabInfo = TabInfo {
+        title: "Score",
+        command: "tab-scores",
+        help: "Scores",
+        keys: &["2"],
+    };
+
+    fn of(app: &App) -> &Self {
+        &app.scores
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        draw(self, f, area, app)
+    }
+
+    fn attempts(app: &App) -> Option<Vec<u64>> {
+        moment_attempts(app)
+    }
+
+    fn refresh(app: &mut App) {
+        let Some(t) = app
+            .moment_attempt()
+            .and_then(|a| a.scores.map(|t| (a.id, t)))
+        else {
+            app.scores.order.clear();
+            app.scores.key = None;
+            return;
+        };
+        // Totals are filled at SelectHost: the step shown is part of the key.
+        let key = (t.0, app.moment().map_or(0, |s| s.seq));
+        if app.scores.key == Some(key) {
+            return;
+        }
+        let order = rows::score_order(t.1);
+        let cols = t.1.plugins.len() + t.1.extenders.len();
+        app.scores.order = order;
+        app.scores.key = Some(key);
+        clamp(&mut app.scores.row, app.scores.order.len());
+        clamp(&mut app.scores.col, cols);
+    }
+
+    fn command(app: &mut App, c: Command) -> bool {
+        match c {
+            Command::ColumnLeft | Command::ColumnRight => {
+                let d: isize = if c == Command::ColumnLeft { -1 } else { 1 };
+                let n = app
+                    .moment_attempt()
+                    .and_then(|a| a.scores)
+                    .map_or(0, |t| t.plugins.len() + t.extenders.len());
+                app.scores.col = step(app.scores.col, d, n);
+            }
+            // `*`: the row of the node the attempt shown chose.
+            Command::JumpNode => {
+                let Some(node) = chosen_node(app) else {
+                    return true;
+                };
+                let score_row = app.moment_attempt().and_then(|a| {
+                    let names = a.names;
+                    a.scores?.nodes.iter().position(|&n| names.get(n) == node)
+                });
+                match score_row.and_then(|r| app.scores.order.iter().position(|&i| i == r)) {
+                    Some(i) => app.scores.row = i,
+                    None => app.error(format!("{node} has no scores in this attempt")),
+                }
+                app.focus = Pane::Main;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        app.scores.row = step(app.scores.row, d, app.scores.order.len());
+    }
+
+    /// Enter: the selected node in the Detail tab.
+    fn select(app: &mut App) {
+        let node = app.moment_attempt().and_then(|a| {
+            let t = a.scores?;
+            let r = *app.scores.order.get(app.scores.row)?;
+            Some(a.names.get(*t.nodes.get(r)?).to_string())
+        });
+        if let Some(n) = node {
+            app.detail.open(DetailTarget::Node(n));
+            app.tab = Tab::Detail;
+        }
+    }
+
+    /// `b`: the selected column's plugin.
+    fn breakpoint(app: &App) -> Option<Breakpoint> {
+        app.moment_attempt()
+            .and_then(|a| a.scores)
+            .and_then(|t| t.plugins.get(app.scores.col))
+            .map(|p| Breakpoint::Plugin(p.name.to_string()))
+    }
+
+    fn click(app: &mut App, main: Rect, y: u16) {
+        if let Some(i) = layout::row_at(main, 1, 1, y, app.scores.row) {
+            app.scores.row = i.min(app.scores.order.len().saturating_sub(1));
+        }
+    }
+}
+
+impl ScoresTab {
+    /// `v` (from any tab): raw, normalized or weighted scores.
+    pub fn next_mode(app: &mut App) {
+        app.scores.mode = app.scores.mode.next();
+        app.info(format!("scores: {}", app.scores.mode.label()));
+    }
+}
+
+fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
     let Some(step) = app.moment() else {
@@ -44,7 +198,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let ncols = table.plugins.len() + table.extenders.len();
     let name_w = (area.width as usize / 3).clamp(12, 40);
     let vis_cols = (area.width as usize).saturating_sub(name_w + 16) / COL;
-    let col_off = layout::offset(app.scores.col, vis_cols.max(1));
+    let col_off = layout::offset(tab.col, vis_cols.max(1));
     let shown: Vec<usize> = (col_off..ncols).take(vis_cols).collect();
     let names: Vec<&str> = table
         .plugins
@@ -58,17 +212,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let mut lines: Vec<Line> = Vec::new();
     let mut head = vec![span(
         pad(
-            &format!("Node ({}) {}", table.nodes.len(), app.scores.mode.label()),
+            &format!("Node ({}) {}", table.nodes.len(), tab.mode.label()),
             name_w + 1,
         ),
         t.title,
     )];
     for &c in &shown {
-        let style = if c == app.scores.col {
-            t.selection
-        } else {
-            t.title
-        };
+        let style = if c == tab.col { t.selection } else { t.title };
         head.push(span(
             format!("{:>w$}", fit(&abbrev(names[c]), COL - 1), w = COL),
             style,
@@ -78,15 +228,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     lines.push(Line::from(head));
 
     let visible = (area.height as usize).saturating_sub(2);
-    let offset = layout::offset(app.scores.row, visible);
-    for (i, &r) in app
-        .scores
-        .order
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(visible)
-    {
+    let offset = layout::offset(tab.row, visible);
+    for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let cols = table.breakdown(r);
         let total = table.totals.get(r).copied().unwrap_or(0);
         let mark = if chosen == Some(r) {
@@ -96,7 +239,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         } else {
             " "
         };
-        let sel = i == app.scores.row && focused;
+        let sel = i == tab.row && focused;
         let mut spans: Vec<Span> = vec![span(
             format!(
                 "{mark}{} ",
@@ -115,7 +258,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         )];
         for &c in &shown {
             let Some(col) = cols.get(c) else { continue };
-            let v = match app.scores.mode {
+            let v = match tab.mode {
                 ScoreMode::Raw => col.raw,
                 ScoreMode::Normalized => col.normalized,
                 ScoreMode::Weighted => col.weighted,
@@ -139,17 +282,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         lines.push(Line::default());
     }
     let tied = table.totals.iter().filter(|x| **x == best).count();
-    let sel_col = names.get(app.scores.col).copied().unwrap_or("");
-    let weight = table
-        .plugins
-        .get(app.scores.col)
-        .map(|p| p.weight)
-        .or_else(|| {
-            table
-                .extenders
-                .get(app.scores.col.wrapping_sub(table.plugins.len()))
-                .map(|x| x.weight)
-        });
+    let sel_col = names.get(tab.col).copied().unwrap_or("");
+    let weight = table.plugins.get(tab.col).map(|p| p.weight).or_else(|| {
+        table
+            .extenders
+            .get(tab.col.wrapping_sub(table.plugins.len()))
+            .map(|x| x.weight)
+    });
     let selected = chosen
         .and_then(|c| table.nodes.get(c))
         .map(|&n| a.names.get(n))

@@ -1,5 +1,7 @@
 //! CycleState: every entry as a tree (tui-tree-widget), as it was after the step shown;
 //! entries that step added or changed are marked `±` and highlighted.
+//!
+//! The State tab: which entries are open and which is selected.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,11 +9,62 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use tui_tree_widget::{Tree, TreeItem, TreeState};
 
+use std::collections::HashSet;
+
 use super::span;
-use crate::action::Pane;
-use crate::app::App;
+use super::tabs::{TabInfo, TabPane, moment_attempts};
 use crate::framework::StateTree;
+use crate::action::Pane;
+use crate::app::{App, step};
 use crate::theme::Theme;
+
+/// The State tab's state: which entries are open and which is selected, as index paths
+/// (so it survives moving through time).
+#[derive(Debug, Default)]
+pub struct StateTab {
+    pub opened: HashSet<Vec<usize>>,
+    pub selected: Vec<usize>,
+}
+
+impl TabPane for StateTab {
+    const INFO: TabInfo = TabInfo {
+        title: "State",
+        command: "tab-state",
+        help: "CycleState tree",
+        keys: &["3"],
+    };
+
+    fn of(app: &App) -> &Self {
+        &app.tree
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        draw(self, f, area, app)
+    }
+
+    fn attempts(app: &App) -> Option<Vec<u64>> {
+        moment_attempts(app)
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        let visible = visible_paths(app);
+        let i = visible
+            .iter()
+            .position(|p| *p == app.tree.selected)
+            .unwrap_or(0);
+        if let Some(p) = visible.get(step(i, d, visible.len())) {
+            app.tree.selected = p.clone();
+        }
+    }
+
+    /// Enter: opens or closes the selected entry.
+    fn select(app: &mut App) {
+        let sel = app.tree.selected.clone();
+        if !sel.is_empty() && !app.tree.opened.remove(&sel) {
+            app.tree.opened.insert(sel);
+        }
+    }
+}
 
 /// The entry name a step's `changed` list uses: the label up to its first colon.
 fn entry_name(label: &str) -> &str {
@@ -57,7 +110,7 @@ pub fn visible_paths(app: &App) -> Vec<Vec<usize>> {
     out
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+fn draw(tab: &StateTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let Some(step) = app.moment() else {
         f.render_widget(Paragraph::new(span("no step yet", t.muted)), area);
@@ -106,11 +159,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // The widget's state is rebuilt from the app's (opened, selected) each frame, so
     // drawing stays a function of `&App`.
     let mut ts = TreeState::default();
-    for p in &app.tree.opened {
+    for p in &tab.opened {
         ts.open(p.clone());
     }
-    if !app.tree.selected.is_empty() {
-        ts.select(app.tree.selected.clone());
+    if !tab.selected.is_empty() {
+        ts.select(tab.selected.clone());
     }
     f.render_stateful_widget(tree, area, &mut ts);
 }

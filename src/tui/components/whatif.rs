@@ -1,17 +1,63 @@
 //! What-if and compare: the plugin list with edits (disable, weight), the field edits,
 //! and the pod re-run as it really is and with the edits, side by side. Marked WHAT-IF:
 //! none of it is in the history.
+//!
+//! The What-if tab: the plugin list and its selection, the edits, the alternative
+//! configuration and the comparison (its commands, which work from any tab, are in
+//! `whatif_actions.rs`).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
+use super::tabs::{TabInfo, TabPane};
 use super::{fit, pad, span};
-use crate::action::{Command, Pane};
-use crate::app::App;
+use kubestep_engine::config::KubeSchedulerConfiguration;
 use crate::explain::Explanation;
+use crate::action::{Command, Pane};
+use crate::app::{App, step};
 use crate::layout;
+use crate::whatif::{Comparison, Edits, PluginRow};
+
+/// The What-if tab's state.
+#[derive(Debug, Default)]
+pub struct WhatIfTab {
+    pub plugins: Vec<PluginRow>,
+    pub selected: usize,
+    pub edits: Edits,
+    /// The alternative configuration (`--compare FILE`), else the session's.
+    pub alt: Option<(String, KubeSchedulerConfiguration)>,
+    pub result: Option<Result<Comparison, String>>,
+    /// The re-run under way on the background worker, and its pod.
+    pub job: Option<(u64, String)>,
+}
+
+impl TabPane for WhatIfTab {
+    const INFO: TabInfo = TabInfo {
+        title: "What-if",
+        command: "tab-what-if",
+        help: "What-if and compare",
+        keys: &["7", "w"],
+    };
+
+    fn of(app: &App) -> &Self {
+        &app.whatif
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        draw(self, f, area, app)
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        app.whatif.selected = step(app.whatif.selected, d, app.whatif.plugins.len());
+    }
+
+    /// Enter: re-runs the pod.
+    fn select(app: &mut App) {
+        app.run_what_if();
+    }
+}
 
 /// One side of the comparison as lines.
 pub fn side(e: &Result<Explanation, String>) -> Vec<String> {
@@ -40,16 +86,15 @@ pub fn side(e: &Result<Explanation, String>) -> Vec<String> {
     out
 }
 
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let w = &app.whatif;
     let [left, _, right] = Layout::horizontal([
         Constraint::Length(40.min(area.width / 3)),
         Constraint::Length(1),
         Constraint::Min(10),
     ])
     .areas(area);
-    plugins(f, left, app);
+    plugins(w, f, left, app);
 
     let keys = |c: Command| app.keymap.label(c);
     // The right side: what is edited, then the two sides (or how to get them).
@@ -120,9 +165,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
 }
 
 /// The plugin list with its edits (disabled, weight), under the keys that edit it.
-fn plugins(f: &mut Frame, area: Rect, app: &App) {
+fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let w = &app.whatif;
     let focused = app.focus == Pane::Main;
     let keys = |c: Command| app.keymap.label(c);
     let hint = |text: String| Line::from(span(fit(&text, area.width as usize), t.muted));

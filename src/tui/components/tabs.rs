@@ -1,0 +1,226 @@
+//! The main pane's tabs as components (after ratatui's component template and gitui):
+//! one type per tab, in its own file, owning its drawing, its keys and its state, and
+//! the registry below, the one list of tabs. The tab bar, drawing, `App::update`, help
+//! and the keymap all read it; nothing else matches on `Tab`.
+//!
+//! A tab's state lives in a field of `App` (so a tab's code can read the session and
+//! change other state in one `&mut App`); its handlers are associated functions that take
+//! the app, and its `draw` reads `&self` and `&App` only, as every draw does.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::{detail, explain, logs, matrix, scores, state_tree, whatif};
+use crate::session::Breakpoint;
+use crate::action::Command;
+use crate::app::App;
+
+/// What the rest of the UI knows of a tab: its title on the tab bar and the key-bindable
+/// command that shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TabInfo {
+    /// On the tab bar.
+    pub title: &'static str,
+    /// The command's name in the config file's `[keys]` table.
+    pub command: &'static str,
+    /// What help says the command does.
+    pub help: &'static str,
+    /// The command's default keys.
+    pub keys: &'static [&'static str],
+}
+
+/// One tab of the main pane. Every hook but `draw` has a default that does nothing, so
+/// a tab implements only what it does.
+pub trait TabPane {
+    const INFO: TabInfo;
+
+    /// The tab's state in the app.
+    fn of(app: &App) -> &Self;
+
+    /// Draws the tab's body into `area` (inside the main pane's border): a pure function
+    /// of the tab's state and the read-only app.
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App);
+
+    /// The attempts whose full detail (matrix, scores, CycleState after each step) the
+    /// tab shows, recomputed when it is shown; `None` when it shows no such detail.
+    fn attempts(_app: &App) -> Option<Vec<u64>> {
+        None
+    }
+
+    /// Rebuilds what the tab derives from the session and the step shown (row orders):
+    /// called for every tab after each change, never while drawing.
+    fn refresh(_app: &mut App) {}
+
+    /// After every action while the tab is shown.
+    fn after_update(_app: &mut App) {}
+
+    /// A command while the tab is shown, whichever pane has the focus, where the app
+    /// gives the tab a say (columns, filter, sort, cancel, jump to the node): `true` when
+    /// the tab took it.
+    fn command(_app: &mut App, _c: Command) -> bool {
+        false
+    }
+
+    /// Up, down, page and wheel moves (`d` rows) while the main pane has the focus.
+    fn move_selection(_app: &mut App, _d: isize) {}
+
+    /// Enter while the main pane has the focus.
+    fn select(_app: &mut App) {}
+
+    /// What `b` breaks on while the main pane has the focus: by default the point of
+    /// the step shown.
+    fn breakpoint(app: &App) -> Option<Breakpoint> {
+        moment_breakpoint(app)
+    }
+
+    /// A click on the tab's body at screen row `y`; `main` is the main pane's area.
+    fn click(_app: &mut App, _main: Rect, _y: u16) {}
+}
+
+/// A breakpoint on the point of the step shown.
+pub fn moment_breakpoint(app: &App) -> Option<Breakpoint> {
+    app.moment().map(|s| Breakpoint::Point(s.point))
+}
+
+/// The attempt of the step shown, for tabs that show its detail.
+pub fn moment_attempts(app: &App) -> Option<Vec<u64>> {
+    Some(app.moment().and_then(|s| s.attempt).into_iter().collect())
+}
+
+/// Declares the tabs: the `Tab` enum in tab-bar order and the dispatch from a `Tab` to
+/// its component's hooks.
+macro_rules! tabs {
+    ($($tab:ident => $pane:ty),+ $(,)?) => {
+        /// The tabs of the main pane, in tab-bar order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Tab {
+            $($tab),+
+        }
+
+        impl Tab {
+            pub const ALL: [Tab; [$(Tab::$tab),+].len()] = [$(Tab::$tab),+];
+
+            pub fn info(self) -> &'static TabInfo {
+                match self {
+                    $(Tab::$tab => &<$pane as TabPane>::INFO),+
+                }
+            }
+
+            pub fn title(self) -> &'static str {
+                self.info().title
+            }
+        }
+
+        /// The shown tab's body.
+        pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::of(app).draw(f, area, app)),+
+            }
+        }
+
+        /// The attempts the shown tab needs in full (see `TabPane::attempts`).
+        pub fn attempts(app: &App) -> Option<Vec<u64>> {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::attempts(app)),+
+            }
+        }
+
+        /// Every tab's `refresh`, in tab-bar order.
+        pub fn refresh(app: &mut App) {
+            $(<$pane as TabPane>::refresh(app);)+
+        }
+
+        pub fn after_update(app: &mut App) {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::after_update(app)),+
+            }
+        }
+
+        pub fn command(app: &mut App, c: Command) -> bool {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::command(app, c)),+
+            }
+        }
+
+        pub fn move_selection(app: &mut App, d: isize) {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::move_selection(app, d)),+
+            }
+        }
+
+        pub fn select(app: &mut App) {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::select(app)),+
+            }
+        }
+
+        pub fn breakpoint(app: &App) -> Option<Breakpoint> {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::breakpoint(app)),+
+            }
+        }
+
+        pub fn click(app: &mut App, main: Rect, y: u16) {
+            match app.tab {
+                $(Tab::$tab => <$pane as TabPane>::click(app, main, y)),+
+            }
+        }
+    };
+}
+
+// The registry: one line per tab, in tab-bar order (the number keys follow it only
+// through each tab's `INFO.keys`).
+tabs! {
+    Filter => matrix::FilterTab,
+    Scores => scores::ScoresTab,
+    State => state_tree::StateTab,
+    Explain => explain::ExplainTab,
+    Detail => detail::DetailTab,
+    Logs => logs::LogsTab,
+    WhatIf => whatif::WhatIfTab,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keymap::{Key, Keymap};
+    use crate::layout;
+
+    /// The registry, the tab bar, the keymap and help agree: each tab is on the bar
+    /// where a click finds it, has a command that its default keys run, and is in help.
+    #[test]
+    fn registry_tab_bar_keymap_and_help_agree() {
+        let km = Keymap::default();
+        let help = km.help_groups();
+        let tabs_group = help
+            .iter()
+            .find(|(g, _)| *g == "Tabs")
+            .map(|(_, e)| e.clone())
+            .unwrap_or_default();
+        assert_eq!(tabs_group.len(), Tab::ALL.len(), "{tabs_group:?}");
+        let main = Rect::new(0, 0, 200, 10);
+        let mut x = main.x + 1;
+        let mut names = std::collections::HashSet::new();
+        for (i, tab) in Tab::ALL.into_iter().enumerate() {
+            let info = tab.info();
+            let label = layout::tab_label(i, tab);
+            assert!(label.contains(info.title), "{label}");
+            assert_eq!(layout::tab_at(main, x), Some(tab), "{label}");
+            x += label.chars().count() as u16 + 1;
+            let cmd = Command::ShowTab(tab);
+            assert!(Command::ALL.contains(&cmd), "{tab:?}");
+            assert_eq!(Command::from_name(info.command), Some(cmd));
+            assert!(names.insert(info.command), "{} twice", info.command);
+            assert_eq!(cmd.describe(), info.help);
+            assert!(!info.keys.is_empty(), "{tab:?} has no default key");
+            for k in info.keys {
+                let key = Key::parse(k).unwrap();
+                assert!(km.keys_for(cmd).contains(&key), "{tab:?}: {k} not bound");
+            }
+            assert!(
+                tabs_group.iter().any(|(_, c)| *c == cmd),
+                "{tab:?} missing from help"
+            );
+        }
+    }
+}
