@@ -870,10 +870,10 @@ impl Attempt {
                     .iter()
                     .find(|e| e.is_binder())
                     .map(|e| e.name().to_string());
-                let s = match r
-                    .map_err(|e| e.to_string())
-                    .and_then(|()| core.bind_pod(&self.pod().clone(), self.assumed.clone(), &node))
-                {
+                let s = match r.map_err(|e| e.to_string()).and_then(|()| {
+                    core.bind_pod(&self.pod().clone(), self.assumed.clone(), &node)
+                        .map_err(|e| e.scheduler_message())
+                }) {
                     Ok(()) => Status::success(),
                     Err(e) => Status::error(e),
                 };
@@ -926,7 +926,7 @@ impl Attempt {
             // or through the API server in live mode).
             match core.bind_pod(&pod, assumed, &node) {
                 Ok(()) => s,
-                Err(e) => Status::error(e),
+                Err(e) => Status::error(e.scheduler_message()),
             }
         });
         let s = plugin_status(s, "Bind", e.name, Some(Code::Skip));

@@ -20,7 +20,7 @@ use crate::framework::PodInfo;
 use crate::live::mirror::{InitialSync, Mirror, to_object};
 use crate::live::{Change, LiveError, Update};
 use crate::recording::EventType;
-use crate::session::{Actuator, PodStatus, SessionOptions};
+use crate::session::{Actuator, ActuatorError, PodStatus, SessionOptions};
 
 fn node(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "uid": name},
@@ -63,17 +63,17 @@ impl Spy {
 }
 
 impl Actuator for Spy {
-    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
+    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), ActuatorError> {
         self.0
             .lock()
             .unwrap()
             .push(format!("bind {} {node}", pod.key));
         Ok(())
     }
-    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), String> {
+    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
         Ok(())
     }
-    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), String> {
+    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), ActuatorError> {
         Ok(())
     }
     fn failed(&mut self, pod: &PodInfo, message: &str, _error: bool) {
