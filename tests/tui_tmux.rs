@@ -294,3 +294,55 @@ fn live_shadow_mode_in_tmux() {
     assert!(server.writes().is_empty(), "{:?}", server.writes());
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The live TUI when the connections under its watches are cut (kube-rs opens new watches
+/// on its own): the header and the status line say so, then that the watches are back.
+#[test]
+fn live_tui_shows_a_cut_watch_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    let server = ApiServer::start();
+    server.apply(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+    );
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-cut-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let kc = server.write_kubeconfig(&home, None);
+    let t = Tmux {
+        name: format!("kubestep-cut-{}", std::process::id()),
+    };
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let kc = kc.display().to_string();
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "140",
+        "-y",
+        "32",
+        "-e",
+        &xdg,
+        "-e",
+        "KUBECONFIG=",
+        env!("CARGO_BIN_EXE_kubestep"),
+        "live",
+        "--kubeconfig",
+        &kc,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    t.wait_for("▶ live shadow");
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() >= 13
+    });
+    server.drop_connections();
+    let s = t.wait_for("reconnected");
+    assert!(s.contains("│ connected · reconnected "), "{s}");
+    assert!(s.contains("watching again"), "{s}");
+    t.keys(&["q"]);
+    t.wait_gone();
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -445,7 +445,8 @@ fn status_line(u: &Update) {
             eprintln!("{kind}: reconnecting after error: {error}")
         }
         Update::Unserved { warning, .. } => eprintln!("warning: {warning}"),
-        Update::Change(_) | Update::Fatal(_) => {}
+        // Watches open and reopen all along; the first lists are the news here.
+        Update::Change(_) | Update::Fatal(_) | Update::Reconnected { .. } => {}
     }
 }
 

@@ -9,6 +9,7 @@ pub mod kinds;
 pub mod link;
 pub mod mirror;
 pub mod recorder;
+pub mod tap;
 pub mod watch;
 
 pub use connect::{ConnectOptions, Connection, connect};
