@@ -627,15 +627,16 @@ impl Core {
 
     pub fn counts(&self) -> QueueCounts {
         // Kept cheap: it runs after every step, and recordings hold tens of thousands of pods.
-        let (active, backoff, unschedulable, gated) = self.queue.sizes();
+        let q = self.queue.sizes();
         let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         QueueCounts {
-            active: c(active),
-            backoff: c(backoff),
-            unschedulable: c(unschedulable),
-            gated: c(gated),
+            active: c(q.active),
+            backoff: c(q.backoff),
+            unschedulable: c(q.unschedulable),
+            gated: c(q.gated),
             waiting: c(self.waiting.len()),
             bound: c(self.bound),
+            awaiting: c(q.awaiting_binding),
         }
     }
 }
