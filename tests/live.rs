@@ -852,3 +852,50 @@ fn sigterm_and_sighup_end_headless_live_mode_as_quit_does() {
     );
     assert_eq!(summary["summary"]["divergences"], json!([]), "{stdout}");
 }
+
+#[test]
+fn a_watch_cut_mid_stream_is_reported_as_reconnecting_and_back() {
+    let server = ApiServer::start();
+    server.apply(node("n1", "4"));
+    server.apply(pod("early", "1", None, None));
+    let dir = temp_dir("cut");
+    let kc = server.write_kubeconfig(&dir, None);
+    let mut child = spawn(&kc, &[]);
+    let mut tap = StderrTap::new(&mut child);
+    tap.wait_for("mirrored");
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS
+    });
+    // The connections drop under the open watches (a load balancer, a restarting
+    // server): kube-rs would start new watches without a word.
+    server.drop_connections();
+    tap.wait_for("Pod: reconnecting with backoff after error: watch pods (core/v1): the watch's connection was cut");
+    tap.wait_for("Pod: watching again");
+    server.wait_until("every kind watched again", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS
+    });
+    // The reopened watch works: a pod created now is explained.
+    server.apply(pod("late", "1", None, None));
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, libc::SIGTERM);
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stderr = tap.rest();
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Node: reconnecting with backoff after error: watch nodes (core/v1)"),
+        "{stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let summary: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let late = summary["summary"]["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["pod"] == "team/late")
+        .cloned();
+    assert_eq!(
+        late,
+        Some(json!({"pod": "team/late", "node": null, "status": "Pending", "selected": ["n1"]})),
+        "{stdout}"
+    );
+}

@@ -312,6 +312,14 @@ fn survives_410_gone_and_dropped_connections_without_duplicates() {
     let stderr = text(&o.stderr);
     assert!(o.status.success(), "stderr: {stderr}");
     assert!(stderr.contains("reconnecting after error"), "{stderr}");
+    // The dropped connection is said, though kube-rs resumes those watches without a word.
+    assert!(
+        stderr.contains(
+            "Pod: reconnecting after error: watch pods (core/v1): the watch's connection was cut"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Pod: watching again"), "{stderr}");
     assert!(
         stderr.contains("Pod: re-listed (1 added, 1 modified, 0 deleted while away)"),
         "{stderr}"

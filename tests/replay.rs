@@ -304,3 +304,163 @@ fn explain_takes_a_recording_name() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stdout(&o).contains("untolerated taint"), "{}", stdout(&o));
 }
+
+/// A recording where the cluster's scheduler placed `high` by preemption: six 4-CPU nodes,
+/// each full with two 2-CPU `low` pods of priority `low_priority(node)`, all started at the
+/// same instant; `high` (priority 1000, 2 CPUs) arrives, the cluster nominates `real`,
+/// deletes one victim there, then binds `high` to it.
+fn preemption_recording(real: &str, low_priority: impl Fn(&str) -> i32) -> String {
+    let mut lines = vec![HEADER.to_string()];
+    let t0 = "2026-03-02T09:00:00Z";
+    for i in 1..=6 {
+        let node = format!("node-0{i}");
+        lines.push(format!(
+            r#"{{"at":"{t0}","type":"ADDED","object":{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{node}","labels":{{"kubernetes.io/hostname":"{node}"}}}},"status":{{"allocatable":{{"cpu":"4","memory":"8Gi","pods":"110"}}}}}}}}"#
+        ));
+        for half in ["a", "b"] {
+            let prio = low_priority(&node);
+            lines.push(format!(
+                r#"{{"at":"{t0}","type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"low-{i}{half}","namespace":"batch","uid":"uid-low-{i}{half}"}},"spec":{{"nodeName":"{node}","priority":{prio},"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"2"}}}}}}]}},"status":{{"phase":"Running","startTime":"2026-03-02T08:00:00Z"}}}}}}"#
+            ));
+        }
+    }
+    let high = |at: &str, t: &str, status: &str, node: &str| {
+        format!(
+            r#"{{"at":"{at}","type":"{t}","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"high","namespace":"web","uid":"uid-high"}},"spec":{{{node}"priority":1000,"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"2"}}}}}}]}}{status}}}}}"#
+        )
+    };
+    lines.push(high("2026-03-02T09:00:10Z", "ADDED", "", ""));
+    let nominated = format!(
+        r#","status":{{"phase":"Pending","nominatedNodeName":"{real}","conditions":[{{"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/6 nodes are available: 6 Insufficient cpu. preemption: ..."}}]}}"#
+    );
+    lines.push(high("2026-03-02T09:00:10.500Z", "MODIFIED", &nominated, ""));
+    let victim = real.trim_start_matches("node-0");
+    lines.push(format!(
+        r#"{{"at":"2026-03-02T09:00:11Z","type":"DELETED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"low-{victim}a","namespace":"batch","uid":"uid-low-{victim}a"}},"spec":{{"nodeName":"{real}","priority":100,"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"2"}}}}}}]}}}}}}"#
+    ));
+    let bound = format!(r#""nodeName":"{real}","#);
+    lines.push(high("2026-03-02T09:00:12Z", "MODIFIED", "", &bound));
+    lines.join("\n") + "\n"
+}
+
+/// A replay of `text`: the messages of DefaultPreemption's PostFilter steps for `high`,
+/// and the summary.
+fn replay_preemption(name: &str, text: &str) -> (Vec<String>, Value) {
+    let dir = temp_dir(name);
+    let file = dir.join("rec.jsonl");
+    std::fs::write(&file, text).unwrap();
+    let o = run(&[
+        "replay",
+        file.to_str().unwrap(),
+        "--headless",
+        "--trace",
+        "steps",
+    ]);
+    let post_filter: Vec<String> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| {
+            v["type"] == "step" && v["plugin"] == "DefaultPreemption" && v["pod"] == "web/high"
+        })
+        .map(|v| v["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (post_filter, summary(&o))
+}
+
+#[test]
+fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergence() {
+    // Every node ties: one victim of priority 100, no PDB, the same start time. Where
+    // does kubestep's own preemption go?
+    let (steps, _) = replay_preemption("tie-probe", &preemption_recording("node-01", |_| 100));
+    let ours = steps[0]
+        .rsplit("nominated ")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(ours.starts_with("node-0"), "{steps:?}");
+    // The PostFilter step names the victims and the nomination.
+    let n = ours.trim_start_matches("node-0");
+    assert!(
+        steps[0] == format!("preempted 1 pod(s) on {ours}: batch/low-{n}a; nominated {ours}")
+            || steps[0]
+                == format!("preempted 1 pod(s) on {ours}: batch/low-{n}b; nominated {ours}"),
+        "{steps:?}"
+    );
+
+    // The cluster chose another node of the same rank.
+    let real = if ours == "node-06" {
+        "node-02"
+    } else {
+        "node-06"
+    };
+    let (_, sum) = replay_preemption("tie", &preemption_recording(real, |_| 100));
+    let high = pod(&sum, "web/high");
+    assert_eq!(high["node"], real, "{sum}");
+    let d = &sum["summary"]["divergences"];
+    assert_eq!(d.as_array().map(Vec::len), Some(1), "{sum}");
+    assert_eq!(d[0]["tie"], true, "{d}");
+    assert_eq!(d[0]["realNode"], real, "{d}");
+    assert_eq!(
+        d[0]["reason"],
+        format!(
+            "nominated {real} by the cluster; kubestep nominated {ours}, an equally ranked candidate (both: 0 PDB violation(s), highest victim priority 100, 1 victim(s))"
+        ),
+        "{d}"
+    );
+    let nodes: Vec<&str> = d[0]["kubestepNodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        nodes.contains(&real) && nodes.contains(&ours.as_str()),
+        "{d}"
+    );
+
+    // The text summary says it is a tie.
+    let dir = temp_dir("tie-text");
+    let file = dir.join("rec.jsonl");
+    std::fs::write(&file, preemption_recording(real, |_| 100)).unwrap();
+    let o = run(&["replay", file.to_str().unwrap(), "--headless", "-o", "text"]);
+    assert!(
+        stdout(&o).contains(&format!("web/high: recorded on {real}, kubestep's best: ")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stdout(&o).contains("(a tie, not a divergence)"),
+        "{}",
+        stdout(&o)
+    );
+
+    // The cluster's node held a more important victim: a divergence, with the criterion.
+    let (_, sum) = replay_preemption(
+        "ranked-lower",
+        &preemption_recording(real, |n| if n == real { 200 } else { 100 }),
+    );
+    let d = &sum["summary"]["divergences"];
+    assert_eq!(d.as_array().map(Vec::len), Some(1), "{sum}");
+    assert!(d[0].get("tie").is_none(), "{d}");
+    let reason = d[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "nominated {real} by the cluster; kubestep preempted on "
+        )),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with(&format!(
+            ": {real} was a candidate ranked lower on lowest highest victim priority: highest victim priority 200 against highest victim priority 100"
+        )),
+        "{reason}"
+    );
+
+    // kubestep's preemption picked the cluster's node itself: no divergence at all.
+    let (_, sum) = replay_preemption("same", &preemption_recording(&ours, |_| 100));
+    assert_eq!(
+        sum["summary"]["divergences"],
+        serde_json::json!([]),
+        "{sum}"
+    );
+}

@@ -377,3 +377,137 @@ fn zombie(pid: i32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// `kubestep live` whose first lists never complete (pods answer 500): q, and Ctrl-C,
+/// end it within a second or two, with the kinds still awaited named; the terminal is
+/// left in its normal mode.
+#[test]
+fn q_and_ctrl_c_quit_live_mode_during_the_first_lists_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    use support::apiserver::ListFault;
+    for (key, said) in [
+        (
+            "q",
+            "q pressed: stopped before the first list of every kind arrived",
+        ),
+        (
+            "C-c",
+            "SIGINT received: stopped before the first list of every kind arrived",
+        ),
+    ] {
+        let server = ApiServer::start();
+        server.apply(
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+        );
+        server.fail_lists(Some(ListFault::InternalError), &["pods"]);
+        let home = std::env::temp_dir().join(format!(
+            "kubestep-tmux-sync-{}-{}",
+            std::process::id(),
+            key.len()
+        ));
+        let _ = std::fs::create_dir_all(&home);
+        let kc = server.write_kubeconfig(&home, None);
+        let t = Tmux {
+            name: format!("kubestep-sync-{}-{}", std::process::id(), key.len()),
+        };
+        let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+        // The shell stays to show how kubestep ended and whether the terminal echoes.
+        let script = format!(
+            "KUBECONFIG= {} live --kubeconfig {}; echo EXIT=$?; stty -a | grep -o ' -\\?icanon'; sleep 60",
+            env!("CARGO_BIN_EXE_kubestep"),
+            kc.display()
+        );
+        let out = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            &t.name,
+            "-x",
+            "160",
+            "-y",
+            "30",
+            "-e",
+            &xdg,
+            "bash",
+            "-c",
+            &script,
+        ]);
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        let s = t.wait_for("Pod: reconnecting after error");
+        assert!(s.contains("connecting to http://127.0.0.1"), "{s}");
+        assert!(s.contains("(q quits)"), "{s}");
+        let pressed = Instant::now();
+        t.keys(&[key]);
+        let s = t.wait_for("EXIT=");
+        assert!(
+            pressed.elapsed() < Duration::from_secs(3),
+            "{key} took {:?}",
+            pressed.elapsed()
+        );
+        assert!(s.contains("EXIT=2"), "{s}");
+        assert!(s.contains(said), "{s}");
+        // Pod at least (other kinds may still be listing), with its last error.
+        assert!(s.contains("still waiting for "), "{s}");
+        assert!(s.contains("(last errors: Pod: list pods (core/v1)"), "{s}");
+        // Line mode is back for the shell.
+        let s = t.wait_for("icanon");
+        assert!(s.contains(" icanon"), "{s}");
+        assert!(!s.contains("-icanon"), "{s}");
+        let _ = std::fs::remove_dir_all(&home);
+    }
+}
+
+/// The live TUI when the connections under its watches are cut (kube-rs opens new watches
+/// on its own): the header and the status line say so, then that the watches are back.
+#[test]
+fn live_tui_shows_a_cut_watch_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    let server = ApiServer::start();
+    server.apply(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+    );
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-cut-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let kc = server.write_kubeconfig(&home, None);
+    let t = Tmux {
+        name: format!("kubestep-cut-{}", std::process::id()),
+    };
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let kc = kc.display().to_string();
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "140",
+        "-y",
+        "32",
+        "-e",
+        &xdg,
+        "-e",
+        "KUBECONFIG=",
+        env!("CARGO_BIN_EXE_kubestep"),
+        "live",
+        "--kubeconfig",
+        &kc,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    t.wait_for("▶ live shadow");
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() >= 13
+    });
+    server.drop_connections();
+    let s = t.wait_for("reconnected");
+    assert!(s.contains("│ connected · reconnected "), "{s}");
+    assert!(s.contains("watching again"), "{s}");
+    t.keys(&["q"]);
+    t.wait_gone();
+    let _ = std::fs::remove_dir_all(&home);
+}

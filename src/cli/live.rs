@@ -126,6 +126,13 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     let deadline = duration.map(|d| Instant::now() + d);
     // SIGINT, SIGTERM, SIGHUP and SIGQUIT end every phase as `quit` (or q) does.
     let signals = Stop::on_signals();
+    // Until the terminal UI has the keyboard, q is read here and ends the phase too.
+    let keys = Stop::new();
+    let quit_keys = if a.headless {
+        None
+    } else {
+        tui::quit_keys::QuitKeys::start(keys.clone())
+    };
     let mode = if a.active {
         access::Mode::Active
     } else {
@@ -140,11 +147,15 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     let phase = Phase {
         rt: &rt,
         signals: &signals,
+        keys: &keys,
         deadline,
     };
 
     let mut conn = rt.block_on(kubestep::live::connect(&a.cluster.connect_options()))?;
     let server = conn.server().to_string();
+    if quit_keys.is_some() {
+        eprintln!("connecting to {server} (q quits)");
+    }
     let version = phase.bounded(
         conn.check_version(),
         &format!("waiting for {server} to answer"),
@@ -200,7 +211,16 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
             if let Some(Ok((file, n))) = mirror.finish_tape() {
                 eprintln!("recorded {n} events to {}", file.display());
             }
-            return Err(e.into());
+            // Said first: what ended the wait.
+            let why = match signals.reason() {
+                Some(sig) => Some(format!("{sig} received")),
+                None if keys.is_stopped() => Some("q pressed".to_string()),
+                None => None,
+            };
+            return Err(match why {
+                Some(w) => anyhow::Error::from(e).context(w),
+                None => e.into(),
+            });
         }
     };
     eprintln!("mirrored {} objects", sync.objects.len());
@@ -222,6 +242,11 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     };
     let mut session = mirror.start(sync, cfg, opts, actuator)?;
     session.trace_level = a.trace.into();
+    // The terminal UI takes the keyboard from here; a q pressed just now still counts.
+    drop(quit_keys);
+    if keys.is_stopped() {
+        return Err(LiveError::Stopped("q pressed before the terminal UI started".into()).into());
+    }
     if let Some(logs) = logs {
         let mut link = LiveLink::new(mirror, Box::new(watchers), conn.server());
         link.scheduler_name = a.scheduler_name.clone().filter(|_| a.active);
@@ -379,21 +404,25 @@ impl Headless<'_> {
     }
 }
 
-/// What bounds each phase before the session runs: a signal or `--duration`.
+/// What bounds each phase before the session runs: a signal, `--duration`, or q before
+/// the terminal UI starts.
 struct Phase<'a> {
     rt: &'a tokio::runtime::Runtime,
     signals: &'a Stop,
+    keys: &'a Stop,
     deadline: Option<Instant>,
 }
 
 impl Phase<'_> {
-    /// Completes on a signal or when `--duration` has passed.
+    /// Completes on a signal, on q, or when `--duration` has passed.
     fn ended(&self) -> impl std::future::Future<Output = ()> + 'static {
         let signals = self.signals.clone();
+        let keys = self.keys.clone();
         let deadline = self.deadline;
         async move {
             tokio::select! {
                 () = signals.wait() => {}
+                () = keys.wait() => {}
                 () = async {
                     match deadline {
                         Some(d) => tokio::time::sleep_until(d.into()).await,
@@ -420,6 +449,7 @@ impl Phase<'_> {
                 () = ended => {
                     let why = match self.signals.reason() {
                         Some(sig) => format!("{sig} received"),
+                        None if self.keys.is_stopped() => "q pressed".into(),
                         None => "--duration ended".into(),
                     };
                     Err(LiveError::Stopped(format!("{why} while {doing}")).into())
@@ -445,7 +475,8 @@ fn status_line(u: &Update) {
             eprintln!("{kind}: reconnecting after error: {error}")
         }
         Update::Unserved { warning, .. } => eprintln!("warning: {warning}"),
-        Update::Change(_) | Update::Fatal(_) => {}
+        // Watches open and reopen all along; the first lists are the news here.
+        Update::Change(_) | Update::Fatal(_) | Update::Reconnected { .. } => {}
     }
 }
 

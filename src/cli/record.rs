@@ -124,6 +124,7 @@ impl Progress {
                 Note::Reconnecting { kind, error } => {
                     format!("{kind}: reconnecting after error: {error}")
                 }
+                Note::Reconnected { kind } => format!("{kind}: watching again"),
                 Note::Skipped { warning, .. } => format!("warning: {warning}"),
                 Note::Resynced {
                     kind,

@@ -282,8 +282,14 @@ fn text_line(v: &Value) -> String {
                 } else {
                     best.join(", ")
                 };
+                // An equally ranked preemption candidate: listed, not a divergence.
+                let tie = if d["tie"].as_bool() == Some(true) {
+                    " (a tie, not a divergence)"
+                } else {
+                    ""
+                };
                 format!(
-                    "  {}: recorded on {}, kubestep's best: {best}\n    {}",
+                    "  {}: recorded on {}, kubestep's best: {best}{tie}\n    {}",
                     d["pod"].as_str().unwrap_or(""),
                     d["realNode"].as_str().unwrap_or(""),
                     d["reason"].as_str().unwrap_or("")

@@ -17,20 +17,20 @@ use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::framework::PodInfo;
-use crate::session::Actuator;
+use crate::session::{Actuator, ActuatorError, WriteOp};
 
 /// Shadow mode: decisions stay in kubestep.
 #[derive(Debug, Default)]
 pub struct ShadowActuator;
 
 impl Actuator for ShadowActuator {
-    fn bind(&mut self, _pod: &PodInfo, _node: &str) -> Result<(), String> {
+    fn bind(&mut self, _pod: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
         Ok(())
     }
-    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), String> {
+    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
         Ok(())
     }
-    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), String> {
+    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), ActuatorError> {
         Ok(())
     }
     fn applies_locally(&self) -> bool {
@@ -41,16 +41,16 @@ impl Actuator for ShadowActuator {
 /// Writes that failed, shared between the actuator (inside the Session) and the driver
 /// that shows them (standard error, or the TUI's status line and log).
 #[derive(Debug, Clone, Default)]
-pub struct WriteErrors(Arc<Mutex<Vec<String>>>);
+pub struct WriteErrors(Arc<Mutex<Vec<ActuatorError>>>);
 
 impl WriteErrors {
-    pub fn push(&self, e: String) {
+    pub fn push(&self, e: ActuatorError) {
         tracing::warn!("{e}");
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(e);
     }
 
     /// The errors not taken yet.
-    pub fn take(&self) -> Vec<String> {
+    pub fn take(&self) -> Vec<ActuatorError> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -112,28 +112,27 @@ impl ApiActuator {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &pod.namespace, &ar);
         if let Err(e) = self.rt.block_on(api.create(&PostParams::default(), &obj)) {
-            self.errors.push(format!(
-                "creating event {reason} for pod {}: {}",
-                pod.key,
-                said(&e)
-            ));
+            self.errors
+                .push(write_error(WriteOp::Event, pod, Some(reason), &e));
         }
     }
 
-    fn patch_status(&mut self, pod: &PodInfo, status: Value) -> Result<(), String> {
+    fn patch_status(&mut self, pod: &PodInfo, status: Value) -> Result<(), ActuatorError> {
         let api = self.pods(pod);
         let patch = Patch::Strategic(json!({"status": status}));
         self.rt
             .block_on(api.patch_status(&pod.name, &PatchParams::default(), &patch))
             .map(|_| ())
-            .map_err(|e| format!("patching the status of pod {}: {}", pod.key, said(&e)))
+            .map_err(|e| write_error(WriteOp::StatusPatch, pod, None, &e))
     }
 }
 
 impl Actuator for ApiActuator {
-    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
+    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), ActuatorError> {
         if !self.bound.insert(pod.uid.clone()) {
-            return Err(format!("pod {} was already bound by kubestep", pod.key));
+            return Err(ActuatorError::AlreadyBound {
+                pod: pod.key.clone(),
+            });
         }
         let binding = json!({
             "apiVersion": "v1", "kind": "Binding",
@@ -156,21 +155,22 @@ impl Actuator for ApiActuator {
             Err(e) => {
                 // Not bound (conflict, pod gone): the watch tells what really happened.
                 self.bound.remove(&pod.uid);
-                let msg = match &e {
-                    kube::Error::Api(s) => format!("binding rejected: {}", s.message),
-                    other => format!("binding failed: {other}"),
-                };
+                let e = write_error(WriteOp::Bind, pod, Some(node), &e);
                 // A conflict is another scheduler's win, not a failed write.
-                if !matches!(&e, kube::Error::Api(s) if s.code == 409) {
-                    self.errors
-                        .push(format!("binding pod {} to {node}: {}", pod.key, said(&e)));
+                if e.code() != Some(409) {
+                    self.errors.push(e.clone());
                 }
-                Err(msg)
+                Err(e)
             }
         }
     }
 
-    fn delete(&mut self, victim: &PodInfo, preemptor: &PodInfo, node: &str) -> Result<(), String> {
+    fn delete(
+        &mut self,
+        victim: &PodInfo,
+        preemptor: &PodInfo,
+        node: &str,
+    ) -> Result<(), ActuatorError> {
         let api = self.pods(victim);
         let note = format!(
             "Preempted by pod {} on node {node}",
@@ -185,7 +185,7 @@ impl Actuator for ApiActuator {
         match self.patch_status(victim, cond) {
             Ok(()) => {}
             // Already gone: nothing left to preempt.
-            Err(e) if e.contains("404") || e.contains("not found") => return Ok(()),
+            Err(e) if e.code() == Some(404) => return Ok(()),
             Err(e) => self.errors.push(e),
         }
         let r = self
@@ -198,7 +198,7 @@ impl Actuator for ApiActuator {
             }
             Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
             Err(e) => {
-                let e = format!("deleting preemption victim {}: {}", victim.key, said(&e));
+                let e = write_error(WriteOp::Delete, victim, None, &e);
                 self.errors.push(e.clone());
                 Err(e)
             }
@@ -206,7 +206,7 @@ impl Actuator for ApiActuator {
     }
 
     /// Kept for `failed`, which writes it with the condition.
-    fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), String> {
+    fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError> {
         self.nomination = Some((pod.uid.clone(), node.map(str::to_string)));
         Ok(())
     }
@@ -271,11 +271,19 @@ impl Actuator for ApiActuator {
     }
 }
 
-/// The API server's words for a failed request (its Status message and code), or the
-/// client's error.
-fn said(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
-        other => other.to_string(),
+/// A failed write about `pod`: the API server's Status (message, code and reason), or the
+/// client's error when no answer came.
+fn write_error(op: WriteOp, pod: &PodInfo, detail: Option<&str>, e: &kube::Error) -> ActuatorError {
+    let (code, reason, message) = match e {
+        kube::Error::Api(s) => (Some(s.code), Some(s.reason.clone()), s.message.clone()),
+        other => (None, None, other.to_string()),
+    };
+    ActuatorError::Write {
+        op,
+        pod: pod.key.clone(),
+        detail: detail.map(str::to_string),
+        code,
+        reason,
+        message,
     }
 }

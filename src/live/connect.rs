@@ -12,6 +12,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use super::error::{Doing, LiveError, classify};
+use super::tap::WatchTap;
 use crate::recording::SourceInfo;
 
 #[derive(Debug, Clone, Default)]
@@ -24,6 +25,8 @@ pub struct ConnectOptions {
 #[derive(Clone)]
 pub struct Connection {
     pub client: Client,
+    /// What the client's watches do below kube-rs (cut, reopened): see `tap`.
+    pub tap: WatchTap,
     /// Cluster, context and server (the Kubernetes version once known).
     pub source: SourceInfo,
 }
@@ -180,9 +183,16 @@ fn client(mut config: Config, mut source: SourceInfo) -> Result<Connection, Live
     // A password in the server's URL is never shown nor recorded.
     source.server = source.server.as_deref().map(redact_url);
     let server = source.server.clone().unwrap_or_default();
-    let client = Client::try_from(config)
-        .map_err(|e| LiveError::Kubeconfig(format!("cannot set up a client for {server}: {e}")))?;
-    Ok(Connection { client, source })
+    let tap = WatchTap::default();
+    let client = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| LiveError::Kubeconfig(format!("cannot set up a client for {server}: {e}")))?
+        .with_layer(&tap.layer())
+        .build();
+    Ok(Connection {
+        client,
+        tap,
+        source,
+    })
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a str>) -> String {

@@ -14,6 +14,7 @@ pub mod link;
 pub mod mirror;
 pub mod recorder;
 pub mod signals;
+pub mod tap;
 pub mod watch;
 
 pub use connect::{ConnectOptions, Connection, connect};

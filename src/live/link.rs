@@ -1,10 +1,11 @@
 //! How the watches are doing, in one line for a status bar: connected, re-listing after
-//! 410 Gone, reconnecting after an error, or stopped by an access denial.
+//! 410 Gone, reconnecting after an error or a cut connection, or stopped by an access
+//! denial.
 //!
-//! kube-rs does not say when a watch it restarted is up again (a restart with nothing
-//! new emits no event), so a kind counts as reconnecting until it shows life (a change or
-//! a re-list) or until a retry would have failed again: the watchers' backoff never
-//! waits longer than 30 seconds between attempts.
+//! A kind counts as reconnecting until its watch is open again (the client's layer sees
+//! the server answer it, `Update::Reconnected`), it shows life (a change or a re-list), or
+//! a retry would have failed again: the watchers' backoff never waits longer than 30
+//! seconds between attempts.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -33,6 +34,8 @@ pub struct LinkStatus {
     /// Kinds whose watch failed, with when and why.
     retrying: BTreeMap<&'static str, (Instant, String)>,
     relisted: Option<(Instant, String)>,
+    /// The last kind whose watch came back after a problem, and when.
+    restored: Option<(Instant, String)>,
     denied: Option<String>,
     /// Watch errors seen (each one a reconnect attempt by the watcher).
     pub reconnects: u64,
@@ -61,6 +64,12 @@ impl LinkStatus {
                 Some(format!(
                     "{kind}: re-listed ({added} added, {modified} modified, {deleted} deleted while away)"
                 ))
+            }
+            Update::Reconnected { kind } => {
+                // Every renewed watch says so; only one after a problem is news.
+                self.retrying.remove(kind)?;
+                self.restored = Some((now, kind.to_string()));
+                Some(format!("{kind}: watching again"))
             }
             Update::Reconnecting { kind, error } => {
                 self.reconnects += 1;
@@ -110,11 +119,19 @@ impl LinkStatus {
         if !recent.is_empty() {
             return (Health::Recovering, recent.join(", "));
         }
-        match &self.relisted {
-            Some((at, kind)) if now.saturating_duration_since(*at) < RELIST_SHOWN => {
+        let shown = |e: &Option<(Instant, String)>| {
+            e.as_ref()
+                .filter(|(at, _)| now.saturating_duration_since(*at) < RELIST_SHOWN)
+                .map(|(at, kind)| (*at, kind.clone()))
+        };
+        // The newer of the two news.
+        match (shown(&self.relisted), shown(&self.restored)) {
+            (Some((a, kind)), Some((b, _))) if a >= b => {
                 (Health::Connected, format!("connected · re-listed {kind}"))
             }
-            _ => (Health::Connected, "connected".into()),
+            (_, Some((_, kind))) => (Health::Connected, format!("connected · reconnected {kind}")),
+            (Some((_, kind)), None) => (Health::Connected, format!("connected · re-listed {kind}")),
+            (None, None) => (Health::Connected, "connected".into()),
         }
     }
 }
@@ -188,6 +205,35 @@ mod tests {
         assert_eq!(text, "reconnecting Node");
         assert_eq!(s.line(t0 + RETRY_WINDOW).0, Health::Connected);
         assert_eq!(s.reconnects, 2);
+    }
+
+    #[test]
+    fn a_cut_watch_is_reconnecting_until_the_server_opens_it_again() {
+        let t0 = Instant::now();
+        let mut s = LinkStatus::default();
+        // Watches renewed in the normal course of things are no news.
+        assert_eq!(s.observe(&Update::Reconnected { kind: "Pod" }, t0), None);
+        assert_eq!(s.line(t0).1, "connected");
+        let cut = Update::Reconnecting {
+            kind: "Pod",
+            error: api("the watch's connection was cut: error reading a body from connection"),
+        };
+        let said = s.observe(&cut, t0);
+        assert_eq!(
+            said.as_deref(),
+            Some(
+                "Pod: reconnecting with backoff after error: watch pods (core/v1): the watch's connection was cut: error reading a body from connection"
+            )
+        );
+        assert_eq!(s.line(t0), (Health::Recovering, "reconnecting Pod".into()));
+        let said = s.observe(&Update::Reconnected { kind: "Pod" }, t0);
+        assert_eq!(said.as_deref(), Some("Pod: watching again"));
+        assert_eq!(
+            s.line(t0),
+            (Health::Connected, "connected · reconnected Pod".into())
+        );
+        assert_eq!(s.line(t0 + RELIST_SHOWN).1, "connected");
+        assert_eq!(s.reconnects, 1);
     }
 
     #[test]

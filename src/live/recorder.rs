@@ -66,6 +66,10 @@ pub enum Note {
         kind: &'static str,
         error: String,
     },
+    /// A kind's watch is open again after `Reconnecting`.
+    Reconnected {
+        kind: &'static str,
+    },
     Resynced {
         kind: &'static str,
         added: usize,
@@ -145,6 +149,8 @@ pub async fn record(
     let mut denied: Vec<LiveError> = Vec::new();
     let mut listed: Vec<&'static str> = Vec::new();
     let mut last_errors: Vec<(&'static str, String)> = Vec::new();
+    // Kinds since their last `Reconnecting`, until their watch is open again.
+    let mut reconnecting: Vec<&'static str> = Vec::new();
     let result = loop {
         let update = tokio::select! {
             _ = &mut stop => break Ok(()),
@@ -226,6 +232,7 @@ pub async fn record(
                 modified,
                 deleted,
             } => {
+                reconnecting.retain(|k| *k != kind);
                 note = Some(Note::Resynced {
                     kind,
                     added,
@@ -235,12 +242,21 @@ pub async fn record(
             }
             Update::Reconnecting { kind, error } => {
                 stats.reconnects += 1;
+                if !reconnecting.contains(&kind) {
+                    reconnecting.push(kind);
+                }
                 last_errors.retain(|(k, _)| *k != kind);
                 last_errors.push((kind, error.to_string()));
                 note = Some(Note::Reconnecting {
                     kind,
                     error: error.to_string(),
                 });
+            }
+            Update::Reconnected { kind } => {
+                if let Some(i) = reconnecting.iter().position(|k| *k == kind) {
+                    reconnecting.remove(i);
+                    note = Some(Note::Reconnected { kind });
+                }
             }
             Update::Synced { .. } => {}
             Update::Unserved { kind, warning } => note = Some(Note::Skipped { kind, warning }),

@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use super::connect::Connection;
 use super::error::{Doing, LiveError, classify, classify_watch};
 use super::kinds::{KINDS, Kind, POD_GROUP};
+use super::tap::WatchSignal;
 use crate::recording::EventType;
 
 /// One change to one object.
@@ -49,10 +50,16 @@ pub enum Update {
         modified: usize,
         deleted: usize,
     },
-    /// A request failed; the watcher retries with backoff.
+    /// A request failed, or a watch's connection was cut (which kube-rs would otherwise
+    /// get over in silence); the watcher retries with backoff.
     Reconnecting {
         kind: &'static str,
         error: LiveError,
+    },
+    /// The server opened a watch of the kind: after a `Reconnecting`, the link is back.
+    /// Sent for every watch opened (they are renewed every `WATCH_TIMEOUT_SECS`).
+    Reconnected {
+        kind: &'static str,
     },
     /// Access was refused (401 or 403): retrying cannot help until someone changes the
     /// credentials or RBAC, so the watcher of that kind stops.
@@ -95,7 +102,9 @@ impl Watchers {
         }
         // Bounded, so a slow consumer slows the watchers instead of growing memory.
         let (tx, rx) = mpsc::channel(1024);
-        let tasks = kinds
+        let signals = conn.tap.subscribe();
+        let mut paths = HashMap::new();
+        let mut tasks: Vec<JoinHandle<()>> = kinds
             .iter()
             .map(|k| {
                 let ar = k.api_resource();
@@ -103,6 +112,7 @@ impl Watchers {
                     (Some(ns), true) => Api::namespaced_with(conn.client.clone(), ns, &ar),
                     _ => Api::all_with(conn.client.clone(), &ar),
                 };
+                paths.insert(api.resource_url().to_string(), *k);
                 let w = KindWatch {
                     kind: *k,
                     namespace: opts.namespace.clone().filter(|_| k.namespaced),
@@ -112,6 +122,7 @@ impl Watchers {
                 tokio::spawn(w.run(api))
             })
             .collect();
+        tasks.push(tokio::spawn(relay_signals(signals, paths, tx)));
         Ok(Watchers { rx, tasks, kinds })
     }
 
@@ -130,7 +141,37 @@ impl Watchers {
     }
 }
 
-/// Whether the PodGroup CRD's group/version is served (404 means not installed).
+/// What the client's layer saw of each watch (see `tap`), as updates of the kind watched:
+/// a cut connection is `Reconnecting` (kube-rs restarts the watch on its own), an opened
+/// watch `Reconnected`.
+async fn relay_signals(
+    mut signals: mpsc::UnboundedReceiver<WatchSignal>,
+    paths: HashMap<String, Kind>,
+    tx: mpsc::Sender<Update>,
+) {
+    while let Some(s) = signals.recv().await {
+        let u = match s {
+            WatchSignal::Opened { path } => match paths.get(&path) {
+                Some(k) => Update::Reconnected { kind: k.kind },
+                None => continue,
+            },
+            WatchSignal::Cut { path, error } => match paths.get(&path) {
+                Some(k) => Update::Reconnecting {
+                    kind: k.kind,
+                    error: LiveError::Api {
+                        what: format!("watch {} ({})", k.plural, k.group_version()),
+                        message: error,
+                    },
+                },
+                None => continue,
+            },
+        };
+        if tx.send(u).await.is_err() {
+            return;
+        }
+    }
+}
+
 /// The `timeoutSeconds` of every watch request.
 pub const WATCH_TIMEOUT_SECS: u32 = 50;
 
@@ -184,6 +225,7 @@ pub fn unserved_consequence(kind: &str) -> Option<&'static str> {
     })
 }
 
+/// Whether the PodGroup CRD's group/version is served (404 means not installed).
 async fn pod_groups_served(conn: &Connection) -> Result<bool, LiveError> {
     match conn
         .client

@@ -21,6 +21,7 @@ pub mod live;
 pub mod logs;
 pub mod moment;
 pub mod past;
+pub mod quit_keys;
 pub mod rows;
 pub mod terminal;
 pub mod theme;

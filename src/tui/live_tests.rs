@@ -18,7 +18,7 @@ use super::live::LiveLink;
 use super::theme::Theme;
 use crate::framework::PodInfo;
 use crate::recording::EventType;
-use crate::session::{Actuator, PodStatus, SessionOptions};
+use crate::session::{Actuator, ActuatorError, PodStatus, SessionOptions};
 use kubestep_live::mirror::{InitialSync, Mirror, to_object};
 use kubestep_live::{Change, LiveError, Update};
 
@@ -63,17 +63,17 @@ impl Spy {
 }
 
 impl Actuator for Spy {
-    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), String> {
+    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), ActuatorError> {
         self.0
             .lock()
             .unwrap()
             .push(format!("bind {} {node}", pod.key));
         Ok(())
     }
-    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), String> {
+    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
         Ok(())
     }
-    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), String> {
+    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), ActuatorError> {
         Ok(())
     }
     fn failed(&mut self, pod: &PodInfo, message: &str, _error: bool) {
@@ -268,5 +268,56 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
     assert_eq!(
         app.session.pod(second).unwrap().status,
         PodStatus::Unschedulable
+    );
+}
+
+#[test]
+fn shadow_mode_counts_parked_pods_as_awaiting_and_shows_a_cut_watch() {
+    let spy = Spy::default();
+    let objects = vec![
+        node("n1"),
+        pod("a", "1", false),
+        pod("b", "1", false),
+        pod("huge", "100", false),
+    ];
+    let (mut app, tx) = live_app(objects, true, &spy);
+    tick(&mut app);
+    // Two pods kubestep would bind wait for the cluster's scheduler; one fits nowhere.
+    let c = app.session.core.counts();
+    assert_eq!((c.unschedulable, c.awaiting), (1, 2), "{c:?}");
+    let rows = &app.queue.rows;
+    let marked = |state| rows.iter().filter(|r| r.state == state).count() as u32;
+    assert_eq!(marked(super::rows::QState::Unschedulable), c.unschedulable);
+    assert_eq!(marked(super::rows::QState::Deferred), c.awaiting);
+    let s = screen(&app);
+    assert!(
+        s.contains("unsched 1 awaiting 2 gated 0") || s.contains("uns 1 aw 2 gate 0"),
+        "{s}"
+    );
+
+    // A watch cut under kube-rs: reconnecting until the server opens it again.
+    let cut = LiveError::Api {
+        what: "watch pods (core/v1)".into(),
+        message: "the watch's connection was cut: error reading a body from connection".into(),
+    };
+    tx.send(Update::Reconnecting {
+        kind: "Pod",
+        error: cut,
+    })
+    .unwrap();
+    tick(&mut app);
+    let s = screen(&app);
+    assert!(s.contains("│ reconnecting Pod"), "{s}");
+    assert_eq!(app.status.as_ref().map(|s| s.0), Some(Level::Warning));
+    tx.send(Update::Reconnected { kind: "Pod" }).unwrap();
+    tick(&mut app);
+    let s = screen(&app);
+    assert!(s.contains("│ connected · reconnected Pod"), "{s}");
+    assert!(
+        app.status
+            .as_ref()
+            .is_some_and(|(_, t)| t == "Pod: watching again"),
+        "{:?}",
+        app.status
     );
 }

@@ -135,10 +135,13 @@ pub fn queue_rows(
             // the cluster's scheduler to bind it (or for an event to run it again).
             Place::Unschedulable { message } if message.is_empty() => {
                 let chosen = chosen.get_or_insert_with(|| last_choices(s, m.last_attempt));
-                match chosen.get(q.pod.as_str()) {
-                    Some(n) => (QState::Deferred, format!("kubestep picks {n}")),
-                    None => (QState::Unschedulable, String::new()),
-                }
+                // Counted as awaiting binding in the header, so listed as such even when
+                // the attempt that chose its node has left the history.
+                let info = match chosen.get(q.pod.as_str()) {
+                    Some(n) => format!("kubestep picks {n}"),
+                    None => "awaiting the cluster's binding".to_string(),
+                };
+                (QState::Deferred, info)
             }
             Place::Unschedulable { message } => (QState::Unschedulable, message.clone()),
             Place::Gated { plugin, message } => (QState::Gated, format!("{plugin}: {message}")),

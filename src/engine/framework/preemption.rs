@@ -191,6 +191,91 @@ pub struct PreemptionTrace {
     /// Calls to extenders that support preemption, in order.
     pub extender_calls: Vec<ExtenderCall>,
     pub selected: Option<String>,
+    /// How the candidates left for selection ranked (kubestep's addition: it tells an
+    /// equally good candidate from a worse one when comparing with a recording).
+    pub ranking: Option<Ranking>,
+}
+
+/// The names of upstream's default criteria for choosing among candidates, in order.
+pub const DEFAULT_CRITERIA: [&str; 5] = [
+    "fewest PDB violations",
+    "lowest highest victim priority",
+    "lowest sum of victim priorities",
+    "fewest victims",
+    "latest start of the highest-priority victims",
+];
+
+/// The candidates considered for selection, each with its score under every criterion
+/// (higher is better), in the order they were considered. The selected candidate is the
+/// first with the highest scores, compared criterion by criterion.
+#[derive(Debug, Clone, Default)]
+pub struct Ranking {
+    /// The criteria's names (custom ones are numbered).
+    pub criteria: Vec<String>,
+    pub nodes: Vec<(String, Vec<i64>)>,
+    /// The instant a victim without `status.startTime` stands for.
+    pub now: Timestamp,
+}
+
+impl Ranking {
+    fn scores(&self, node: &str) -> Option<&[i64]> {
+        self.nodes
+            .iter()
+            .find(|(n, _)| n == node)
+            .map(|(_, s)| s.as_slice())
+    }
+
+    /// The candidates that rank exactly as `node` does (itself included), in candidate
+    /// order: any of them is a choice upstream could make, since it breaks the last tie by
+    /// the iteration order of a Go map.
+    pub fn tied_with(&self, node: &str) -> Vec<&str> {
+        let Some(s) = self.scores(node) else {
+            return Vec::new();
+        };
+        self.nodes
+            .iter()
+            .filter(|(_, o)| o.as_slice() == s)
+            .map(|(n, _)| n.as_str())
+            .collect()
+    }
+
+    /// The first criterion on which `a` and `b` differ: its index and name, and whether
+    /// `a` ranks lower there. `None` when they tie (or one was not a candidate).
+    pub fn first_difference(&self, a: &str, b: &str) -> Option<(usize, &str, bool)> {
+        let (sa, sb) = (self.scores(a)?, self.scores(b)?);
+        let i = sa.iter().zip(sb).position(|(x, y)| x != y)?;
+        Some((
+            i,
+            self.criteria.get(i).map_or("", String::as_str),
+            sa[i] < sb[i],
+        ))
+    }
+}
+
+impl Candidate {
+    /// This candidate as the default criterion `i` sees it, in words.
+    pub fn describe_criterion(&self, i: usize, now: Timestamp) -> String {
+        match i {
+            0 => format!("{} PDB violation(s)", self.num_pdb_violations),
+            1 => format!(
+                "highest victim priority {}",
+                self.victims.first().map_or(0, |p| p.priority)
+            ),
+            2 => format!(
+                "victim priorities summing to {}",
+                self.victims
+                    .iter()
+                    .map(|p| i64::from(p.priority))
+                    .sum::<i64>()
+            ),
+            3 => format!("{} victim(s)", self.victims.len()),
+            4 => match earliest_pod_start_time(&self.victims, now) {
+                Some(t) => format!("highest-priority victims started at {t}"),
+                None => "no victims".into(),
+            },
+            _ => String::new(),
+        }
+    }
 }
 
 impl RenderState for PreemptionTrace {
@@ -259,6 +344,15 @@ impl RenderState for PreemptionTrace {
             "selected",
             self.selected.as_deref().unwrap_or("(none)"),
         ));
+        if let (Some(sel), Some(r)) = (&self.selected, &self.ranking) {
+            let tied = r.tied_with(sel);
+            if tied.len() > 1 {
+                children.push(StateTree::kv(
+                    "equally ranked (the first is taken)",
+                    tied.join(", "),
+                ));
+            }
+        }
         StateTree::node("preemption", children)
     }
 }
@@ -342,6 +436,7 @@ impl Evaluator<'_> {
             Err(msg) => return (None, Status::error(msg), trace),
         };
 
+        trace.ranking = Some(self.rank(&candidates));
         let Some(best) = self.select_candidate(&candidates) else {
             return (None, Status::unschedulable(ERR_NO_CANDIDATE_NODE), trace);
         };
@@ -600,6 +695,29 @@ impl Evaluator<'_> {
         })
     }
 
+    /// Every candidate's score under each selection criterion (the plugin's, or the
+    /// default ones).
+    pub fn rank(&self, candidates: &[Candidate]) -> Ranking {
+        let mut funcs = self.interface.ordered_score_funcs(candidates);
+        let criteria = if funcs.is_empty() {
+            funcs = default_score_funcs(self.now);
+            DEFAULT_CRITERIA.iter().map(|c| c.to_string()).collect()
+        } else {
+            (1..=funcs.len())
+                .map(|i| format!("criterion {i}"))
+                .collect()
+        };
+        let nodes = candidates
+            .iter()
+            .map(|c| (c.node.clone(), funcs.iter().map(|f| f(c)).collect()))
+            .collect();
+        Ranking {
+            criteria,
+            nodes,
+            now: self.now,
+        }
+    }
+
     /// Upstream `SelectCandidate`: a lone candidate directly, else the best by
     /// `pick_one_node_for_preemption`.
     pub fn select_candidate<'c>(&self, candidates: &'c [Candidate]) -> Option<&'c Candidate> {
@@ -670,27 +788,7 @@ pub fn pick_one_node_for_preemption(
         return None;
     }
     let funcs: Vec<ScoreFunc<'_>> = if score_funcs.is_empty() {
-        vec![
-            Box::new(|c: &Candidate| -c.num_pdb_violations),
-            Box::new(|c: &Candidate| {
-                -c.victims
-                    .first()
-                    .map(|p| i64::from(p.priority))
-                    .unwrap_or(0)
-            }),
-            Box::new(|c: &Candidate| {
-                -c.victims
-                    .iter()
-                    .map(|p| i64::from(p.priority) + i64::from(i32::MAX) + 1)
-                    .sum::<i64>()
-            }),
-            Box::new(|c: &Candidate| -(c.victims.len() as i64)),
-            Box::new(move |c: &Candidate| {
-                earliest_pod_start_time(&c.victims, now)
-                    .map(timestamp_score)
-                    .unwrap_or(i64::MIN)
-            }),
-        ]
+        default_score_funcs(now)
     } else {
         score_funcs
     };
@@ -714,6 +812,31 @@ pub fn pick_one_node_for_preemption(
         remaining = selected;
     }
     remaining.first().copied()
+}
+
+/// The default criteria (`DEFAULT_CRITERIA`) as score functions, higher is better.
+fn default_score_funcs(now: Timestamp) -> Vec<ScoreFunc<'static>> {
+    vec![
+        Box::new(|c: &Candidate| -c.num_pdb_violations),
+        Box::new(|c: &Candidate| {
+            -c.victims
+                .first()
+                .map(|p| i64::from(p.priority))
+                .unwrap_or(0)
+        }),
+        Box::new(|c: &Candidate| {
+            -c.victims
+                .iter()
+                .map(|p| i64::from(p.priority) + i64::from(i32::MAX) + 1)
+                .sum::<i64>()
+        }),
+        Box::new(|c: &Candidate| -(c.victims.len() as i64)),
+        Box::new(move |c: &Candidate| {
+            earliest_pod_start_time(&c.victims, now)
+                .map(timestamp_score)
+                .unwrap_or(i64::MIN)
+        }),
+    ]
 }
 
 /// A start time as a score: nanoseconds since the epoch (upstream `UnixNano`), saturated

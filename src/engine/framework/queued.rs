@@ -71,6 +71,12 @@ impl QueuedPodInfo {
         self.gating_plugin.is_some()
     }
 
+    /// Live shadow mode: in unschedulable with no failure, a pod kubestep would bind,
+    /// parked until the cluster's scheduler binds it (`park_awaiting_binding`).
+    pub fn awaits_binding(&self) -> bool {
+        !self.gated() && self.last_failure.is_none()
+    }
+
     /// Unschedulable and Pending plugins together: the plugins whose hints decide.
     pub fn rejector_plugins(&self) -> BTreeSet<String> {
         self.unschedulable_plugins

@@ -428,8 +428,15 @@ impl Attempt {
         let uid = self.pod().uid.clone();
         let fwk = &core.sched.frameworks[self.profile];
         let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
-        if let Some(d) = super::divergence::compare(&self.cycle, &env, real) {
-            core.pending_divergences.insert(uid.clone(), d);
+        // The pod's latest attempt before the recorded binding is the one compared: the
+        // cluster it saw is the nearest to the one the real scheduler decided on.
+        match super::divergence::compare(&self.cycle, &env, real) {
+            Some(d) => {
+                core.pending_divergences.insert(uid.clone(), d);
+            }
+            None => {
+                core.pending_divergences.remove(&uid);
+            }
         }
         // An empty real node is live shadow mode: the cluster's scheduler has not bound
         // the pod yet, and kubestep never will.
@@ -438,9 +445,21 @@ impl Attempt {
         } else {
             format!("the recording binds this pod to {real}")
         };
-        let msg = match &chosen {
-            Some(n) => format!("{binder}; kubestep chose {n}"),
-            None => format!("{binder}; kubestep found it unschedulable"),
+        let preempt_on = match &self.cycle.outcome {
+            Some(CycleOutcome::Unschedulable {
+                post_filter: Some(r),
+                ..
+            }) if r.override_nomination && !r.nominated_node_name.is_empty() => {
+                Some(r.nominated_node_name.as_str())
+            }
+            _ => None,
+        };
+        let msg = match (&chosen, preempt_on) {
+            (Some(n), _) => format!("{binder}; kubestep chose {n}"),
+            (None, Some(n)) => {
+                format!("{binder}; kubestep found it unschedulable and would preempt on {n}")
+            }
+            (None, None) => format!("{binder}; kubestep found it unschedulable"),
         };
         out.push(StepEvent {
             point: Point::Reserve,
@@ -851,10 +870,10 @@ impl Attempt {
                     .iter()
                     .find(|e| e.is_binder())
                     .map(|e| e.name().to_string());
-                let s = match r
-                    .map_err(|e| e.to_string())
-                    .and_then(|()| core.bind_pod(&self.pod().clone(), self.assumed.clone(), &node))
-                {
+                let s = match r.map_err(|e| e.to_string()).and_then(|()| {
+                    core.bind_pod(&self.pod().clone(), self.assumed.clone(), &node)
+                        .map_err(|e| e.scheduler_message())
+                }) {
                     Ok(()) => Status::success(),
                     Err(e) => Status::error(e),
                 };
@@ -907,7 +926,7 @@ impl Attempt {
             // or through the API server in live mode).
             match core.bind_pod(&pod, assumed, &node) {
                 Ok(()) => s,
-                Err(e) => Status::error(e),
+                Err(e) => Status::error(e.scheduler_message()),
             }
         });
         let s = plugin_status(s, "Bind", e.name, Some(Code::Skip));

@@ -1,10 +1,15 @@
 //! Divergence: for a pod the recording binds (its real scheduler decided), kubestep's own
 //! decision compared with the real node, and why the real node ranked lower or was
-//! infeasible for kubestep.
+//! infeasible for kubestep. A pod the real scheduler placed by preemption is compared with
+//! kubestep's own preemption: its nomination, and the candidates and how they ranked.
 
 use serde::Serialize;
 
 use crate::framework::cycle::{CycleEnv, CycleOutcome, FilterCell, SchedulingCycle};
+use crate::framework::plugin::PostFilterResult;
+use crate::framework::preemption::{DEFAULT_CRITERIA, DryRunVerdict, PreemptionTrace};
+use crate::framework::status::Code;
+use crate::plugins::default_preemption::STATE_KEY as PREEMPTION_STATE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -17,6 +22,11 @@ pub struct Divergence {
     /// found the pod unschedulable).
     pub kubestep_nodes: Vec<String>,
     pub reason: String,
+    /// kubestep preempted for the pod and nominated another node that ranks exactly as
+    /// the real one: two equally valid choices, not a divergence of placement. Listed so
+    /// the report says why the nodes differ; absent from the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tie: bool,
 }
 
 /// kubestep's finished cycle against the real node; `None` when the real node is one of
@@ -28,6 +38,7 @@ pub fn compare(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<Di
         real_node: real.to_string(),
         kubestep_nodes: nodes,
         reason,
+        tie: false,
     };
     match cycle.outcome.as_ref()? {
         CycleOutcome::Selected { node, .. } => {
@@ -43,6 +54,17 @@ pub fn compare(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<Di
             let reason = why_not(cycle, env, real, node, &best);
             Some(diverged(best, reason))
         }
+        CycleOutcome::Unschedulable {
+            post_filter: Some(r),
+            ..
+        } if r.override_nomination && !r.nominated_node_name.is_empty() => {
+            preempted(cycle, env, real, r)
+        }
+        // PostFilter left the pod's nomination as it was (a preemption already under way
+        // on that node): kubestep waits for the node the pod went to.
+        CycleOutcome::Unschedulable {
+            post_filter: None, ..
+        } if cycle.pod.nominated_node_name() == real => None,
         CycleOutcome::Unschedulable { fit_error, .. } => Some(diverged(
             Vec::new(),
             format!(
@@ -137,4 +159,106 @@ fn why_not(
         "{real} was not evaluated: kubestep stopped searching after {} feasible nodes (percentageOfNodesToScore)",
         cycle.feasible.len()
     )
+}
+
+/// kubestep preempted for the pod (nominating `r.nominated_node_name`) where the real
+/// scheduler placed it on `real`: the same node, an equally ranked candidate (a tie, not a
+/// divergence of placement), a candidate ranked lower, or a node that could not be one.
+fn preempted(
+    cycle: &SchedulingCycle,
+    env: &CycleEnv,
+    real: &str,
+    r: &PostFilterResult,
+) -> Option<Divergence> {
+    let ours = r.nominated_node_name.as_str();
+    if ours == real {
+        return None;
+    }
+    let trace = cycle.state.read::<PreemptionTrace>(PREEMPTION_STATE).ok();
+    let ranking = trace.and_then(|t| t.ranking.as_ref());
+    let candidate = |node: &str| trace.and_then(|t| t.candidates.iter().find(|c| c.node == node));
+    let mut best: Vec<String> = match ranking {
+        Some(rk) => rk.tied_with(ours).into_iter().map(str::to_string).collect(),
+        None => vec![ours.to_string()],
+    };
+    best.sort();
+    let cluster = if cycle.pod.nominated_node_name() == real {
+        format!("nominated {real} by the cluster")
+    } else {
+        format!("placed on {real} by the cluster")
+    };
+    let diverged = |reason: String, tie: bool| {
+        Some(Divergence {
+            pod: cycle.pod.key.clone(),
+            real_node: real.to_string(),
+            kubestep_nodes: best.clone(),
+            reason,
+            tie,
+        })
+    };
+    // Values are described for upstream's own criteria; a plugin's are only named.
+    let default_criteria = ranking.is_some_and(|rk| {
+        rk.criteria.first().map(String::as_str) == DEFAULT_CRITERIA.first().copied()
+    });
+    if let Some(rk) = ranking
+        && best.iter().any(|n| n == real)
+    {
+        let both = match candidate(ours) {
+            Some(c) if default_criteria => format!(
+                " (both: {}, {}, {})",
+                c.describe_criterion(0, rk.now),
+                c.describe_criterion(1, rk.now),
+                c.describe_criterion(3, rk.now)
+            ),
+            _ => String::new(),
+        };
+        return diverged(
+            format!("{cluster}; kubestep nominated {ours}, an equally ranked candidate{both}"),
+            true,
+        );
+    }
+    let ours_said = format!("{cluster}; kubestep preempted on {ours} instead");
+    if let Some(rk) = ranking
+        && let Some((i, name, true)) = rk.first_difference(real, ours)
+    {
+        let values = match (candidate(real), candidate(ours)) {
+            (Some(a), Some(b)) if default_criteria => format!(
+                ": {} against {}",
+                a.describe_criterion(i, rk.now),
+                b.describe_criterion(i, rk.now)
+            ),
+            _ => String::new(),
+        };
+        return diverged(
+            format!("{ours_said}: {real} was a candidate ranked lower on {name}{values}"),
+            false,
+        );
+    }
+    let examined = trace.and_then(|t| t.examined.iter().find(|(n, _)| n == real));
+    let why = match examined {
+        Some((_, DryRunVerdict::Rejected(s))) => {
+            format!("{real} could not be a candidate: {}", s.message())
+        }
+        Some((_, DryRunVerdict::Candidate { .. })) => format!(
+            "{real} was a candidate of the dry run but not among those kubestep chose from (an extender left it out, or more candidates than wanted)"
+        ),
+        None => {
+            let s = cycle.diagnosis.node_to_status.get(real);
+            if env.snapshot.position(real).is_none() {
+                format!("node {real} was not in the cluster when kubestep scheduled the pod")
+            } else if s.code() == Code::UnschedulableAndUnresolvable {
+                format!(
+                    "{real} was infeasible for kubestep even with preemption: {} rejected it: {}",
+                    s.plugin(),
+                    s.message()
+                )
+            } else {
+                let wanted = trace.map_or(0, |t| t.num_candidates);
+                format!(
+                    "{real} was not examined: kubestep's dry run stopped after {wanted} candidate(s)"
+                )
+            }
+        }
+    };
+    diverged(format!("{ours_said}: {why}"), false)
 }

@@ -54,9 +54,150 @@ impl CommandError {
     }
 }
 
+/// A write to the cluster an [`crate::session::Actuator`] makes for a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteOp {
+    /// The pods/binding subresource (the detail is the node).
+    Bind,
+    /// An Event about the pod (the detail is its reason, e.g. FailedScheduling).
+    Event,
+    /// The pod's status subresource (PodScheduled, nominatedNodeName, DisruptionTarget).
+    StatusPatch,
+    /// Deleting a preemption victim.
+    Delete,
+}
+
+/// A decision the actuator could not carry out: which pod, which write, and what the API
+/// server (or the client, when no answer came) said.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ActuatorError {
+    /// kubestep never binds a pod twice, whatever its queue does before the watch shows
+    /// the first binding.
+    #[error("pod {pod} was already bound by kubestep")]
+    AlreadyBound { pod: String },
+    #[error("{}: {}", describe(*op, pod, detail.as_deref()), said(*code, reason.as_deref(), message))]
+    Write {
+        op: WriteOp,
+        /// `namespace/name`.
+        pod: String,
+        /// The node of a binding, the reason of an Event.
+        detail: Option<String>,
+        /// The HTTP status, when the API server answered.
+        code: Option<u16>,
+        /// The server's reason (`Forbidden`, `Conflict`), when it answered.
+        reason: Option<String>,
+        /// The server's message, or the client's error.
+        message: String,
+    },
+}
+
+fn describe(op: WriteOp, pod: &str, detail: Option<&str>) -> String {
+    let detail = detail.unwrap_or_default();
+    match op {
+        WriteOp::Bind => format!("binding pod {pod} to {detail}"),
+        WriteOp::Event => format!("creating event {detail} for pod {pod}"),
+        WriteOp::StatusPatch => format!("patching the status of pod {pod}"),
+        WriteOp::Delete => format!("deleting preemption victim {pod}"),
+    }
+}
+
+/// The server's words with its status, `"pods is forbidden (403 Forbidden)"`.
+fn said(code: Option<u16>, reason: Option<&str>, message: &str) -> String {
+    match code {
+        Some(c) => format!("{message} ({c} {})", reason.unwrap_or_default()),
+        None => message.to_string(),
+    }
+}
+
+impl ActuatorError {
+    /// The pod the write was about.
+    pub fn pod(&self) -> &str {
+        match self {
+            ActuatorError::AlreadyBound { pod } | ActuatorError::Write { pod, .. } => pod,
+        }
+    }
+
+    /// The HTTP status the API server answered with, if it answered.
+    pub fn code(&self) -> Option<u16> {
+        match self {
+            ActuatorError::Write { code, .. } => *code,
+            ActuatorError::AlreadyBound { .. } => None,
+        }
+    }
+
+    /// What the scheduler reports for the pod (its Bind step, FailedScheduling): a
+    /// binding the server refused is "binding rejected: <its message>".
+    pub fn scheduler_message(&self) -> String {
+        match self {
+            ActuatorError::Write {
+                op: WriteOp::Bind,
+                code: Some(_),
+                message,
+                ..
+            } => format!("binding rejected: {message}"),
+            ActuatorError::Write {
+                op: WriteOp::Bind,
+                message,
+                ..
+            } => format!("binding failed: {message}"),
+            other => other.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_errors_name_the_pod_the_operation_and_the_answer() {
+        let e = ActuatorError::Write {
+            op: WriteOp::Event,
+            pod: "team/huge".into(),
+            detail: Some("FailedScheduling".into()),
+            code: Some(403),
+            reason: Some("Forbidden".into()),
+            message: "events is forbidden".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "creating event FailedScheduling for pod team/huge: events is forbidden (403 Forbidden)"
+        );
+        assert_eq!(e.pod(), "team/huge");
+        assert_eq!(e.code(), Some(403));
+        let bind = ActuatorError::Write {
+            op: WriteOp::Bind,
+            pod: "team/a".into(),
+            detail: Some("n1".into()),
+            code: Some(409),
+            reason: Some("Conflict".into()),
+            message: "pod team/a is already assigned to node \"n2\"".into(),
+        };
+        assert_eq!(
+            bind.to_string(),
+            "binding pod team/a to n1: pod team/a is already assigned to node \"n2\" (409 Conflict)"
+        );
+        assert_eq!(
+            bind.scheduler_message(),
+            "binding rejected: pod team/a is already assigned to node \"n2\""
+        );
+        let lost = ActuatorError::Write {
+            op: WriteOp::Bind,
+            pod: "team/a".into(),
+            detail: Some("n1".into()),
+            code: None,
+            reason: None,
+            message: "connection reset".into(),
+        };
+        assert_eq!(lost.scheduler_message(), "binding failed: connection reset");
+        assert_eq!(
+            ActuatorError::AlreadyBound {
+                pod: "team/a".into()
+            }
+            .to_string(),
+            "pod team/a was already bound by kubestep"
+        );
+    }
 
     #[test]
     fn messages_name_the_pod_and_plugins() {

@@ -90,6 +90,15 @@ pub struct QueueCounts {
     pub gated: u32,
     pub waiting: u32,
     pub bound: u32,
+    /// Live shadow mode: pods kubestep would bind, parked in the unschedulable pool
+    /// (and not counted in `unschedulable`) until the cluster's scheduler binds them.
+    /// Absent from the JSON when 0 (replay never parks a pod).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub awaiting: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One step: one extension point (or one plugin) of one pod's attempt, as always

@@ -37,7 +37,7 @@ pub use attempt::{Attempt, AttemptResult, Failure, StepEvent};
 pub use breakpoints::{Breakpoint, Outcome};
 pub use clock::Clock;
 pub use divergence::Divergence;
-pub use error::{CommandError, PermitError};
+pub use error::{ActuatorError, CommandError, PermitError, WriteOp};
 pub use feed::Feed;
 pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord};
 pub use world::{Frozen, WorldHistory};
@@ -74,12 +74,17 @@ pub struct PodRecord {
 /// own copy; in live active mode they become API calls; in shadow mode nothing is written.
 pub trait Actuator: Send {
     /// Bind `pod` to `node`. `Ok` means it is bound.
-    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), String>;
-    /// Evict a preemption victim.
-    fn delete(&mut self, victim: &PodInfo, preemptor: &PodInfo, node: &str) -> Result<(), String>;
+    fn bind(&mut self, pod: &PodInfo, node: &str) -> Result<(), ActuatorError>;
+    /// Evict a preemption victim (`Ok` too when it is already gone).
+    fn delete(
+        &mut self,
+        victim: &PodInfo,
+        preemptor: &PodInfo,
+        node: &str,
+    ) -> Result<(), ActuatorError>;
     /// Set (or with `None` clear) `status.nominatedNodeName`. After a failed attempt it
     /// comes just before `failed`, which may write both at once.
-    fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), String>;
+    fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError>;
     /// The attempt failed with this message (FailedScheduling event, PodScheduled=False);
     /// `error` when it was not about fit (the condition's reason is then SchedulerError).
     fn failed(&mut self, _pod: &PodInfo, _message: &str, _error: bool) {}
@@ -95,13 +100,13 @@ pub trait Actuator: Send {
 pub struct LocalActuator;
 
 impl Actuator for LocalActuator {
-    fn bind(&mut self, _pod: &PodInfo, _node: &str) -> Result<(), String> {
+    fn bind(&mut self, _pod: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
         Ok(())
     }
-    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), String> {
+    fn delete(&mut self, _v: &PodInfo, _p: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
         Ok(())
     }
-    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), String> {
+    fn nominate(&mut self, _pod: &PodInfo, _node: Option<&str>) -> Result<(), ActuatorError> {
         Ok(())
     }
 }
@@ -339,7 +344,7 @@ impl Core {
         pod: &PodInfo,
         assumed: Option<Arc<PodInfo>>,
         node: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), ActuatorError> {
         self.actuator.bind(pod, node)?;
         if self.actuator.applies_locally() {
             // What was derived from the pod stays valid: only its node changes (the
@@ -622,15 +627,16 @@ impl Core {
 
     pub fn counts(&self) -> QueueCounts {
         // Kept cheap: it runs after every step, and recordings hold tens of thousands of pods.
-        let (active, backoff, unschedulable, gated) = self.queue.sizes();
+        let q = self.queue.sizes();
         let c = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         QueueCounts {
-            active: c(active),
-            backoff: c(backoff),
-            unschedulable: c(unschedulable),
-            gated: c(gated),
+            active: c(q.active),
+            backoff: c(q.backoff),
+            unschedulable: c(q.unschedulable),
+            gated: c(q.gated),
             waiting: c(self.waiting.len()),
             bound: c(self.bound),
+            awaiting: c(q.awaiting_binding),
         }
     }
 }

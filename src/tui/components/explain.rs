@@ -17,8 +17,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::span;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
-use crate::framework::cycle::FilterCell;
 use crate::app::{App, scroll_by};
+use crate::framework::cycle::FilterCell;
 use crate::moment;
 use crate::rows::first_failure;
 

@@ -88,12 +88,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             t.header,
         ));
     }
+    // Live shadow mode parks the pods kubestep would bind until the cluster's scheduler
+    // binds them: counted apart from unschedulable, as the queue pane lists them.
+    let awaiting = app.shadow() || counts.awaiting > 0;
     // Full labels, or short ones (narrow terminals).
-    let counts_with = |labels: [&str; 6]| {
+    let counts_with = |labels: [&str; 7]| {
         let n = [
             counts.active,
             counts.backoff,
             counts.unschedulable,
+            counts.awaiting,
             counts.gated,
             counts.waiting,
             counts.bound,
@@ -101,17 +105,21 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         let parts: Vec<String> = labels
             .iter()
             .zip(n)
-            .map(|(l, n)| format!("{l} {n}"))
+            .enumerate()
+            .filter(|(i, _)| *i != 3 || awaiting)
+            .map(|(_, (l, n))| format!("{l} {n}"))
             .collect();
         format!("│ {} ", parts.join(" "))
     };
-    let full = counts_with(["active", "backoff", "unsched", "gated", "waiting", "bound"]);
+    let full = counts_with([
+        "active", "backoff", "unsched", "awaiting", "gated", "waiting", "bound",
+    ]);
     let used: usize = spans.iter().map(Span::width).sum();
     // A narrow terminal gets the short labels rather than a number cut in half.
     let counts_text = if used + full.chars().count() <= area.width as usize {
         full
     } else {
-        let short = counts_with(["act", "bo", "uns", "gate", "wait", "bound"]);
+        let short = counts_with(["act", "bo", "uns", "aw", "gate", "wait", "bound"]);
         if used + short.chars().count() > area.width as usize && clock == "virtual" {
             // Still too wide (80 columns): the counts matter more than the replay clock's
             // label (a live session keeps "wall", which says the clock is real).

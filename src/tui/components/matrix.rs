@@ -14,13 +14,13 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::detail::DetailTarget;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{fit, pad, span};
-use crate::framework::cycle::FilterCell;
-use crate::session::Breakpoint;
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, PromptKind, clamp, step};
+use crate::framework::cycle::FilterCell;
 use crate::layout;
 use crate::moment;
 use crate::rows::{self, MatrixSort, first_failure};
+use crate::session::Breakpoint;
 
 /// Column width of one plugin.
 const COL: usize = 4;

@@ -13,12 +13,12 @@ use super::detail::DetailTarget;
 use super::matrix::{abbrev, chosen_node};
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{fit, pad, span};
-use crate::session::Breakpoint;
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, clamp, step};
 use crate::layout;
 use crate::moment;
 use crate::rows;
+use crate::session::Breakpoint;
 
 const COL: usize = 6;
 

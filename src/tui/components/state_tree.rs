@@ -13,9 +13,9 @@ use std::collections::HashSet;
 
 use super::span;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
-use crate::framework::StateTree;
 use crate::action::Pane;
 use crate::app::{App, step};
+use crate::framework::StateTree;
 use crate::theme::Theme;
 
 /// The State tab's state: which entries are open and which is selected, as index paths

@@ -11,9 +11,9 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::{detail, explain, logs, matrix, scores, state_tree, whatif};
-use crate::session::Breakpoint;
 use crate::action::Command;
 use crate::app::App;
+use crate::session::Breakpoint;
 
 /// What the rest of the UI knows of a tab: its title on the tab bar and the key-bindable
 /// command that shows it.

@@ -13,12 +13,12 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::tabs::{TabInfo, TabPane};
 use super::{fit, pad, span};
-use kubestep_engine::config::KubeSchedulerConfiguration;
-use crate::explain::Explanation;
 use crate::action::{Command, Pane};
 use crate::app::{App, step};
+use crate::explain::Explanation;
 use crate::layout;
 use crate::whatif::{Comparison, Edits, PluginRow};
+use kubestep_engine::config::KubeSchedulerConfiguration;
 
 /// The What-if tab's state.
 #[derive(Debug, Default)]

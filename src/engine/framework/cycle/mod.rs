@@ -163,6 +163,20 @@ impl CycleOutcome {
 /// Upstream `ErrNoNodesAvailable`.
 pub const NO_NODES_AVAILABLE: &str = "no nodes available to schedule pods";
 
+/// What a PostFilter that nominated a node did, for its step in the trace:
+/// "preempted 2 pod(s) on node-02: default/low-1, default/low-2; nominated node-02".
+pub fn post_filter_note(r: &PostFilterResult) -> String {
+    let node = &r.nominated_node_name;
+    if r.victims.is_empty() {
+        return format!("nominated {node}");
+    }
+    format!(
+        "preempted {} pod(s) on {node}: {}; nominated {node}",
+        r.victims.len(),
+        r.victims.join(", ")
+    )
+}
+
 /// One pod's scheduling cycle.
 pub struct SchedulingCycle {
     pub pod: Arc<PodInfo>,
@@ -392,7 +406,15 @@ impl SchedulingCycle {
             ),
             None => (None, Status::unschedulable("")),
         };
-        self.record(e.name, &s, started);
+        // A successful PostFilter's status carries no message; its step says what it
+        // decided (the pod's status itself is unchanged).
+        match r.as_ref().filter(|_| s.is_success()) {
+            Some(res) if !res.nominated_node_name.is_empty() => {
+                let shown = Status::new(Code::Success, post_filter_note(res));
+                self.record(e.name, &shown, started);
+            }
+            _ => self.record(e.name, &s, started),
+        }
         let (acc_result, acc_status) = self
             .post_filter
             .get_or_insert_with(|| (None, Status::success()));

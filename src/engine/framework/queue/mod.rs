@@ -107,6 +107,18 @@ pub struct SchedulingQueue {
     moves: VecDeque<QueueMove>,
 }
 
+/// How many pods are where (see [`SchedulingQueue::sizes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueSizes {
+    pub active: usize,
+    pub backoff: usize,
+    pub unschedulable: usize,
+    pub gated: usize,
+    /// Live shadow mode: pods kubestep would bind, parked in unschedulable until the
+    /// cluster's scheduler binds them.
+    pub awaiting_binding: usize,
+}
+
 /// A profile and its queueing-hint map.
 type Profile<'a> = (&'a Framework, Arc<ProfileHints>);
 
@@ -542,20 +554,24 @@ impl SchedulingQueue {
     }
 
     /// How many pods wait in activeQ, the backoff queues (both), unschedulable (not
-    /// gated) and gated: what `view` would list, without building it (the session
-    /// reports these after every step).
-    pub fn sizes(&self) -> (usize, usize, usize, usize) {
-        let gated = self
-            .unschedulable
-            .values()
-            .filter(|p| p.gating_plugin.is_some())
-            .count();
-        (
-            self.active.len(),
-            self.backoff.len() + self.error_backoff.len(),
-            self.unschedulable.len() - gated,
+    /// gated, not parked for the cluster's binding), gated and parked: what `view` would
+    /// list, without building it (the session reports these after every step).
+    pub fn sizes(&self) -> QueueSizes {
+        let (mut gated, mut awaiting) = (0, 0);
+        for p in self.unschedulable.values() {
+            if p.gated() {
+                gated += 1;
+            } else if p.awaits_binding() {
+                awaiting += 1;
+            }
+        }
+        QueueSizes {
+            active: self.active.len(),
+            backoff: self.backoff.len() + self.error_backoff.len(),
+            unschedulable: self.unschedulable.len() - gated - awaiting,
             gated,
-        )
+            awaiting_binding: awaiting,
+        }
     }
 
     /// Pods waiting in the queue (activeQ, backoffQ and unschedulable, gated included).
