@@ -729,6 +729,32 @@ profiles:
         )
     }
 
+    /// kubestep stands in for the claim controller for its own reservations: once the
+    /// pod is gone, the claim it allocated for it no longer holds the device.
+    #[test]
+    fn pods_gone_free_the_claims_kubestep_allocated_for_them() {
+        let objects = format!(
+            "{}{}{}{}{}",
+            one_gpu(),
+            super::claim("ca", &super::request("gpu", "")),
+            super::claim("cb", &super::request("gpu", "")),
+            pod("a", "ca", ""),
+            pod("b", "cb", "")
+        );
+        let mut s = session_over(&objects, None);
+        run(&mut s);
+        assert_eq!(record(&s, "default/a").status, PodStatus::Bound);
+        assert_eq!(record(&s, "default/b").status, PodStatus::Unschedulable);
+        s.delete("Pod", "default/a");
+        s.advance(Duration::from_secs(6 * 60));
+        run(&mut s);
+        assert_eq!(record(&s, "default/b").status, PodStatus::Bound);
+        assert_eq!(
+            claim_json(&s, "cb")["status"]["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0"
+        );
+    }
+
     const HELD: &str = ", labels: {kubestep.io/approval: manual}";
 
     #[test]
