@@ -732,7 +732,10 @@ pub fn check_inputs(l: &Listers, pod: &Pod) -> Result<(), String> {
                             return Err(format!("{at}: no CEL expression"));
                         };
                         let src = &expr.expression;
+                        // The first line: upstream's message (the source line and
+                        // caret that follow it are the expression, given at the end).
                         let compiled = cel::compile(src).map_err(|e| {
+                            let e = e.lines().next().unwrap_or_default();
                             format!("{at}: CEL compile error: {e} (expression: {src})")
                         })?;
                         for sl in &slices {
