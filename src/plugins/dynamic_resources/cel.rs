@@ -779,7 +779,11 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
 fn show_parse_errors(errs: &ParseErrors, src: &str) -> String {
     let lines: Vec<&str> = src.split('\n').collect();
     // Past the nesting limit the parser gives up; what it says after that is noise.
-    if let Some(e) = errs.errors.iter().find(|e| e.msg.contains("Recursion limit")) {
+    if let Some(e) = errs
+        .errors
+        .iter()
+        .find(|e| e.msg.contains("Recursion limit"))
+    {
         return show_error(e, &lines);
     }
     let mut out = Vec::new();
@@ -901,7 +905,7 @@ fn declared(name: &str, member: bool) -> bool {
 
 /// What upstream's type checker rejects that the `cel` crate would only find when it
 /// runs: references to undeclared variables and functions.
-fn check(e: &IdedExpr) -> Result<(), String> {
+fn check(e: &IdedExpr, at: &dyn Fn(u64, String) -> String) -> Result<(), String> {
     let mut bound: BTreeSet<&str> = BTreeSet::new();
     let mut stack = vec![e];
     while let Some(n) = stack.pop() {
@@ -922,7 +926,7 @@ fn check(e: &IdedExpr) -> Result<(), String> {
                     && !bound.contains(name.as_str())
                     && !TYPE_NAMES.contains(&name.as_str()) =>
             {
-                return Err(undeclared(name));
+                return Err(at(n.id, undeclared(name)));
             }
             Node::Call(c)
                 if !c.func_name.starts_with('_')
@@ -941,10 +945,10 @@ fn check(e: &IdedExpr) -> Result<(), String> {
                 };
                 if let Some(q) = &qualified {
                     if let Some((_, lib)) = NOT_PROVIDED.iter().find(|(f, _)| f == q) {
-                        return Err(not_provided(q, lib));
+                        return Err(at(n.id, not_provided(q, lib)));
                     }
                     if !declared(q, false) {
-                        return Err(undeclared(q));
+                        return Err(at(n.id, undeclared(q)));
                     }
                     // The namespace is not a variable: do not look at it.
                     stack.extend(&c.args);
@@ -953,9 +957,9 @@ fn check(e: &IdedExpr) -> Result<(), String> {
                 let member = c.target.is_some();
                 if !declared(&c.func_name, member) && !declared(&c.func_name, !member) {
                     if let Some((_, lib)) = NOT_PROVIDED.iter().find(|(f, _)| *f == c.func_name) {
-                        return Err(not_provided(&c.func_name, lib));
+                        return Err(at(n.id, not_provided(&c.func_name, lib)));
                     }
-                    return Err(undeclared(&c.func_name));
+                    return Err(at(n.id, undeclared(&c.func_name)));
                 }
             }
             _ => {}
@@ -966,12 +970,28 @@ fn check(e: &IdedExpr) -> Result<(), String> {
 }
 
 fn undeclared(name: &str) -> String {
-    format!("ERROR: <input>:1:1: undeclared reference to '{name}' (in container '')")
+    format!("undeclared reference to '{name}' (in container '')")
 }
 
 fn not_provided(name: &str, lib: &str) -> String {
-    format!(
-        "ERROR: <input>:1:1: function '{name}' of the Kubernetes {lib} library is not supported by kubestep"
+    format!("function '{name}' of the Kubernetes {lib} library is not supported by kubestep")
+}
+
+/// An error at a character offset of the source, as cel-go shows it.
+fn at_offset(src: &str, offset: usize, msg: &str) -> String {
+    let before: String = src.chars().take(offset).collect();
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let lines: Vec<&str> = src.split('\n').collect();
+    show_error(
+        &ParseError {
+            source: None,
+            pos: (line as isize, col as isize),
+            msg: msg.to_string(),
+            expr_id: 0,
+            source_info: None,
+        },
+        &lines,
     )
 }
 
@@ -1014,17 +1034,21 @@ fn range_size(e: &IdedExpr, unknown: u64) -> u64 {
 }
 
 fn parse_checked(src: &str) -> Result<Program, String> {
-    let expr = ENV
+    let (expr, info) = ENV
         .parser()
         .max_recursion_depth(MAX_DEPTH as u16)
-        .parse(src)
+        .parse_with_source_info(src)
         .map_err(|e| show_parse_errors(&e, src))?;
     if depth(&expr) > MAX_DEPTH {
         return Err(format!(
             "ERROR: <input>:1:1: expression recursion limit exceeded: {MAX_DEPTH}"
         ));
     }
-    check(&expr)?;
+    let at = |id: u64, msg: String| {
+        let offset = info.offset_for(id).map_or(0, |(start, _)| start as usize);
+        at_offset(src, offset, &msg)
+    };
+    check(&expr, &at)?;
     let worst = cost(&expr, src.len().max(1) as u64);
     if worst > MAX_COST {
         return Err(format!(
@@ -1345,11 +1369,16 @@ mod tests {
         );
         assert_eq!(
             compile("foo.bar").unwrap_err(),
-            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')"
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo.bar\n | ^"
         );
-        assert_eq!(
-            compile("frobnicate(device.driver)").unwrap_err(),
-            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'frobnicate' (in container '')"
+        let e = compile("device.driver == 'x' || frobnicate(device.driver)").unwrap_err();
+        assert!(
+            e.starts_with("compilation failed: ERROR: <input>:1:"),
+            "{e}"
+        );
+        assert!(
+            e.contains(": undeclared reference to 'frobnicate' (in container '')\n | device.driver == 'x' || frobnicate(device.driver)\n | ....."),
+            "{e}"
         );
         assert!(
             compile("device.driver.find('x') == 'x'")
