@@ -685,7 +685,7 @@ profiles:
             std::sync::Arc::new(super::pod_of(&pod("r", "c", ""))),
         )
         .unwrap();
-        assert_eq!(e.feasible, [node.clone()]);
+        assert_eq!(e.feasible, [node]);
     }
 
     #[test]

@@ -520,7 +520,7 @@ fn function_error(function: &str, message: impl Into<String>) -> ExecutionError 
     }
 }
 
-fn quantity_arg<'a>(args: &'a [CowVal<'_, '_>], i: usize) -> Result<Quantity, ExecutionError> {
+fn quantity_arg(args: &[CowVal<'_, '_>], i: usize) -> Result<Quantity, ExecutionError> {
     args.get(i)
         .and_then(|a| a.downcast_ref::<QuantityVal>())
         .map(|q| q.0)
