@@ -564,3 +564,369 @@ mod cli {
         );
     }
 }
+
+/// Whole attempts in a session (the replayed cluster): PreBind's writes, claims in flight
+/// while a pod waits at Permit, PostFilter's deallocation.
+mod session {
+    use std::time::Duration;
+
+    use kubestep::cluster::{ClusterState, manifest};
+    use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
+    use serde_json::{Value, json};
+
+    const APPROVAL: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    permit:
+      enabled: [{name: ManualApproval}]
+";
+
+    fn session(extra: &str, config: Option<&str>) -> Session {
+        session_over(&format!("{}{extra}", super::BASE), config)
+    }
+
+    fn session_over(objects: &str, config: Option<&str>) -> Session {
+        let (objs, _) = manifest::parse_str(objects, "cluster.yaml").expect("cluster parses");
+        let cluster = ClusterState::from_objects(objs).expect("cluster loads");
+        let cfg = match config {
+            Some(y) => kubestep::config::parse_str(y, "config.yaml").expect("config"),
+            None => kubestep::config::default_configuration(),
+        };
+        Session::new(
+            cluster,
+            cfg,
+            SessionOptions::default(),
+            Box::new(LocalActuator),
+        )
+        .expect("session")
+    }
+
+    fn run(s: &mut Session) {
+        s.run_command(&kubestep::session::script::Command::Continue)
+            .expect("continue");
+    }
+
+    /// A pod `name` using claim `claim` (or, with `template:` before it, a template),
+    /// with extra metadata lines.
+    fn pod(name: &str, claim: &str, meta: &str) -> String {
+        let claim = match claim.strip_prefix("template:") {
+            Some(t) => format!("resourceClaimTemplateName: {t}"),
+            None => format!("resourceClaimName: {claim}"),
+        };
+        format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, uid: uid-{name}{meta}}}\nspec:\n  containers: [{{name: c, image: x}}]\n  resourceClaims:\n  - {{name: gpu, {claim}}}\n"
+        )
+    }
+
+    /// The ResourceClaim `default/name` in the session's cluster, as JSON.
+    fn claim_json(s: &Session, name: &str) -> Value {
+        let v = s
+            .core
+            .cluster
+            .listers
+            .custom_object("ResourceClaim", &format!("default/{name}"))
+            .unwrap_or_else(|| panic!("no claim default/{name} in the cluster"));
+        (**v).clone()
+    }
+
+    fn record(s: &Session, key: &str) -> kubestep::session::PodRecord {
+        s.pod(key).unwrap_or_else(|| panic!("no pod {key}"))
+    }
+
+    #[test]
+    fn pre_bind_writes_the_allocation_and_reservation_into_the_cluster() {
+        let mut s = session(
+            &format!(
+                "{}{}",
+                super::claim("c", &super::request("gpu", "")),
+                pod("p", "c", "")
+            ),
+            None,
+        );
+        run(&mut s);
+        let r = record(&s, "default/p");
+        assert_eq!(r.status, PodStatus::Bound);
+        let node = r.node.unwrap();
+        let c = claim_json(&s, "c");
+        let results = &c["status"]["allocation"]["devices"]["results"];
+        assert_eq!(results.as_array().map(Vec::len), Some(1), "{c}");
+        assert_eq!(results[0]["request"], "gpu");
+        assert_eq!(results[0]["driver"], "gpu.example.com");
+        assert_eq!(results[0]["pool"], node.as_str());
+        assert_eq!(
+            c["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"],
+            json!([node])
+        );
+        assert_eq!(
+            c["status"]["reservedFor"],
+            json!([{"resource": "pods", "name": "p", "uid": "uid-p"}])
+        );
+        assert_eq!(
+            c["metadata"]["finalizers"],
+            json!(["resource.kubernetes.io/delete-protection"])
+        );
+        // A later pod sharing the claim sees it allocated and reserved: pinned to that
+        // node, and added to reservedFor.
+        s.apply(super::object(&pod("q", "c", "")));
+        run(&mut s);
+        assert_eq!(record(&s, "default/q").node.as_deref(), Some(node.as_str()));
+        let c = claim_json(&s, "c");
+        assert_eq!(
+            c["status"]["reservedFor"],
+            json!([{"resource": "pods", "name": "p", "uid": "uid-p"},
+                   {"resource": "pods", "name": "q", "uid": "uid-q"}])
+        );
+        // explain on the session's cluster sees the allocation too.
+        let e = kubestep::explain::explain(
+            &s.core.cluster,
+            &kubestep::config::default_configuration(),
+            std::sync::Arc::new(super::pod_of(&pod("r", "c", ""))),
+        )
+        .unwrap();
+        assert_eq!(e.feasible, [node]);
+    }
+
+    #[test]
+    fn a_template_claim_is_written_as_the_claim_kubestep_made() {
+        let tpl = "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: one-gpu, namespace: default}\nspec:\n  spec:\n    devices:\n      requests:\n      - {name: gpu, exactly: {deviceClassName: gpu}}\n";
+        let mut s = session(&format!("{tpl}{}", pod("p", "template:one-gpu", "")), None);
+        run(&mut s);
+        let r = record(&s, "default/p");
+        assert_eq!(r.status, PodStatus::Bound);
+        let c = claim_json(&s, "p-gpu");
+        assert_eq!(c["metadata"]["namespace"], "default");
+        assert_eq!(
+            c["status"]["allocation"]["devices"]["results"][0]["pool"],
+            json!(r.node)
+        );
+        assert_eq!(
+            c["status"]["reservedFor"],
+            json!([{"resource": "pods", "name": "p", "uid": "uid-p"}])
+        );
+        assert_eq!(
+            c["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"],
+            "gpu"
+        );
+    }
+
+    /// One node with one GPU.
+    fn one_gpu() -> String {
+        let base = super::BASE;
+        // node-a only, with its slice cut to gpu-0.
+        let node_a = &base[..base
+            .find("---\napiVersion: v1\nkind: Node\nmetadata: {name: node-b")
+            .unwrap()];
+        let classes = &base[base
+            .find("---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass")
+            .unwrap()
+            ..base
+                .find("---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice")
+                .unwrap()];
+        format!(
+            "{node_a}{classes}---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {{name: node-a-gpus}}\nspec:\n  driver: gpu.example.com\n  nodeName: node-a\n  pool: {{name: node-a, generation: 1, resourceSliceCount: 1}}\n  devices:\n  - {{name: gpu-0, attributes: {{model: {{string: a100}}}}, capacity: {{memory: {{value: 40Gi}}}}}}\n"
+        )
+    }
+
+    /// kubestep stands in for the claim controller for its own reservations: once the
+    /// pod is gone, the claim it allocated for it no longer holds the device.
+    #[test]
+    fn pods_gone_free_the_claims_kubestep_allocated_for_them() {
+        let objects = format!(
+            "{}{}{}{}{}",
+            one_gpu(),
+            super::claim("ca", &super::request("gpu", "")),
+            super::claim("cb", &super::request("gpu", "")),
+            pod("a", "ca", ""),
+            pod("b", "cb", "")
+        );
+        let mut s = session_over(&objects, None);
+        run(&mut s);
+        assert_eq!(record(&s, "default/a").status, PodStatus::Bound);
+        assert_eq!(record(&s, "default/b").status, PodStatus::Unschedulable);
+        s.delete("Pod", "default/a");
+        s.advance(Duration::from_secs(6 * 60));
+        run(&mut s);
+        assert_eq!(record(&s, "default/b").status, PodStatus::Bound);
+        assert_eq!(
+            claim_json(&s, "cb")["status"]["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0"
+        );
+    }
+
+    const HELD: &str = ", labels: {kubestep.io/approval: manual}";
+
+    #[test]
+    fn a_claim_in_flight_at_permit_keeps_its_device_until_the_pod_is_rejected() {
+        let objects = format!(
+            "{}{}{}{}{}",
+            one_gpu(),
+            super::claim("ca", &super::request("gpu", "")),
+            super::claim("cb", &super::request("gpu", "")),
+            pod("a", "ca", HELD),
+            pod("b", "cb", "")
+        );
+        let mut s = session_over(&objects, Some(APPROVAL));
+        run(&mut s);
+        assert_eq!(record(&s, "default/a").status, PodStatus::Waiting);
+        // A's allocation is in flight, not written: the claim shows none yet.
+        assert!(
+            claim_json(&s, "ca")["status"].is_null(),
+            "{}",
+            claim_json(&s, "ca")
+        );
+        let b = record(&s, "default/b");
+        assert_eq!(b.status, PodStatus::Unschedulable);
+        assert_eq!(
+            b.message.as_deref(),
+            Some(
+                "0/1 nodes are available: 1 cannot allocate all claims. still not schedulable, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            )
+        );
+        // A pod sharing A's claim waits for the allocation in flight (PreFilter).
+        s.apply(super::object(&pod("c", "ca", "")));
+        run(&mut s);
+        let c = record(&s, "default/c");
+        assert_eq!(c.status, PodStatus::Unschedulable);
+        assert_eq!(
+            c.message.as_deref(),
+            Some(
+                "0/1 nodes are available: resource claim default/ca is in the process of being allocated. no new claims to deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+            )
+        );
+        // Rejecting A frees the device: B gets it once it is retried.
+        s.reject("default/a", Some("ManualApproval"), "not now")
+            .unwrap();
+        run(&mut s);
+        assert_ne!(record(&s, "default/a").status, PodStatus::Bound);
+        s.advance(Duration::from_secs(6 * 60));
+        run(&mut s);
+        let b = record(&s, "default/b");
+        assert_eq!(b.status, PodStatus::Bound, "{b:?}");
+        assert_eq!(
+            claim_json(&s, "cb")["status"]["allocation"]["devices"]["results"][0]["device"],
+            "gpu-0"
+        );
+        assert!(claim_json(&s, "ca")["status"].is_null());
+        assert_ne!(record(&s, "default/a").status, PodStatus::Bound);
+    }
+}
+
+/// A claim allocated on node-a (gpu-0), reserved for `reserved` (pod names), and a pod
+/// `p` using it that may only run on node-b: PostFilter's deallocation case.
+fn stuck_on_node_a(reserved: &[&str]) -> (String, String) {
+    let reserved = if reserved.is_empty() {
+        String::new()
+    } else {
+        let v: Vec<String> = reserved
+            .iter()
+            .map(|p| format!("  - {{resource: pods, name: {p}, uid: uid-{p}}}\n"))
+            .collect();
+        format!("  reservedFor:\n{}", v.concat())
+    };
+    let claim = format!(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c, namespace: default, uid: uid-c}}\nspec:\n  devices:\n    requests:\n    - {{name: gpu, exactly: {{deviceClassName: gpu}}}}\nstatus:\n  allocation:\n    devices:\n      results:\n      - {{request: gpu, driver: gpu.example.com, pool: node-a, device: gpu-0}}\n    nodeSelector:\n      nodeSelectorTerms:\n      - matchFields:\n        - {{key: metadata.name, operator: In, values: [node-a]}}\n{reserved}"
+    );
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default, uid: uid-p}\nspec:\n  nodeSelector: {kubernetes.io/hostname: node-b}\n  containers: [{name: c, image: x}]\n  resourceClaims:\n  - {name: gpu, resourceClaimName: c}\n".to_string();
+    (claim, pod)
+}
+
+#[test]
+fn post_filter_deallocates_a_claim_allocated_where_the_pod_cannot_run() {
+    let (claim, pod) = stuck_on_node_a(&[]);
+    let e = explain(&claim, &pod);
+    assert!(!e.fits());
+    assert_eq!(
+        dra_reason(&e, "node-b"),
+        (
+            Code::UnschedulableAndUnresolvable,
+            "resourceclaim not available on the node".into()
+        )
+    );
+    assert_eq!(
+        e.message.as_deref(),
+        Some(
+            "0/3 nodes are available: 1 resourceclaim not available on the node, 2 node(s) didn't match Pod's node affinity/selector. deallocation of ResourceClaim completed, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        )
+    );
+    // Reserved for the pod itself: deallocated too.
+    let (claim, pod) = stuck_on_node_a(&["p"]);
+    let e = explain(&claim, &pod);
+    assert!(
+        e.message
+            .as_deref()
+            .unwrap()
+            .contains(". deallocation of ResourceClaim completed, preemption: "),
+        "{:?}",
+        e.message
+    );
+    // Held by another pod: left alone.
+    let (claim, pod) = stuck_on_node_a(&["other"]);
+    let e = explain(&claim, &pod);
+    assert!(
+        e.message
+            .as_deref()
+            .unwrap()
+            .contains(". still not schedulable, preemption: "),
+        "{:?}",
+        e.message
+    );
+    let (claim, pod) = stuck_on_node_a(&["p", "other"]);
+    let e = explain(&claim, &pod);
+    assert!(
+        e.message
+            .as_deref()
+            .unwrap()
+            .contains(". still not schedulable, preemption: "),
+        "{:?}",
+        e.message
+    );
+}
+
+#[test]
+fn after_deallocation_the_next_attempt_allocates_where_the_pod_can_run() {
+    use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
+    let (claim, pod) = stuck_on_node_a(&[]);
+    let (objs, _) = manifest::parse_str(&format!("{BASE}{claim}---\n{pod}"), "c.yaml").unwrap();
+    let cluster = ClusterState::from_objects(objs).unwrap();
+    let mut s = Session::new(
+        cluster,
+        config::default_configuration(),
+        SessionOptions::default(),
+        Box::new(LocalActuator),
+    )
+    .unwrap();
+    // The first attempt deallocates; the claim's update requeues the pod at once, and
+    // the second attempt allocates on node-b.
+    s.run_command(&kubestep::session::script::Command::Continue)
+        .unwrap();
+    let r = s.pod("default/p").unwrap();
+    assert_eq!(r.status, PodStatus::Bound, "{r:?}");
+    assert_eq!(r.node.as_deref(), Some("node-b"));
+    assert!(r.attempts >= 2, "{r:?}");
+    let c = s
+        .core
+        .cluster
+        .listers
+        .custom_object("ResourceClaim", "default/c")
+        .unwrap();
+    let results = &c["status"]["allocation"]["devices"]["results"];
+    assert_eq!(results[0]["pool"], "node-b", "{c}");
+    assert_eq!(c["status"]["reservedFor"][0]["name"], "p");
+}
+
+/// The first object of a manifest.
+fn object(yaml: &str) -> Object {
+    let (objs, _) = manifest::parse_str(yaml, "object.yaml").expect("parses");
+    let mut o = objs.into_iter().next().expect("an object").value;
+    o.normalize();
+    o
+}
+
+fn pod_of(yaml: &str) -> Pod {
+    match object(yaml) {
+        Object::Pod(p) => *p,
+        other => panic!("not a pod: {}", other.kind()),
+    }
+}

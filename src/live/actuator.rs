@@ -269,6 +269,56 @@ impl Actuator for ApiActuator {
     fn applies_locally(&self) -> bool {
         false
     }
+
+    /// A status DynamicResources wrote (a ResourceClaim's allocation and reservation), as
+    /// kube-scheduler writes it: the finalizer in a normal update, then the status, each
+    /// conditional on the resourceVersion read, so a claim changed meanwhile is a conflict.
+    fn update_status(&mut self, object: &Value) -> Result<(), ActuatorError> {
+        let meta = &object["metadata"];
+        let (ns, name) = (
+            meta["namespace"].as_str().unwrap_or_default(),
+            meta["name"].as_str().unwrap_or_default(),
+        );
+        let (api_version, kind) = (
+            object["apiVersion"].as_str().unwrap_or_default(),
+            object["kind"].as_str().unwrap_or_default(),
+        );
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let ar = ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind));
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
+        let what = format!("{kind} {ns}/{name}");
+        let params = PatchParams::default();
+        let write = async {
+            let mut version = meta["resourceVersion"].clone();
+            if meta["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+                let patch = Patch::Merge(json!({"metadata": {
+                    "finalizers": meta["finalizers"], "resourceVersion": version}}));
+                let updated = api.patch(name, &params, &patch).await?;
+                version = json!(updated.metadata.resource_version);
+            }
+            let status = &object["status"];
+            let patch = Patch::Merge(json!({"metadata": {"resourceVersion": version}, "status": {
+                "allocation": status["allocation"], "reservedFor": status["reservedFor"],
+                "devices": status["devices"]}}));
+            api.patch_status(name, &params, &patch).await.map(drop)
+        };
+        self.rt.block_on(write).map_err(|e: kube::Error| {
+            let (code, reason, message) = match &e {
+                kube::Error::Api(s) => (Some(s.code), Some(s.reason.clone()), s.message.clone()),
+                other => (None, None, other.to_string()),
+            };
+            let e = ActuatorError::Write {
+                op: WriteOp::ObjectStatus,
+                pod: what,
+                detail: None,
+                code,
+                reason,
+                message,
+            };
+            self.errors.push(e.clone());
+            e
+        })
+    }
 }
 
 /// A failed write about `pod`: the API server's Status (message, code and reason), or the

@@ -107,3 +107,53 @@ impl RenderState for PodsToActivate {
         StateTree::list("pods", self.pods.keys().cloned())
     }
 }
+
+/// kubestep's CycleState key for the API writes a plugin made in a step. Upstream plugins
+/// call the API server themselves (DynamicResources writes ResourceClaim status at PreBind,
+/// Unreserve and PostFilter); here the session carries the writes out after the step:
+/// through its actuator (live active mode), and in its own cluster when it applies
+/// changes locally (replay).
+pub const OBJECT_WRITES_KEY: &str = "kubestep.io/object-writes";
+
+/// The writes of this attempt: pending until the session carries them out.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectWrites {
+    pub pending: Vec<ObjectWrite>,
+    /// Carried out, with the error when the write failed.
+    pub done: Vec<(ObjectWrite, Option<String>)>,
+}
+
+/// One object's new state after a write (a status update).
+#[derive(Debug, Clone)]
+pub struct ObjectWrite {
+    /// What was being done, as upstream's error names it (`add allocation and reservation
+    /// to claim default/c`); a failed write's error follows it.
+    pub what: String,
+    /// The whole object after the write, with apiVersion and kind.
+    pub object: Arc<serde_json::Value>,
+    /// Set once the write happened: a plugin may rely on what it wrote only then.
+    pub written: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ObjectWrites {
+    /// Adds a write to the cycle's pending ones.
+    pub fn push(state: &mut super::CycleState, w: ObjectWrite) {
+        if state.read::<ObjectWrites>(OBJECT_WRITES_KEY).is_err() {
+            state.write(OBJECT_WRITES_KEY, ObjectWrites::default());
+        }
+        if let Ok(ws) = state.read_mut::<ObjectWrites>(OBJECT_WRITES_KEY) {
+            ws.pending.push(w);
+        }
+    }
+}
+
+impl RenderState for ObjectWrites {
+    fn render(&self) -> StateTree {
+        let done = self.done.iter().map(|(w, e)| match e {
+            None => format!("{}: written", w.what),
+            Some(e) => format!("{}: failed: {e}", w.what),
+        });
+        let pending = self.pending.iter().map(|w| format!("{}: pending", w.what));
+        StateTree::list("writes", done.chain(pending))
+    }
+}

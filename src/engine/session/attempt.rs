@@ -363,6 +363,9 @@ impl Attempt {
             self.defer_to_recording(core, &real, out);
             return;
         }
+        // PostFilter's writes (DynamicResources deallocating a claim). Upstream fails the
+        // attempt when such a write fails; here the actuator reports it.
+        let _ = core.carry_out_writes(&mut self.cycle.state);
         match self.cycle.outcome.clone() {
             Some(CycleOutcome::Selected { node, .. }) => {
                 // Packed as the cluster keeps bound pods: the binding stores this very
@@ -676,7 +679,15 @@ impl Attempt {
         let pod = self.pod().clone();
         let profile = self.profile;
         let state = &mut self.cycle.state;
-        let (s, d) = Self::run_plugin(core, |core| call(&core.handle(profile), state, &pod, &node));
+        let (s, d) = Self::run_plugin(core, |core| {
+            let s = call(&core.handle(profile), state, &pod, &node);
+            // What the plugin wrote (PreBind: a claim's allocation) happens now; a failed
+            // write fails the plugin, as upstream's API call would.
+            match core.carry_out_writes(state) {
+                Err(e) if s.is_success() => Status::error(e),
+                _ => s,
+            }
+        });
         let s = plugin_status(s, point.as_str(), plugin, None);
         out.push(StepEvent {
             point,
@@ -1010,10 +1021,11 @@ impl Attempt {
         let profile = self.profile;
         let state = &mut self.cycle.state;
         let (_, d) = Self::run_plugin(core, |core| {
-            let h = core.handle(profile);
             if let Some(p) = e.plugin.as_reserve() {
-                p.unreserve(&h, state, &pod, &node);
+                p.unreserve(&core.handle(profile), state, &pod, &node);
             }
+            // Upstream logs a failed Unreserve write; the actuator reports it.
+            let _ = core.carry_out_writes(state);
         });
         out.push(StepEvent {
             point: Point::Unreserve,

@@ -65,6 +65,9 @@ pub enum WriteOp {
     StatusPatch,
     /// Deleting a preemption victim.
     Delete,
+    /// Another object's status written by a plugin (`pod` then names the object as
+    /// `Kind namespace/name`): DynamicResources' ResourceClaim allocation.
+    ObjectStatus,
 }
 
 /// A decision the actuator could not carry out: which pod, which write, and what the API
@@ -98,6 +101,7 @@ fn describe(op: WriteOp, pod: &str, detail: Option<&str>) -> String {
         WriteOp::Event => format!("creating event {detail} for pod {pod}"),
         WriteOp::StatusPatch => format!("patching the status of pod {pod}"),
         WriteOp::Delete => format!("deleting preemption victim {pod}"),
+        WriteOp::ObjectStatus => format!("updating the status of {pod}"),
     }
 }
 

@@ -85,6 +85,12 @@ pub trait Actuator: Send {
     /// Set (or with `None` clear) `status.nominatedNodeName`. After a failed attempt it
     /// comes just before `failed`, which may write both at once.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError>;
+    /// Write an object's status (`object` is the whole object after the write, with
+    /// apiVersion and kind): DynamicResources' ResourceClaim allocation and reservation.
+    /// What the session applies locally it applies itself, after this.
+    fn update_status(&mut self, _object: &serde_json::Value) -> Result<(), ActuatorError> {
+        Ok(())
+    }
     /// The attempt failed with this message (FailedScheduling event, PodScheduled=False);
     /// `error` when it was not about fit (the condition's reason is then SchedulerError).
     fn failed(&mut self, _pod: &PodInfo, _message: &str, _error: bool) {}
@@ -358,6 +364,46 @@ impl Core {
             self.apply_change(change);
         }
         Ok(())
+    }
+
+    /// Carries out the API writes plugins left in the attempt's CycleState (see
+    /// `ObjectWrites`): through the actuator, then in the session's own cluster when it
+    /// applies changes locally. Returns the first failure, as `what: error`.
+    fn carry_out_writes(&mut self, state: &mut crate::framework::CycleState) -> Result<(), String> {
+        use crate::framework::queued::{OBJECT_WRITES_KEY, ObjectWrites};
+        let has_pending = state
+            .read::<ObjectWrites>(OBJECT_WRITES_KEY)
+            .is_ok_and(|w| !w.pending.is_empty());
+        if !has_pending {
+            return Ok(());
+        }
+        let Ok(ws) = state.read_mut::<ObjectWrites>(OBJECT_WRITES_KEY) else {
+            return Ok(());
+        };
+        let mut first = Ok(());
+        for w in std::mem::take(&mut ws.pending) {
+            let r = self
+                .actuator
+                .update_status(&w.object)
+                .map_err(|e| e.to_string());
+            if r.is_ok() {
+                w.written.store(true, std::sync::atomic::Ordering::Release);
+                if self.actuator.applies_locally()
+                    && let Ok(Some(obj)) = crate::cluster::object::from_value((*w.object).clone())
+                {
+                    let change = self.cluster.upsert(obj);
+                    self.apply_change(change);
+                }
+            }
+            let err = r.err();
+            if first.is_ok()
+                && let Some(e) = &err
+            {
+                first = Err(format!("{}: {e}", w.what));
+            }
+            ws.done.push((w, err));
+        }
+        first
     }
 
     fn finish_bound(&mut self, pod: &PodInfo, node: &str) {

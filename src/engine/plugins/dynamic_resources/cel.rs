@@ -1,397 +1,1137 @@
-//! Device selectors: the part of CEL that DRA selectors use, evaluated over one device
-//! (`device.driver`, `device.attributes["domain"].name`, `device.capacity["domain"].name`,
-//! `quantity(..)`, `semver(..)` with `compareTo`/`isGreaterThan`/`isLessThan`, `==`, `!=`,
-//! `<`, `<=`, `>`, `>=`, `&&`, `||`, `!`, `in`, `startsWith`/`endsWith`/`contains`).
-//! No CEL crate builds offline here, so this is a small interpreter; anything outside the
-//! subset is a compile error, reported as upstream reports CEL compile errors.
+//! Device selectors: CEL expressions evaluated with the `cel` crate, in the environment
+//! Kubernetes gives DRA selectors (k8s.io/dynamic-resource-allocation/cel, v1.35.4):
+//!
+//! * `device`: `driver`, `allowMultipleAllocations`, `attributes` and `capacity`, the last
+//!   two maps by domain then by name. An unqualified attribute or capacity name belongs to
+//!   the driver's domain; looking up a domain the device has nothing in gives an empty map
+//!   (so `device.attributes["other.io"].x` fails with `no such key: x`, as upstream).
+//!   Attributes are bools, ints, strings and semantic versions; capacities quantities.
+//! * the standard library, the strings extension and `cel.bind`;
+//! * the Kubernetes quantity library (`quantity`, `isQuantity`, `sign`, `isInteger`,
+//!   `asInteger`, `asApproximateFloat`, `add`, `sub`, `isGreaterThan`, `isLessThan`,
+//!   `compareTo`, `==`) and semver library (`semver` with optional normalization,
+//!   `isSemver`, `major`, `minor`, `patch`, the comparisons, `==`).
+//!
+//! Not provided (an expression using them is refused with an error that says so): the
+//! Kubernetes regex (`find`, `findAll`), URL, IP, CIDR, format-name, authz and list
+//! (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf` on lists) libraries, the sets
+//! and lists extensions.
+//!
+//! Errors read as upstream's: a compile error is `compilation failed: ERROR: <input>:L:C:
+//! ...` with the source line and a caret; run time errors are cel-go's (`no such key: x`,
+//! `no such overload`, ...). Hostile input cannot crash kubestep: expressions are at most
+//! 10 KiB, parsed on a thread of their own with a large stack, and refused past cel-go's
+//! nesting limit of 250 or when their worst-case cost exceeds upstream's limit for
+//! selectors (the `cel` crate does not count cost while it runs, so it is estimated up
+//! front).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::sync::{Arc, LazyLock, Mutex};
 
+use ::cel::common::ast::{EntryExpr, Expr as Node, LiteralValue};
+use ::cel::common::types::{CelBool, CelDouble, CelInt, CelMap, CelMapKey, CelString, Type};
+use ::cel::common::value::{CowVal, StaticVal, Val};
+use ::cel::parser::{Macro, MacroExprHelper, ParseError, ParseErrors};
+use ::cel::{Context, Env, ExecutionError, IdedExpr};
 use k8s_openapi::api::resource::v1::Device;
 
 use crate::api::quantity::Quantity;
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Expr {
-    Lit(Val),
-    Device,
-    Member(Box<Expr>, String),
-    Index(Box<Expr>, Box<Expr>),
-    Call(Option<Box<Expr>>, String, Vec<Expr>),
-    Not(Box<Expr>),
-    Bin(Box<Expr>, &'static str, Box<Expr>),
+/// A compiled selector.
+#[derive(Debug)]
+pub struct Program {
+    expr: IdedExpr,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Val {
-    Bool(bool),
-    Int(i64),
-    Str(String),
-    Quantity(i128),
-    Version(Vec<u64>, String),
-    Map(BTreeMap<String, Val>),
-}
+/// What `compile` gives: shared, as compiled selectors are cached.
+pub type Expr = Arc<Program>;
 
-#[derive(Debug, Clone, PartialEq)]
-enum Tok {
-    Ident(String),
-    Str(String),
-    Int(i64),
-    Op(&'static str),
-}
+/// How deeply an expression may nest (cel-go's parser recursion limit).
+pub const MAX_DEPTH: usize = 250;
+/// The longest selector accepted (`resourceapi.CELSelectorExpressionMaxLength`).
+pub const MAX_LEN: usize = 10 * 1024;
+/// Upstream's runtime cost limit for a selector (`CELSelectorExpressionMaxCost`).
+pub const MAX_COST: u64 = 1_000_000;
+/// The parser's stack: a 10 KiB expression can nest thousands of levels before the
+/// depth check refuses it.
+const PARSE_STACK: usize = 64 << 20;
+/// Expressions this short cannot nest deeply enough to trouble the caller's stack: they
+/// are parsed where they are asked for, without a thread of their own.
+const SHORT: usize = 128;
 
-const OPS: &[&str] = &[
-    "&&", "||", "==", "!=", "<=", ">=", "<", ">", "!", "(", ")", "[", "]", ".", ",",
+static QUANTITY_TYPE: Type = Type::new_unspecified_type("kubernetes.Quantity");
+static SEMVER_TYPE: Type = Type::new_unspecified_type("kubernetes.Semver");
+static DEVICE_TYPE: Type = Type::new_unspecified_type("kubernetes.DRADevice");
+
+/// Libraries of the Kubernetes CEL environment kubestep does not provide, by function.
+const NOT_PROVIDED: &[(&str, &str)] = &[
+    ("find", "regex"),
+    ("findAll", "regex"),
+    ("url", "URL"),
+    ("isURL", "URL"),
+    ("ip", "IP"),
+    ("isIP", "IP"),
+    ("cidr", "CIDR"),
+    ("isCIDR", "CIDR"),
+    ("format.named", "format"),
+    ("isSorted", "lists"),
+    ("sum", "lists"),
+    ("min", "lists"),
+    ("max", "lists"),
+    ("sets.contains", "sets"),
+    ("sets.equivalent", "sets"),
+    ("sets.intersects", "sets"),
+    ("lists.range", "lists extension"),
 ];
 
-fn lex(src: &str) -> Result<Vec<Tok>, String> {
-    let mut out = Vec::new();
-    let b = src.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i] as char;
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '"' || c == '\'' {
-            let end = src[i + 1..]
-                .find(c)
-                .ok_or_else(|| format!("Syntax error: unterminated string at {i}"))?;
-            out.push(Tok::Str(src[i + 1..i + 1 + end].to_string()));
-            i += end + 2;
-        } else if c.is_ascii_digit() {
-            let end = src[i..]
-                .find(|ch: char| !ch.is_ascii_digit())
-                .map_or(src.len(), |e| i + e);
-            out.push(Tok::Int(src[i..end].parse().map_err(|e| format!("{e}"))?));
-            i = end;
-        } else if c.is_ascii_alphabetic() || c == '_' {
-            let end = src[i..]
-                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
-                .map_or(src.len(), |e| i + e);
-            out.push(Tok::Ident(src[i..end].to_string()));
-            i = end;
-        } else if let Some(op) = OPS.iter().find(|o| src[i..].starts_with(**o)) {
-            out.push(Tok::Op(op));
-            i += op.len();
-        } else {
-            return Err(format!("Syntax error: token recognition error at: '{c}'"));
-        }
+// ---- values of the Kubernetes libraries ----
+
+/// A `kubernetes.Quantity`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct QuantityVal(pub Quantity);
+
+impl Val for QuantityVal {
+    fn get_type(&self) -> &Type {
+        &QUANTITY_TYPE
     }
-    Ok(out)
+    fn cel_type() -> &'static Type {
+        &QUANTITY_TYPE
+    }
+    /// Upstream compares quantities by value: `quantity("1Gi") == quantity("1024Mi")`.
+    fn equals(&self, other: &dyn Val) -> bool {
+        other
+            .downcast_ref::<QuantityVal>()
+            .is_some_and(|o| o.0 == self.0)
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(*self)
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+impl StaticVal for QuantityVal {}
+
+/// A `kubernetes.Semver`: semantic version 2.0.0 (blang/semver's reading).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SemverVal {
+    major: u64,
+    minor: u64,
+    patch: u64,
+    pre: Vec<PreId>,
+    build: Vec<String>,
 }
 
-struct Parser {
-    toks: Vec<Tok>,
-    pos: usize,
-    /// Nesting of parentheses, arguments, indexes and `!`: bounded so that a hostile
-    /// selector gives an error instead of overflowing the stack (cel-go bounds it too).
-    depth: usize,
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PreId {
+    Num(u64),
+    Alpha(String),
 }
 
-/// How deeply a selector may nest (cel-go's default parser recursion limit).
-const MAX_DEPTH: usize = 250;
-/// The longest selector accepted (the API server's limit for a device selector).
-const MAX_LEN: usize = 10 * 1024;
+impl SemverVal {
+    /// blang/semver `Parse`, with its error texts.
+    pub fn parse(s: &str) -> Result<SemverVal, String> {
+        let s = s.trim();
+        let (rest, build) = match s.split_once('+') {
+            Some((r, b)) => (r, Some(b)),
+            None => (s, None),
+        };
+        let (core, pre) = match rest.split_once('-') {
+            Some((c, p)) => (c, Some(p)),
+            None => (rest, None),
+        };
+        let parts: Vec<&str> = core.split('.').collect();
+        if parts.len() != 3 {
+            return Err("No Major.Minor.Patch elements found".into());
+        }
+        let num = |p: &str, what: &str| -> Result<u64, String> {
+            if p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(format!("Invalid character(s) found in {what} number {p:?}"));
+            }
+            if p.len() > 1 && p.starts_with('0') {
+                return Err(
+                    format!("{what} number must not contain leading zeroes {p:?}").replacen(
+                        what,
+                        &capitalize(what),
+                        1,
+                    ),
+                );
+            }
+            p.parse()
+                .map_err(|e: std::num::ParseIntError| e.to_string())
+        };
+        let mut v = SemverVal {
+            major: num(parts[0], "major")?,
+            minor: num(parts[1], "minor")?,
+            patch: num(parts[2], "patch")?,
+            pre: Vec::new(),
+            build: Vec::new(),
+        };
+        if let Some(pre) = pre {
+            for id in pre.split('.') {
+                v.pre.push(pre_id(id)?);
+            }
+        }
+        if let Some(build) = build {
+            for id in build.split('.') {
+                if id.is_empty() {
+                    return Err("Build meta data is empty".into());
+                }
+                if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                    return Err(format!(
+                        "Invalid character(s) found in build meta data {id:?}"
+                    ));
+                }
+                v.build.push(id.to_string());
+            }
+        }
+        Ok(v)
+    }
 
-impl Parser {
-    fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.pos)
-    }
-    fn eat(&mut self, op: &str) -> bool {
-        if matches!(self.peek(), Some(Tok::Op(o)) if *o == op) {
-            self.pos += 1;
-            true
-        } else {
-            false
+    /// Upstream's `normalizeAndParse`: `v` prefix dropped, missing minor and patch as 0.
+    fn parse_normalized(s: &str) -> Result<SemverVal, String> {
+        let s = s.strip_prefix('v').unwrap_or(s);
+        let core_end = s.find(['-', '+']).unwrap_or(s.len());
+        let dots = s[..core_end].matches('.').count();
+        if dots < 2 {
+            if core_end != s.len() {
+                return Err("short version cannot contain PreRelease/Build meta data".into());
+            }
+            let mut t = s.to_string();
+            for _ in dots..2 {
+                t.push_str(".0");
+            }
+            // Leading zeroes in the short form are dropped upstream.
+            let t: Vec<String> = t
+                .split('.')
+                .map(|p| {
+                    let z = p.trim_start_matches('0');
+                    if z.is_empty() && !p.is_empty() {
+                        "0".to_string()
+                    } else {
+                        z.to_string()
+                    }
+                })
+                .collect();
+            return SemverVal::parse(&t.join("."));
         }
+        SemverVal::parse(s)
     }
-    fn expect(&mut self, op: &str) -> Result<(), String> {
-        if self.eat(op) {
-            Ok(())
-        } else {
-            Err(format!("Syntax error: expected '{op}'"))
+
+    /// Precedence per semver 2.0.0; build metadata does not count.
+    fn compare(&self, o: &SemverVal) -> std::cmp::Ordering {
+        use std::cmp::Ordering::*;
+        let c = (self.major, self.minor, self.patch).cmp(&(o.major, o.minor, o.patch));
+        if c != Equal {
+            return c;
         }
+        match (self.pre.is_empty(), o.pre.is_empty()) {
+            (true, true) => return Equal,
+            (true, false) => return Greater,
+            (false, true) => return Less,
+            _ => {}
+        }
+        for (a, b) in self.pre.iter().zip(&o.pre) {
+            let c = match (a, b) {
+                (PreId::Num(x), PreId::Num(y)) => x.cmp(y),
+                (PreId::Num(_), PreId::Alpha(_)) => Less,
+                (PreId::Alpha(_), PreId::Num(_)) => Greater,
+                (PreId::Alpha(x), PreId::Alpha(y)) => x.cmp(y),
+            };
+            if c != Equal {
+                return c;
+            }
+        }
+        self.pre.len().cmp(&o.pre.len())
     }
-    fn nest(&mut self) -> Result<(), String> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+fn pre_id(id: &str) -> Result<PreId, String> {
+    if id.is_empty() {
+        return Err("Prerelease is empty".into());
+    }
+    if id.bytes().all(|b| b.is_ascii_digit()) {
+        if id.len() > 1 && id.starts_with('0') {
             return Err(format!(
-                "expression nests deeper than {MAX_DEPTH} levels (max recursion depth exceeded)"
+                "Numeric PreRelease version must not contain leading zeroes {id:?}"
             ));
+        }
+        return id
+            .parse()
+            .map(PreId::Num)
+            .map_err(|e: std::num::ParseIntError| e.to_string());
+    }
+    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+        return Err(format!("Invalid character(s) found in prerelease {id:?}"));
+    }
+    Ok(PreId::Alpha(id.to_string()))
+}
+
+impl fmt::Display for SemverVal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)?;
+        for (i, p) in self.pre.iter().enumerate() {
+            let sep = if i == 0 { '-' } else { '.' };
+            match p {
+                PreId::Num(n) => write!(f, "{sep}{n}")?,
+                PreId::Alpha(a) => write!(f, "{sep}{a}")?,
+            }
+        }
+        if !self.build.is_empty() {
+            write!(f, "+{}", self.build.join("."))?;
         }
         Ok(())
     }
-    fn binary(&mut self, level: usize) -> Result<Expr, String> {
-        if level == 0 {
-            self.nest()?;
-            let e = self.binary_at(0);
-            self.depth -= 1;
-            return e;
-        }
-        self.binary_at(level)
+}
+
+impl Val for SemverVal {
+    fn get_type(&self) -> &Type {
+        &SEMVER_TYPE
     }
-    fn binary_at(&mut self, level: usize) -> Result<Expr, String> {
-        const LEVELS: &[&[&str]] = &[&["||"], &["&&"], &["==", "!=", "<", "<=", ">", ">=", "in"]];
-        if level == LEVELS.len() {
-            return self.unary();
-        }
-        let mut lhs = self.binary(level + 1)?;
-        loop {
-            let op = match self.peek() {
-                Some(Tok::Op(o)) if LEVELS[level].contains(o) => *o,
-                Some(Tok::Ident(i)) if i == "in" && LEVELS[level].contains(&"in") => "in",
-                _ => return Ok(lhs),
-            };
-            self.pos += 1;
-            let rhs = self.binary(level + 1)?;
-            lhs = Expr::Bin(Box::new(lhs), op, Box::new(rhs));
-        }
+    fn cel_type() -> &'static Type {
+        &SEMVER_TYPE
     }
-    fn unary(&mut self) -> Result<Expr, String> {
-        if self.eat("!") {
-            self.nest()?;
-            let e = self.unary();
-            self.depth -= 1;
-            return Ok(Expr::Not(Box::new(e?)));
-        }
-        let mut e = self.primary()?;
-        loop {
-            if self.eat(".") {
-                let Some(Tok::Ident(name)) = self.peek().cloned() else {
-                    return Err("Syntax error: expected a field name after '.'".into());
-                };
-                self.pos += 1;
-                if self.eat("(") {
-                    let args = self.args()?;
-                    e = Expr::Call(Some(Box::new(e)), name, args);
-                } else {
-                    e = Expr::Member(Box::new(e), name);
-                }
-            } else if self.eat("[") {
-                let idx = self.binary(0)?;
-                self.expect("]")?;
-                e = Expr::Index(Box::new(e), Box::new(idx));
-            } else {
-                return Ok(e);
-            }
-        }
+    fn equals(&self, other: &dyn Val) -> bool {
+        other
+            .downcast_ref::<SemverVal>()
+            .is_some_and(|o| self.compare(o).is_eq())
     }
-    fn args(&mut self) -> Result<Vec<Expr>, String> {
-        let mut args = Vec::new();
-        if self.eat(")") {
-            return Ok(args);
-        }
-        loop {
-            args.push(self.binary(0)?);
-            if self.eat(")") {
-                return Ok(args);
-            }
-            self.expect(",")?;
-        }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
     }
-    fn primary(&mut self) -> Result<Expr, String> {
-        let t = self.peek().cloned();
-        self.pos += 1;
-        match t {
-            Some(Tok::Str(s)) => Ok(Expr::Lit(Val::Str(s))),
-            Some(Tok::Int(i)) => Ok(Expr::Lit(Val::Int(i))),
-            Some(Tok::Op("(")) => {
-                let e = self.binary(0)?;
-                self.expect(")")?;
-                Ok(e)
-            }
-            Some(Tok::Ident(id)) => match id.as_str() {
-                "true" => Ok(Expr::Lit(Val::Bool(true))),
-                "false" => Ok(Expr::Lit(Val::Bool(false))),
-                "device" => Ok(Expr::Device),
-                _ if self.eat("(") => Ok(Expr::Call(None, id, self.args()?)),
-                _ => Err(format!("undeclared reference to '{id}'")),
-            },
-            Some(t) => Err(format!("Syntax error: unexpected {t:?}")),
-            None => Err("Syntax error: unexpected end of input".into()),
-        }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+}
+impl StaticVal for SemverVal {}
+
+// ---- the device ----
+
+/// `device.attributes` or `device.capacity`: maps by domain; a domain the device has
+/// nothing in reads as an empty map (upstream's map with a default), though `in` and
+/// `size` see only the domains present.
+#[derive(Debug, Clone, Default)]
+struct Domains {
+    by_domain: HashMap<String, CelMap<'static>>,
+    empty: CelMap<'static>,
+}
+
+impl Val for Domains {
+    fn get_type(&self) -> &Type {
+        <CelMap as Val>::cel_type()
+    }
+    fn cel_type() -> &'static Type {
+        <CelMap as Val>::cel_type()
+    }
+    fn equals(&self, _other: &dyn Val) -> bool {
+        false
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+    fn as_indexer<'b, 'w>(&'b self) -> Option<&'b (dyn ::cel::common::traits::Indexer + 'w)>
+    where
+        Self: 'w,
+    {
+        Some(self)
+    }
+    fn into_indexer<'w>(self: Box<Self>) -> Option<Box<dyn ::cel::common::traits::Indexer + 'w>>
+    where
+        Self: 'w,
+    {
+        Some(self)
+    }
+    fn as_container(&self) -> Option<&dyn ::cel::common::traits::Container> {
+        Some(self)
+    }
+    fn as_sizer(&self) -> Option<&dyn ::cel::common::traits::Sizer> {
+        Some(self)
+    }
+}
+impl StaticVal for Domains {}
+
+impl ::cel::common::traits::Indexer for Domains {
+    fn get<'b, 'w>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'w>, ExecutionError>
+    where
+        Self: 'w,
+    {
+        let Some(k) = idx.downcast_ref::<CelString>() else {
+            return Err(ExecutionError::UnexpectedType {
+                got: idx.get_type().name().to_owned(),
+                want: "string".to_owned(),
+            });
+        };
+        Ok(CowVal::Borrowed(
+            self.by_domain.get(k.inner()).unwrap_or(&self.empty),
+        ))
+    }
+    fn steal<'w>(self: Box<Self>, idx: &dyn Val) -> Result<Box<dyn Val + 'w>, ExecutionError>
+    where
+        Self: 'w,
+    {
+        self.get(idx).map(CowVal::into_owned)
     }
 }
 
-/// Compiles a selector expression.
+impl ::cel::common::traits::Container for Domains {
+    fn contains(&self, v: &dyn Val) -> Result<bool, ExecutionError> {
+        Ok(v.downcast_ref::<CelString>()
+            .is_some_and(|k| self.by_domain.contains_key(k.inner())))
+    }
+}
+
+impl ::cel::common::traits::Sizer for Domains {
+    fn size(&self) -> CelInt {
+        (self.by_domain.len() as i64).into()
+    }
+}
+
+/// The `device` variable.
+#[derive(Debug, Clone)]
+struct DeviceVal {
+    driver: CelString<'static>,
+    multi: CelBool,
+    attributes: Domains,
+    capacity: Domains,
+}
+
+impl Val for DeviceVal {
+    fn get_type(&self) -> &Type {
+        &DEVICE_TYPE
+    }
+    fn cel_type() -> &'static Type {
+        &DEVICE_TYPE
+    }
+    fn equals(&self, _other: &dyn Val) -> bool {
+        false
+    }
+    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+    fn as_indexer<'b, 'w>(&'b self) -> Option<&'b (dyn ::cel::common::traits::Indexer + 'w)>
+    where
+        Self: 'w,
+    {
+        Some(self)
+    }
+    fn into_indexer<'w>(self: Box<Self>) -> Option<Box<dyn ::cel::common::traits::Indexer + 'w>>
+    where
+        Self: 'w,
+    {
+        Some(self)
+    }
+}
+impl StaticVal for DeviceVal {}
+
+impl ::cel::common::traits::Indexer for DeviceVal {
+    fn get<'b, 'w>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'w>, ExecutionError>
+    where
+        Self: 'w,
+    {
+        let name = idx.downcast_ref::<CelString>().map(|s| s.inner());
+        match name {
+            Some("driver") => Ok(CowVal::Borrowed(&self.driver)),
+            Some("allowMultipleAllocations") => Ok(CowVal::Borrowed(&self.multi)),
+            Some("attributes") => Ok(CowVal::Borrowed(&self.attributes)),
+            Some("capacity") => Ok(CowVal::Borrowed(&self.capacity)),
+            Some(other) => Err(ExecutionError::NoSuchKey(Arc::new(other.to_string()))),
+            None => Err(ExecutionError::UnexpectedType {
+                got: idx.get_type().name().to_owned(),
+                want: "string".to_owned(),
+            }),
+        }
+    }
+    fn steal<'w>(self: Box<Self>, idx: &dyn Val) -> Result<Box<dyn Val + 'w>, ExecutionError>
+    where
+        Self: 'w,
+    {
+        self.get(idx).map(CowVal::into_owned)
+    }
+}
+
+/// Upstream `parseQualifiedName`: the domain before the first `/`, else the driver's.
+fn qualified<'a>(name: &'a str, driver: &'a str) -> (&'a str, &'a str) {
+    name.split_once('/').unwrap_or((driver, name))
+}
+
+fn device_val(driver: &str, d: &Device) -> Result<DeviceVal, String> {
+    let mut attrs: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>> = HashMap::new();
+    for (name, a) in d.attributes.iter().flatten() {
+        let v: Box<dyn Val> = if let Some(i) = a.int {
+            Box::new(CelInt::from(i))
+        } else if let Some(b) = a.bool {
+            Box::new(CelBool::from(b))
+        } else if let Some(s) = &a.string {
+            Box::new(CelString::from(s.clone()))
+        } else if let Some(v) = &a.version {
+            Box::new(
+                SemverVal::parse(v)
+                    .map_err(|e| format!("attribute {name}: parse semantic version: {e}"))?,
+            )
+        } else {
+            return Err(format!("attribute {name}: unsupported attribute value"));
+        };
+        let (domain, id) = qualified(name, driver);
+        attrs
+            .entry(domain.to_string())
+            .or_default()
+            .insert(CelMapKey::from(id.to_string()), v);
+    }
+    let mut caps: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>> = HashMap::new();
+    for (name, c) in d.capacity.iter().flatten() {
+        let q = Quantity::parse(&c.value.0).map_err(|e| format!("capacity {name}: {e}"))?;
+        let (domain, id) = qualified(name, driver);
+        caps.entry(domain.to_string())
+            .or_default()
+            .insert(CelMapKey::from(id.to_string()), Box::new(QuantityVal(q)));
+    }
+    let domains = |m: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>>| Domains {
+        by_domain: m.into_iter().map(|(k, v)| (k, CelMap::from(v))).collect(),
+        empty: CelMap::default(),
+    };
+    Ok(DeviceVal {
+        driver: CelString::from(driver.to_string()),
+        multi: CelBool::from(d.allow_multiple_allocations.unwrap_or(false)),
+        attributes: domains(attrs),
+        capacity: domains(caps),
+    })
+}
+
+// ---- the environment ----
+
+fn function_error(function: &str, message: impl Into<String>) -> ExecutionError {
+    ExecutionError::FunctionError {
+        function: function.to_string(),
+        message: message.into(),
+    }
+}
+
+fn quantity_arg(args: &[CowVal<'_, '_>], i: usize) -> Result<Quantity, ExecutionError> {
+    args.get(i)
+        .and_then(|a| a.downcast_ref::<QuantityVal>())
+        .map(|q| q.0)
+        .ok_or_else(no_such_overload)
+}
+
+fn semver_arg<'a>(args: &'a [CowVal<'_, '_>], i: usize) -> Result<&'a SemverVal, ExecutionError> {
+    args.get(i)
+        .and_then(|a| a.downcast_ref::<SemverVal>())
+        .ok_or_else(no_such_overload)
+}
+
+fn str_arg<'a>(args: &'a [CowVal<'_, '_>], i: usize) -> Result<&'a str, ExecutionError> {
+    args.get(i)
+        .and_then(|a| a.downcast_ref::<CelString>())
+        .map(|s| s.inner())
+        .ok_or_else(no_such_overload)
+}
+
+fn bool_arg(args: &[CowVal<'_, '_>], i: usize) -> Result<bool, ExecutionError> {
+    args.get(i)
+        .and_then(|a| a.downcast_ref::<CelBool>())
+        .map(|b| *b.inner())
+        .ok_or_else(no_such_overload)
+}
+
+fn no_such_overload() -> ExecutionError {
+    function_error("", "no such overload")
+}
+
+fn owned<'b, 'v, T: Val + 'v>(v: T) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    Ok(CowVal::owned(v))
+}
+
+/// ceil-free conversion: the quantity as an int64 when it is a whole number in range.
+fn as_int64(q: Quantity) -> Option<i64> {
+    let n = q.nanos();
+    (n % 1_000_000_000 == 0)
+        .then(|| i64::try_from(n / 1_000_000_000).ok())
+        .flatten()
+}
+
+fn quantity_lib(env: &mut Env) -> Result<(), ::cel::DeclarationError> {
+    use ::cel::common::types::{INT_TYPE, STRING_TYPE};
+    env.add_overload("quantity", "string_to_quantity", vec![STRING_TYPE], |a| {
+        let s = str_arg(&a, 0)?;
+        Quantity::parse(s)
+            .map(|q| CowVal::owned(QuantityVal(q)))
+            .map_err(|e| function_error("quantity", e.to_string()))
+    })?;
+    env.add_overload("isQuantity", "is_quantity_string", vec![STRING_TYPE], |a| {
+        owned(CelBool::from(Quantity::parse(str_arg(&a, 0)?).is_ok()))
+    })?;
+    let q = || QUANTITY_TYPE.to_owned();
+    env.add_member_overload("sign", "quantity_sign", q(), vec![], |a| {
+        owned(CelInt::from(quantity_arg(&a, 0)?.nanos().signum() as i64))
+    })?;
+    env.add_member_overload(
+        "isGreaterThan",
+        "quantity_is_greater_than",
+        q(),
+        vec![q()],
+        |a| owned(CelBool::from(quantity_arg(&a, 0)? > quantity_arg(&a, 1)?)),
+    )?;
+    env.add_member_overload("isLessThan", "quantity_is_less_than", q(), vec![q()], |a| {
+        owned(CelBool::from(quantity_arg(&a, 0)? < quantity_arg(&a, 1)?))
+    })?;
+    env.add_member_overload("compareTo", "quantity_compare_to", q(), vec![q()], |a| {
+        let c = quantity_arg(&a, 0)?.cmp(&quantity_arg(&a, 1)?);
+        owned(CelInt::from(c as i64))
+    })?;
+    env.add_member_overload(
+        "asApproximateFloat",
+        "quantity_get_float",
+        q(),
+        vec![],
+        |a| owned(CelDouble::from(quantity_arg(&a, 0)?.nanos() as f64 / 1e9)),
+    )?;
+    env.add_member_overload("asInteger", "quantity_get_int", q(), vec![], |a| {
+        as_int64(quantity_arg(&a, 0)?)
+            .map(|v| CowVal::owned(CelInt::from(v)))
+            .ok_or_else(|| function_error("asInteger", "cannot convert value to integer"))
+    })?;
+    env.add_member_overload("isInteger", "quantity_is_integer", q(), vec![], |a| {
+        owned(CelBool::from(as_int64(quantity_arg(&a, 0)?).is_some()))
+    })?;
+    env.add_member_overload("add", "quantity_add", q(), vec![q()], |a| {
+        let sum = quantity_arg(&a, 0)?
+            .nanos()
+            .saturating_add(quantity_arg(&a, 1)?.nanos());
+        owned(QuantityVal(Quantity::from_nanos(sum)))
+    })?;
+    env.add_member_overload("add", "quantity_add_int", q(), vec![INT_TYPE], |a| {
+        let i = int_arg(&a, 1)?;
+        let sum = quantity_arg(&a, 0)?
+            .nanos()
+            .saturating_add(i128::from(i) * 1_000_000_000);
+        owned(QuantityVal(Quantity::from_nanos(sum)))
+    })?;
+    env.add_member_overload("sub", "quantity_sub", q(), vec![q()], |a| {
+        let d = quantity_arg(&a, 0)?
+            .nanos()
+            .saturating_sub(quantity_arg(&a, 1)?.nanos());
+        owned(QuantityVal(Quantity::from_nanos(d)))
+    })?;
+    env.add_member_overload("sub", "quantity_sub_int", q(), vec![INT_TYPE], |a| {
+        let i = int_arg(&a, 1)?;
+        let d = quantity_arg(&a, 0)?
+            .nanos()
+            .saturating_sub(i128::from(i) * 1_000_000_000);
+        owned(QuantityVal(Quantity::from_nanos(d)))
+    })?;
+    Ok(())
+}
+
+fn int_arg(args: &[CowVal<'_, '_>], i: usize) -> Result<i64, ExecutionError> {
+    args.get(i)
+        .and_then(|a| a.downcast_ref::<CelInt>())
+        .map(|v| *v.inner())
+        .ok_or_else(no_such_overload)
+}
+
+fn semver_lib(env: &mut Env) -> Result<(), ::cel::DeclarationError> {
+    use ::cel::common::types::{BOOL_TYPE, STRING_TYPE};
+    env.add_overload("semver", "string_to_semver", vec![STRING_TYPE], |a| {
+        SemverVal::parse(str_arg(&a, 0)?)
+            .map(CowVal::owned)
+            .map_err(|e| function_error("semver", e))
+    })?;
+    env.add_overload(
+        "semver",
+        "string_bool_to_semver",
+        vec![STRING_TYPE, BOOL_TYPE],
+        |a| {
+            let s = str_arg(&a, 0)?;
+            let r = if bool_arg(&a, 1)? {
+                SemverVal::parse_normalized(s)
+            } else {
+                SemverVal::parse(s)
+            };
+            r.map(CowVal::owned)
+                .map_err(|e| function_error("semver", e))
+        },
+    )?;
+    env.add_overload("isSemver", "is_semver_string", vec![STRING_TYPE], |a| {
+        owned(CelBool::from(SemverVal::parse(str_arg(&a, 0)?).is_ok()))
+    })?;
+    env.add_overload(
+        "isSemver",
+        "is_semver_string_bool",
+        vec![STRING_TYPE, BOOL_TYPE],
+        |a| {
+            let s = str_arg(&a, 0)?;
+            let ok = if bool_arg(&a, 1)? {
+                SemverVal::parse_normalized(s).is_ok()
+            } else {
+                SemverVal::parse(s).is_ok()
+            };
+            owned(CelBool::from(ok))
+        },
+    )?;
+    let v = || SEMVER_TYPE.to_owned();
+    env.add_member_overload(
+        "isGreaterThan",
+        "semver_is_greater_than",
+        v(),
+        vec![v()],
+        |a| {
+            owned(CelBool::from(
+                semver_arg(&a, 0)?.compare(semver_arg(&a, 1)?).is_gt(),
+            ))
+        },
+    )?;
+    env.add_member_overload("isLessThan", "semver_is_less_than", v(), vec![v()], |a| {
+        owned(CelBool::from(
+            semver_arg(&a, 0)?.compare(semver_arg(&a, 1)?).is_lt(),
+        ))
+    })?;
+    env.add_member_overload("compareTo", "semver_compare_to", v(), vec![v()], |a| {
+        owned(CelInt::from(
+            semver_arg(&a, 0)?.compare(semver_arg(&a, 1)?) as i64
+        ))
+    })?;
+    env.add_member_overload("major", "semver_major", v(), vec![], |a| {
+        owned(CelInt::from(semver_arg(&a, 0)?.major as i64))
+    })?;
+    env.add_member_overload("minor", "semver_minor", v(), vec![], |a| {
+        owned(CelInt::from(semver_arg(&a, 0)?.minor as i64))
+    })?;
+    env.add_member_overload("patch", "semver_patch", v(), vec![], |a| {
+        owned(CelInt::from(semver_arg(&a, 0)?.patch as i64))
+    })?;
+    Ok(())
+}
+
+/// `cel.bind(name, init, expr)`: `expr` with `name` bound to `init`.
+fn bind_macro() -> Macro {
+    Macro::receiver(
+        "bind",
+        3,
+        |helper: &mut MacroExprHelper<'_>, target, args| {
+            if !matches!(target.as_ref().map(|t| &t.expr), Some(Node::Ident(n)) if n == "cel") {
+                return Ok(None);
+            }
+            let name = match &args[0].expr {
+                Node::Ident(n) => n.clone(),
+                _ => {
+                    return Err(helper.new_error(
+                        args[0].id,
+                        "cel.bind() variable names must be simple identifiers",
+                    ));
+                }
+            };
+            let result = args.pop().expect("three arguments");
+            let init = args.pop().expect("three arguments");
+            target.take();
+            let iter_range =
+                helper.next_expr(Node::List(::cel::common::ast::ListExpr::new(Vec::new())));
+            let loop_cond = helper.next_expr(Node::Literal(LiteralValue::Boolean(false.into())));
+            let loop_step = helper.next_expr(Node::Ident(name.clone()));
+            Ok(Some(helper.next_expr(Node::Comprehension(Box::new(
+                ::cel::common::ast::ComprehensionExpr {
+                    iter_range,
+                    iter_var: "#unused".to_string(),
+                    iter_var2: None,
+                    accu_var: name,
+                    accu_init: init,
+                    loop_cond,
+                    loop_step,
+                    result,
+                },
+            )))))
+        },
+    )
+}
+
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    let built = env
+        .add_extension(::cel::extensions::strings)
+        .and_then(|()| quantity_lib(&mut env))
+        .and_then(|()| semver_lib(&mut env))
+        .and_then(|()| env.add_macro(bind_macro()))
+        .and_then(|()| env.add_type(QUANTITY_TYPE.to_owned()))
+        .and_then(|()| env.add_type(SEMVER_TYPE.to_owned()));
+    if let Err(e) = built {
+        // Declarations are fixed at build time; the unit tests build this environment.
+        panic!("building the DRA CEL environment: {e}");
+    }
+    Arc::new(env)
+});
+
+// ---- compiling ----
+
+/// cel-go's rendering of parse errors: position, message, the source line and a caret.
+fn show_parse_errors(errs: &ParseErrors, src: &str) -> String {
+    let lines: Vec<&str> = src.split('\n').collect();
+    // Past the nesting limit the parser gives up; what it says after that is noise.
+    if let Some(e) = errs
+        .errors
+        .iter()
+        .find(|e| e.msg.contains("Recursion limit"))
+    {
+        return show_error(e, &lines);
+    }
+    let mut out = Vec::new();
+    for e in &errs.errors {
+        out.push(show_error(e, &lines));
+    }
+    out.join("\n")
+}
+
+fn show_error(e: &ParseError, lines: &[&str]) -> String {
+    let (line, col) = e.pos;
+    if e.msg.contains("Recursion limit") {
+        return format!(
+            "ERROR: <input>:{line}:{col}: expression recursion limit exceeded: {MAX_DEPTH}"
+        );
+    }
+    let mut s = format!("ERROR: <input>:{line}:{col}: {}", e.msg);
+    if line >= 1
+        && let Some(text) = lines.get(line as usize - 1)
+    {
+        let text = text.replace('\t', " ");
+        let dots: String = text
+            .chars()
+            .take((col.max(1) - 1) as usize)
+            .map(|c| if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' })
+            .collect();
+        s += &format!("\n | {text}\n | {dots}^");
+    }
+    s
+}
+
+/// The deepest path from the root, counted without recursion.
+fn depth(e: &IdedExpr) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(e, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        max = max.max(d);
+        for c in children(e) {
+            stack.push((c, d + 1));
+        }
+    }
+    max
+}
+
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    match &e.expr {
+        Node::Call(c) => c.target.iter().map(|t| &**t).chain(&c.args).collect(),
+        Node::Select(s) => vec![&s.operand],
+        Node::List(l) => l.elements.iter().collect(),
+        Node::Map(m) => m
+            .entries
+            .iter()
+            .flat_map(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Node::Struct(s) => s
+            .entries
+            .iter()
+            .flat_map(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Node::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Names an expression may refer to besides `device` and comprehension variables.
+const TYPE_NAMES: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "duration",
+    "dyn",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "timestamp",
+    "type",
+    "uint",
+];
+
+/// Whether the environment has a function of this name, asked by calling it with no
+/// arguments: an unknown name is an undeclared reference, a known one a wrong call.
+fn declared(name: &str, member: bool) -> bool {
+    static KNOWN: LazyLock<Mutex<HashMap<(String, bool), bool>>> = LazyLock::new(Default::default);
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    *known.entry((name.to_string(), member)).or_insert_with(|| {
+        let null = || IdedExpr {
+            id: 1,
+            expr: Node::Literal(LiteralValue::Null),
+        };
+        let expr = IdedExpr {
+            id: 2,
+            expr: Node::Call(::cel::common::ast::CallExpr {
+                func_name: name.to_string(),
+                target: member.then(|| Box::new(null())),
+                args: Vec::new(),
+            }),
+        };
+        let ctx = Context::with_env(ENV.clone());
+        !matches!(
+            ::cel::Value::resolve(&expr, &ctx),
+            Err(ExecutionError::UndeclaredReference(_))
+        )
+    })
+}
+
+/// What upstream's type checker rejects that the `cel` crate would only find when it
+/// runs: references to undeclared variables and functions.
+fn check(e: &IdedExpr, at: &dyn Fn(u64, String) -> String) -> Result<(), String> {
+    let mut bound: BTreeSet<&str> = BTreeSet::new();
+    let mut stack = vec![e];
+    while let Some(n) = stack.pop() {
+        if let Node::Comprehension(c) = &n.expr {
+            bound.insert(&c.iter_var);
+            bound.insert(&c.accu_var);
+            if let Some(v) = &c.iter_var2 {
+                bound.insert(v);
+            }
+        }
+        stack.extend(children(n));
+    }
+    let mut stack = vec![e];
+    while let Some(n) = stack.pop() {
+        match &n.expr {
+            Node::Ident(name)
+                if name != "device"
+                    && !bound.contains(name.as_str())
+                    && !TYPE_NAMES.contains(&name.as_str()) =>
+            {
+                return Err(at(n.id, undeclared(name)));
+            }
+            Node::Call(c)
+                if !c.func_name.starts_with('_')
+                    && !c.func_name.starts_with('@')
+                    && !c.func_name.starts_with('!')
+                    && !c.func_name.starts_with('-') =>
+            {
+                let qualified = match &c.target {
+                    Some(t) => match &t.expr {
+                        Node::Ident(ns) if !bound.contains(ns.as_str()) && ns != "device" => {
+                            Some(format!("{ns}.{}", c.func_name))
+                        }
+                        _ => None,
+                    },
+                    None => None,
+                };
+                if let Some(q) = &qualified {
+                    if let Some((_, lib)) = NOT_PROVIDED.iter().find(|(f, _)| f == q) {
+                        return Err(at(n.id, not_provided(q, lib)));
+                    }
+                    if !declared(q, false) {
+                        return Err(at(n.id, undeclared(q)));
+                    }
+                    // The namespace is not a variable: do not look at it.
+                    stack.extend(&c.args);
+                    continue;
+                }
+                let member = c.target.is_some();
+                if !declared(&c.func_name, member) && !declared(&c.func_name, !member) {
+                    if let Some((_, lib)) = NOT_PROVIDED.iter().find(|(f, _)| *f == c.func_name) {
+                        return Err(at(n.id, not_provided(&c.func_name, lib)));
+                    }
+                    return Err(at(n.id, undeclared(&c.func_name)));
+                }
+            }
+            _ => {}
+        }
+        stack.extend(children(n));
+    }
+    Ok(())
+}
+
+fn undeclared(name: &str) -> String {
+    format!("undeclared reference to '{name}' (in container '')")
+}
+
+fn not_provided(name: &str, lib: &str) -> String {
+    format!("function '{name}' of the Kubernetes {lib} library is not supported by kubestep")
+}
+
+/// An error at a character offset of the source, as cel-go shows it.
+fn at_offset(src: &str, offset: usize, msg: &str) -> String {
+    let before: String = src.chars().take(offset).collect();
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    let lines: Vec<&str> = src.split('\n').collect();
+    show_error(
+        &ParseError {
+            source: None,
+            pos: (line as isize, col as isize),
+            msg: msg.to_string(),
+            expr_id: 0,
+            source_info: None,
+        },
+        &lines,
+    )
+}
+
+/// Worst-case cost, in the spirit of cel-go's estimator: one per node, a comprehension
+/// its body times the largest size its range can have. Ranges over a device's maps
+/// hold at most 32 entries (`ResourceSliceMaxAttributesAndCapacitiesPerDevice`); a
+/// literal list its elements; anything else is taken to be as long as the largest
+/// string an expression can build (the expression's length).
+fn cost(e: &IdedExpr, unknown: u64) -> u64 {
+    match &e.expr {
+        Node::Comprehension(c) => {
+            let n = range_size(&c.iter_range, unknown);
+            let body = cost(&c.loop_cond, unknown).saturating_add(cost(&c.loop_step, unknown));
+            cost(&c.iter_range, unknown)
+                .saturating_add(cost(&c.accu_init, unknown))
+                .saturating_add(n.saturating_mul(body))
+                .saturating_add(cost(&c.result, unknown))
+        }
+        _ => children(e)
+            .into_iter()
+            .fold(1u64, |acc, c| acc.saturating_add(cost(c, unknown))),
+    }
+}
+
+fn range_size(e: &IdedExpr, unknown: u64) -> u64 {
+    match &e.expr {
+        Node::List(l) => l.elements.len() as u64,
+        Node::Map(m) => m.entries.len() as u64,
+        Node::Select(s) if matches!(&s.operand.expr, Node::Ident(d) if d == "device") => 32,
+        Node::Call(c)
+            if c.func_name == "_[_]"
+                && c.args.first().is_some_and(|a| {
+                    matches!(&a.expr, Node::Select(s) if matches!(&s.operand.expr, Node::Ident(d) if d == "device"))
+                }) =>
+        {
+            32
+        }
+        _ => unknown,
+    }
+}
+
+fn parse_checked(src: &str) -> Result<Program, String> {
+    let (expr, info) = ENV
+        .parser()
+        .max_recursion_depth(MAX_DEPTH as u16)
+        .parse_with_source_info(src)
+        .map_err(|e| show_parse_errors(&e, src))?;
+    if depth(&expr) > MAX_DEPTH {
+        return Err(format!(
+            "ERROR: <input>:1:1: expression recursion limit exceeded: {MAX_DEPTH}"
+        ));
+    }
+    let at = |id: u64, msg: String| {
+        let offset = info.offset_for(id).map_or(0, |(start, _)| start as usize);
+        at_offset(src, offset, &msg)
+    };
+    check(&expr, &at)?;
+    let worst = cost(&expr, src.len().max(1) as u64);
+    if worst > MAX_COST {
+        return Err(format!(
+            "estimated cost {worst} exceeds the limit of {MAX_COST} for a device selector (kubestep cannot count cost while evaluating, so it refuses what could exceed it)"
+        ));
+    }
+    Ok(Program { expr })
+}
+
+/// Compiles a selector (cached: a selector is compiled once per process). The error is
+/// upstream's, `compilation failed: ...`.
 pub fn compile(src: &str) -> Result<Expr, String> {
+    type Cache = HashMap<String, Result<Expr, String>>;
+    static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
+    if let Some(r) = CACHE.lock().unwrap_or_else(|e| e.into_inner()).get(src) {
+        return r.clone();
+    }
+    let r = compile_uncached(src).map_err(|e| format!("compilation failed: {e}"));
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if cache.len() >= 4096 {
+        cache.clear();
+    }
+    cache.insert(src.to_string(), r.clone());
+    r
+}
+
+fn compile_uncached(src: &str) -> Result<Expr, String> {
     if src.len() > MAX_LEN {
         return Err(format!(
             "expression is {} bytes, longer than the limit of {MAX_LEN}",
             src.len()
         ));
     }
-    let mut p = Parser {
-        toks: lex(src)?,
-        pos: 0,
-        depth: 0,
-    };
-    let e = p.binary(0)?;
-    if p.pos != p.toks.len() {
-        return Err(format!(
-            "Syntax error: unexpected {:?}",
-            p.toks[p.pos..].first()
-        ));
+    if src.len() <= SHORT {
+        return parse_checked(src).map(Arc::new);
     }
-    Ok(e)
+    // The parser recurses once per nesting level, and so does dropping a deep tree: both
+    // happen on a thread with room for the deepest 10 KiB expression.
+    let owned = src.to_string();
+    std::thread::Builder::new()
+        .name("cel-compile".into())
+        .stack_size(PARSE_STACK)
+        .spawn(move || parse_checked(&owned).map(Arc::new))
+        .map_err(|e| format!("starting the CEL compiler: {e}"))?
+        .join()
+        .unwrap_or_else(|_| Err("the CEL parser failed".into()))
 }
 
-/// The attribute and capacity maps of a device by domain, as upstream's CEL environment
-/// builds them: unqualified names belong to the driver's domain.
-fn device_value(driver: &str, d: &Device) -> Val {
-    let mut attrs: BTreeMap<String, Val> = BTreeMap::new();
-    for (name, a) in d.attributes.iter().flatten() {
-        let (domain, id) = name.split_once('/').unwrap_or((driver, name));
-        let v = if let Some(b) = a.bool {
-            Val::Bool(b)
-        } else if let Some(i) = a.int {
-            Val::Int(i)
-        } else if let Some(s) = &a.string {
-            Val::Str(s.clone())
-        } else if let Some(v) = &a.version {
-            semver(v).unwrap_or(Val::Str(v.clone()))
-        } else {
-            continue;
-        };
-        map_in(&mut attrs, domain).insert(id.to_string(), v);
-    }
-    let mut caps: BTreeMap<String, Val> = BTreeMap::new();
-    for (name, c) in d.capacity.iter().flatten() {
-        let (domain, id) = name.split_once('/').unwrap_or((driver, name));
-        if let Ok(q) = Quantity::parse(&c.value.0) {
-            map_in(&mut caps, domain).insert(id.to_string(), Val::Quantity(q.nanos()));
-        }
-    }
-    Val::Map(BTreeMap::from([
-        ("driver".to_string(), Val::Str(driver.to_string())),
-        ("attributes".to_string(), Val::Map(attrs)),
-        ("capacity".to_string(), Val::Map(caps)),
-        (
-            "allowMultipleAllocations".to_string(),
-            Val::Bool(d.allow_multiple_allocations.unwrap_or(false)),
-        ),
-    ]))
-}
+// ---- evaluating ----
 
-fn map_in<'a>(m: &'a mut BTreeMap<String, Val>, k: &str) -> &'a mut BTreeMap<String, Val> {
-    match m
-        .entry(k.to_string())
-        .or_insert_with(|| Val::Map(BTreeMap::new()))
-    {
-        Val::Map(inner) => inner,
-        _ => unreachable!("domains hold maps"),
-    }
-}
-
-fn semver(s: &str) -> Option<Val> {
-    let core = s.split(['-', '+']).next()?;
-    let parts: Option<Vec<u64>> = core.split('.').map(|p| p.parse().ok()).collect();
-    let parts = parts.filter(|p| p.len() == 3)?;
-    Some(Val::Version(parts, s.to_string()))
-}
-
-fn order(a: &Val, b: &Val) -> Result<std::cmp::Ordering, String> {
-    match (a, b) {
-        (Val::Int(x), Val::Int(y)) => Ok(x.cmp(y)),
-        (Val::Str(x), Val::Str(y)) => Ok(x.cmp(y)),
-        (Val::Quantity(x), Val::Quantity(y)) => Ok(x.cmp(y)),
-        (Val::Version(x, _), Val::Version(y, _)) => Ok(x.cmp(y)),
-        (Val::Bool(x), Val::Bool(y)) => Ok(x.cmp(y)),
-        _ => Err("no such overload".into()),
-    }
-}
-
-fn eval(e: &Expr, device: &Val) -> Result<Val, String> {
+/// cel-go's words for what went wrong at run time.
+fn runtime_error(e: ExecutionError) -> String {
     match e {
-        Expr::Lit(v) => Ok(v.clone()),
-        Expr::Device => Ok(device.clone()),
-        Expr::Member(base, name) => lookup(eval(base, device)?, name.clone()),
-        Expr::Index(base, key) => match eval(key, device)? {
-            Val::Str(k) => lookup(eval(base, device)?, k),
-            _ => Err("no such overload".into()),
-        },
-        Expr::Not(x) => match eval(x, device)? {
-            Val::Bool(b) => Ok(Val::Bool(!b)),
-            _ => Err("no such overload".into()),
-        },
-        Expr::Bin(l, op, r) if *op == "&&" || *op == "||" => {
-            let want = *op == "||";
-            // CEL's logical operators are commutative over errors: a decisive side wins.
-            let lv = eval(l, device);
-            if matches!(lv, Ok(Val::Bool(b)) if b == want) {
-                return Ok(Val::Bool(want));
-            }
-            let rv = eval(r, device);
-            if matches!(rv, Ok(Val::Bool(b)) if b == want) {
-                return Ok(Val::Bool(want));
-            }
-            match (lv?, rv?) {
-                (Val::Bool(_), Val::Bool(_)) => Ok(Val::Bool(!want)),
-                _ => Err("no such overload".into()),
-            }
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::NoSuchOverload(_) | ExecutionError::UnexpectedType { .. } => {
+            "no such overload".into()
         }
-        Expr::Bin(l, op, r) => {
-            let (lv, rv) = (eval(l, device)?, eval(r, device)?);
-            let b = match *op {
-                "==" => lv == rv,
-                "!=" => lv != rv,
-                "in" => match (&lv, &rv) {
-                    (Val::Str(k), Val::Map(m)) => m.contains_key(k),
-                    _ => return Err("no such overload".into()),
-                },
-                _ => {
-                    let o = order(&lv, &rv)?;
-                    match *op {
-                        "<" => o.is_lt(),
-                        "<=" => o.is_le(),
-                        ">" => o.is_gt(),
-                        _ => o.is_ge(),
-                    }
-                }
-            };
-            Ok(Val::Bool(b))
-        }
-        Expr::Call(recv, name, args) => {
-            let args: Vec<Val> = args
-                .iter()
-                .map(|a| eval(a, device))
-                .collect::<Result<_, _>>()?;
-            let recv = recv.as_ref().map(|r| eval(r, device)).transpose()?;
-            call(recv, name, &args)
-        }
+        ExecutionError::UndeclaredReference(r) => format!("no such attribute(s): {r}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        ExecutionError::IndexOutOfBounds(i) => format!("index out of bounds: {i:?}"),
+        ExecutionError::FunctionError { message, .. } if message == "no such overload" => message,
+        ExecutionError::FunctionError { message, .. } => message,
+        other => other.to_string(),
     }
 }
 
-fn lookup(base: Val, key: String) -> Result<Val, String> {
-    match base {
-        Val::Map(mut m) => m.remove(&key).ok_or_else(|| format!("no such key: {key}")),
-        _ => Err(format!("no such key: {key}")),
-    }
-}
-
-fn call(recv: Option<Val>, name: &str, args: &[Val]) -> Result<Val, String> {
-    match (recv, name, args) {
-        (None, "quantity", [Val::Str(s)]) => Quantity::parse(s)
-            .map(|q| Val::Quantity(q.nanos()))
-            .map_err(|e| format!("{e}")),
-        (None, "semver", [Val::Str(s)]) => semver(s).ok_or_else(|| format!("invalid semver: {s}")),
-        (Some(a), "compareTo", [b]) => Ok(Val::Int(order(&a, b)? as i64)),
-        (Some(a), "isGreaterThan", [b]) => Ok(Val::Bool(order(&a, b)?.is_gt())),
-        (Some(a), "isLessThan", [b]) => Ok(Val::Bool(order(&a, b)?.is_lt())),
-        (Some(Val::Str(a)), "startsWith", [Val::Str(b)]) => {
-            Ok(Val::Bool(a.starts_with(b.as_str())))
+/// Whether the device matches the selector. The result must be a bool (upstream's
+/// message otherwise).
+pub fn matches(e: &Program, driver: &str, d: &Device) -> Result<bool, String> {
+    let device = device_val(driver, d)?;
+    let mut ctx = Context::with_env(ENV.clone());
+    ctx.add_variable_as_val("device", Box::new(device));
+    let v = ::cel::Value::resolve_val(&e.expr, &ctx).map_err(runtime_error)?;
+    match v.downcast_ref::<CelBool>() {
+        Some(b) => Ok(*b.inner()),
+        None => {
+            let t = v.get_type().name().to_string();
+            Err(format!(
+                "CEL result of type {t} could not be converted to bool: unsupported type conversion from '{t}' to bool"
+            ))
         }
-        (Some(Val::Str(a)), "endsWith", [Val::Str(b)]) => Ok(Val::Bool(a.ends_with(b.as_str()))),
-        (Some(Val::Str(a)), "contains", [Val::Str(b)]) => Ok(Val::Bool(a.contains(b.as_str()))),
-        _ => Err(format!("found no matching overload for '{name}'")),
-    }
-}
-
-/// Whether the device matches the selector: the result must be a bool.
-pub fn matches(e: &Expr, driver: &str, d: &Device) -> Result<bool, String> {
-    match eval(e, &device_value(driver, d))? {
-        Val::Bool(b) => Ok(b),
-        _ => Err("expression must evaluate to bool".into()),
     }
 }
 
@@ -403,13 +1143,14 @@ mod tests {
     fn dev() -> Device {
         serde_json::from_value(json!({"name": "gpu-0",
             "attributes": {"model": {"string": "a100"}, "memoryGi": {"int": 40},
-                "driverVersion": {"version": "1.2.3"}, "other.io/numa": {"int": 1}},
-            "capacity": {"memory": {"value": "40Gi"}}}))
+                "driverVersion": {"version": "1.2.3"}, "other.io/numa": {"int": 1},
+                "ecc": {"bool": true}},
+            "capacity": {"memory": {"value": "40Gi"}, "other.io/slots": {"value": "1500m"}}}))
         .unwrap()
     }
 
     fn run(src: &str) -> Result<bool, String> {
-        matches(&compile(src)?, "gpu.example.com", &dev())
+        matches(&*compile(src)?, "gpu.example.com", &dev())
     }
 
     #[test]
@@ -423,9 +1164,14 @@ mod tests {
             run(r#"device.attributes["other.io"].numa == 1 && true"#),
             Ok(true)
         );
+        assert_eq!(run(r#"device.attributes["gpu.example.com"].ecc"#), Ok(true));
         assert_eq!(
             run(r#"device.capacity["gpu.example.com"].memory.compareTo(quantity("32Gi")) >= 0"#),
             Ok(true)
+        );
+        assert_eq!(
+            run(r#"device.capacity["other.io"].slots.isInteger()"#),
+            Ok(false)
         );
         assert_eq!(
             run(
@@ -441,22 +1187,165 @@ mod tests {
             run(r#"!(device.attributes["gpu.example.com"].memoryGi < 80)"#),
             Ok(false)
         );
+        assert_eq!(run("device.allowMultipleAllocations"), Ok(false));
+        // A domain the device has nothing in is an empty map, and not `in` the map.
+        assert_eq!(run(r#"size(device.attributes["x.io"]) == 0"#), Ok(true));
+        assert_eq!(run(r#""x.io" in device.attributes"#), Ok(false));
+        assert_eq!(run(r#""other.io" in device.attributes"#), Ok(true));
+        // The standard library, the strings extension, macros and cel.bind.
+        assert_eq!(
+            run(r#"device.attributes["gpu.example.com"].model.upperAscii().startsWith("A1")"#),
+            Ok(true)
+        );
+        assert_eq!(
+            run(r#"device.attributes["gpu.example.com"].exists(k, k == "ecc")"#),
+            Ok(true)
+        );
+        assert_eq!(
+            run(
+                r#"cel.bind(g, device.attributes["gpu.example.com"], g.model == "a100" && g.memoryGi >= 40)"#
+            ),
+            Ok(true)
+        );
+        assert_eq!(
+            run(r#"device.attributes["gpu.example.com"].model.matches("^a[0-9]+$")"#),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn quantity_library() {
+        for (src, want) in [
+            ("quantity('1Gi') == quantity('1024Mi')", true),
+            ("quantity('1Gi').isGreaterThan(quantity('1G'))", true),
+            ("quantity('1G').isLessThan(quantity('1Gi'))", true),
+            ("quantity('1G').compareTo(quantity('1000M')) == 0", true),
+            (
+                "quantity('-5').sign() == -1 && quantity('0').sign() == 0",
+                true,
+            ),
+            ("quantity('50k').asInteger() == 50000", true),
+            ("quantity('1.5').isInteger()", false),
+            ("quantity('50k').add(20) == quantity('50020')", true),
+            (
+                "quantity('50k').add(quantity('20k')) == quantity('70k')",
+                true,
+            ),
+            (
+                "quantity('50k').sub(20000).asApproximateFloat() == 30000.0",
+                true,
+            ),
+            (
+                "quantity('50k').sub(quantity('20k')) == quantity('30k')",
+                true,
+            ),
+            (
+                "isQuantity('1.3Gi') && !isQuantity('200K') && !isQuantity('Mi')",
+                true,
+            ),
+        ] {
+            assert_eq!(run(src), Ok(want), "{src}");
+        }
+        assert_eq!(
+            run("quantity('1.5').asInteger() == 1"),
+            Err("cannot convert value to integer".into())
+        );
+        assert_eq!(
+            run("quantity('Three') == quantity('1')"),
+            Err("quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'".into())
+        );
+        assert_eq!(
+            run("quantity('200K') == quantity('1')"),
+            Err("unable to parse quantity's suffix".into())
+        );
+        // No `<` on quantities upstream either.
+        assert_eq!(
+            run("quantity('1') < quantity('2')"),
+            Err("no such overload".into())
+        );
+    }
+
+    #[test]
+    fn semver_library() {
+        for (src, want) in [
+            ("semver('1.2.3') == semver('1.2.3+build.5')", true),
+            ("semver('1.2.3-alpha').isLessThan(semver('1.2.3'))", true),
+            (
+                "semver('1.2.3-alpha.1').isLessThan(semver('1.2.3-alpha.beta'))",
+                true,
+            ),
+            ("semver('1.2.3-2').isLessThan(semver('1.2.3-10'))", true),
+            ("semver('1.10.0').isGreaterThan(semver('1.9.9'))", true),
+            ("semver('2.0.0').compareTo(semver('1.99.99')) == 1", true),
+            (
+                "semver('1.2.3').major() == 1 && semver('1.2.3').minor() == 2 && semver('1.2.3').patch() == 3",
+                true,
+            ),
+            ("semver('v1.2', true) == semver('1.2.0')", true),
+            (
+                "isSemver('1.2.3') && !isSemver('1.2') && isSemver('v1.2', true)",
+                true,
+            ),
+        ] {
+            assert_eq!(run(src), Ok(want), "{src}");
+        }
+        assert_eq!(
+            run("semver('1.02.3') == semver('1.2.3')"),
+            Err("Minor number must not contain leading zeroes \"02\"".into())
+        );
+        assert_eq!(
+            run("semver('1.2') == semver('1.2.0')"),
+            Err("No Major.Minor.Patch elements found".into())
+        );
+        assert_eq!(
+            run("semver('v1-rc', true) == semver('1.0.0')"),
+            Err("short version cannot contain PreRelease/Build meta data".into())
+        );
+        // A version attribute that is not one is an error on that device.
+        let bad: Device =
+            serde_json::from_value(json!({"name": "d", "attributes": {"v": {"version": "one"}}}))
+                .unwrap();
+        assert_eq!(
+            matches(&compile("true").unwrap(), "d.io", &bad),
+            Err("attribute v: parse semantic version: No Major.Minor.Patch elements found".into())
+        );
     }
 
     #[test]
     fn hostile_nesting_is_an_error_not_a_crash() {
+        let limit = format!("expression recursion limit exceeded: {MAX_DEPTH}");
         let deep = format!("{}true{}", "(".repeat(5_000), ")".repeat(5_000));
-        assert!(compile(&deep).unwrap_err().contains("max recursion depth"));
-        let nots = format!("{}true", "!".repeat(5_000));
-        assert!(compile(&nots).unwrap_err().contains("max recursion depth"));
+        assert!(compile(&deep).unwrap_err().contains(&limit));
+        let calls = format!("{}'a'{} == 'a'", "string(".repeat(1_000), ")".repeat(1_000));
+        assert!(compile(&calls).unwrap_err().contains(&limit));
+        // Chains the parser does not count as nesting, but evaluation would recurse on.
+        let plus = format!("1{} > 0", " + 1".repeat(2_500));
+        assert!(compile(&plus).unwrap_err().contains(&limit));
+        let member = format!("device{} == 1", ".a".repeat(5_000));
+        assert!(compile(&member).unwrap_err().contains(&limit));
+        let tern = format!("{}true", "false ? 1 : ".repeat(800));
+        assert!(compile(&tern).unwrap_err().contains(&limit));
         let long = format!("true{}", " || true".repeat(2_000));
         assert!(
             compile(&long)
                 .unwrap_err()
                 .contains("longer than the limit")
         );
-        // Ordinary nesting still compiles.
+        // Comprehensions nested to blow up the work are refused up front.
+        let nest = format!(
+            "size({}1{}) > 0",
+            "[1,2,3,4,5,6,7,8,9,10].map(x, ".repeat(8),
+            ")".repeat(8)
+        );
+        assert!(
+            compile(&nest)
+                .unwrap_err()
+                .contains("exceeds the limit of 1000000")
+        );
+        // Ordinary nesting and long flat expressions still work.
         assert!(run("((device.driver == \"gpu.example.com\"))").is_ok());
+        let flat = format!("false{} || true", " || false".repeat(900));
+        assert_eq!(run(&flat), Ok(true));
     }
 
     #[test]
@@ -465,12 +1354,47 @@ mod tests {
             run(r#"device.attributes["gpu.example.com"].nope == 1"#),
             Err("no such key: nope".into())
         );
-        assert!(compile("device.driver ==").is_err());
         assert_eq!(
-            compile("foo.bar"),
-            Err("undeclared reference to 'foo'".into())
+            run(r#"device.attributes["x"].y == 1"#),
+            Err("no such key: y".into())
         );
+        let e = compile("device.driver ==").unwrap_err();
+        assert!(
+            e.starts_with("compilation failed: ERROR: <input>:1:17: Syntax error: mismatched input '<EOF>' expecting"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with("\n | device.driver ==\n | ................^"),
+            "{e}"
+        );
+        assert_eq!(
+            compile("foo.bar").unwrap_err(),
+            "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo.bar\n | ^"
+        );
+        let e = compile("device.driver == 'x' || frobnicate(device.driver)").unwrap_err();
+        assert!(
+            e.starts_with("compilation failed: ERROR: <input>:1:"),
+            "{e}"
+        );
+        assert!(
+            e.contains(": undeclared reference to 'frobnicate' (in container '')\n | device.driver == 'x' || frobnicate(device.driver)\n | ....."),
+            "{e}"
+        );
+        assert!(
+            compile("device.driver.find('x') == 'x'")
+                .unwrap_err()
+                .contains(
+                    "function 'find' of the Kubernetes regex library is not supported by kubestep"
+                )
+        );
+        assert_eq!(
+            run("device.driver"),
+            Err("CEL result of type string could not be converted to bool: unsupported type conversion from 'string' to bool".into())
+        );
+        assert_eq!(run("1 / 0 == 1"), Err("division by zero".into()));
+        assert_eq!(run("1 < 'a'"), Err("no such overload".into()));
         // A decisive side wins over an error on the other.
         assert_eq!(run(r#"device.attributes["x"].y == 1 || true"#), Ok(true));
+        assert_eq!(run(r#"false && device.attributes["x"].y == 1"#), Ok(false));
     }
 }

@@ -6,11 +6,14 @@
 //! `firstAvailable` alternatives.
 //!
 //! Upstream's claim controller creates claims from ResourceClaimTemplates; kubestep stands
-//! in for it (see `objects::pod_claims`). Allocations kubestep makes are kept by the plugin
-//! (upstream's assume cache) while a pod holding them exists, since the cluster objects
-//! are not rewritten.
+//! in for it (see `objects::pod_claims`). What the plugin writes to claims (PreBind's
+//! allocation and reservation, Unreserve's and PostFilter's undoing) goes into the
+//! attempt's CycleState as `ObjectWrites`, which the session carries out: into the
+//! replayed cluster, or to the API server in live active mode. Between cycles the plugin
+//! remembers allocations in flight and its own writes (`assume`).
 
 pub mod allocator;
+mod assume;
 pub mod cel;
 pub(crate) mod hints;
 pub mod objects;
@@ -19,10 +22,11 @@ mod state;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::AllocationResult;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
 use crate::api::node_affinity::NodeSelectorMatcher;
 use crate::framework::listers::Listers;
@@ -31,45 +35,54 @@ use crate::framework::plugin::{
     PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
 };
 use crate::framework::queue::hints::ClusterEventWithHint;
+use crate::framework::queued::{ObjectWrite, ObjectWrites};
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 use crate::plugins::helper::default_normalize;
 use allocator::{Allocator, InUse, Outcome, allocated_ids, gather_pools};
+use assume::{Assumed, Written};
 use state::{NodeResult, StateData};
 
 pub const NAME: &str = "DynamicResources";
 const STATE_KEY: &str = "DynamicResources";
 /// Upstream `resourceapi.ResourceClaimReservedForMaxSize`.
 const RESERVED_FOR_MAX: usize = 256;
+/// Upstream `resourceapi.Finalizer`: set on a claim the scheduler allocates.
+const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
 /// Upstream `resourceapi.FirstAvailableDeviceRequestMaxSize`.
 const FIRST_AVAILABLE_MAX: i64 = 8;
 
-/// An allocation kubestep made, held for the pod it was made for.
-#[derive(Debug, Clone)]
-struct Assumed {
-    allocation: AllocationResult,
-    pod: String,
-}
-
 #[derive(Debug, Default)]
 pub struct DynamicResources {
-    /// By claim key.
-    assumed: Mutex<BTreeMap<String, Assumed>>,
+    assumed: Mutex<Assumed>,
 }
 
 impl DynamicResources {
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Assumed>> {
+    fn lock(&self) -> MutexGuard<'_, Assumed> {
         self.assumed.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
 
-    /// Assumed allocations still held: their pod exists and the claim object does not
-    /// show an allocation of its own.
-    fn live_assumed(&self, h: &Handle) -> BTreeMap<String, AllocationResult> {
-        self.lock()
-            .iter()
-            .filter(|(_, a)| h.listers.pods.contains_key(&a.pod))
-            .map(|(k, a)| (k.clone(), a.allocation.clone()))
-            .collect()
-    }
+/// The claim has a `reservedFor` entry for the pod.
+fn reserved_for(c: &ResourceClaim, uid: &str) -> bool {
+    c.status
+        .as_ref()
+        .and_then(|s| s.reserved_for.as_ref())
+        .is_some_and(|r| r.iter().any(|r| r.uid == uid))
+}
+
+/// Hands a claim's new state to the session to write (see `ObjectWrites`).
+fn write_claim(cs: &mut CycleState, what: String, claim: &ResourceClaim) -> Arc<AtomicBool> {
+    let done = Arc::new(AtomicBool::new(false));
+    let object = serde_json::to_value(claim).unwrap_or_default();
+    ObjectWrites::push(
+        cs,
+        ObjectWrite {
+            what,
+            object: Arc::new(object),
+            written: done.clone(),
+        },
+    );
+    done
 }
 
 fn has_claims(pod: &PodInfo) -> bool {
@@ -96,7 +109,7 @@ impl Plugin for DynamicResources {
         Some(std::sync::Arc::new(self.lock().clone()))
     }
     fn restore_state(&self, s: &PluginState) {
-        if let Some(a) = s.downcast_ref::<BTreeMap<String, Assumed>>() {
+        if let Some(a) = s.downcast_ref::<Assumed>() {
             *self.lock() = a.clone();
         }
     }
@@ -160,8 +173,8 @@ impl PreFilterPlugin for DynamicResources {
         if !has_claims(pod) {
             return (None, Status::skip());
         }
-        let assumed = self.live_assumed(h);
-        let claims = match objects::pod_claims(h.listers, &pod.pod, &assumed) {
+        let view = self.lock().view(h.listers);
+        let claims = match objects::pod_claims(h.listers, &pod.pod, &view.claims) {
             Ok(c) => c,
             Err(e) => return (None, Status::unresolvable(e)),
         };
@@ -183,6 +196,16 @@ impl PreFilterPlugin for DynamicResources {
                         .push(a.node_selector.as_ref().map(NodeSelectorMatcher::new));
                 }
                 None => {
+                    // Upstream waits for an allocation in flight to be written.
+                    if view.in_flight.contains_key(&c.key) {
+                        return (
+                            None,
+                            Status::unresolvable(format!(
+                                "resource claim {} is in the process of being allocated",
+                                c.key
+                            )),
+                        );
+                    }
                     s.pinned.push(None);
                     s.to_allocate.push(s.pinned.len() - 1);
                     for r in c.requests() {
@@ -208,20 +231,20 @@ impl PreFilterPlugin for DynamicResources {
             }
         }
         if !s.to_allocate.is_empty() {
-            // Devices held by any claim: the cluster's allocations and kubestep's own.
-            let all = objects::all_claims(h.listers);
+            // Devices held by any claim (kubestep's writes standing for the cluster's
+            // copies) or by an allocation in flight.
+            let mut all: BTreeMap<String, Arc<ResourceClaim>> = objects::all_claims(h.listers)
+                .into_iter()
+                .map(|(k, c)| (k, Arc::new(c)))
+                .collect();
+            all.extend(view.claims.iter().map(|(k, c)| (k.clone(), c.clone())));
             let mut in_use: InUse = all
                 .iter()
                 .filter_map(|(k, c)| Some((k, c.status.as_ref()?.allocation.as_ref()?)))
                 .flat_map(|(k, a)| allocated_ids(a).map(move |d| (d, k.clone())))
                 .collect();
-            for (k, a) in &assumed {
-                let own = all
-                    .get(k)
-                    .is_some_and(|c| c.status.as_ref().is_some_and(|s| s.allocation.is_some()));
-                if !own {
-                    in_use.extend(allocated_ids(a).map(|d| (d, k.clone())));
-                }
+            for (k, a) in &view.in_flight {
+                in_use.extend(allocated_ids(a).map(|d| (d, k.clone())));
             }
             s.in_use = in_use;
             s.slices = std::sync::Arc::new(objects::slices(h.listers));
@@ -322,10 +345,11 @@ pub fn held_devices(cs: &CycleState) -> BTreeMap<String, Vec<(String, String)>> 
 }
 
 impl PostFilterPlugin for DynamicResources {
-    /// Upstream deallocates one claim that is allocated but not in use and not available
-    /// on some node, so the next attempt can allocate it elsewhere. kubestep holds no
-    /// client to do so; it answers as upstream does when there is nothing to deallocate,
-    /// or says it would have deallocated.
+    /// Upstream deallocates one claim that is allocated but not available on some node
+    /// and that no other pod holds, so that the next attempt can allocate it elsewhere:
+    /// status.allocation, reservedFor and devices cleared in one status update. Upstream
+    /// picks at random among such claims (a Go map); kubestep takes the first in the
+    /// pod's order.
     fn post_filter(
         &self,
         _h: &Handle,
@@ -340,6 +364,7 @@ impl PostFilterPlugin for DynamicResources {
         if s.claims.is_empty() {
             return (None, Status::unschedulable("no new claims to deallocate"));
         }
+        let mut target = None;
         for i in s.unavailable() {
             let c = &s.claims[i];
             let reserved = c
@@ -349,17 +374,35 @@ impl PostFilterPlugin for DynamicResources {
                 .and_then(|s| s.reserved_for.as_deref())
                 .unwrap_or_default();
             let only_this_pod = reserved.len() == 1 && reserved[0].uid == pod.uid;
-            if c.allocation().is_some() && (reserved.is_empty() || only_this_pod) {
-                // Only kubestep's own allocations can be dropped; a cluster claim's
-                // status is not rewritten, though upstream would clear it.
-                self.lock().remove(&c.key);
-                return (
-                    None,
-                    Status::unschedulable("deallocation of ResourceClaim completed"),
-                );
+            if reserved.is_empty() || only_this_pod {
+                target = Some((c.key.clone(), (*c.claim).clone()));
+                break;
             }
         }
-        (None, Status::unschedulable("still not schedulable"))
+        let Some((key, mut claim)) = target else {
+            return (None, Status::unschedulable("still not schedulable"));
+        };
+        let base = claim.metadata.resource_version.clone();
+        if let Some(st) = claim.status.as_mut() {
+            st.reserved_for = None;
+            st.allocation = None;
+            st.devices = None;
+        }
+        let done = write_claim(cs, format!("deallocate claim {key}"), &claim);
+        self.lock().wrote(
+            &key,
+            Written {
+                claim: Arc::new(claim),
+                base,
+                done,
+                allocated: false,
+                pods: BTreeSet::new(),
+            },
+        );
+        (
+            None,
+            Status::unschedulable("deallocation of ResourceClaim completed"),
+        )
     }
 }
 
@@ -415,6 +458,9 @@ impl ScorePlugin for DynamicResources {
 }
 
 impl ReservePlugin for DynamicResources {
+    /// The allocations chosen for the node are in flight until PreBind writes them: other
+    /// pods do not get their devices, and a pod sharing a claim waits (upstream's
+    /// `SignalClaimPendingAllocation`).
     fn reserve(&self, _h: &Handle, cs: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
         let s = match state(cs) {
             Ok(s) => s,
@@ -428,13 +474,7 @@ impl ReservePlugin for DynamicResources {
         };
         let mut assumed = self.lock();
         for (&ci, a) in s.to_allocate.iter().zip(allocs) {
-            assumed.insert(
-                s.claims[ci].key.clone(),
-                Assumed {
-                    allocation: a,
-                    pod: pod.key.clone(),
-                },
-            );
+            assumed.start(&s.claims[ci].key, a, &pod.key);
         }
         drop(assumed);
         s.set_reserved(node);
@@ -447,13 +487,51 @@ impl ReservePlugin for DynamicResources {
         state(cs).is_ok_and(|s| s.claims.is_empty())
     }
 
-    fn unreserve(&self, _h: &Handle, cs: &mut CycleState, _pod: &PodInfo, _node: &str) {
+    /// Allocations in flight are dropped; a claim PreBind reserved for the pod gets the
+    /// pod taken out of `reservedFor` again (upstream's strategic-merge patch; the
+    /// allocation stays).
+    fn unreserve(&self, _h: &Handle, cs: &mut CycleState, pod: &PodInfo, _node: &str) {
         let Ok(s) = state(cs) else { return };
-        let mut assumed = self.lock();
-        for &ci in &s.to_allocate {
-            assumed.remove(&s.claims[ci].key);
+        let mut writes = Vec::new();
+        {
+            let mut assumed = self.lock();
+            for &ci in &s.to_allocate {
+                assumed.end(&s.claims[ci].key);
+            }
+            for c in &s.claims {
+                if c.allocation().is_none() || !reserved_for(&c.claim, &pod.uid) {
+                    continue;
+                }
+                // PreBind's write that never happened has nothing to undo.
+                if !s.pre_bind_written(&c.key) {
+                    assumed.forget(&c.key);
+                    continue;
+                }
+                let mut claim = (*c.claim).clone();
+                if let Some(rf) = claim.status.as_mut().and_then(|s| s.reserved_for.as_mut()) {
+                    rf.retain(|r| r.uid != pod.uid);
+                }
+                let prev = assumed.written(&c.key).cloned();
+                writes.push((c.key.clone(), claim, prev));
+            }
         }
         s.set_reserved_none();
+        for (key, claim, prev) in writes {
+            let base = claim.metadata.resource_version.clone();
+            let done = write_claim(cs, format!("unreserve claim {key}"), &claim);
+            let (allocated, mut pods) = prev.map(|w| (w.allocated, w.pods)).unwrap_or_default();
+            pods.retain(|(uid, _)| *uid != pod.uid);
+            self.lock().wrote(
+                &key,
+                Written {
+                    claim: Arc::new(claim),
+                    base,
+                    done,
+                    allocated,
+                    pods,
+                },
+            );
+        }
     }
 }
 
@@ -478,17 +556,114 @@ impl PreBindPlugin for DynamicResources {
         state(cs).is_ok_and(|s| s.claims.is_empty())
     }
 
-    /// Upstream writes the allocation and the pod's reservation into each claim's status.
-    /// kubestep keeps them as assumed (see the module comment); the CycleState tree shows
-    /// what would be written.
-    fn pre_bind(&self, _h: &Handle, cs: &mut CycleState, _pod: &PodInfo, node: &str) -> Status {
-        match state(cs) {
-            Err(e) => e,
-            Ok(s) => {
-                s.set_bound(node);
-                Status::success()
-            }
+    /// Upstream's `bindClaim` for each claim not yet reserved for the pod: the claim as it
+    /// stands now, the allocation Reserve kept (with the delete-protection finalizer) and
+    /// the pod appended to `reservedFor`, in one status update. The session carries the
+    /// update out (see `ObjectWrites`); a failed write fails PreBind.
+    fn pre_bind(&self, h: &Handle, cs: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let s = match state(cs) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if s.claims.is_empty() {
+            return Status::success();
         }
+        let allocs = if s.to_allocate.is_empty() {
+            Vec::new()
+        } else {
+            match s.allocations(node) {
+                Some(a) => a,
+                None => return Status::error("claim allocation not found for node"),
+            }
+        };
+        let view = self.lock().view(h.listers);
+        let mut updates = Vec::new();
+        for (i, c) in s.claims.iter().enumerate() {
+            if reserved_for(&c.claim, &pod.uid) {
+                continue;
+            }
+            let allocation = s
+                .to_allocate
+                .iter()
+                .position(|&ci| ci == i)
+                .and_then(|j| allocs.get(j).cloned());
+            // The claim as the API server has it now: kubestep's last write, the
+            // cluster's, or the one kubestep makes from a template.
+            let mut claim = match view.claims.get(&c.key) {
+                Some(w) => (**w).clone(),
+                None => objects::claim(h.listers, &c.key).unwrap_or_else(|| (*c.claim).clone()),
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Status::error(format!("claim {} got deleted in the meantime", c.key));
+            }
+            let allocated = allocation.is_some();
+            let status = claim.status.get_or_insert_with(Default::default);
+            if let Some(a) = allocation {
+                if status.allocation.is_some() {
+                    return Status::error(format!(
+                        "claim {} got allocated elsewhere in the meantime",
+                        c.key
+                    ));
+                }
+                status.allocation = Some(a);
+            }
+            status
+                .reserved_for
+                .get_or_insert_with(Vec::new)
+                .push(ResourceClaimConsumerReference {
+                    resource: "pods".into(),
+                    name: pod.name.clone(),
+                    uid: pod.uid.clone(),
+                    api_group: None,
+                });
+            if allocated {
+                let f = claim.metadata.finalizers.get_or_insert_with(Vec::new);
+                if !f.iter().any(|f| f == CLAIM_FINALIZER) {
+                    f.push(CLAIM_FINALIZER.into());
+                }
+            }
+            updates.push((i, c.key.clone(), allocated, claim));
+        }
+        let mut done_flags = Vec::new();
+        for (i, key, allocated, claim) in updates {
+            let what = if allocated {
+                format!("add allocation and reservation to claim {key}")
+            } else {
+                format!("add reservation to claim {key}")
+            };
+            let base = claim.metadata.resource_version.clone();
+            let claim = Arc::new(claim);
+            let done = write_claim(cs, what, &claim);
+            let mut assumed = self.lock();
+            let (was_allocated, mut pods) = assumed
+                .written(&key)
+                .cloned()
+                .map(|w| (w.allocated, w.pods))
+                .unwrap_or_default();
+            pods.insert((pod.uid.clone(), pod.key.clone()));
+            assumed.end(&key);
+            assumed.wrote(
+                &key,
+                Written {
+                    claim: claim.clone(),
+                    base,
+                    done: done.clone(),
+                    allocated: allocated || was_allocated,
+                    pods,
+                },
+            );
+            drop(assumed);
+            done_flags.push((i, key, claim, done));
+        }
+        if let Ok(s) = cs.read_mut::<StateData>(STATE_KEY) {
+            for (i, key, claim, done) in done_flags {
+                // Unreserve works with the claim as PreBind wrote it.
+                s.claims[i].claim = claim;
+                s.set_pre_bind_write(key, done);
+            }
+            s.set_bound(node);
+        }
+        Status::success()
     }
 }
 
@@ -557,7 +732,10 @@ pub fn check_inputs(l: &Listers, pod: &Pod) -> Result<(), String> {
                             return Err(format!("{at}: no CEL expression"));
                         };
                         let src = &expr.expression;
+                        // The first line: upstream's message (the source line and
+                        // caret that follow it are the expression, given at the end).
                         let compiled = cel::compile(src).map_err(|e| {
+                            let e = e.lines().next().unwrap_or_default();
                             format!("{at}: CEL compile error: {e} (expression: {src})")
                         })?;
                         for sl in &slices {

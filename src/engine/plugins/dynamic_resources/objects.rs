@@ -54,6 +54,11 @@ pub fn slices(l: &Listers) -> Vec<ResourceSlice> {
         .collect()
 }
 
+/// The cluster's ResourceClaim `namespace/name`.
+pub fn claim(l: &Listers, key: &str) -> Option<ResourceClaim> {
+    get(l, CLAIM, key)
+}
+
 /// Every claim in the cluster by `namespace/name`.
 pub fn all_claims(l: &Listers) -> BTreeMap<String, ResourceClaim> {
     l.custom_objects(CLAIM)
@@ -87,12 +92,12 @@ impl PodClaim {
 }
 
 /// The pod's claims in `spec.resourceClaims` order, or upstream's error for the first one
-/// that does not exist. `assumed` are allocations kubestep made in earlier cycles that the
-/// cluster objects do not show (yet).
+/// that does not exist. `known` are claims as kubestep wrote them, which stand for the
+/// cluster's copy (see `assume`).
 pub fn pod_claims(
     l: &Listers,
     pod: &Pod,
-    assumed: &BTreeMap<String, AllocationResult>,
+    known: &BTreeMap<String, Arc<ResourceClaim>>,
 ) -> Result<Vec<PodClaim>, String> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let pod_name = pod.metadata.name.as_deref().unwrap_or("");
@@ -134,7 +139,18 @@ pub fn pod_claims(
             }
         };
         let key = ns_key(ns, &name);
-        let mut claim = match (&template, get::<ResourceClaim>(l, CLAIM, &key)) {
+        if let Some(c) = known.get(&key) {
+            if c.metadata.deletion_timestamp.is_some() {
+                return Err(format!("resourceclaim {name:?} is being deleted"));
+            }
+            out.push(PodClaim {
+                key,
+                claim: c.clone(),
+                from_template: template,
+            });
+            continue;
+        }
+        let claim = match (&template, get::<ResourceClaim>(l, CLAIM, &key)) {
             (_, Some(c)) => c,
             (Some(t), None) => {
                 let tpl: ResourceClaimTemplate =
@@ -154,13 +170,6 @@ pub fn pod_claims(
         };
         if claim.metadata.deletion_timestamp.is_some() {
             return Err(format!("resourceclaim {name:?} is being deleted"));
-        }
-        let allocated = claim
-            .status
-            .as_ref()
-            .is_some_and(|s| s.allocation.is_some());
-        if !allocated && let Some(a) = assumed.get(&key) {
-            claim.status.get_or_insert_with(Default::default).allocation = Some(a.clone());
         }
         out.push(PodClaim {
             key,

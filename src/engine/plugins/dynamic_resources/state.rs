@@ -2,6 +2,7 @@
 //! node the allocation found or why none was, and the allocation chosen.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceSlice};
@@ -26,6 +27,8 @@ struct Inner {
     unavailable: BTreeSet<usize>,
     reserved: Option<String>,
     bound: Option<String>,
+    /// PreBind's claim writes by claim key: set once the session carried each out.
+    pre_bind_writes: BTreeMap<String, Arc<AtomicBool>>,
 }
 
 /// Fixed after PreFilter, except `inner`, which Filter (in parallel) and Reserve fill.
@@ -85,6 +88,16 @@ impl StateData {
     }
     pub fn set_bound(&self, node: &str) {
         self.lock().bound = Some(node.to_string());
+    }
+    pub fn set_pre_bind_write(&self, claim: String, done: Arc<AtomicBool>) {
+        self.lock().pre_bind_writes.insert(claim, done);
+    }
+    /// PreBind wrote this claim (the session carried the write out).
+    pub fn pre_bind_written(&self, claim: &str) -> bool {
+        self.lock()
+            .pre_bind_writes
+            .get(claim)
+            .is_some_and(|d| d.load(Ordering::Acquire))
     }
     /// kubestep's reason a node could not take the pod's claims, if Filter found one.
     pub fn shortfall(&self, node: &str) -> Option<Shortfall> {
@@ -227,10 +240,7 @@ impl RenderState for StateData {
             top.push(StateTree::kv(&format!("chosen on {n}"), chosen));
         }
         if let Some(n) = &inner.bound {
-            top.push(StateTree::kv(
-                "PreBind: allocation and reservation assumed for node",
-                n,
-            ));
+            top.push(StateTree::kv("PreBind: claims written for node", n));
         }
         StateTree::node("DynamicResources", top)
     }

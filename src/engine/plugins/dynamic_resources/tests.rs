@@ -334,3 +334,88 @@ fn first_available_scores_earlier_alternatives_higher() {
     let (score, _) = pl.score(&env.handle(), &cs, &p, &nodes()[0]);
     assert_eq!(score, FIRST_AVAILABLE_MAX - 1);
 }
+
+#[test]
+fn in_flight_claims_and_pre_bind_writes() {
+    use crate::framework::queued::{OBJECT_WRITES_KEY, ObjectWrites};
+    let mut l = cluster();
+    claim(&mut l, "c1", gpu_request(1));
+    let p1 = gpu_pod("p1", "c1");
+    let p2 = gpu_pod("p2", "c1");
+    l.pods.insert(p1.key.clone(), p1.pod.clone());
+    l.pods.insert(p2.key.clone(), p2.pod.clone());
+    let env = Env::new(Snapshot::default(), l);
+    let pl = DynamicResources::default();
+    let (mut cs, _, _) = run(&pl, &env, &p1);
+    assert!(
+        pl.reserve(&env.handle(), &mut cs, &p1, "node-a")
+            .is_success()
+    );
+    // While p1's allocation is in flight, p2 (same claim) waits at PreFilter.
+    let (_, s, _) = run(&pl, &env, &p2);
+    assert_eq!(
+        (s.code(), s.message().as_str()),
+        (
+            Code::UnschedulableAndUnresolvable,
+            "resource claim default/c1 is in the process of being allocated"
+        )
+    );
+    // PreBind hands the session the claim with its allocation and reservation.
+    assert!(
+        pl.pre_bind(&env.handle(), &mut cs, &p1, "node-a")
+            .is_success()
+    );
+    let w = cs.read::<ObjectWrites>(OBJECT_WRITES_KEY).unwrap();
+    assert_eq!(w.pending.len(), 1);
+    assert_eq!(
+        w.pending[0].what,
+        "add allocation and reservation to claim default/c1"
+    );
+    let o = &w.pending[0].object;
+    assert_eq!(o["kind"], "ResourceClaim");
+    assert_eq!(o["apiVersion"], "resource.k8s.io/v1");
+    assert_eq!(
+        o["status"]["allocation"]["devices"]["results"][0]["device"],
+        "gpu-0"
+    );
+    assert_eq!(
+        o["status"]["reservedFor"],
+        json!([{"resource": "pods", "name": "p1", "uid": "p1"}])
+    );
+    // Not carried out (no session here): nothing is assumed, and p2 is no longer held
+    // back by an allocation in flight.
+    let (_, s, _) = run(&pl, &env, &p2);
+    assert!(s.is_success(), "{s:?}");
+}
+
+#[test]
+fn pre_bind_refuses_a_claim_allocated_meanwhile() {
+    let mut l = cluster();
+    claim(&mut l, "c1", gpu_request(1));
+    let p1 = gpu_pod("p1", "c1");
+    l.pods.insert(p1.key.clone(), p1.pod.clone());
+    let env = Env::new(Snapshot::default(), l.clone());
+    let pl = DynamicResources::default();
+    let (mut cs, _, _) = run(&pl, &env, &p1);
+    assert!(
+        pl.reserve(&env.handle(), &mut cs, &p1, "node-a")
+            .is_success()
+    );
+    // Someone else allocated the claim before PreBind.
+    add(
+        &mut l,
+        "ResourceClaim",
+        json!({"metadata": {"name": "c1", "namespace": "default", "uid": "c1"},
+        "spec": {"devices": gpu_request(1)}, "status": {"allocation": {
+            "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "node-a", "device": "gpu-1"}]}}}}),
+    );
+    let env = Env::new(Snapshot::default(), l);
+    let s = pl.pre_bind(&env.handle(), &mut cs, &p1, "node-a");
+    assert_eq!(
+        (s.code(), s.message().as_str()),
+        (
+            Code::Error,
+            "claim default/c1 got allocated elsewhere in the meantime"
+        )
+    );
+}
