@@ -89,8 +89,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         ));
     }
     // Live shadow mode parks the pods kubestep would bind until the cluster's scheduler
-    // binds them: counted apart from unschedulable, as the queue pane lists them.
+    // binds them: counted apart from unschedulable, as the queue pane lists them. It
+    // holds nothing at Permit (waits are simulated), so that count gives way.
     let awaiting = app.shadow() || counts.awaiting > 0;
+    let waiting = !app.shadow() || counts.waiting > 0;
     // Full labels, or short ones (narrow terminals).
     let counts_with = |labels: [&str; 7]| {
         let n = [
@@ -106,7 +108,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             .iter()
             .zip(n)
             .enumerate()
-            .filter(|(i, _)| *i != 3 || awaiting)
+            .filter(|(i, _)| match i {
+                3 => awaiting,
+                5 => waiting,
+                _ => true,
+            })
             .map(|(_, (l, n))| format!("{l} {n}"))
             .collect();
         format!("│ {} ", parts.join(" "))
