@@ -272,7 +272,8 @@ impl Actuator for ApiActuator {
 
     /// A status DynamicResources wrote (a ResourceClaim's allocation and reservation), as
     /// kube-scheduler writes it: the finalizer in a normal update, then the status, each
-    /// conditional on the resourceVersion read, so a claim changed meanwhile is a conflict.
+    /// conditional on the resourceVersion read (when the object has one), so a claim
+    /// changed meanwhile is a conflict.
     fn update_status(&mut self, object: &Value) -> Result<(), ActuatorError> {
         let meta = &object["metadata"];
         let (ns, name) = (
@@ -297,9 +298,14 @@ impl Actuator for ApiActuator {
                 version = json!(updated.metadata.resource_version);
             }
             let status = &object["status"];
-            let patch = Patch::Merge(json!({"metadata": {"resourceVersion": version}, "status": {
-                "allocation": status["allocation"], "reservedFor": status["reservedFor"],
-                "devices": status["devices"]}}));
+            let mut patch = json!({"status": {"allocation": status["allocation"],
+                "reservedFor": status["reservedFor"], "devices": status["devices"]}});
+            // Without a version the write is unconditional (Unreserve's, as upstream's
+            // patch).
+            if version.is_string() {
+                patch["metadata"] = json!({ "resourceVersion": version });
+            }
+            let patch = Patch::Merge(patch);
             api.patch_status(name, &params, &patch).await.map(drop)
         };
         self.rt.block_on(write).map_err(|e: kube::Error| {

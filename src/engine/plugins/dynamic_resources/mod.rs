@@ -518,7 +518,10 @@ impl ReservePlugin for DynamicResources {
         s.set_reserved_none();
         for (key, claim, prev) in writes {
             let base = claim.metadata.resource_version.clone();
-            let done = write_claim(cs, format!("unreserve claim {key}"), &claim);
+            // Upstream patches without a precondition: the write carries no version.
+            let mut unconditional = claim.clone();
+            unconditional.metadata.resource_version = None;
+            let done = write_claim(cs, format!("unreserve claim {key}"), &unconditional);
             let (allocated, mut pods) = prev.map(|w| (w.allocated, w.pods)).unwrap_or_default();
             pods.retain(|(uid, _)| *uid != pod.uid);
             self.lock().wrote(
