@@ -79,20 +79,29 @@ fn documents(text: &str, file: &str) -> Result<Vec<(usize, Value)>, ManifestErro
         let offset = text.len() - trimmed.len();
         let line = 1 + text[..offset].matches('\n').count();
         let mut out = Vec::new();
-        // A JSON file may hold several concatenated documents.
-        let stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-        for v in stream {
+        // A JSON file may hold several concatenated documents; each is located at the
+        // line it starts on.
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+        let mut start = line;
+        while let Some(v) = stream.next() {
             match v {
-                Ok(Value::Array(items)) => out.extend(items.into_iter().map(|v| (line, v))),
-                Ok(v) => out.push((line, v)),
+                Ok(Value::Array(items)) => out.extend(items.into_iter().map(|v| (start, v))),
+                Ok(v) => out.push((start, v)),
                 Err(e) => {
+                    // serde_json's text ends "at line L column C": the line is ours
+                    // already, the column goes in front.
+                    let text = e.to_string();
+                    let what = text.rfind(" at line ").map_or(&text[..], |i| &text[..i]);
                     return Err(ManifestError::Syntax {
                         file: file.to_string(),
                         line: e.line(),
-                        message: e.to_string(),
+                        message: format!("column {}: {what}", e.column()),
                     });
                 }
             }
+            let rest = &text[stream.byte_offset()..];
+            let gap = rest.len() - rest.trim_start().len();
+            start = 1 + text[..stream.byte_offset() + gap].matches('\n').count();
         }
         return Ok(out);
     }
@@ -223,6 +232,18 @@ mod tests {
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}]}"#;
         let (objs, _) = parse_str(text, "l.json").unwrap();
         assert_eq!(objs.len(), 2);
+    }
+
+    #[test]
+    fn concatenated_json_documents_keep_their_lines_and_errors_their_column() {
+        let node = |n: &str| {
+            format!(r#"{{"apiVersion": "v1", "kind": "Node", "metadata": {{"name": "{n}"}}}}"#)
+        };
+        let text = format!("{}\n\n{}\n", node("a"), node("b"));
+        let (objs, _) = parse_str(&text, "n.json").unwrap();
+        assert_eq!(objs.iter().map(|o| o.line).collect::<Vec<_>>(), [1, 3]);
+        let err = parse_str(&format!("{} xx", node("a")), "n.json").unwrap_err();
+        assert_eq!(err.to_string(), "n.json:1: column 65: expected value");
     }
 
     #[test]
