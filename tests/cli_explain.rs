@@ -232,3 +232,46 @@ fn missing_file_is_named() {
     ]);
     assert_bad_input(&o, &["/nonexistent/cluster.yaml"]);
 }
+
+/// A pod manifest has not been through admission: its PriorityClass gives it its priority
+/// (and so preemption), and a class the cluster objects lack is said, not ignored.
+#[test]
+fn a_pod_file_gets_its_priority_class_as_admission_would_give_it() {
+    let dir = std::env::temp_dir().join(format!("kubestep-prio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cluster = dir.join("cluster.yaml");
+    std::fs::write(
+        &cluster,
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {kubernetes.io/hostname: n1}}\nstatus:\n  allocatable: {cpu: \"1\", memory: 8Gi, pods: \"110\"}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: low, namespace: default}\nspec:\n  nodeName: n1\n  containers: [{name: c, image: x, resources: {requests: {cpu: \"1\"}}}]\n---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n",
+    )
+    .unwrap();
+    let pod = |class: &str| {
+        let p = dir.join(format!("{class}.yaml"));
+        std::fs::write(&p, format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: default}}\nspec:\n  priorityClassName: {class}\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"1\"}}}}}}]\n")).unwrap();
+        p.display().to_string()
+    };
+    let c = cluster.display().to_string();
+    let o = run(&["explain", "--cluster", &c, "--pod", &pod("high")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("preemption nominated n1 (evicting default/low)"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(stderr(&o), "");
+    let o = run(&["explain", "--cluster", &c, "--pod", &pod("nope")]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "warning: pod default/p: spec.priorityClassName: no PriorityClass \"nope\" among the cluster objects"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !stdout(&o).contains("preemption nominated"),
+        "{}",
+        stdout(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

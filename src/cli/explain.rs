@@ -58,6 +58,9 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         (None, None) => config::default_configuration(),
     };
     let pod = resolve_pod(&a.pod, &cluster)?;
+    if let Some(w) = missing_priority_class(&pod, &cluster) {
+        eprintln!("kubestep: warning: {w}");
+    }
     kubestep::plugins::dynamic_resources::check_inputs(&cluster.listers, &pod)
         .map_err(|e| anyhow::anyhow!("{}: pod {}: {e}", a.cluster.join(", "), pod_key(&pod)))?;
     let e = explain::explain(&cluster, &cfg, pod)?;
@@ -158,6 +161,23 @@ fn resolve_pod(
             )
         }
     }
+}
+
+/// A pod naming a PriorityClass the cluster objects lack: the API server would refuse it
+/// (unless it has the class), and kubestep can only take its priority as 0.
+fn missing_priority_class(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    cluster: &ClusterState,
+) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    let class = spec.priority_class_name.as_deref()?;
+    if spec.priority.is_some() || cluster.listers.priority_classes.contains_key(class) {
+        return None;
+    }
+    Some(format!(
+        "pod {}: spec.priorityClassName: no PriorityClass {class:?} among the cluster objects (the API server refuses a pod whose class does not exist); its priority is taken as 0: add the class (kubectl get priorityclasses -o yaml) to --cluster",
+        pod_key(pod)
+    ))
 }
 
 fn pod_key(p: &k8s_openapi::api::core::v1::Pod) -> String {

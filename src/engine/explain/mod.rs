@@ -120,6 +120,15 @@ pub fn explain(
 ) -> Result<Explanation, ExplainError> {
     let exts = extenders(config)?;
     let fwks = frameworks(config)?;
+    // A pod from a manifest has not been through admission: give it the priority its
+    // PriorityClass (or the global default class) would have, as the API server does.
+    let mut pod = pod;
+    if pod.spec.as_ref().is_some_and(|s| s.priority.is_none()) {
+        let mut p = (*pod).clone();
+        if cluster.resolve_priority(&mut p).is_some() {
+            pod = Arc::new(p);
+        }
+    }
     let pi = Arc::new(PodInfo::new(pod));
     let fwk = fwks
         .iter()
