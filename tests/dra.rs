@@ -351,6 +351,13 @@ fn missing_claim_and_missing_class() {
             vec![r#"could not find ResourceClaim "default/nope""#.to_string()]
         )
     );
+    // The verdict says what would stop the pod past the gate, not a bare "no node".
+    let first = explain::text::render(&e);
+    let first = first.lines().next().unwrap();
+    assert_eq!(
+        first,
+        r#"default/p: gated at PreEnqueue by DynamicResources: could not find ResourceClaim "default/nope" (ungated it would still fit no node: PreFilter DynamicResources: could not find ResourceClaim "default/nope")"#
+    );
     let e = explain(&claim("c", &request("nope", "")), &pod_using("c"));
     let pf = e.prefilter.expect("PreFilter rejects");
     assert_eq!(

@@ -561,7 +561,7 @@ fn global_validation() {
     );
     assert_eq!(
         one_error("profiles:\n- schedulerName: a\n- schedulerName: a\n"),
-        "profiles[1].schedulerName: Duplicate value: {}"
+        r#"profiles[1].schedulerName: Duplicate value: {}: "a" is also the schedulerName of profiles[0]"#
     );
     assert_eq!(
         one_error("clientConnection:\n  burst: -1\n"),

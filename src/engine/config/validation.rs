@@ -128,12 +128,20 @@ pub fn validate(cc: &KubeSchedulerConfiguration) -> Vec<FieldError> {
         for (i, profile) in cc.profiles.iter().enumerate() {
             let path = profiles_path.index(i);
             errs.extend(validate_profile(&path, cc.api_version.as_str(), profile));
-            if seen.contains(&profile.scheduler_name.as_str()) {
-                // Upstream passes a *field.Path as the value, which encodes as "{}".
-                errs.push(FieldError::duplicate(
-                    path.child("schedulerName"),
-                    BadValue::Json(json!({})),
-                ));
+            if let Some(first) = seen
+                .iter()
+                .position(|n| *n == profile.scheduler_name.as_str())
+            {
+                // Upstream passes a *field.Path as the value, which encodes as "{}": its
+                // words are kept, and kubestep says which profile has the name already.
+                let mut e =
+                    FieldError::duplicate(path.child("schedulerName"), BadValue::Json(json!({})));
+                e.detail = format!(
+                    "{} is also the schedulerName of {}",
+                    super::field::go_quote(&profile.scheduler_name),
+                    profiles_path.index(first)
+                );
+                errs.push(e);
             }
             seen.push(&profile.scheduler_name);
         }

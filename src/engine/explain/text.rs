@@ -51,7 +51,16 @@ fn extender_errors(e: &Explanation, out: &mut String) {
 
 fn verdict(e: &Explanation) -> String {
     if let Some(pe) = &e.pre_enqueue {
-        let what = if e.selected.is_empty() {
+        // Past the gate, what would stop it next (a missing claim stops PreFilter too).
+        let what = if let Some(pf) = e.prefilter.as_ref().filter(|_| e.selected.is_empty()) {
+            format!(
+                "would still fit no node: PreFilter {}: {}",
+                pf.plugin,
+                pf.reasons.join(", ")
+            )
+        } else if let Some(m) = e.message.as_ref().filter(|_| e.selected.is_empty()) {
+            format!("would still fit no node: {m}")
+        } else if e.selected.is_empty() {
             "would fit no node".to_string()
         } else {
             format!("would fit {}", e.selected.join(", "))
