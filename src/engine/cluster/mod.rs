@@ -1,6 +1,7 @@
 //! ClusterState: the objects of a cluster by kind, and the scheduler's views built from
 //! them (Snapshot of nodes with their bound pods, listers, nominated pods, pending pods).
 
+mod enums;
 pub mod manifest;
 pub mod object;
 

@@ -178,13 +178,12 @@ pub fn from_json_str(text: &str) -> Result<Option<Object>, ObjectError> {
     match typed {
         Some(obj) if obj.meta().name.as_deref().is_some_and(|n| !n.is_empty()) => {
             let name = obj.key();
-            obj.validate_quantities()
-                .map_err(|(field, message)| ObjectError {
-                    kind: kind.to_string(),
-                    name,
-                    field,
-                    message,
-                })?;
+            obj.validate().map_err(|(field, message)| ObjectError {
+                kind: kind.to_string(),
+                name,
+                field,
+                message,
+            })?;
             Ok(Some(obj))
         }
         _ => {
@@ -282,7 +281,7 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
             }
         }
     };
-    obj.validate_quantities()
+    obj.validate()
         .map_err(|(field, message)| err(&field, message))?;
     Ok(Some(obj))
 }
@@ -508,6 +507,19 @@ impl Object {
                 kind.to_lowercase(),
                 m.name.as_deref().unwrap_or("")
             ));
+        }
+    }
+
+    /// What the API server would refuse and the scheduler reads: quantities, then the
+    /// enumerated fields (see `enums`).
+    fn validate(&self) -> Result<(), FieldProblem> {
+        self.validate_quantities()?;
+        match self {
+            Object::Pod(p) => super::enums::pod(p),
+            Object::Node(n) => {
+                super::enums::taints(n.spec.as_ref().and_then(|s| s.taints.as_ref()))
+            }
+            _ => Ok(()),
         }
     }
 
