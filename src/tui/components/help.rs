@@ -8,7 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::{fit, pad, pane, span};
+use super::{pad, pane, span, wrap};
 use crate::action::Command;
 use crate::app::{App, HelpState};
 use crate::theme::Theme;
@@ -69,27 +69,6 @@ fn matches(query: &str, hay: &[&str]) -> bool {
     }
     let q = query.to_lowercase();
     hay.iter().any(|h| h.to_lowercase().contains(&q))
-}
-
-/// Words of `s` in lines of at most `w` characters (a word longer than `w` is cut).
-fn wrap(s: &str, w: usize) -> Vec<String> {
-    let w = w.max(8);
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for word in s.split_whitespace() {
-        let n = cur.chars().count();
-        if n > 0 && n + 1 + word.chars().count() > w {
-            out.push(std::mem::take(&mut cur));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-    }
-    if !cur.is_empty() || out.is_empty() {
-        out.push(cur);
-    }
-    out.into_iter().map(|l| fit(&l, w)).collect()
 }
 
 /// The groups as blocks of rows (each block is kept in one column when it can be).

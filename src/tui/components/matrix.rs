@@ -13,7 +13,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::detail::DetailTarget;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{fit, pad, span};
+use super::{fit, pad, span, wrap};
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, PromptKind, clamp, step};
 use crate::framework::cycle::FilterCell;
@@ -296,7 +296,61 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     }
     lines.push(Line::from(counts));
 
-    let visible = (area.height as usize).saturating_sub(4);
+    // The selected cell, in words.
+    let cell_line = tab
+        .order
+        .get(tab.row)
+        .and_then(|&r| {
+            let c = tab.col;
+            let plugin = m.plugins.get(c)?;
+            let node = a.names.get(*m.nodes.get(r)?);
+            let what = if c >= cols {
+                "not run yet at this moment".to_string()
+            } else {
+                match m.cell(r, c) {
+                    FilterCell::Pass => "✓ passed".to_string(),
+                    FilterCell::Skipped => "– skipped (PreFilter returned Skip)".to_string(),
+                    FilterCell::Reject { code, reasons } => {
+                        let first = if first_failure(m, r, cols) == Some(c) {
+                            " (upstream's first failure)"
+                        } else {
+                            ""
+                        };
+                        let note = m.note(r, c).map(|n| format!(" — {n}")).unwrap_or_default();
+                        format!("✗ {code:?}: {}{first}{note}", reasons.join(", "))
+                    }
+                    FilterCell::Error { message } => format!("! Error: {message}"),
+                }
+            };
+            Some(format!("{node} · {plugin}: {what}"))
+        })
+        .unwrap_or_else(|| "no node matches the filter".into());
+    // The cell's words (kubestep's note says which request failed and why) wrap rather
+    // than lose their end, up to a third of the pane: the table stays the point.
+    let width = area.width as usize;
+    let mut cell_lines = if cell_line.chars().count() <= width {
+        vec![cell_line]
+    } else {
+        wrap(&cell_line, width)
+    };
+    let cap = ((area.height as usize).saturating_sub(4) / 3).max(1);
+    if cell_lines.len() > cap {
+        cell_lines.truncate(cap);
+        if let Some(last) = cell_lines.last_mut() {
+            *last = fit(&format!("{last} …"), width);
+        }
+    }
+    let summary = match (a.outcome, a.message) {
+        (_, Some(msg)) => msg.to_string(),
+        (Some(o), None) => format!(
+            "{o}{}",
+            a.node.map(|n| format!(" on {n}")).unwrap_or_default()
+        ),
+        (None, None) => format!("attempt in progress at {}", step.point.as_str()),
+    };
+    // The summary (upstream's message) wraps too: its lines are kept free of rows.
+    let summary_h = wrap(&format!("Σ {summary}"), width).len().min(3);
+    let visible = (area.height as usize).saturating_sub(2 + cell_lines.len() + summary_h);
     let offset = layout::offset(tab.row, visible);
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let first = first_failure(m, r, cols);
@@ -342,47 +396,7 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         lines.push(Line::default());
     }
 
-    // The selected cell, in words.
-    let cell_line = tab
-        .order
-        .get(tab.row)
-        .and_then(|&r| {
-            let c = tab.col;
-            let plugin = m.plugins.get(c)?;
-            let node = a.names.get(*m.nodes.get(r)?);
-            let what = if c >= cols {
-                "not run yet at this moment".to_string()
-            } else {
-                match m.cell(r, c) {
-                    FilterCell::Pass => "✓ passed".to_string(),
-                    FilterCell::Skipped => "– skipped (PreFilter returned Skip)".to_string(),
-                    FilterCell::Reject { code, reasons } => {
-                        let first = if first_failure(m, r, cols) == Some(c) {
-                            " (upstream's first failure)"
-                        } else {
-                            ""
-                        };
-                        let note = m.note(r, c).map(|n| format!(" — {n}")).unwrap_or_default();
-                        format!("✗ {code:?}: {}{first}{note}", reasons.join(", "))
-                    }
-                    FilterCell::Error { message } => format!("! Error: {message}"),
-                }
-            };
-            Some(format!("{node} · {plugin}: {what}"))
-        })
-        .unwrap_or_else(|| "no node matches the filter".into());
-    lines.push(Line::from(span(
-        fit(&cell_line, area.width as usize),
-        t.base,
-    )));
-    let summary = match (a.outcome, a.message) {
-        (_, Some(msg)) => msg.to_string(),
-        (Some(o), None) => format!(
-            "{o}{}",
-            a.node.map(|n| format!(" on {n}")).unwrap_or_default()
-        ),
-        (None, None) => format!("attempt in progress at {}", step.point.as_str()),
-    };
+    lines.extend(cell_lines.into_iter().map(|l| Line::from(span(l, t.base))));
     lines.push(Line::from(vec![span("Σ ", t.key), span(summary, t.title)]));
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }

@@ -52,6 +52,27 @@ pub fn fit(s: &str, w: usize) -> String {
     out
 }
 
+/// Words of `s` in lines of at most `w` characters (a word longer than `w` is cut).
+pub fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in s.split_whitespace() {
+        let n = cur.chars().count();
+        if n > 0 && n + 1 + word.chars().count() > w {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out.into_iter().map(|l| fit(&l, w)).collect()
+}
+
 /// `s` padded or cut to exactly `w` characters.
 pub fn pad(s: &str, w: usize) -> String {
     let f = fit(s, w);
