@@ -264,6 +264,9 @@ impl CycleState {
                 let inner = v.render();
                 if inner.children.is_empty() {
                     StateTree::leaf(format!("{k}: {}", inner.label))
+                } else if inner.label == *k {
+                    // A value that names itself after its key: one level, not two.
+                    StateTree::node(*k, inner.children)
                 } else {
                     StateTree::node(*k, vec![inner])
                 }
@@ -314,5 +317,29 @@ mod tests {
         assert_eq!(c.read::<Counter>("c").unwrap(), &Counter(2));
         assert_eq!(s.render()[0].label, "c: 10");
         assert_eq!(NotFound.to_string(), "not found");
+    }
+
+    #[derive(Clone, Debug)]
+    struct Named(&'static str);
+    impl RenderState for Named {
+        fn render(&self) -> StateTree {
+            StateTree::node(self.0, vec![StateTree::leaf("x")])
+        }
+    }
+
+    #[test]
+    fn a_value_named_as_its_key_is_one_level() {
+        let mut s = CycleState::new();
+        s.write("Same", Named("Same"));
+        s.write("Key", Named("other"));
+        let r = s.render();
+        assert_eq!(
+            (r[0].label.as_str(), r[0].children[0].label.as_str()),
+            ("Same", "x")
+        );
+        assert_eq!(
+            (r[1].label.as_str(), r[1].children[0].label.as_str()),
+            ("Key", "other")
+        );
     }
 }
