@@ -418,6 +418,11 @@ impl ScorePlugin for DynamicResources {
             Ok(s) => s,
             Err(e) => return (0, e),
         };
+        // A pod without claims scores 0 everywhere, as upstream's early return; and every
+        // node is asked, so it must cost nothing.
+        if s.claims.is_empty() {
+            return (0, Status::success());
+        }
         let Some(allocs) = s.allocations(node.name()) else {
             return (0, Status::success());
         };
