@@ -252,15 +252,7 @@ pub trait ScorePlugin: Plugin {
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Option<(usize, Status)> {
-        let mut failed = None;
-        for (i, (node, slot)) in nodes.iter().zip(out.iter_mut()).enumerate() {
-            let (v, s) = self.score(h, state, pod, node);
-            *slot = v;
-            if failed.is_none() && !s.is_success() {
-                failed = Some((i, s));
-            }
-        }
-        failed
+        score_each(self, h, state, pod, nodes, out)
     }
     /// Whether the plugin has ScoreExtensions (NormalizeScore).
     fn has_normalize(&self) -> bool {
@@ -323,6 +315,27 @@ pub trait BindPlugin: Plugin {
 
 pub trait PostBindPlugin: Plugin {
     fn post_bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str);
+}
+
+/// `score` node by node, the first failure as (position, status): what `score_nodes` does
+/// unless a plugin batches.
+pub fn score_each<P: ScorePlugin + ?Sized>(
+    plugin: &P,
+    h: &Handle,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    out: &mut [i64],
+) -> Option<(usize, Status)> {
+    let mut failed = None;
+    for (i, (node, slot)) in nodes.iter().zip(out.iter_mut()).enumerate() {
+        let (v, s) = plugin.score(h, state, pod, node);
+        *slot = v;
+        if failed.is_none() && !s.is_success() {
+            failed = Some((i, s));
+        }
+    }
+    failed
 }
 
 #[cfg(test)]

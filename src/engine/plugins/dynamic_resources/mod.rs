@@ -407,6 +407,29 @@ impl PostFilterPlugin for DynamicResources {
 }
 
 impl ScorePlugin for DynamicResources {
+    /// Node by node as `score`, but a pod without claims (most pods) reads the state once
+    /// and scores 0 everywhere.
+    fn score_nodes(
+        &self,
+        h: &Handle,
+        cs: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        match state(cs) {
+            Ok(s) if s.claims.is_empty() => {
+                out.iter_mut().for_each(|v| *v = 0);
+                None
+            }
+            Err(e) if !nodes.is_empty() => {
+                out.iter_mut().for_each(|v| *v = 0);
+                Some((0, e))
+            }
+            _ => crate::framework::plugin::score_each(self, h, cs, pod, nodes, out),
+        }
+    }
+
     fn score(
         &self,
         _h: &Handle,

@@ -333,6 +333,38 @@ fn first_available_scores_earlier_alternatives_higher() {
     assert_eq!(msgs[0], "");
     let (score, _) = pl.score(&env.handle(), &cs, &p, &nodes()[0]);
     assert_eq!(score, FIRST_AVAILABLE_MAX - 1);
+    // The batch gives what `score` gives node by node.
+    let ns = nodes();
+    let refs: Vec<&NodeInfo> = ns.iter().collect();
+    let mut out = vec![-1; refs.len()];
+    assert!(
+        pl.score_nodes(&env.handle(), &cs, &p, &refs, &mut out)
+            .is_none()
+    );
+    let each: Vec<i64> = ns
+        .iter()
+        .map(|n| pl.score(&env.handle(), &cs, &p, n).0)
+        .collect();
+    assert_eq!(out, each);
+}
+
+#[test]
+fn a_pod_without_claims_scores_zero_in_one_read() {
+    let env = Env::new(Snapshot::default(), cluster());
+    let pl = DynamicResources::default();
+    let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    let ns = nodes();
+    let refs: Vec<&NodeInfo> = ns.iter().collect();
+    let mut out = vec![-1; refs.len()];
+    // Without PreFilter's state: upstream's error, at the first node.
+    let failed = pl.score_nodes(&env.handle(), &CycleState::new(), &p, &refs, &mut out);
+    assert_eq!(failed.map(|(i, s)| (i, s.code())), Some((0, Code::Error)));
+    let (cs, _, _) = run(&pl, &env, &p);
+    assert!(
+        pl.score_nodes(&env.handle(), &cs, &p, &refs, &mut out)
+            .is_none()
+    );
+    assert_eq!(out, [0, 0]);
 }
 
 #[test]
