@@ -722,7 +722,11 @@ fn bind_macro() -> Macro {
         "bind",
         3,
         |helper: &mut MacroExprHelper<'_>, target, args| {
-            if !matches!(target.as_ref().map(|t| &t.expr), Some(Node::Ident(n)) if n == "cel") {
+            // The parser calls a macro only with its arity; a call that is not
+            // `cel.bind(a, b, c)` is left to be an ordinary (undeclared) call.
+            if args.len() != 3
+                || !matches!(target.as_ref().map(|t| &t.expr), Some(Node::Ident(n)) if n == "cel")
+            {
                 return Ok(None);
             }
             let name = match &args[0].expr {
@@ -734,8 +738,9 @@ fn bind_macro() -> Macro {
                     ));
                 }
             };
-            let result = args.pop().expect("three arguments");
-            let init = args.pop().expect("three arguments");
+            let (Some(result), Some(init)) = (args.pop(), args.pop()) else {
+                return Ok(None);
+            };
             target.take();
             let iter_range =
                 helper.next_expr(Node::List(::cel::common::ast::ListExpr::new(Vec::new())));
@@ -1371,6 +1376,14 @@ mod tests {
             compile("foo.bar").unwrap_err(),
             "compilation failed: ERROR: <input>:1:1: undeclared reference to 'foo' (in container '')\n | foo.bar\n | ^"
         );
+        // cel.bind with the wrong arguments is an error, never a panic.
+        for bad in [
+            "cel.bind(x, 1)",
+            "cel.bind(1, 2, true)",
+            "cel.bind(x, 1, x, 2)",
+        ] {
+            assert!(compile(bad).is_err(), "{bad}");
+        }
         let e = compile("device.driver == 'x' || frobnicate(device.driver)").unwrap_err();
         assert!(
             e.starts_with("compilation failed: ERROR: <input>:1:"),
