@@ -35,6 +35,14 @@ impl DetailTab {
         self.target = Some(target);
         self.scroll = 0;
     }
+
+    /// Enter on a node row (Filter, Score): that node, in this tab.
+    pub fn show_node(app: &mut App, node: Option<String>) {
+        if let Some(n) = node {
+            app.detail.open(DetailTarget::Node(n));
+            app.tab = crate::action::Tab::Detail;
+        }
+    }
 }
 
 impl TabPane for DetailTab {

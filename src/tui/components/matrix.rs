@@ -11,7 +11,6 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::detail::DetailTarget;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{fit, pad, span, wrap};
 use crate::action::{Command, Pane, Tab};
@@ -161,10 +160,7 @@ impl TabPane for FilterTab {
             let r = *app.matrix.order.get(app.matrix.row)?;
             Some(a.names.get(*m.nodes.get(r)?).to_string())
         });
-        if let Some(n) = node {
-            app.detail.open(DetailTarget::Node(n));
-            app.tab = Tab::Detail;
-        }
+        super::detail::DetailTab::show_node(app, node);
     }
 
     /// `b`: the selected column's plugin.

@@ -9,11 +9,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::detail::DetailTarget;
 use super::matrix::{abbrev, chosen_node};
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{fit, pad, span};
-use crate::action::{Command, Pane, Tab};
+use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::layout;
 use crate::moment;
@@ -140,10 +139,7 @@ impl TabPane for ScoresTab {
             let r = *app.scores.order.get(app.scores.row)?;
             Some(a.names.get(*t.nodes.get(r)?).to_string())
         });
-        if let Some(n) = node {
-            app.detail.open(DetailTarget::Node(n));
-            app.tab = Tab::Detail;
-        }
+        super::detail::DetailTab::show_node(app, node);
     }
 
     /// `b`: the selected column's plugin.
