@@ -26,6 +26,9 @@ Examples:
   # A pod of the bundled example cluster
   kubestep explain --cluster recordings/example-cluster.yaml --pod ml/trainer-llm-0
 
+  # Why is a pod of your cluster Pending? (kubectl's output piped in)
+  kubectl get nodes,pods -A -o json | kubestep explain --cluster - --pod shop/checkout-0
+
   # Your cluster as kubectl prints it, and a pod manifest not yet applied
   kubectl get nodes,pods,pv,pvc,storageclasses,csinodes,pdb,priorityclasses -A -o yaml > cluster.yaml
   kubestep explain --cluster cluster.yaml --pod new-pod.yaml -o yaml
@@ -35,9 +38,10 @@ Examples:
 
 Exit code: 0 the pod fits, 1 it does not (or is gated), 2 bad input.")]
 pub struct ExplainArgs {
-    /// Cluster objects: YAML (multi-document), JSON, or a kubectl List. Repeatable. Or one
-    /// recording (a file, or a bundled recording's name): the cluster as it is at the
-    /// recording's last event.
+    /// Cluster objects: YAML (multi-document), JSON, or a kubectl List, gzip or not, of
+    /// any size (read as a stream); `-` reads standard input. Repeatable. Or one recording
+    /// (a file, or a bundled recording's name): the cluster as it is at the recording's
+    /// last event.
     #[arg(long, required = true, value_name = "FILE|RECORDING")]
     cluster: Vec<String>,
     /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
@@ -84,9 +88,10 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
 fn load_cluster(
     sources: &[String],
 ) -> anyhow::Result<(ClusterState, Option<config::KubeSchedulerConfiguration>)> {
+    // `-` is standard input: a manifest or dump (kubectl's output piped in).
     let manifest = |s: &String| {
         let p = Path::new(s);
-        p.is_file() && !recording::reader::is_recording_file(p)
+        s == "-" || (p.is_file() && !recording::reader::is_recording_file(p))
     };
     if sources.iter().all(manifest) {
         let paths: Vec<&Path> = sources.iter().map(Path::new).collect();

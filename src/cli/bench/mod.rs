@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 
 use kubestep::testing::workloads::{self, Workload};
 
+mod cluster;
 mod decision;
 mod replay;
 
@@ -26,6 +27,11 @@ pub enum WorkloadArg {
     /// Peak memory replaying a generated recording of --nodes nodes and --pods pods (one
     /// in ten pending).
     Memory,
+    /// A production-shaped `kubectl get nodes,pods -A -o json` dump (full objects,
+    /// --pods-per-node running pods on each of --nodes nodes, --pending pending pods):
+    /// times explain (a pod that fits, one that fits nowhere) and replay --headless, each
+    /// a whole process.
+    Cluster,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -66,9 +72,32 @@ pub struct BenchArgs {
     /// pending. `kubestep replay FILE --headless` then runs it the way users do.
     #[arg(long, value_name = "FILE")]
     emit: Option<std::path::PathBuf>,
+    /// --workload cluster: running pods on each node.
+    #[arg(long, default_value_t = 30)]
+    pods_per_node: usize,
+    /// --workload cluster: pending pods (every 100th fits nowhere).
+    #[arg(long, default_value_t = 1000)]
+    pending: usize,
+    /// --workload cluster: write the dump gzip-compressed.
+    #[arg(long)]
+    gzip: bool,
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let WorkloadArg::Cluster = a.workload {
+        cluster::run(&cluster::ClusterBench {
+            spec: kubestep::testing::cluster_dump::DumpSpec {
+                nodes: a.nodes,
+                pods_per_node: a.pods_per_node,
+                pending: a.pending,
+                seed: 1,
+            },
+            emit: a.emit.clone(),
+            json: a.json,
+            gzip: a.gzip,
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
     if matches!(
         a.workload,
         WorkloadArg::Load | WorkloadArg::Replay | WorkloadArg::Memory
@@ -79,7 +108,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         WorkloadArg::Basic => vec![Workload::Basic],
         WorkloadArg::AntiAffinity => vec![Workload::AntiAffinity],
         WorkloadArg::TopologySpread => vec![Workload::TopologySpread],
-        WorkloadArg::Load | WorkloadArg::Replay | WorkloadArg::Memory => Vec::new(),
+        WorkloadArg::Load | WorkloadArg::Replay | WorkloadArg::Memory | WorkloadArg::Cluster => {
+            Vec::new()
+        }
         WorkloadArg::All => vec![
             Workload::Basic,
             Workload::AntiAffinity,

@@ -209,7 +209,7 @@ pub fn user_path(
 
 /// Reaps the child and returns its exit code and peak RSS in KiB (`wait4`: the child's
 /// own figures, not the largest of every child this process ever had).
-fn wait_with_rusage(pid: u32) -> Result<(i32, i64), String> {
+pub(super) fn wait_with_rusage(pid: u32) -> Result<(i32, i64), String> {
     let mut status: libc::c_int = 0;
     // SAFETY: zeroed rusage is a valid value for wait4 to fill in.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

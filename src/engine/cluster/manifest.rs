@@ -8,15 +8,10 @@ use serde_json::Value;
 
 use super::object::{Object, ObjectError, from_value};
 
-/// Upper bound on a manifest file, so a stray multi-gigabyte file fails fast.
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 30;
-
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("{file}: cannot read the manifest: {error}")]
     Io { file: String, error: std::io::Error },
-    #[error("{file}: file is {size} bytes, more than the {MAX_MANIFEST_BYTES}-byte limit")]
-    TooLarge { file: String, size: u64 },
     #[error("{file}:{line}: {message}")]
     Syntax {
         file: String,
@@ -43,90 +38,20 @@ pub struct Located<T> {
 #[derive(Debug, Clone, Default)]
 pub struct Notes(pub Vec<String>);
 
+/// Reads a manifest file (gzip or not) as written: objects are not packed or slimmed.
 pub fn load_file(path: &Path) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
-    let file = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|error| ManifestError::Io {
-        file: file.clone(),
-        error,
-    })?;
-    if meta.len() > MAX_MANIFEST_BYTES {
-        return Err(ManifestError::TooLarge {
-            file,
-            size: meta.len(),
-        });
-    }
-    let text = std::fs::read_to_string(path).map_err(|error| ManifestError::Io {
-        file: file.clone(),
-        error,
-    })?;
-    parse_str(&text, &file)
+    let name = path.display().to_string();
+    let input = super::stream::open(&name)?;
+    super::stream::load(input, &name, false)
 }
 
 /// Parses manifest text (YAML or JSON) named `file` in messages.
 pub fn parse_str(text: &str, file: &str) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
-    let mut objects = Vec::new();
-    let mut notes = Notes::default();
-    for (line, doc) in documents(text, file)? {
-        collect(doc, file, line, &mut objects, &mut notes)?;
-    }
-    Ok((objects, notes))
-}
-
-/// Splits the text into documents with the line each starts on.
-fn documents(text: &str, file: &str) -> Result<Vec<(usize, Value)>, ManifestError> {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let offset = text.len() - trimmed.len();
-        let line = 1 + text[..offset].matches('\n').count();
-        let mut out = Vec::new();
-        // A JSON file may hold several concatenated documents; each is located at the
-        // line it starts on.
-        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-        let mut start = line;
-        while let Some(v) = stream.next() {
-            match v {
-                Ok(Value::Array(items)) => out.extend(items.into_iter().map(|v| (start, v))),
-                Ok(v) => out.push((start, v)),
-                Err(e) => {
-                    // serde_json's text ends "at line L column C": the line is ours
-                    // already, the column goes in front.
-                    let text = e.to_string();
-                    let what = text.rfind(" at line ").map_or(&text[..], |i| &text[..i]);
-                    return Err(ManifestError::Syntax {
-                        file: file.to_string(),
-                        line: e.line(),
-                        message: format!("column {}: {what}", e.column()),
-                    });
-                }
-            }
-            let rest = &text[stream.byte_offset()..];
-            let gap = rest.len() - rest.trim_start().len();
-            start = 1 + text[..stream.byte_offset() + gap].matches('\n').count();
-        }
-        return Ok(out);
-    }
-    let mut out = Vec::new();
-    for (start, chunk) in yaml_chunks(text) {
-        if chunk.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_saphyr::from_str_with_options(chunk, yaml_options()).map_err(|e| {
-            let (line, message) = yaml_error(&e, start);
-            ManifestError::Syntax {
-                file: file.to_string(),
-                line,
-                message,
-            }
-        })?;
-        if !v.is_null() {
-            out.push((start, v));
-        }
-    }
-    Ok(out)
+    super::stream::load(text.as_bytes(), file, false)
 }
 
 /// Large clusters are fine; alias bombs and runaway nesting are not.
-fn yaml_options() -> serde_saphyr::Options {
+pub(super) fn yaml_options() -> serde_saphyr::Options {
     let mut opts = serde_saphyr::Options::default();
     let mut budget = serde_saphyr::Budget::default();
     budget.max_reader_input_bytes = None;
@@ -138,7 +63,7 @@ fn yaml_options() -> serde_saphyr::Options {
     opts
 }
 
-fn yaml_error(e: &serde_saphyr::Error, chunk_start: usize) -> (usize, String) {
+pub(super) fn yaml_error(e: &serde_saphyr::Error, chunk_start: usize) -> (usize, String) {
     let msg = e.to_string();
     // saphyr reports "line N column M" relative to the chunk; shift it to the file.
     let rel = e.location().map(|l| l.line() as usize).unwrap_or(1);
@@ -146,28 +71,7 @@ fn yaml_error(e: &serde_saphyr::Error, chunk_start: usize) -> (usize, String) {
     (chunk_start + rel.saturating_sub(1), first_line)
 }
 
-/// Document chunks split at `---` lines (outside block scalars, which never start at
-/// column 0 with `---`), each with its first line number.
-fn yaml_chunks(text: &str) -> Vec<(usize, &str)> {
-    let mut out = Vec::new();
-    let mut start_byte = 0;
-    let mut start_line = 1;
-    let mut offset = 0;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        let l = line.trim_end_matches(['\n', '\r']);
-        let is_sep = l == "---" || l.starts_with("--- ") || l == "...";
-        if is_sep {
-            out.push((start_line, &text[start_byte..offset]));
-            start_byte = offset + line.len();
-            start_line = i + 2;
-        }
-        offset += line.len();
-    }
-    out.push((start_line, &text[start_byte..]));
-    out
-}
-
-fn collect(
+pub(super) fn collect(
     v: Value,
     file: &str,
     line: usize,

@@ -2,8 +2,10 @@
 //! them (Snapshot of nodes with their bound pods, listers, nominated pods, pending pods).
 
 mod enums;
+mod lean;
 pub mod manifest;
 pub mod object;
+pub mod stream;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -98,12 +100,16 @@ pub struct ClusterState {
 }
 
 impl ClusterState {
-    /// Loads and merges manifest files, in order.
+    /// Loads and merges manifest files, in order: lean (see `lean.rs`), streamed, gzip
+    /// or not; `-` is standard input.
     pub fn load(paths: &[&Path]) -> Result<ClusterState, ClusterError> {
         let mut objects = Vec::new();
         let mut notes = Vec::new();
         for p in paths {
-            let (objs, n) = manifest::load_file(p).map_err(Box::new)?;
+            let name = p.display().to_string();
+            let input = stream::open(&name).map_err(Box::new)?;
+            let (objs, n) =
+                stream::load(input, &stream::display_name(&name), true).map_err(Box::new)?;
             objects.extend(objs);
             notes.extend(n.0);
         }

@@ -113,6 +113,44 @@ pub fn is_namespaced(kind: &str) -> bool {
     )
 }
 
+/// The string value of a top-level `key` of a JSON object, read without parsing it: the
+/// scan stops at the key (near the start in the API server's and kubectl's layouts, which
+/// put apiVersion and kind first). `None` when absent, escaped, or not a string.
+pub fn sniff_top_string<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let b = text.as_bytes();
+    let mut depth = 0u32;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                let start = i + 1;
+                let mut j = start;
+                while j < b.len() && b[j] != b'"' {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                if depth == 1 && &text[start..j.min(b.len())] == key {
+                    let rest = text.get(j + 1..)?.trim_start().strip_prefix(':')?;
+                    let rest = rest.trim_start().strip_prefix('"')?;
+                    let (value, _) = rest.split_once('"')?;
+                    return (!value.contains('\\')).then_some(value);
+                }
+                i = j + 1;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The top-level `kind` of a JSON object's text, read without parsing it.
+pub fn sniff_kind(text: &str) -> Option<&str> {
+    sniff_top_string(text, "kind")
+}
+
 #[derive(serde::Deserialize)]
 struct Head<'a> {
     #[serde(borrow, default)]
@@ -121,20 +159,12 @@ struct Head<'a> {
     api_version: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// `apiVersion` and `kind` read off the start of `{"apiVersion":"..","kind":".."` (the
-/// layout API servers and kubestep's writer use), sparing a parse of the whole object;
-/// `None` for anything else, which the full parse handles.
+/// `apiVersion` and `kind` read off the text without a parse of the whole object;
+/// `None` for anything unusual, which the full parse handles.
 fn sniff_head(text: &str) -> Option<Head<'_>> {
-    let rest = text.strip_prefix(r#"{"apiVersion":""#)?;
-    let (api_version, rest) = rest.split_once('"')?;
-    let rest = rest.strip_prefix(r#","kind":""#)?;
-    let (kind, _) = rest.split_once('"')?;
-    if api_version.contains('\\') || kind.contains('\\') {
-        return None;
-    }
     Some(Head {
-        kind: Some(kind.into()),
-        api_version: Some(api_version.into()),
+        kind: Some(sniff_kind(text)?.into()),
+        api_version: Some(sniff_top_string(text, "apiVersion")?.into()),
     })
 }
 
@@ -413,7 +443,7 @@ impl Object {
 
     /// `None` for a packed pod: what was derived from it (its key, for one) depends on
     /// its metadata, so it cannot change in place.
-    fn meta_mut(&mut self) -> Option<&mut ObjectMeta> {
+    pub(super) fn meta_mut(&mut self) -> Option<&mut ObjectMeta> {
         Some(match self {
             Object::Node(o) => &mut o.metadata,
             Object::Pod(o) => &mut o.metadata,

@@ -1,0 +1,146 @@
+//! `kubestep bench --workload cluster`: a production-shaped dump (full objects, running
+//! pods on every node, pending pods) and the commands a person runs on it, each timed as
+//! a whole child process: explain of a pod that fits, explain of one that fits nowhere,
+//! and a headless replay.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use kubestep::testing::cluster_dump::{self, DumpSpec, DumpStats};
+
+use super::replay::wait_with_rusage;
+
+pub struct ClusterBench {
+    pub spec: DumpSpec,
+    pub emit: Option<PathBuf>,
+    pub json: bool,
+    pub gzip: bool,
+}
+
+/// Writes the dump to `file` (gzip when asked) and says what it holds.
+fn write(file: &Path, spec: &DumpSpec, gzip: bool) -> anyhow::Result<DumpStats> {
+    let f = std::fs::File::create(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let stats = if gzip {
+        let mut w = std::io::BufWriter::with_capacity(
+            1 << 20,
+            flate2::write::GzEncoder::new(f, flate2::Compression::fast()),
+        );
+        let s = cluster_dump::write_dump(&mut w, spec)?;
+        w.into_inner()
+            .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.error()))?
+            .finish()?;
+        s
+    } else {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        let s = cluster_dump::write_dump(&mut w, spec)?;
+        std::io::Write::flush(&mut w)?;
+        s
+    };
+    Ok(DumpStats {
+        bytes: std::fs::metadata(file)?.len(),
+        ..stats
+    })
+}
+
+struct Run {
+    seconds: f64,
+    peak_rss_mib: f64,
+    code: i32,
+}
+
+fn time(args: &[&str]) -> anyhow::Result<Run> {
+    let exe = std::env::current_exe()?;
+    let started = Instant::now();
+    let child = Command::new(exe)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let (code, maxrss_kb) = wait_with_rusage(child.id()).map_err(anyhow::Error::msg)?;
+    Ok(Run {
+        seconds: started.elapsed().as_secs_f64(),
+        peak_rss_mib: maxrss_kb as f64 / 1024.0,
+        code,
+    })
+}
+
+pub fn run(b: &ClusterBench) -> anyhow::Result<()> {
+    let ext = if b.gzip { "json.gz" } else { "json" };
+    let (file, keep) = match &b.emit {
+        Some(f) => (f.clone(), true),
+        None => (
+            std::env::temp_dir().join(format!(
+                "kubestep-bench-cluster-{}.{ext}",
+                std::process::id()
+            )),
+            false,
+        ),
+    };
+    let started = Instant::now();
+    let stats = write(&file, &b.spec, b.gzip)?;
+    let mib = stats.bytes as f64 / (1024.0 * 1024.0);
+    if !b.json {
+        say!(
+            "cluster dump {}: {} nodes, {} running pods, {} pending, {:.0} MiB, written in {:.1}s",
+            file.display(),
+            stats.nodes,
+            stats.running,
+            stats.pending,
+            mib,
+            started.elapsed().as_secs_f64()
+        )?;
+    }
+    if keep {
+        say!(
+            "explain a pod that fits: kubestep explain --cluster {} --pod {}",
+            file.display(),
+            stats.fits
+        )?;
+        say!(
+            "explain a pod that fits nowhere: kubestep explain --cluster {} --pod {}",
+            file.display(),
+            stats.fits_nowhere
+        )?;
+        return Ok(());
+    }
+    let path = file.display().to_string();
+    let commands: [(&str, Vec<&str>); 3] = [
+        (
+            "explain (fits)",
+            vec!["explain", "--cluster", &path, "--pod", &stats.fits],
+        ),
+        (
+            "explain (fits nowhere)",
+            vec!["explain", "--cluster", &path, "--pod", &stats.fits_nowhere],
+        ),
+        (
+            "replay --headless",
+            vec!["replay", &path, "--headless", "-o", "jsonl"],
+        ),
+    ];
+    let result = (|| -> anyhow::Result<()> {
+        for (what, args) in &commands {
+            let r = time(args)?;
+            if b.json {
+                let v = serde_json::json!({
+                    "workload": "cluster", "command": what, "nodes": stats.nodes,
+                    "runningPods": stats.running, "pendingPods": stats.pending,
+                    "dumpBytes": stats.bytes, "seconds": r.seconds,
+                    "peakRssMib": r.peak_rss_mib, "exitCode": r.code,
+                });
+                say!("{v}")?;
+            } else {
+                say!(
+                    "{what:<24} {:.2}s  peak {:.0} MiB  exit {}",
+                    r.seconds,
+                    r.peak_rss_mib,
+                    r.code
+                )?;
+            }
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&file);
+    result
+}

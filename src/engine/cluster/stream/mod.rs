@@ -1,0 +1,380 @@
+//! Manifests and dumps read as a stream: a file, gzip or not, or standard input (`-`).
+//! A splitter (json.rs, yaml.rs) cuts the text into documents (a List's items one by
+//! one) on one thread while the others parse them in batches, so a dump of any size is
+//! read at the speed of the cores with memory for a few batches of text, plus what is
+//! kept: in a lean load, bound pods packed and every object without what the scheduler
+//! never reads (see `Object::slim`).
+
+mod filter;
+mod json;
+mod yaml;
+
+use std::io::{BufRead, BufReader, Read};
+use std::sync::mpsc::{SyncSender, sync_channel};
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use super::manifest::{self, Located, ManifestError, Notes};
+use super::object::{self, Object};
+
+/// Text is handed to the parsing threads in batches of about this size.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// One document's text and where it starts.
+pub(super) struct Piece<'a> {
+    pub text: &'a [u8],
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Debug)]
+pub(super) enum SplitError {
+    Io(String),
+    Syntax {
+        line: usize,
+        message: String,
+    },
+    /// The parsing side stopped (it found an error): nothing more to do.
+    Stopped,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Yaml,
+}
+
+struct Batch {
+    text: Vec<u8>,
+    /// (start, end, line, column) of each piece in `text`.
+    pieces: Vec<(usize, usize, usize, usize)>,
+}
+
+/// Collects pieces into batches for the parsing threads.
+pub(super) struct Sink<'a> {
+    batch: Batch,
+    tx: SyncSender<Batch>,
+    format: Format,
+    _file: &'a str,
+}
+
+impl Sink<'_> {
+    fn push(&mut self, p: Piece) -> Result<(), SplitError> {
+        let start = self.batch.text.len();
+        self.batch.text.extend_from_slice(p.text);
+        self.batch
+            .pieces
+            .push((start, self.batch.text.len(), p.line, p.column));
+        if self.batch.text.len() >= BATCH_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The top-level document less its items: a List's envelope (checked to be one), or
+    /// a whole document.
+    fn shell(&mut self, text: &[u8], line: usize, had_items: bool) -> Result<(), SplitError> {
+        if !had_items {
+            return self.push(Piece {
+                text,
+                line,
+                column: 1,
+            });
+        }
+        let v: Value = match self.format {
+            Format::Json => serde_json::from_slice(text).map_err(|e| SplitError::Syntax {
+                line: line + e.line().saturating_sub(1),
+                message: format!("column {}: {}", e.column(), strip_at(&e.to_string())),
+            })?,
+            Format::Yaml => {
+                let text = String::from_utf8_lossy(text);
+                serde_saphyr::from_str_with_options(&text, manifest::yaml_options()).map_err(
+                    |e| {
+                        let (line, message) = manifest::yaml_error(&e, line);
+                        SplitError::Syntax { line, message }
+                    },
+                )?
+            }
+        };
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+        if is_list_kind(kind) {
+            return Ok(());
+        }
+        Err(SplitError::Syntax {
+            line,
+            message: format!(
+                "a top-level object with `items` must be a List (its kind is {})",
+                if kind.is_empty() { "missing" } else { kind }
+            ),
+        })
+    }
+
+    fn flush(&mut self) -> Result<(), SplitError> {
+        if self.batch.pieces.is_empty() {
+            return Ok(());
+        }
+        let cap = self.batch.text.len() + (64 << 10);
+        let full = std::mem::replace(
+            &mut self.batch,
+            Batch {
+                text: Vec::with_capacity(cap.min(BATCH_BYTES + (1 << 20))),
+                pieces: Vec::new(),
+            },
+        );
+        self.tx.send(full).map_err(|_| SplitError::Stopped)
+    }
+}
+
+pub(super) fn is_list_kind(kind: &str) -> bool {
+    kind == "List" || kind.ends_with("List")
+}
+
+/// serde_json's text ends "at line L column C": the caller says where, in file terms.
+fn strip_at(text: &str) -> &str {
+    text.rfind(" at line ").map_or(text, |i| &text[..i])
+}
+
+/// Opens a manifest source: `-` is standard input; gzip is recognised by its magic bytes.
+pub fn open(source: &str) -> Result<Box<dyn BufRead + Send>, ManifestError> {
+    let io = |error| ManifestError::Io {
+        file: display_name(source),
+        error,
+    };
+    let raw: Box<dyn Read + Send> = if source == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(std::fs::File::open(source).map_err(io)?)
+    };
+    let mut r = BufReader::with_capacity(1 << 20, raw);
+    let gz = r.fill_buf().map_err(io)?.starts_with(&[0x1f, 0x8b]);
+    Ok(if gz {
+        Box::new(BufReader::with_capacity(
+            1 << 20,
+            flate2::bufread::MultiGzDecoder::new(r),
+        ))
+    } else {
+        Box::new(r)
+    })
+}
+
+/// How a source is named in messages.
+pub fn display_name(source: &str) -> String {
+    if source == "-" {
+        "<stdin>".into()
+    } else {
+        source.to_string()
+    }
+}
+
+/// Reads every object of a stream. `lean`: pack bound pods and drop what the scheduler
+/// never reads, as the objects are parsed (for large clusters); otherwise objects come
+/// back as written.
+pub fn load(
+    mut input: impl BufRead + Send,
+    file: &str,
+    lean: bool,
+) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
+    let syntax = |line, message| ManifestError::Syntax {
+        file: file.to_string(),
+        line,
+        message,
+    };
+    let io = |e: String| ManifestError::Io {
+        file: file.to_string(),
+        error: std::io::Error::other(e),
+    };
+    let head = input.fill_buf().map_err(|e| io(e.to_string()))?;
+    let first = head
+        .iter()
+        .position(|b| !b.is_ascii_whitespace() && *b != 0xEF && *b != 0xBB && *b != 0xBF);
+    let format = match first.map(|i| head[i]) {
+        Some(b'{') | Some(b'[') => Format::Json,
+        _ => Format::Yaml,
+    };
+    let (tx, rx) = sync_channel::<Batch>(2);
+    let mut objects = Vec::new();
+    let mut notes = Notes::default();
+    let mut failure: Option<ManifestError> = None;
+    let split_result = std::thread::scope(|scope| {
+        let splitter = scope.spawn(move || {
+            let mut sink = Sink {
+                batch: Batch {
+                    text: Vec::with_capacity(BATCH_BYTES + (1 << 20)),
+                    pieces: Vec::new(),
+                },
+                tx,
+                format,
+                _file: file,
+            };
+            let r = match format {
+                Format::Json => json::split(input, file, &mut sink),
+                Format::Yaml => yaml::split(input, &mut sink),
+            };
+            r.and_then(|()| sink.flush())
+        });
+        for batch in rx.iter() {
+            let parsed: Vec<Result<Parsed, ManifestError>> = batch
+                .pieces
+                .par_iter()
+                .map(|&(s, e, line, column)| {
+                    parse_piece(&batch.text[s..e], format, file, line, column, lean)
+                })
+                .collect();
+            for p in parsed {
+                match p {
+                    Ok(p) => {
+                        objects.extend(p.objects);
+                        notes.0.extend(p.notes);
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+            if failure.is_some() {
+                break;
+            }
+        }
+        drop(rx);
+        splitter
+            .join()
+            .unwrap_or_else(|_| Err(SplitError::Io("the reader thread failed".into())))
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    match split_result {
+        Ok(()) | Err(SplitError::Stopped) => Ok((objects, notes)),
+        Err(SplitError::Io(e)) => Err(io(e)),
+        Err(SplitError::Syntax { line, message }) => Err(syntax(line, message)),
+    }
+}
+
+#[derive(Default)]
+struct Parsed {
+    objects: Vec<Located<Object>>,
+    notes: Vec<String>,
+}
+
+fn parse_piece(
+    text: &[u8],
+    format: Format,
+    file: &str,
+    line: usize,
+    column: usize,
+    lean: bool,
+) -> Result<Parsed, ManifestError> {
+    if lean && format == Format::Json {
+        // Fields the lean load would drop anyway are cut from the text before parsing; a
+        // piece that fails is parsed again as written, so errors point where they are.
+        let pod = object::sniff_kind(std::str::from_utf8(text).unwrap_or("")) == Some("Pod");
+        let drop = if pod && filter::names_a_node(text) {
+            filter::BOUND_POD
+        } else {
+            filter::ALWAYS
+        };
+        if let Some(slim) = filter::without_keys(text, drop)
+            && let Ok(p) = parse_text(&slim, format, file, line, column, lean)
+        {
+            return Ok(p);
+        }
+    }
+    parse_text(text, format, file, line, column, lean)
+}
+
+fn parse_text(
+    text: &[u8],
+    format: Format,
+    file: &str,
+    line: usize,
+    column: usize,
+    lean: bool,
+) -> Result<Parsed, ManifestError> {
+    let syntax = |line, message| ManifestError::Syntax {
+        file: file.to_string(),
+        line,
+        message,
+    };
+    let text = match std::str::from_utf8(text) {
+        Ok(t) => t,
+        Err(e) => {
+            let at = &text[..e.valid_up_to()];
+            let l = line + at.iter().filter(|&&b| b == b'\n').count();
+            return Err(syntax(l, "invalid UTF-8".into()));
+        }
+    };
+    let mut out = Parsed::default();
+    let mut notes = Notes::default();
+    match format {
+        Format::Json if !is_list_kind(object::sniff_kind(text).unwrap_or("")) => {
+            match object::from_json_str(text) {
+                Ok(Some(obj)) => out.objects.push(Located {
+                    value: obj,
+                    file: file.to_string(),
+                    line,
+                }),
+                Ok(None) => {
+                    let kind = object::sniff_kind(text).unwrap_or("");
+                    notes.0.push(format!(
+                        "{file}:{line}: skipped {kind} (kubestep does not use this kind)"
+                    ));
+                }
+                Err(error) => {
+                    // A syntax error is said where it is; anything else names the object.
+                    if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                        let col = if e.line() <= 1 {
+                            e.column() + column - 1
+                        } else {
+                            e.column()
+                        };
+                        return Err(syntax(
+                            line + e.line().saturating_sub(1),
+                            format!("column {col}: {}", strip_at(&e.to_string())),
+                        ));
+                    }
+                    return Err(ManifestError::Object {
+                        file: file.to_string(),
+                        line,
+                        error: Box::new(error),
+                    });
+                }
+            }
+        }
+        Format::Json => {
+            let v: Value = serde_json::from_str(text).map_err(|e| {
+                syntax(
+                    line + e.line().saturating_sub(1),
+                    format!("column {}: {}", e.column(), strip_at(&e.to_string())),
+                )
+            })?;
+            manifest::collect(v, file, line, &mut out.objects, &mut notes)?;
+        }
+        Format::Yaml => {
+            let v: Value = serde_saphyr::from_str_with_options(text, manifest::yaml_options())
+                .map_err(|e| {
+                    let (l, message) = manifest::yaml_error(&e, line);
+                    syntax(l, message)
+                })?;
+            if !v.is_null() {
+                manifest::collect(v, file, line, &mut out.objects, &mut notes)?;
+            }
+        }
+    }
+    out.notes = notes.0;
+    if lean {
+        out.objects = out
+            .objects
+            .into_iter()
+            .map(|o| Located {
+                value: o.value.lean(),
+                ..o
+            })
+            .collect();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

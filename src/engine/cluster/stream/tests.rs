@@ -1,0 +1,178 @@
+use std::io::BufReader;
+
+use super::*;
+
+fn node(name: &str) -> String {
+    format!(r#"{{"apiVersion": "v1", "kind": "Node", "metadata": {{"name": "{name}"}}}}"#)
+}
+
+fn pod(name: &str, node: &str) -> String {
+    format!(
+        r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "{name}", "namespace": "ns",
+  "managedFields": [{{"manager": "kubectl", "fieldsV1": {{"f:spec": {{}}}}}}],
+  "ownerReferences": [{{"kind": "ReplicaSet", "name": "rs", "apiVersion": "apps/v1", "uid": "x"}}]}},
+ "spec": {{"nodeName": "{node}", "containers": [{{"name": "c", "image": "i", "env": [{{"name": "A", "value": "{{\"]\\\\"}}],
+   "resources": {{"requests": {{"cpu": "100m"}}}}}}]}}}}"#
+    )
+}
+
+/// A kubectl-style List: items before kind, as `-o json` sorts keys.
+fn list(items: &[String]) -> String {
+    format!(
+        "{{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n{}\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {{\"resourceVersion\": \"\"}}\n}}\n",
+        items.join(",\n")
+    )
+}
+
+fn load_str(text: &str, lean: bool) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
+    load(text.as_bytes(), "d.json", lean)
+}
+
+fn keys_and_lines(objs: &[Located<Object>]) -> Vec<(String, usize)> {
+    objs.iter().map(|o| (o.value.key(), o.line)).collect()
+}
+
+#[test]
+fn a_kubectl_list_is_read_item_by_item_with_each_items_line() {
+    let text = list(&[node("n1"), pod("p1", "n1"), node("n2")]);
+    let (objs, notes) = load_str(&text, false).unwrap();
+    assert!(notes.0.is_empty(), "{:?}", notes.0);
+    assert_eq!(
+        keys_and_lines(&objs),
+        [("n1".into(), 4), ("ns/p1".into(), 5), ("n2".into(), 10)]
+    );
+}
+
+#[test]
+fn any_read_size_gives_the_same_objects() {
+    let text = list(&[node("n1"), pod("p1", "n1"), pod("p2", "n1"), node("n2")]);
+    let whole = keys_and_lines(&load_str(&text, false).unwrap().0);
+    for cap in [1, 2, 3, 7, 64] {
+        let r = BufReader::with_capacity(cap, text.as_bytes());
+        let (objs, _) = load(r, "d.json", false).unwrap();
+        assert_eq!(keys_and_lines(&objs), whole, "read size {cap}");
+    }
+}
+
+#[test]
+fn a_top_level_array_and_concatenated_documents() {
+    let text = format!("[{}, {}]\n{}\n", node("a"), node("b"), node("c"));
+    let (objs, _) = load_str(&text, false).unwrap();
+    assert_eq!(
+        keys_and_lines(&objs),
+        [("a".into(), 1), ("b".into(), 1), ("c".into(), 2)]
+    );
+}
+
+#[test]
+fn a_syntax_error_in_an_item_names_its_line_and_column() {
+    let bad = r#"{"apiVersion": "v1", "kind": "Node",
+  "metadata": {"name": "n2",, }}"#;
+    let text = list(&[node("n1"), bad.to_string()]);
+    let err = load_str(&text, false).unwrap_err().to_string();
+    assert_eq!(err, "d.json:6: column 29: expected value");
+}
+
+#[test]
+fn an_object_error_names_the_item_line_object_and_field() {
+    let bad = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+  "status": {"allocatable": {"cpu": "lots"}}}"#;
+    let text = list(&[node("n1"), bad.to_string()]);
+    let err = load_str(&text, false).unwrap_err().to_string();
+    assert!(
+        err.starts_with("d.json:5: Node n2: status.allocatable"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unclosed_item_and_a_non_list_with_items_are_errors() {
+    let text = format!("{{\"items\": [{}, {{\"kind\": \"Node\"", node("a"));
+    let err = load_str(&text, false).unwrap_err().to_string();
+    assert!(err.contains("not closed"), "{err}");
+    let text = format!("{{\"kind\": \"Node\", \"items\": [{}]}}", node("a"));
+    let err = load_str(&text, false).unwrap_err().to_string();
+    assert!(err.contains("must be a List (its kind is Node)"), "{err}");
+}
+
+#[test]
+fn a_lean_load_packs_bound_pods_without_managed_fields_or_env() {
+    let text = list(&[node("n1"), pod("p1", "n1"), pod("p2", "")]);
+    let (objs, _) = load_str(&text, true).unwrap();
+    let Object::PackedPod(p1) = &objs[1].value else {
+        panic!("bound pods are packed")
+    };
+    let full = p1.full_pod();
+    assert!(full.metadata.managed_fields.is_none());
+    assert!(full.spec.as_ref().unwrap().containers[0].env.is_none());
+    assert_eq!(p1.resource.resource.milli_cpu, 100);
+    let Object::Pod(p2) = &objs[2].value else {
+        panic!("pending pods stay whole")
+    };
+    assert!(p2.spec.as_ref().unwrap().containers[0].env.is_some());
+}
+
+const YAML_LIST: &str = "apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: n1
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: p
+    namespace: ns
+  spec:
+    containers:
+    - name: c
+      image: i
+      command:
+      - |
+        multi
+        - line
+kind: List
+metadata:
+  resourceVersion: \"\"
+";
+
+#[test]
+fn a_yaml_list_is_read_item_by_item() {
+    let (objs, _) = load(YAML_LIST.as_bytes(), "d.yaml", false).unwrap();
+    assert_eq!(
+        keys_and_lines(&objs),
+        [("n1".into(), 3), ("ns/p".into(), 7)]
+    );
+    let indented = YAML_LIST
+        .replace("\n- ", "\n  - ")
+        .replace("\n  ", "\n    ")
+        .replace("\n    - apiVersion", "\n  - apiVersion");
+    let (objs, _) = load(indented.as_bytes(), "d.yaml", false).unwrap();
+    assert_eq!(objs.len(), 2, "{indented}");
+}
+
+#[test]
+fn a_yaml_error_in_an_item_names_the_file_line() {
+    let text = YAML_LIST.replace("    name: p\n", "    name: [p\n");
+    let err = load(text.as_bytes(), "d.yaml", false)
+        .unwrap_err()
+        .to_string();
+    let line: usize = err.split(':').nth(1).unwrap().parse().unwrap();
+    assert!((10..=13).contains(&line), "{err}");
+}
+
+#[test]
+fn gzip_files_are_read_as_they_decompress() {
+    use std::io::Write;
+    let dir = std::env::temp_dir().join(format!("kubestep-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("d.json.gz");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(list(&[node("n1"), node("n2")]).as_bytes())
+        .unwrap();
+    std::fs::write(&file, gz.finish().unwrap()).unwrap();
+    let name = file.display().to_string();
+    let (objs, _) = load(open(&name).unwrap(), &name, true).unwrap();
+    assert_eq!(objs.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
