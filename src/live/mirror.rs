@@ -27,6 +27,8 @@ use crate::session::{Actuator, PodStatus, Point, Session, SessionOptions, StopRe
 
 /// The first list of every kind, and the changes that arrived meanwhile.
 pub struct InitialSync {
+    /// Pods packed (`Object::packed`), as recordings hold them while loading: the
+    /// cluster would pack the bound ones anyway, and a whole pod is several kB in place.
     pub objects: Vec<Object>,
     pub held: Vec<Change>,
     /// Objects that could not be read (named, skipped).
@@ -35,13 +37,18 @@ pub struct InitialSync {
 
 /// The engine's object for a change; `Ok(None)` for kinds it does not read.
 pub fn to_object(c: &Change) -> Result<Option<Object>, String> {
-    match object::from_value(c.object.clone()) {
+    object_of(c.kind, c.object.clone())
+}
+
+/// The engine's object for an object's JSON, which it consumes.
+fn object_of(kind: &str, value: Value) -> Result<Option<Object>, String> {
+    match object::from_value(value) {
         Ok(Some(mut o)) => {
             o.normalize();
             Ok(Some(o))
         }
         Ok(None) => Ok(None),
-        Err(e) => Err(format!("skipped {}: {e}", c.kind)),
+        Err(e) => Err(format!("skipped {kind}: {e}")),
     }
 }
 
@@ -126,8 +133,10 @@ impl Mirror {
             match u {
                 Update::Change(c) if c.initial => {
                     self.record(&c);
-                    match to_object(&c) {
-                        Ok(Some(o)) => out.objects.push(o),
+                    // Each object becomes the engine's as it arrives: no list of a kind
+                    // is ever held as JSON.
+                    match object_of(c.kind, c.object) {
+                        Ok(Some(o)) => out.objects.push(o.packed()),
                         Ok(None) => {}
                         Err(e) => out.notes.push(e),
                     }
