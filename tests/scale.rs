@@ -249,8 +249,10 @@ fn live(size: Size, timed: bool) {
         size.pods + size.nodes + size.namespaces
     ));
     // Shadow mode explains each pending pod: it fits, on some node.
-    let summary: serde_json::Value =
-        serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("the summary");
+    let last = stdout.lines().last().unwrap_or_default();
+    let summary: serde_json::Value = serde_json::from_str(last).expect("the summary");
+    // Streamed a pod at a time, it is still the line the summary's JSON value makes.
+    assert_eq!(last, summary.to_string());
     let pending: Vec<_> = summary["summary"]["pods"]
         .as_array()
         .expect("summary pods")

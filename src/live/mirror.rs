@@ -23,7 +23,9 @@ use crate::config::KubeSchedulerConfiguration;
 use crate::recording::EventType;
 use crate::session::scheduler::SetupError;
 use crate::session::trace::TraceLevel;
-use crate::session::{Actuator, PodStatus, Point, Session, SessionOptions, StopReason, trace};
+use crate::session::{
+    Actuator, PodRecord, PodStatus, Point, Session, SessionOptions, StopReason, trace,
+};
 
 /// The first list of every kind, and the changes that arrived meanwhile.
 pub struct InitialSync {
@@ -398,38 +400,61 @@ impl Mirror {
         if !self.shadow {
             return trace::summary(&records);
         }
-        let pods: Vec<Value> = records
-            .iter()
-            .map(|r| {
-                let pending = s
-                    .core
-                    .cluster
-                    .pod(&r.pod)
-                    .is_some_and(|p| node_name(p).is_empty());
-                if !pending || r.status == PodStatus::Ignored {
-                    return json!({"pod": r.pod, "node": r.node, "status": r.status, "message": r.message});
-                }
-                let mut v = json!({"pod": r.pod, "node": null, "status": "Pending"});
-                match r.status {
-                    PodStatus::Unschedulable | PodStatus::Gated => v["message"] = json!(r.message),
-                    PodStatus::Waiting => {
-                        v["selected"] = json!(r.node.iter().collect::<Vec<_>>());
-                        v["message"] = json!(r.message.as_deref().unwrap_or(SIMULATED_WAIT));
-                    }
-                    _ => {
-                        let selected = selected(s, &r.pod);
-                        if selected.is_empty() {
-                            v["message"] = json!(r.message);
-                        } else {
-                            v["selected"] = json!(selected);
-                        }
-                    }
-                }
-                v
-            })
-            .collect();
+        let pods: Vec<Value> = records.iter().map(|r| self.summary_pod(s, r)).collect();
         // Where kubestep's choice and a binding the cluster's scheduler made differ.
         json!({"summary": {"pods": pods, "divergences": s.divergences()}})
+    }
+
+    /// Writes the shadow-mode summary as `summary` prints it in JSON, one pod's entry at
+    /// a time: the whole tree of a 150,000-pod cluster's summary cost ~250 MB at the very
+    /// end of a run. Returns false outside shadow mode, writing nothing.
+    pub fn write_summary(&self, s: &Session, w: &mut impl std::io::Write) -> std::io::Result<bool> {
+        if !self.shadow {
+            return Ok(false);
+        }
+        // Keys in the order `Value` writes them (sorted).
+        let divergences = json!(s.divergences());
+        write!(
+            w,
+            "{{\"summary\":{{\"divergences\":{divergences},\"pods\":["
+        )?;
+        for (i, r) in s.summary().iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "{}", self.summary_pod(s, r))?;
+        }
+        w.write_all(b"]}}\n")?;
+        Ok(true)
+    }
+
+    /// One pod's entry in the shadow-mode summary.
+    fn summary_pod(&self, s: &Session, r: &PodRecord) -> Value {
+        let pending = s
+            .core
+            .cluster
+            .pod(&r.pod)
+            .is_some_and(|p| node_name(p).is_empty());
+        if !pending || r.status == PodStatus::Ignored {
+            return json!({"pod": r.pod, "node": r.node, "status": r.status, "message": r.message});
+        }
+        let mut v = json!({"pod": r.pod, "node": null, "status": "Pending"});
+        match r.status {
+            PodStatus::Unschedulable | PodStatus::Gated => v["message"] = json!(r.message),
+            PodStatus::Waiting => {
+                v["selected"] = json!(r.node.iter().collect::<Vec<_>>());
+                v["message"] = json!(r.message.as_deref().unwrap_or(SIMULATED_WAIT));
+            }
+            _ => {
+                let selected = selected(s, &r.pod);
+                if selected.is_empty() {
+                    v["message"] = json!(r.message);
+                } else {
+                    v["selected"] = json!(selected);
+                }
+            }
+        }
+        v
     }
 }
 
