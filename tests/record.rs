@@ -355,6 +355,17 @@ fn survives_410_gone_and_dropped_connections_without_duplicates() {
     .map(|((k, n), v)| ((k.to_string(), n.to_string()), v))
     .collect();
     assert_eq!(by_object, expect, "{got:?}");
+    // A deletion the re-list inferred names the object as it was known (kubestep keeps
+    // no copy of every object to repeat it whole).
+    let gone = rec
+        .events
+        .iter()
+        .find(|e| e.kind == EventType::Deleted)
+        .expect("the inferred deletion");
+    let m = &gone.object.meta();
+    assert_eq!(m.name.as_deref(), Some("n1"));
+    assert_eq!(m.uid.as_deref(), Some("uid-0--n1"));
+    assert!(m.resource_version.is_some());
     // The order across objects is the order things happened.
     let pos = |k: &str| {
         got.iter()

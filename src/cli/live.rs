@@ -350,7 +350,14 @@ impl Headless<'_> {
             }
         }
         self.shut_down()?;
-        self.out.print(&self.mirror.summary(&self.session))?;
+        // JSON lines stream the summary (one entry per pod of the cluster in shadow mode).
+        let streamed = matches!(self.out.mode, Output::Jsonl)
+            && self
+                .mirror
+                .write_summary(&self.session, &mut self.out.stdout)?;
+        if !streamed {
+            self.out.print(&self.mirror.summary(&self.session))?;
+        }
         Ok(ExitCode::SUCCESS)
     }
 

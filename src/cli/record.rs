@@ -69,7 +69,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
     let namespace = opts.namespace.clone();
     let stats = rt.block_on(async {
         let mut conn = kubestep::live::connect(&a.cluster.connect_options()).await?;
-        let mut shown = Progress::new();
+        let mut shown = Progress::new(opts.output.clone());
         let r = recorder::record(&mut conn, &opts, signals.wait(), |s, n| shown.update(s, n)).await;
         shown.finish();
         if let Err(RecordError::Live(e)) = &r
@@ -82,7 +82,8 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
         }
         r.map_err(anyhow::Error::from)
     })?;
-    print_summary(&output, &stats)?;
+    let on_disk = std::fs::metadata(&output).map(|m| m.len()).ok();
+    print_summary(&output, &stats, on_disk)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -92,14 +93,18 @@ struct Progress {
     tty: bool,
     last: Option<Instant>,
     pending: bool,
+    /// The recording, whose size on disk each progress line reports (the writer counts
+    /// JSON before compression; every line is flushed, so the file's size is current).
+    output: PathBuf,
 }
 
 impl Progress {
-    fn new() -> Progress {
+    fn new(output: PathBuf) -> Progress {
         Progress {
             tty: std::io::stderr().is_terminal(),
             last: None,
             pending: false,
+            output,
         }
     }
 
@@ -145,7 +150,8 @@ impl Progress {
         if due {
             self.last = Some(Instant::now());
             self.pending = false;
-            let line = progress_line(s);
+            let on_disk = std::fs::metadata(&self.output).map(|m| m.len()).ok();
+            let line = progress_line(s, on_disk);
             if self.tty {
                 let _ = write!(err, "\r\x1b[2K{line}");
             } else {
@@ -162,12 +168,12 @@ impl Progress {
     }
 }
 
-fn progress_line(s: &Stats) -> String {
+fn progress_line(s: &Stats, on_disk: Option<u64>) -> String {
     format!(
-        "recording: {} objects, {} events, {} written, {:.0}s{}",
+        "recording: {} objects, {} events, {}, {:.0}s{}",
         s.initial,
         s.events,
-        bytes(s.bytes),
+        size(s.bytes, on_disk),
         s.elapsed.as_secs_f64(),
         if s.synced < s.kinds {
             format!(" (syncing: {}/{} kinds listed)", s.synced, s.kinds)
@@ -175,6 +181,16 @@ fn progress_line(s: &Stats) -> String {
             String::new()
         }
     )
+}
+
+/// What is written: the file's size, and the JSON it holds when that differs (gzip).
+/// Without the file's size (it could not be read), the JSON alone, named as such.
+fn size(json: u64, on_disk: Option<u64>) -> String {
+    match on_disk {
+        Some(d) if d == json => format!("{} on disk", bytes(d)),
+        Some(d) => format!("{} on disk ({} of JSON)", bytes(d), bytes(json)),
+        None => format!("{} of JSON", bytes(json)),
+    }
 }
 
 fn bytes(n: u64) -> String {
@@ -186,18 +202,18 @@ fn bytes(n: u64) -> String {
     }
 }
 
-fn print_summary(output: &std::path::Path, s: &Stats) -> std::io::Result<()> {
+fn print_summary(output: &std::path::Path, s: &Stats, on_disk: Option<u64>) -> std::io::Result<()> {
     let by_kind: Vec<String> = s
         .initial_by_kind
         .iter()
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
     say!(
-        "recorded {} objects and {} events to {} ({} uncompressed) in {:.1}s",
+        "recorded {} objects and {} events to {} ({}) in {:.1}s",
         s.initial,
         s.events,
         output.display(),
-        bytes(s.bytes),
+        size(s.bytes, on_disk),
         s.elapsed.as_secs_f64()
     )?;
     if !by_kind.is_empty() {
@@ -207,4 +223,26 @@ fn print_summary(output: &std::path::Path, s: &Stats) -> std::io::Result<()> {
         say!("  reconnects: {}", s.reconnects)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_says_what_is_on_disk_and_how_much_json_it_holds() {
+        let s = Stats {
+            initial: 10,
+            bytes: 418_067_251,
+            synced: 13,
+            kinds: 13,
+            ..Default::default()
+        };
+        assert_eq!(
+            progress_line(&s, Some(15_938_355)),
+            "recording: 10 objects, 0 events, 15.2 MiB on disk (398.7 MiB of JSON), 0s"
+        );
+        assert_eq!(size(2048, Some(2048)), "2.0 KiB on disk");
+        assert_eq!(size(2048, None), "2.0 KiB of JSON");
+    }
 }

@@ -23,10 +23,14 @@ use crate::config::KubeSchedulerConfiguration;
 use crate::recording::EventType;
 use crate::session::scheduler::SetupError;
 use crate::session::trace::TraceLevel;
-use crate::session::{Actuator, PodStatus, Point, Session, SessionOptions, StopReason, trace};
+use crate::session::{
+    Actuator, PodRecord, PodStatus, Point, Session, SessionOptions, StopReason, trace,
+};
 
 /// The first list of every kind, and the changes that arrived meanwhile.
 pub struct InitialSync {
+    /// Pods packed (`Object::packed`), as recordings hold them while loading: the
+    /// cluster would pack the bound ones anyway, and a whole pod is several kB in place.
     pub objects: Vec<Object>,
     pub held: Vec<Change>,
     /// Objects that could not be read (named, skipped).
@@ -35,13 +39,18 @@ pub struct InitialSync {
 
 /// The engine's object for a change; `Ok(None)` for kinds it does not read.
 pub fn to_object(c: &Change) -> Result<Option<Object>, String> {
-    match object::from_value(c.object.clone()) {
+    object_of(c.kind, c.object.clone())
+}
+
+/// The engine's object for an object's JSON, which it consumes.
+fn object_of(kind: &str, value: Value) -> Result<Option<Object>, String> {
+    match object::from_value(value) {
         Ok(Some(mut o)) => {
             o.normalize();
             Ok(Some(o))
         }
         Ok(None) => Ok(None),
-        Err(e) => Err(format!("skipped {}: {e}", c.kind)),
+        Err(e) => Err(format!("skipped {kind}: {e}")),
     }
 }
 
@@ -126,8 +135,10 @@ impl Mirror {
             match u {
                 Update::Change(c) if c.initial => {
                     self.record(&c);
-                    match to_object(&c) {
-                        Ok(Some(o)) => out.objects.push(o),
+                    // Each object becomes the engine's as it arrives: no list of a kind
+                    // is ever held as JSON.
+                    match object_of(c.kind, c.object) {
+                        Ok(Some(o)) => out.objects.push(o.packed()),
                         Ok(None) => {}
                         Err(e) => out.notes.push(e),
                     }
@@ -389,38 +400,61 @@ impl Mirror {
         if !self.shadow {
             return trace::summary(&records);
         }
-        let pods: Vec<Value> = records
-            .iter()
-            .map(|r| {
-                let pending = s
-                    .core
-                    .cluster
-                    .pod(&r.pod)
-                    .is_some_and(|p| node_name(p).is_empty());
-                if !pending || r.status == PodStatus::Ignored {
-                    return json!({"pod": r.pod, "node": r.node, "status": r.status, "message": r.message});
-                }
-                let mut v = json!({"pod": r.pod, "node": null, "status": "Pending"});
-                match r.status {
-                    PodStatus::Unschedulable | PodStatus::Gated => v["message"] = json!(r.message),
-                    PodStatus::Waiting => {
-                        v["selected"] = json!(r.node.iter().collect::<Vec<_>>());
-                        v["message"] = json!(r.message.as_deref().unwrap_or(SIMULATED_WAIT));
-                    }
-                    _ => {
-                        let selected = selected(s, &r.pod);
-                        if selected.is_empty() {
-                            v["message"] = json!(r.message);
-                        } else {
-                            v["selected"] = json!(selected);
-                        }
-                    }
-                }
-                v
-            })
-            .collect();
+        let pods: Vec<Value> = records.iter().map(|r| self.summary_pod(s, r)).collect();
         // Where kubestep's choice and a binding the cluster's scheduler made differ.
         json!({"summary": {"pods": pods, "divergences": s.divergences()}})
+    }
+
+    /// Writes the shadow-mode summary as `summary` prints it in JSON, one pod's entry at
+    /// a time: the whole tree of a 150,000-pod cluster's summary cost ~250 MB at the very
+    /// end of a run. Returns false outside shadow mode, writing nothing.
+    pub fn write_summary(&self, s: &Session, w: &mut impl std::io::Write) -> std::io::Result<bool> {
+        if !self.shadow {
+            return Ok(false);
+        }
+        // Keys in the order `Value` writes them (sorted).
+        let divergences = json!(s.divergences());
+        write!(
+            w,
+            "{{\"summary\":{{\"divergences\":{divergences},\"pods\":["
+        )?;
+        for (i, r) in s.summary().iter().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "{}", self.summary_pod(s, r))?;
+        }
+        w.write_all(b"]}}\n")?;
+        Ok(true)
+    }
+
+    /// One pod's entry in the shadow-mode summary.
+    fn summary_pod(&self, s: &Session, r: &PodRecord) -> Value {
+        let pending = s
+            .core
+            .cluster
+            .pod(&r.pod)
+            .is_some_and(|p| node_name(p).is_empty());
+        if !pending || r.status == PodStatus::Ignored {
+            return json!({"pod": r.pod, "node": r.node, "status": r.status, "message": r.message});
+        }
+        let mut v = json!({"pod": r.pod, "node": null, "status": "Pending"});
+        match r.status {
+            PodStatus::Unschedulable | PodStatus::Gated => v["message"] = json!(r.message),
+            PodStatus::Waiting => {
+                v["selected"] = json!(r.node.iter().collect::<Vec<_>>());
+                v["message"] = json!(r.message.as_deref().unwrap_or(SIMULATED_WAIT));
+            }
+            _ => {
+                let selected = selected(s, &r.pod);
+                if selected.is_empty() {
+                    v["message"] = json!(r.message);
+                } else {
+                    v["selected"] = json!(selected);
+                }
+            }
+        }
+        v
     }
 }
 

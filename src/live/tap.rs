@@ -6,6 +6,10 @@
 //! server ends well before the watch's timeout without an ERROR event (which kube-rs
 //! reports itself), is reported as cut; the next watch of the same resource that opens
 //! says the link is back.
+//!
+//! It also tidies every request's query: kube-rs 5 builds list and watch URLs as
+//! `path?&limit=500` (an empty first pair), which servers accept but logs, proxies and
+//! audit trails show as malformed; the request leaves as `path?limit=500`.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -72,6 +76,25 @@ fn watch_of<B>(req: &Request<B>) -> Option<(String, Option<Duration>)> {
     watch.then(|| (req.uri().path().to_string(), timeout))
 }
 
+/// The URI without empty query pairs (`?&limit=500&&watch=true` becomes
+/// `?limit=500&watch=true`, a query of nothing but `&` goes); `None` when it has none.
+fn tidy_query(uri: &http::Uri) -> Option<http::Uri> {
+    let query = uri.query()?;
+    if !query.split('&').any(str::is_empty) {
+        return None;
+    }
+    let pairs: Vec<&str> = query.split('&').filter(|p| !p.is_empty()).collect();
+    let path = uri.path();
+    let pq = if pairs.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{}", pairs.join("&"))
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(pq.parse().ok()?);
+    http::Uri::from_parts(parts).ok()
+}
+
 #[derive(Debug, Clone)]
 pub struct TapLayer(WatchTap);
 
@@ -106,7 +129,10 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, req: Request<Q>) -> Self::Future {
+    fn call(&mut self, mut req: Request<Q>) -> Self::Future {
+        if let Some(uri) = tidy_query(req.uri()) {
+            *req.uri_mut() = uri;
+        }
         let watch = watch_of(&req);
         let fut = self.inner.call(req);
         let tap = self.tap.clone();
@@ -226,5 +252,22 @@ mod tests {
         );
         assert_eq!(watch_of(&req("/api/v1/pods?limit=500")), None);
         assert_eq!(watch_of(&req("/api/v1/pods")), None);
+    }
+
+    #[test]
+    fn queries_lose_their_empty_pairs() {
+        let tidy = |uri: &str| tidy_query(&uri.parse().unwrap()).map(|u| u.to_string());
+        assert_eq!(
+            tidy("/api/v1/pods?&limit=500").as_deref(),
+            Some("/api/v1/pods?limit=500")
+        );
+        assert_eq!(
+            tidy("https://h:6443/apis/apps/v1/replicasets?&watch=true&&timeoutSeconds=50&")
+                .as_deref(),
+            Some("https://h:6443/apis/apps/v1/replicasets?watch=true&timeoutSeconds=50")
+        );
+        assert_eq!(tidy("/api/v1/pods?&").as_deref(), Some("/api/v1/pods"));
+        assert_eq!(tidy("/api/v1/pods?limit=500&continue=abc%3D"), None);
+        assert_eq!(tidy("/api/v1/pods"), None);
     }
 }

@@ -3,6 +3,11 @@
 //! single stream of changes. Each kind's objects are tracked by resourceVersion, so a
 //! re-list reports only what changed while the watch was down: MODIFIED for changed
 //! objects, ADDED for new ones, DELETED for those gone, nothing for the rest.
+//!
+//! The first list is paged as informers page it (`limit=500`, following `continue`):
+//! kube-rs decodes one page at a time and hands its objects on one by one, so at most a
+//! page (and the bounded channel's worth of changes) is in memory as JSON, whatever the
+//! size of the cluster.
 
 use std::collections::{HashMap, HashSet};
 
@@ -175,6 +180,9 @@ async fn relay_signals(
 /// The `timeoutSeconds` of every watch request.
 pub const WATCH_TIMEOUT_SECS: u32 = 50;
 
+/// Objects per page of a first list (`limit`): client-go's informers ask for 500.
+pub const LIST_PAGE_SIZE: u32 = 500;
+
 /// A list or watch answered 404: the resource is not served.
 fn not_served(e: &watcher::Error) -> bool {
     use watcher::Error as W;
@@ -246,11 +254,13 @@ async fn pod_groups_served(conn: &Connection) -> Result<bool, LiveError> {
     }
 }
 
-/// What is known of an object: its resourceVersion and last state (for the DELETED a
-/// re-list infers), kept as text to stay small.
+/// What is known of an object: its resourceVersion, and its UID for the DELETED a re-list
+/// infers. Not its last state: on a large cluster that would be every object's JSON held
+/// for as long as kubestep runs (hundreds of MB at 150,000 pods), and whoever applies a
+/// deletion finds the object by its key.
 struct Known {
-    rv: String,
-    last: Box<str>,
+    rv: Box<str>,
+    uid: Option<Box<str>>,
 }
 
 struct KindWatch {
@@ -271,7 +281,11 @@ impl KindWatch {
     async fn run(self, api: Api<DynamicObject>) {
         // The server ends each watch well inside the client's read timeout, so a quiet
         // watch is never taken for a dead connection.
-        let config = watcher::Config::default().timeout(WATCH_TIMEOUT_SECS);
+        // Listing then watching (not a streaming list) works with every server version;
+        // the page size is set here, not left to kube-rs's default.
+        let config = watcher::Config::default()
+            .timeout(WATCH_TIMEOUT_SECS)
+            .page_size(LIST_PAGE_SIZE);
         let mut stream = watcher::watcher(api, config).default_backoff().boxed();
         let mut known: HashMap<String, Known> = HashMap::new();
         let mut relist: Option<Relist> = None;
@@ -305,13 +319,16 @@ impl KindWatch {
                         .collect();
                     for key in &gone {
                         if let Some(k) = known.remove(key) {
-                            let object = serde_json::from_str(&k.last).unwrap_or(Value::Null);
+                            let object = self.tombstone(key, &k);
                             out.push(Update::Change(self.change(
                                 EventType::Deleted,
                                 object,
                                 false,
                             )));
                         }
+                    }
+                    if !synced {
+                        known.shrink_to_fit();
                     }
                     out.push(if synced {
                         Update::Resynced {
@@ -393,7 +410,8 @@ impl KindWatch {
     }
 
     /// The object's key, resourceVersion and JSON (apiVersion and kind set, which list
-    /// items lack; managedFields dropped).
+    /// items lack; managedFields dropped). The body (spec, status) is moved, not copied:
+    /// only the metadata is serialized again.
     fn prepare(&self, mut o: DynamicObject) -> (String, String, Value) {
         o.metadata.managed_fields = None;
         let name = o.metadata.name.clone().unwrap_or_default();
@@ -402,12 +420,40 @@ impl KindWatch {
             _ => name,
         };
         let rv = o.metadata.resource_version.clone().unwrap_or_default();
-        let mut v = serde_json::to_value(&o).unwrap_or(Value::Null);
-        if let Some(m) = v.as_object_mut() {
-            m.insert("apiVersion".into(), self.kind.api_version().into());
-            m.insert("kind".into(), self.kind.kind.into());
+        let mut m = serde_json::Map::new();
+        m.insert("apiVersion".into(), self.kind.api_version().into());
+        m.insert("kind".into(), self.kind.kind.into());
+        m.insert(
+            "metadata".into(),
+            serde_json::to_value(&o.metadata).unwrap_or(Value::Null),
+        );
+        if let Value::Object(body) = std::mem::take(&mut o.data) {
+            m.extend(body);
         }
-        (key, rv, v)
+        (key, rv, Value::Object(m))
+    }
+
+    /// What a DELETED inferred by a re-list carries: the object's identity (kind, name,
+    /// namespace, UID, last resourceVersion seen).
+    fn tombstone(&self, key: &str, k: &Known) -> Value {
+        let (namespace, name) = match key.split_once('/') {
+            Some((ns, name)) if self.kind.namespaced => (Some(ns), name),
+            _ => (None, key),
+        };
+        let mut meta = serde_json::Map::new();
+        meta.insert("name".into(), name.into());
+        if let Some(ns) = namespace {
+            meta.insert("namespace".into(), ns.into());
+        }
+        if let Some(uid) = &k.uid {
+            meta.insert("uid".into(), uid.as_ref().into());
+        }
+        meta.insert("resourceVersion".into(), k.rv.as_ref().into());
+        serde_json::json!({
+            "apiVersion": self.kind.api_version(),
+            "kind": self.kind.kind,
+            "metadata": meta,
+        })
     }
 
     /// Records the object; the change to report, or `None` when nothing changed (the same
@@ -421,12 +467,18 @@ impl KindWatch {
         initial: bool,
     ) -> Option<Change> {
         let event = match known.get(&key) {
-            Some(k) if !rv.is_empty() && k.rv == rv => return None,
+            Some(k) if !rv.is_empty() && *k.rv == *rv => return None,
             Some(_) => EventType::Modified,
             None => EventType::Added,
         };
-        let last = value.to_string().into_boxed_str();
-        known.insert(key, Known { rv, last });
+        let uid = value["metadata"]["uid"].as_str().map(Box::from);
+        known.insert(
+            key,
+            Known {
+                rv: rv.into_boxed_str(),
+                uid,
+            },
+        );
         Some(self.change(event, value, initial))
     }
 
