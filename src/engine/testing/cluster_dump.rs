@@ -9,6 +9,8 @@ use std::io::{self, Write};
 
 use serde_json::{Value, json};
 
+use super::workloads::Rng;
+
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
 pub struct DumpSpec {
@@ -46,22 +48,6 @@ const SIZES: [(&str, u64, u64); 5] = [
 const TEAMS: [&str; 8] = [
     "payments", "search", "checkout", "identity", "ads", "ml", "data", "platform",
 ];
-
-/// splitmix64, as in `workloads`: small and deterministic.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
 
 pub fn node_name(i: usize) -> String {
     format!(

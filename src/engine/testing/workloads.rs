@@ -38,10 +38,10 @@ impl Workload {
 }
 
 /// splitmix64: small, deterministic, good enough for generating fixtures.
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -50,6 +50,10 @@ impl Rng {
     }
     fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[(self.next() % xs.len() as u64) as usize]
+    }
+    /// A number below `n` (0 for 0).
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
     }
 }
 

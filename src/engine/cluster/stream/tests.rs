@@ -70,7 +70,7 @@ fn a_syntax_error_in_an_item_names_its_line_and_column() {
   "metadata": {"name": "n2",, }}"#;
     let text = list(&[node("n1"), bad.to_string()]);
     let err = load_str(&text, false).unwrap_err().to_string();
-    assert_eq!(err, "d.json:6: column 29: expected value");
+    assert_eq!(err, "d.json:6: column 29: key must be a string");
 }
 
 #[test]
