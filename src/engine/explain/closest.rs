@@ -11,7 +11,7 @@ use super::PluginStatus;
 use crate::api::pod_resources::{self, HUGEPAGES_PREFIX};
 use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
 use crate::framework::{CycleState, NodeInfo, PodInfo, Resource, Snapshot};
-use crate::plugins::{noderesources::fit, taint_toleration};
+use crate::plugins::{node_affinity, noderesources::fit, taint_toleration};
 
 /// At most this many distinct taints are listed for one reason; the rest are counted.
 const MAX_TAINTS_LISTED: usize = 5;
@@ -52,6 +52,10 @@ pub enum Fact {
         /// them could hold the pod even empty.
         largest_allocatable: i64,
     },
+    /// NodeAffinity's "didn't match Pod's node affinity/selector", for a pod with a
+    /// nodeSelector: each of its labels and how many compared nodes lack it. Required
+    /// node affinity terms are not broken down.
+    Selector { unmet: Vec<LabelCount> },
     /// TaintToleration: the NoSchedule/NoExecute taints the pod does not tolerate on the
     /// compared nodes, most common first (a node with two counts for both).
     Taints {
@@ -66,6 +70,14 @@ pub struct TaintCount {
     pub key: String,
     pub value: String,
     pub effect: String,
+    pub nodes: usize,
+}
+
+/// A nodeSelector label and the number of compared nodes without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LabelCount {
+    pub key: String,
+    pub value: String,
     pub nodes: usize,
 }
 
@@ -113,6 +125,9 @@ pub fn closest(
             let fact = match plugin {
                 fit::NAME => resource_fact(reason, request, &nodes)?,
                 taint_toleration::NAME => taint_fact(pod, &nodes)?,
+                node_affinity::NAME if reason == node_affinity::ERR_REASON_POD => {
+                    selector_fact(pod, &nodes)?
+                }
                 _ => return None,
             };
             let summary = format!("{reason} on {}: {}", count(nodes.len()), words(&fact));
@@ -240,6 +255,25 @@ fn taint_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
     })
 }
 
+fn selector_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
+    let selector = pod.pod.spec.as_ref()?.node_selector.as_ref()?;
+    if selector.is_empty() {
+        return None;
+    }
+    let unmet = selector
+        .iter()
+        .map(|(key, value)| LabelCount {
+            key: key.clone(),
+            value: value.clone(),
+            nodes: nodes
+                .iter()
+                .filter(|n| n.labels().get(key) != Some(value))
+                .count(),
+        })
+        .collect();
+    Some(Fact::Selector { unmet })
+}
+
 fn words(f: &Fact) -> String {
     match f {
         Fact::Resource {
@@ -263,6 +297,18 @@ fn words(f: &Fact) -> String {
                 ));
             }
             s
+        }
+        Fact::Selector { unmet } => {
+            let missing: Vec<String> = unmet
+                .iter()
+                .filter(|l| l.nodes > 0)
+                .map(|l| format!("{}={} ({} without it)", l.key, l.value, count(l.nodes)))
+                .collect();
+            if missing.is_empty() {
+                "every one of them has the pod's nodeSelector labels; its required node affinity rules them out".into()
+            } else {
+                format!("nodeSelector {}", missing.join(", "))
+            }
         }
         Fact::Taints { taints, more } => {
             let mut parts: Vec<String> = taints
@@ -431,6 +477,25 @@ mod cluster_tests {
         assert_eq!(
             cpu.summary,
             "Insufficient cpu on 10 nodes: the pod needs 70 cores; the most free on any of them is 1.8 cores (n-007); none of them has that much allocatable (the largest: 4 cores)"
+        );
+    }
+
+    #[test]
+    fn each_node_selector_label_counts_the_nodes_without_it() {
+        let mut pod = fixture::pod("sel", "100m");
+        pod.spec.as_mut().unwrap().node_selector = Some(
+            [("disktype", "ssd"), ("kubernetes.io/hostname", "n-003")]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        );
+        let cfg = crate::config::default_configuration();
+        let c = fixture::cluster(10, 0, true);
+        let e = crate::explain::explain(&c, &cfg, std::sync::Arc::new(pod)).unwrap();
+        assert_eq!(e.closest.len(), 1, "{:?}", e.closest);
+        assert_eq!(
+            e.closest[0].summary,
+            "node(s) didn't match Pod's node affinity/selector on 10 nodes: nodeSelector disktype=ssd (10 nodes without it), kubernetes.io/hostname=n-003 (9 nodes without it)"
         );
     }
 
