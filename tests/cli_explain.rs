@@ -275,3 +275,114 @@ fn a_pod_file_gets_its_priority_class_as_admission_would_give_it() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A 600-node cluster written as YAML: 4 cores a node with 3.5 cores in use, except
+/// n-599 (1.2 cores in use, so 2.8 free) and n-200 (room for one pod, which it runs).
+fn large_cluster(dir: &Path) -> String {
+    let mut y = String::new();
+    for i in 0..600 {
+        let name = format!("n-{i:03}");
+        let pods = if i == 200 { 1 } else { 110 };
+        let used = if i == 599 { "1200m" } else { "3500m" };
+        y.push_str(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\nstatus:\n  allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"{pods}\"}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: run-{i:03}, namespace: default}}\nspec:\n  nodeName: {name}\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: {used}}}}}}}]\n---\n"
+        ));
+    }
+    let p = dir.join("cluster.yaml");
+    std::fs::write(&p, y).unwrap();
+    p.display().to_string()
+}
+
+fn pod_file(dir: &Path, name: &str, cpu: &str) -> String {
+    let p = dir.join(format!("{name}.yaml"));
+    std::fs::write(&p, format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  containers: [{{name: c, image: x, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n")).unwrap();
+    p.display().to_string()
+}
+
+/// On a large cluster the text is a screenful: nodes grouped by plugin and reason with
+/// counts, how close the best node came, and `--nodes all` for every row; JSON keeps
+/// every node and carries the same closeness facts.
+#[test]
+fn a_large_cluster_is_summarized_for_a_person() {
+    let dir = std::env::temp_dir().join(format!("kubestep-large-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cluster = large_cluster(&dir);
+    let big = pod_file(&dir, "big", "3");
+
+    let o = run(&["explain", "--cluster", &cluster, "--pod", &big]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.lines().count() < 15, "{out}");
+    assert!(
+        out.starts_with("default/big: unschedulable: 0/600 nodes are available: 1 Too many pods, 600 Insufficient cpu. "),
+        "{out}"
+    );
+    let table = "\
+600 nodes in 2 groups (--nodes all lists every node):
+NODES     PLUGIN            REASON / SCORE                   EXAMPLES
+  599  ✗  NodeResourcesFit  Insufficient cpu                 n-000, n-001, n-002, …
+    1  ✗  NodeResourcesFit  Too many pods, Insufficient cpu  n-200
+";
+    assert!(out.contains(table), "{out}");
+    let close = "\
+how close the rejected nodes came:
+  Insufficient cpu on 600 nodes: the pod needs 3 cores; the most free on any of them is 2.8 cores (n-599)
+  Too many pods on 1 node: the pod needs 1 pod slot; the most free on any of them is 0 pod slots (n-200)
+";
+    assert!(out.ends_with(close), "{out}");
+
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &cluster,
+        "--pod",
+        &big,
+        "--nodes",
+        "all",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(out.lines().filter(|l| l.starts_with("n-")).count(), 600);
+    assert!(out.ends_with(close), "{out}");
+
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &cluster,
+        "--pod",
+        &big,
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json output");
+    assert_eq!(v["filter"].as_object().map(|m| m.len()), Some(600));
+    assert_eq!(v["allFilters"].as_object().map(|m| m.len()), Some(600));
+    assert_eq!(
+        v["closest"][0],
+        serde_json::json!({
+            "plugin": "NodeResourcesFit",
+            "reason": "Insufficient cpu",
+            "nodes": 600,
+            "kind": "resource",
+            "resource": "cpu",
+            "unit": "millicores",
+            "needs": 3000,
+            "mostFree": 2800,
+            "node": "n-599",
+            "largestAllocatable": 4000,
+            "summary": "Insufficient cpu on 600 nodes: the pod needs 3 cores; the most free on any of them is 2.8 cores (n-599)"
+        })
+    );
+
+    // A pod that fits: the tie is counted, with a few names.
+    let small = pod_file(&dir, "small", "100m");
+    let o = run(&["explain", "--cluster", &cluster, "--pod", &small]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("default/small: schedulable on n-000, best of 276 feasible nodes; tied with 275 other nodes: n-001, n-002, n-003, …"),
+        "{out}"
+    );
+    assert!(out.lines().count() < 40, "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

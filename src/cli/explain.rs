@@ -20,6 +20,27 @@ pub enum Output {
     Yaml,
 }
 
+/// `--nodes`: how the text output's node table shows the nodes.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Nodes {
+    /// Every node when there are at most 40 rows, grouped by plugin and reason above that.
+    Auto,
+    /// Every node, one row each, however many (and how close the rejected nodes came).
+    All,
+    /// Grouped by plugin and reason with counts and example names, however few.
+    Summary,
+}
+
+impl From<Nodes> for text::NodeRows {
+    fn from(n: Nodes) -> Self {
+        match n {
+            Nodes::Auto => text::NodeRows::Auto,
+            Nodes::All => text::NodeRows::All,
+            Nodes::Summary => text::NodeRows::Summary,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
 Examples:
@@ -35,6 +56,9 @@ Examples:
 
   # With your scheduler's configuration
   kubestep explain --cluster cluster.yaml --config scheduler-config.yaml --pod shop/checkout-0 -o json
+
+  # Every node of a large cluster, one row each (grouped above 40 rows by default)
+  kubestep explain --cluster cluster.yaml --pod shop/checkout-0 --nodes all
 
 Exit code: 0 the pod fits, 1 it does not (or is gated), 2 bad input.")]
 pub struct ExplainArgs {
@@ -52,6 +76,11 @@ pub struct ExplainArgs {
     pod: String,
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// Text output's node table: every node, or nodes grouped by plugin and reason with
+    /// counts and a few example names (the default groups above 40 rows; grouped, it ends
+    /// with how close the rejected nodes came). JSON and YAML always list every node.
+    #[arg(long, value_enum, default_value_t = Nodes::Auto, value_name = "WHICH")]
+    nodes: Nodes,
 }
 
 pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -74,7 +103,7 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
             serde_json::to_string_pretty(&e).context("encoding the explanation")?
         )?,
         Output::Yaml => say_raw!("{}", super::replay::to_yaml(&e)?)?,
-        Output::Text => say_raw!("{}", text::render(&e))?,
+        Output::Text => say_raw!("{}", text::render_with(&e, a.nodes.into()))?,
     }
     Ok(if e.fits() {
         ExitCode::SUCCESS

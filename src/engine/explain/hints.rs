@@ -8,8 +8,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use super::closest::Fact;
 use super::{Explanation, explain};
-use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 
@@ -46,7 +46,7 @@ pub fn what_if(
     };
     let rerun = |p: Pod| explain(cluster, config, Arc::new(p)).ok();
 
-    for (key, value, effect) in untolerated_taints(cluster, pod, base) {
+    for (key, value, effect) in untolerated_taints(base) {
         let mut p = (**pod).clone();
         let spec = p.spec.get_or_insert_with(Default::default);
         spec.tolerations
@@ -75,7 +75,7 @@ pub fn what_if(
     }
 
     for resource in ["cpu", "memory"] {
-        let Some((node, free)) = best_free(cluster, pod, base, resource) else {
+        let Some((node, free)) = best_free(base, resource) else {
             continue;
         };
         let Some(p) = with_request(pod, resource, free) else {
@@ -190,95 +190,33 @@ fn rejected_by(e: &Explanation, plugin: &str) -> bool {
 }
 
 /// NoSchedule / NoExecute taints the pod does not tolerate on nodes TaintToleration
-/// rejected, most common first.
-fn untolerated_taints(
-    cluster: &ClusterState,
-    pod: &Pod,
-    e: &Explanation,
-) -> Vec<(String, String, String)> {
-    let tolerations = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.tolerations.clone())
-        .unwrap_or_default();
-    let mut counts: Vec<((String, String, String), usize)> = Vec::new();
-    for (node, s) in &e.filter {
-        if s.plugin != crate::plugins::taint_toleration::NAME {
-            continue;
-        }
-        let Some(n) = cluster
-            .nodes()
-            .iter()
-            .find(|n| n.metadata.name.as_deref() == Some(node))
-        else {
-            continue;
-        };
-        for t in n
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .into_iter()
-            .flatten()
-        {
-            if !is_no_schedule_or_no_execute(t) || tolerations_tolerate(&tolerations, t) {
-                continue;
-            }
-            let k = (
-                t.key.clone(),
-                t.value.clone().unwrap_or_default(),
-                t.effect.clone(),
-            );
-            match counts.iter_mut().find(|(x, _)| *x == k) {
-                Some((_, c)) => *c += 1,
-                None => counts.push((k, 1)),
-            }
-        }
-    }
-    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
-    counts
-        .into_iter()
+/// rejected, most common first: the explanation's own count of them.
+fn untolerated_taints(e: &Explanation) -> Vec<(String, String, String)> {
+    e.closest
+        .iter()
+        .filter(|c| c.plugin == crate::plugins::taint_toleration::NAME)
+        .flat_map(|c| match &c.fact {
+            Fact::Taints { taints, .. } => taints.as_slice(),
+            _ => &[],
+        })
         .take(MAX_TAINTS)
-        .map(|(k, _)| k)
+        .map(|t| (t.key.clone(), t.value.clone(), t.effect.clone()))
         .collect()
 }
 
 /// Among nodes NodeResourcesFit rejected for `resource`, the one with the most room left,
-/// and that room (millicores for cpu, bytes for memory).
-fn best_free(
-    cluster: &ClusterState,
-    pod: &Pod,
-    e: &Explanation,
-    resource: &str,
-) -> Option<(String, i64)> {
+/// and that room (millicores for cpu, bytes for memory), as the explanation found it.
+fn best_free(e: &Explanation, resource: &str) -> Option<(String, i64)> {
     let reason = format!("Insufficient {resource}");
-    let snapshot = cluster.snapshot();
-    let key = crate::session::pod_key(pod);
-    e.filter
+    e.closest
         .iter()
-        .filter(|(_, s)| {
-            s.plugin == crate::plugins::noderesources::fit::NAME && s.reasons.contains(&reason)
+        .filter(|c| c.plugin == crate::plugins::noderesources::fit::NAME && c.reason == reason)
+        .find_map(|c| match &c.fact {
+            Fact::Resource {
+                most_free, node, ..
+            } if *most_free > 0 => Some((node.clone(), *most_free)),
+            _ => None,
         })
-        .filter_map(|(node, _)| {
-            let ni = snapshot.get(node)?;
-            // The pod itself, if bound there, does not count against it.
-            let own = ni
-                .pods
-                .iter()
-                .find(|p| p.key == key)
-                .map(|p| pick(&p.resource.resource, resource))
-                .unwrap_or(0);
-            let free = pick(&ni.allocatable, resource) - pick(&ni.requested, resource) + own;
-            (free > 0).then(|| (node.clone(), free))
-        })
-        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
-}
-
-fn pick(r: &crate::framework::Resource, resource: &str) -> i64 {
-    if resource == "cpu" {
-        r.milli_cpu
-    } else {
-        r.memory
-    }
 }
 
 /// The pod with its `resource` request lowered to `total` (millicores or bytes), taken

@@ -1,6 +1,7 @@
 //! From a finished scheduling cycle to an explanation: the decision, the exact
 //! kube-scheduler message, each node's verdict, and the score breakdown.
 
+pub mod closest;
 pub mod hints;
 pub mod text;
 
@@ -94,6 +95,9 @@ pub struct Explanation {
     /// plugin (DynamicResources: the claim and request that could not be met, and why).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub notes: BTreeMap<String, BTreeMap<String, String>>,
+    /// Per Filter reason, how close the nodes that gave it came (kubestep's addition):
+    /// NodeResourcesFit's resources and pod slots, TaintToleration's taints.
+    pub closest: Vec<closest::Closest>,
     /// The DynamicResources CycleState after the cycle, for a pod with resource claims:
     /// its claims, per node the devices chosen or what was missing, the allocation kept.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -360,6 +364,7 @@ fn build(
         weights.insert(x.name.clone(), x.weight);
     }
 
+    let closest = closest::closest(&filter, snap, &cycle.state, &cycle.pod);
     Explanation {
         pod: cycle.pod.key.clone(),
         profile: env.framework.profile_name.clone(),
@@ -378,11 +383,69 @@ fn build(
         num_nodes: snap.num_nodes(),
         weights,
         extenders: cycle.extender_calls.clone(),
+        closest,
         notes,
         dynamic_resources: crate::plugins::dynamic_resources::explain_state(
             &cycle.state,
             &cycle.pod,
         ),
         held_devices: crate::plugins::dynamic_resources::held_devices(&cycle.state),
+    }
+}
+
+/// A cluster of many alike nodes for the explanation's tests: each node has 4 cores, 8Gi
+/// and a bound pod of 3.5 cores, except, when `roomy`, `n-007` (2.2 cores bound, so 1.8
+/// free), and the last `tainted` nodes (taint dedicated=infra:NoSchedule).
+#[cfg(test)]
+pub(crate) mod fixture {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    use crate::cluster::ClusterState;
+    use crate::cluster::object::Object;
+
+    pub fn cluster(nodes: usize, tainted: usize, roomy: bool) -> ClusterState {
+        let mut c = ClusterState::default();
+        for i in 0..nodes {
+            let name = format!("n-{i:03}");
+            let taints = if i + tainted >= nodes {
+                json!([{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}])
+            } else {
+                json!([])
+            };
+            let node = json!({
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+                "spec": {"taints": taints},
+                "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}
+            });
+            c.add(Object::Node(Box::new(
+                serde_json::from_value(node).unwrap(),
+            )));
+            let cpu = if roomy && name == "n-007" {
+                "2200m"
+            } else {
+                "3500m"
+            };
+            let mut p = pod(&format!("run-{i:03}"), cpu);
+            p.spec.as_mut().unwrap().node_name = Some(name);
+            c.add(Object::Pod(Box::new(p)));
+        }
+        c
+    }
+
+    pub fn pod(name: &str, cpu: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": name},
+            "spec": {"containers": [{"name": "c", "image": "x",
+                "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}
+        }))
+        .unwrap()
+    }
+
+    pub fn explain(c: &ClusterState, cpu: &str) -> super::Explanation {
+        let cfg = crate::config::default_configuration();
+        super::explain(c, &cfg, Arc::new(pod("new", cpu))).unwrap()
     }
 }

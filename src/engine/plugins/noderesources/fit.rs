@@ -112,6 +112,15 @@ impl RenderState for PreScoreState {
     }
 }
 
+/// The pod's requests as this cycle's PreFilter left them, so an explanation compares
+/// nodes against exactly what Filter checked.
+pub fn pod_request(state: &CycleState) -> Option<&Resource> {
+    state
+        .read::<PreFilterState>(PRE_FILTER_STATE_KEY)
+        .ok()
+        .map(|s| &s.0)
+}
+
 /// `SetMaxResource` over an empty Resource: known resources only, never below zero.
 pub(crate) fn pre_filter_resource(pod: &PodInfo) -> Resource {
     let reqs = pod_resources::pod_requests_with(&pod.pod, false, None);
