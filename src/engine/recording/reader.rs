@@ -369,3 +369,193 @@ fn manifest_recording(
         skipped: 0,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Object;
+
+    const HEADER: &str = r#"{"kubestep":"recording","version":1,"started":"2026-01-01T00:00:00Z"}"#;
+
+    fn node_line(at: &str, t: &str, name: &str) -> String {
+        format!(
+            r#"{{"at":"{at}","type":"{t}","object":{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}},"status":{{"allocatable":{{"cpu":"4"}}}}}}}}"#
+        )
+    }
+
+    #[test]
+    fn reads_events_in_time_order() {
+        let text = [
+            HEADER.to_string(),
+            node_line("2026-01-01T00:00:05Z", "ADDED", "b"),
+            node_line("2026-01-01T00:00:01Z", "ADDED", "a"),
+            r#"{"at":"2026-01-01T00:00:02Z","type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}}"#.to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 2);
+        assert_eq!(r.events[0].object.key(), "a");
+        assert_eq!(r.events[0].line, 3);
+        assert_eq!(r.skipped, 1);
+    }
+
+    #[test]
+    fn pods_are_packed_as_they_are_read() {
+        let pod = |name: &str, node: &str| {
+            format!(
+                r#"{{"at":"2026-01-01T00:00:01Z","type":"ADDED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","resources":{{"requests":{{"cpu":"300m"}}}}}}]}}}}}}"#
+            )
+        };
+        let text = [HEADER.to_string(), pod("running", "n1"), pod("pending", "")].join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        let Object::PackedPod(running) = &*r.events[0].object else {
+            panic!("not packed: {:?}", r.events[0].object)
+        };
+        assert_eq!(running.key, "default/running");
+        assert_eq!(running.resource.resource.milli_cpu, 300);
+        // Pending pods too: the cluster takes them whole again when they are applied.
+        let Object::PackedPod(pending) = &*r.events[1].object else {
+            panic!("not packed: {:?}", r.events[1].object)
+        };
+        assert_eq!(
+            pending.full_pod().spec.as_ref().unwrap().containers.len(),
+            1
+        );
+        assert_eq!(
+            r.events[0].object.to_value()["spec"]["containers"][0]["name"],
+            "c"
+        );
+    }
+
+    #[test]
+    fn bad_and_truncated_lines_are_skipped_or_refused() {
+        let text = [
+            HEADER.to_string(),
+            node_line("2026-01-01T00:00:01Z", "ADDED", "a"),
+            "{not json".to_string(),
+            node_line("2026-01-01T00:00:02Z", "ADDED", "b")[..60].to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 1);
+        assert!(
+            r.warnings[0].starts_with("r.jsonl:3: bad line skipped"),
+            "{:?}",
+            r.warnings
+        );
+        assert!(
+            r.warnings[1].starts_with("r.jsonl:4: truncated last line skipped"),
+            "{:?}",
+            r.warnings
+        );
+        let e = read_str(&text, "r.jsonl", ReadOptions { strict: true })
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("r.jsonl:3: bad line"), "{e}");
+    }
+
+    #[test]
+    fn envelope_errors_name_the_column_and_field() {
+        let text = [
+            HEADER.to_string(),
+            r#"{"at":"yesterday","object":{},"type":"ADDED"}"#.to_string(),
+            r#"{"at":"2026-01-01T00:00:01Z","object":{},"type":"UPSERT"}"#.to_string(),
+            r#"{"at":"2026-01-01T00:00:01Z","type":"ADDED"}"#.to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        let w = &r.warnings;
+        assert!(
+            w[0].starts_with("r.jsonl:2: bad line skipped: column "),
+            "{w:?}"
+        );
+        assert!(w[0].contains(": at: "), "{w:?}");
+        assert!(w[1].contains(": type: unknown variant `UPSERT`"), "{w:?}");
+        assert!(w[2].ends_with(": missing field `object`"), "{w:?}");
+        assert!(w.iter().all(|w| !w.contains("at line 1")), "{w:?}");
+    }
+
+    #[test]
+    fn newer_versions_are_refused() {
+        let text = r#"{"kubestep":"recording","version":99,"started":"2026-01-01T00:00:00Z"}"#;
+        let e = read_str(text, "new.jsonl", ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("version 99 is newer"), "{e}");
+    }
+
+    #[test]
+    fn objects_missing_required_fields_are_named() {
+        let text = [
+            HEADER.to_string(),
+            r#"{"at":"2026-01-01T00:00:01Z","type":"ADDED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"x"}}}"#.to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions::default()).unwrap();
+        assert!(
+            r.warnings[0].contains("metadata.name: Required value"),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn manifests_are_a_snapshot_at_zero() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n";
+        let r = read_str(text, "m.yaml", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 1);
+        assert_eq!(r.start(), Timestamp::UNIX_EPOCH);
+    }
+
+    /// The writer's layout (read by the fast split) and any other layout give the same
+    /// events; a bad object in the writer's layout still names its line and field.
+    #[test]
+    fn every_envelope_layout_reads_the_same() {
+        let written = r#"{"at":"2026-01-01T00:00:01Z","object":{"apiVersion":"v1","kind":"Node","metadata":{"name":"a"},"status":{"allocatable":{"cpu":"4"}}},"type":"MODIFIED"}"#;
+        let reordered = r#"{"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"a"},"status":{"allocatable":{"cpu":"4"}}},"at":"2026-01-01T00:00:01Z"}"#;
+        let read = |line: &str| {
+            let r = read_str(
+                &format!("{HEADER}\n{line}"),
+                "r.jsonl",
+                ReadOptions::default(),
+            )
+            .unwrap();
+            assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+            let e = &r.events[0];
+            (e.at, e.kind, e.object.to_value())
+        };
+        assert_eq!(read(written), read(reordered));
+        assert_eq!(read(written).1, EventType::Modified);
+        let bad = written.replace(r#""cpu":"4""#, r#""cpu":"four""#);
+        let r = read_str(
+            &format!("{HEADER}\n{bad}"),
+            "r.jsonl",
+            ReadOptions::default(),
+        )
+        .unwrap();
+        assert!(r.events.is_empty());
+        assert!(
+            r.warnings[0].starts_with("r.jsonl:2: ") && r.warnings[0].contains("cpu"),
+            "{:?}",
+            r.warnings
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_replaced_and_reported() {
+        let mut bytes = format!("{HEADER}\n").into_bytes();
+        let line = node_line("2026-01-01T00:00:01Z", "ADDED", "a");
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.extend_from_slice(b"\n\xff\n");
+        let r = read_bytes(&bytes, "r.jsonl", ReadOptions::default()).unwrap();
+        assert_eq!(r.events.len(), 1);
+        let at = HEADER.len() + 1 + line.len() + 1;
+        assert!(
+            r.warnings.iter().any(
+                |w| w == &format!("r.jsonl: invalid UTF-8 at byte {at} (replaced with U+FFFD)")
+            ),
+            "{:?}",
+            r.warnings
+        );
+    }
+}
