@@ -105,11 +105,13 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         Output::Yaml => say_raw!("{}", super::replay::to_yaml(&e)?)?,
         Output::Text => say_raw!("{}", text::render_with(&e, a.nodes.into()))?,
     }
-    Ok(if e.fits() {
+    let code = if e.fits() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
-    })
+    };
+    super::exit_without_freeing(cluster);
+    Ok(code)
 }
 
 /// Manifests are merged (duplicates are errors); a recording stands alone and brings its

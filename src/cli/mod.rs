@@ -143,6 +143,13 @@ pub fn user_defaults(print_warnings: bool) -> kubestep::tui::config::UiConfig {
     cfg
 }
 
+/// Leaves a command's cluster (or session) to the operating system: the process is
+/// about to end, and freeing 150,000 pods one allocation at a time took 1.5 s of a
+/// 6 s `explain`. Only for values that own nothing to flush or remove (memory only).
+pub fn exit_without_freeing<T>(value: T) {
+    std::mem::forget(value);
+}
+
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Completions { shell }) => {

@@ -187,6 +187,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         world_bytes = session.core.world.bytes(),
         "replay finished"
     );
+    super::exit_without_freeing(session);
     Ok(ExitCode::SUCCESS)
 }
 

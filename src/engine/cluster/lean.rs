@@ -14,8 +14,7 @@
 //! * a bound pod's annotations, tolerations, topology spread constraints, pod and host
 //!   IPs (read only from the pod being scheduled), its projected, configMap, secret,
 //!   downwardAPI and emptyDir volumes (no plugin counts or checks them), its status
-//!   conditions other than PodScheduled, DisruptionTarget and the resize conditions, and
-//!   their times.
+//!   conditions other than DisruptionTarget and the resize conditions, and their times.
 //!
 //! Pending pods keep their containers whole (explain and what-if show and edit them).
 
@@ -65,9 +64,9 @@ fn slim_status(s: &mut ContainerStatus) {
     s.user = None;
 }
 
-/// Pod conditions the scheduler reads (preemption, resize).
+/// A bound pod's conditions the scheduler reads (preemption, resize). PodScheduled is
+/// read only from pending pods.
 const CONDITIONS_READ: &[&str] = &[
-    "PodScheduled",
     "DisruptionTarget",
     "PodResizePending",
     "PodResizeInProgress",
@@ -75,6 +74,13 @@ const CONDITIONS_READ: &[&str] = &[
 
 fn slim_bound_pod(p: &mut Pod) {
     p.metadata.annotations = None;
+    // Lists as parsed keep room for four: most pods have one owner.
+    if let Some(o) = p.metadata.owner_references.as_mut() {
+        o.shrink_to_fit();
+    }
+    if let Some(f) = p.metadata.finalizers.as_mut() {
+        f.shrink_to_fit();
+    }
     if let Some(spec) = p.spec.as_mut() {
         spec.tolerations = None;
         spec.topology_spread_constraints = None;
@@ -94,6 +100,8 @@ fn slim_bound_pod(p: &mut Pod) {
             });
             if vols.is_empty() {
                 spec.volumes = None;
+            } else {
+                vols.shrink_to_fit();
             }
         }
         spec.containers.iter_mut().for_each(slim_container);
@@ -107,6 +115,12 @@ fn slim_bound_pod(p: &mut Pod) {
         st.host_ips = None;
         if let Some(c) = st.conditions.as_mut() {
             c.retain(|c| CONDITIONS_READ.contains(&c.type_.as_str()));
+            // `retain` keeps room for every condition the pod had: on 150,000 running
+            // pods with five conditions each, that room was 150 MB.
+            c.shrink_to_fit();
+            if c.is_empty() {
+                st.conditions = None;
+            }
         }
         for list in [
             &mut st.container_statuses,
@@ -165,7 +179,8 @@ mod tests {
                 "volumes": [{"name": "token", "projected": {"sources": []}},
                     {"name": "data", "persistentVolumeClaim": {"claimName": "c"}}]},
             "status": {"phase": "Running",
-                "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"}],
+                "conditions": [{"type": "Ready", "status": "True"}, {"type": "PodScheduled", "status": "True"},
+                    {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}],
                 "containerStatuses": [{"name": "c", "image": "nginx",
                 "imageID": "sha", "ready": true, "restartCount": 2,
                 "state": {"running": {}}}]}});
@@ -193,7 +208,7 @@ mod tests {
         );
         let conds = full.status.as_ref().unwrap().conditions.as_ref().unwrap();
         assert_eq!(conds.len(), 1);
-        assert_eq!(conds[0].type_, "PodScheduled");
+        assert_eq!(conds[0].type_, "DisruptionTarget");
         let c = &full.spec.as_ref().unwrap().containers[0];
         assert!(c.env.is_none() && c.liveness_probe.is_none());
         assert_eq!(c.image.as_deref(), Some("nginx"));

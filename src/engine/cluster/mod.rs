@@ -7,6 +7,7 @@ pub mod manifest;
 pub mod object;
 pub mod stream;
 
+use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -120,7 +121,14 @@ impl ClusterState {
 
     pub fn from_objects(objects: Vec<Located<Object>>) -> Result<ClusterState, ClusterError> {
         let mut cs = ClusterState::default();
-        let mut seen: BTreeMap<(String, String), String> = BTreeMap::new();
+        // Where each object was first seen (file number, line), to name both places of
+        // a duplicate.
+        let mut files: Vec<String> = Vec::new();
+        let mut seen: FxHashMap<(String, String), (usize, usize)> = FxHashMap::default();
+        // Pods are stored together at the end: the maps are built from them in one
+        // pass, not by 150,000 inserts of long keys. `None`: a finished pod.
+        let mut pods: Vec<(String, (usize, usize), Option<Arc<PodInfo>>)> =
+            Vec::with_capacity(objects.len());
         for Located {
             value: mut obj,
             file,
@@ -128,19 +136,47 @@ impl ClusterState {
         } in objects
         {
             obj.normalize();
-            let id = (obj.kind().to_string(), obj.key());
-            if let Some(first) = seen.get(&id) {
-                return Err(ClusterError::Duplicate {
-                    file,
-                    line,
-                    kind: id.0,
-                    key: id.1,
-                    first: first.clone(),
-                });
+            let f = match files.iter().rposition(|f| *f == file) {
+                Some(f) => f,
+                None => {
+                    files.push(file);
+                    files.len() - 1
+                }
+            };
+            let key = obj.key();
+            if matches!(obj, Object::Pod(_) | Object::PackedPod(_)) {
+                let pi = match stored_pod(obj) {
+                    Some(Ok(pi)) => Some(pi),
+                    Some(Err(phase)) => {
+                        cs.notes.push(finished_pod_note(&key, &phase));
+                        None
+                    }
+                    None => None,
+                };
+                pods.push((key, (f, line), pi));
+                continue;
             }
-            seen.insert(id, format!("{file}:{line}"));
+            let id = (obj.kind().to_string(), key);
+            if let Some(&first) = seen.get(&id) {
+                return Err(duplicate(&files, first, (f, line), id));
+            }
+            seen.insert(id, (f, line));
             cs.add(obj);
         }
+        let mut keys = rustc_hash::FxHashSet::default();
+        keys.reserve(pods.len());
+        for (key, at, _) in &pods {
+            if !keys.insert(key.as_str()) {
+                let first = pods.iter().find(|p| p.0 == *key).map_or(*at, |p| p.1);
+                return Err(duplicate(&files, first, *at, ("Pod".into(), key.clone())));
+            }
+        }
+        drop(keys);
+        cs.put_new_pods(
+            pods.into_iter()
+                .filter_map(|(key, _, pi)| Some((key, pi?)))
+                .collect(),
+        );
         cs.resolve_priorities();
         Ok(cs)
     }
@@ -171,30 +207,13 @@ impl ClusterState {
                 (new, old)
             }
             obj @ (Object::Pod(_) | Object::PackedPod(_)) => {
-                let phase = obj
-                    .as_pod()
-                    .and_then(|p| p.status.as_ref())
-                    .and_then(|s| s.phase.as_deref())
-                    .unwrap_or("");
-                if phase == "Succeeded" || phase == "Failed" {
-                    // The scheduler's informer never sees finished pods: a pod that
-                    // finishes is, to it, deleted.
-                    self.notes.push(format!("ignored Pod {key}: phase {phase}"));
-                    return self.remove("Pod", &key);
-                }
-                // Bound pods are kept packed; pending ones whole, for the scheduling
-                // cycle reads their containers.
-                let pi = match obj {
-                    Object::PackedPod(pi) if pi.node_name().is_empty() => {
-                        Arc::new(PodInfo::new(pi.full_pod()))
+                let pi = match stored_pod(obj)? {
+                    Ok(pi) => pi,
+                    Err(phase) => {
+                        // To the scheduler's informer, a pod that finishes is deleted.
+                        self.notes.push(finished_pod_note(&key, &phase));
+                        return self.remove("Pod", &key);
                     }
-                    Object::PackedPod(pi) => pi,
-                    Object::Pod(p) => {
-                        let pi = PodInfo::new(Arc::new(*p));
-                        let bound = !pi.node_name().is_empty();
-                        Arc::new(if bound { pi.packed() } else { pi })
-                    }
-                    _ => return None,
                 };
                 let new = Stored::Pod(pi.clone());
                 (new, self.put_pod(&key, pi).map(Stored::Pod))
@@ -210,6 +229,27 @@ impl ClusterState {
             old,
             new: Some(new),
         })
+    }
+
+    /// Stores pods not stored yet, in this order, in every view (as `put_pod` each).
+    fn put_new_pods(&mut self, pods: Vec<(String, Arc<PodInfo>)>) {
+        if !self.pods.is_empty() || !self.listers.pods.is_empty() {
+            for (key, pi) in pods {
+                self.put_pod(&key, pi);
+            }
+            return;
+        }
+        let first = self.next_seq;
+        self.next_seq += pods.len() as u64;
+        self.listers
+            .set_pods(pods.iter().map(|(k, pi)| (k.clone(), pi.pod.clone())));
+        self.pod_order = (first..)
+            .zip(pods.iter().map(|(_, pi)| pi.clone()))
+            .collect();
+        self.pods = (first..)
+            .zip(pods)
+            .map(|(seq, (key, pi))| (key, (seq, pi)))
+            .collect();
     }
 
     /// Stores a pod in every view (the pod lister shares the stored object); the pod it
@@ -388,6 +428,51 @@ impl ClusterState {
         }
         n
     }
+}
+
+/// The PodInfo a pod object is stored as: a bound pod packed, a pending one whole (the
+/// scheduling cycle reads its containers). A finished pod is never stored (the
+/// scheduler's informer does not see it): `Err` of its phase. `None`: not a pod.
+fn stored_pod(obj: Object) -> Option<Result<Arc<PodInfo>, String>> {
+    let phase = obj
+        .as_pod()
+        .and_then(|p| p.status.as_ref())
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("");
+    if phase == "Succeeded" || phase == "Failed" {
+        return Some(Err(phase.to_string()));
+    }
+    Some(Ok(match obj {
+        Object::PackedPod(pi) if pi.node_name().is_empty() => Arc::new(PodInfo::new(pi.full_pod())),
+        Object::PackedPod(pi) => pi,
+        Object::Pod(p) => {
+            let pi = PodInfo::new(Arc::new(*p));
+            let bound = !pi.node_name().is_empty();
+            Arc::new(if bound { pi.packed() } else { pi })
+        }
+        _ => return None,
+    }))
+}
+
+/// The error for an object given twice: at `at`, first at `first` (file number, line).
+fn duplicate(
+    files: &[String],
+    first: (usize, usize),
+    at: (usize, usize),
+    (kind, key): (String, String),
+) -> ClusterError {
+    let file = |f: usize| files.get(f).cloned().unwrap_or_default();
+    ClusterError::Duplicate {
+        file: file(at.0),
+        line: at.1,
+        kind,
+        key,
+        first: format!("{}:{}", file(first.0), first.1),
+    }
+}
+
+fn finished_pod_note(key: &str, phase: &str) -> String {
+    format!("ignored Pod {key}: phase {phase}")
 }
 
 pub fn node_name(p: &Pod) -> &str {

@@ -516,8 +516,7 @@ impl Object {
 
     /// Fills in what an API server would always have: the namespace and a UID.
     pub fn normalize(&mut self) {
-        let kind = self.kind().to_string();
-        let key_ns = is_namespaced(&kind);
+        let key_ns = is_namespaced(self.kind());
         let m = self.meta();
         let no_namespace = key_ns && m.namespace.as_deref().is_none_or(str::is_empty);
         if !no_namespace && !m.uid.as_deref().is_none_or(str::is_empty) {
@@ -532,11 +531,11 @@ impl Object {
         }
         if m.uid.as_deref().is_none_or(str::is_empty) {
             let ns = m.namespace.clone().unwrap_or_default();
-            m.uid = Some(format!(
-                "kubestep-{}-{ns}-{}",
-                kind.to_lowercase(),
-                m.name.as_deref().unwrap_or("")
-            ));
+            let name = m.name.clone().unwrap_or_default();
+            let uid = format!("kubestep-{}-{ns}-{name}", self.kind().to_lowercase());
+            if let Some(m) = self.meta_mut() {
+                m.uid = Some(uid);
+            }
         }
     }
 

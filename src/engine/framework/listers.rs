@@ -158,6 +158,18 @@ impl Listers {
         }
     }
 
+    /// Sets many pods at once: built in one pass when the lister has none yet and
+    /// records nothing (a large cluster's load), else one `set` each.
+    pub fn set_pods(&mut self, pods: impl Iterator<Item = (String, Arc<Pod>)>) {
+        if self.pods.is_empty() && self.log.0.is_none() {
+            self.pods = pods.collect();
+            return;
+        }
+        for (key, pod) in pods {
+            self.set(key, ListerValue::Pod(pod));
+        }
+    }
+
     /// Removes an entry by kind and key; returns it.
     pub fn unset(&mut self, kind: &str, key: &str) -> Option<ListerValue> {
         use ListerValue as V;

@@ -99,8 +99,9 @@ pub struct NodeInfo {
     pub requested: Resource,
     pub non_zero_requested: Resource,
     pub allocatable: Resource,
-    /// Image name (every name listed in status.images) → size in bytes.
-    pub images: FxHashMap<String, i64>,
+    /// Image name (every name listed in status.images) → size in bytes. The names are
+    /// shared with the snapshot's count of nodes per image (5,000 nodes list ~250,000).
+    pub images: FxHashMap<Arc<str>, i64>,
     /// `namespace/claim` → number of pods on this node using it.
     pub pvc_ref_counts: HashMap<String, i32>,
     pub generation: u64,
@@ -143,7 +144,7 @@ impl NodeInfo {
         for img in status.and_then(|s| s.images.as_ref()).into_iter().flatten() {
             let size = img.size_bytes.unwrap_or(0);
             for n in img.names.iter().flatten() {
-                images.insert(n.clone(), size);
+                images.insert(Arc::from(n.as_str()), size);
             }
         }
         NodeInfo {

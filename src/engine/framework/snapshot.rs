@@ -25,7 +25,7 @@ pub struct Snapshot {
     /// `namespace/claim` → number of scheduled pods using it.
     used_pvcs: HashMap<String, i32>,
     /// Image name → number of nodes that have it.
-    image_nodes: FxHashMap<String, usize>,
+    image_nodes: FxHashMap<Arc<str>, usize>,
     /// Pods whose node is not (yet) in the snapshot, kept until it appears.
     orphans: HashMap<String, Vec<Arc<PodInfo>>>,
     /// Upstream's node tree: zones in order of first appearance, names in insertion order.

@@ -138,10 +138,23 @@ pub type NodeCounts = FxHashMap<u32, u32>;
 /// Pods that look the same to label selectors and affinity terms.
 #[derive(Debug, Clone)]
 pub struct PodGroup {
-    pub namespace: String,
-    pub labels: Labels,
-    pub terminating: bool,
+    /// The pod that made the group: its namespace, labels and terminating state are the
+    /// group's. Shared rather than copied, for on a large cluster most pods have labels
+    /// of their own (a pod name, a job) and so a group each.
+    first: Arc<PodInfo>,
     pub nodes: NodeCounts,
+}
+
+impl PodGroup {
+    pub fn namespace(&self) -> &str {
+        &self.first.namespace
+    }
+    pub fn labels(&self) -> &Labels {
+        self.first.labels()
+    }
+    pub fn terminating(&self) -> bool {
+        self.first.is_terminating()
+    }
 }
 
 /// Equal (required or weighted) affinity terms of pods.
@@ -162,7 +175,7 @@ impl Group for PodGroup {
         &mut self.nodes
     }
     fn hash_key(&self) -> u64 {
-        pod_group_hash(&self.namespace, &self.labels, self.terminating)
+        pod_group_hash(self.namespace(), self.labels(), self.terminating())
     }
 }
 
@@ -317,17 +330,19 @@ impl PodIndex {
 
     /// Accounts for `pod` being added (`delta` 1) to or removed (-1) from the node at
     /// snapshot position `pos`.
-    pub fn update(&mut self, pos: usize, pod: &PodInfo, delta: i32) {
+    pub fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
         let pos = pos as u32;
         let labels = pod.labels();
         let terminating = pod.is_terminating();
         self.pods.update(
             pod_group_hash(&pod.namespace, labels, terminating),
-            |g| g.terminating == terminating && g.namespace == pod.namespace && g.labels == *labels,
+            |g| {
+                g.terminating() == terminating
+                    && g.namespace() == pod.namespace
+                    && g.labels() == labels
+            },
             || PodGroup {
-                namespace: pod.namespace.clone(),
-                labels: labels.clone(),
-                terminating,
+                first: pod.clone(),
                 nodes: NodeCounts::default(),
             },
             pos,
@@ -457,7 +472,7 @@ impl PodIndexCell {
     }
 
     /// Keeps a built index up to date (an unbuilt one stays unbuilt).
-    pub(super) fn update(&mut self, pos: usize, pod: &PodInfo, delta: i32) {
+    pub(super) fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
         let slot = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
         if let Some(ix) = slot.as_mut() {
             Arc::make_mut(ix).update(pos, pod, delta);
@@ -539,9 +554,9 @@ mod tests {
             .iter()
             .map(|g| {
                 let key = (
-                    g.namespace.clone(),
-                    format!("{:?}", g.labels),
-                    g.terminating,
+                    g.namespace().to_string(),
+                    format!("{:?}", g.labels()),
+                    g.terminating(),
                 );
                 (key, sorted(&g.nodes))
             })

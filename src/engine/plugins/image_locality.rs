@@ -41,7 +41,7 @@ fn image_score(h: &Handle, pod: &PodInfo, node: &NodeInfo) -> i64 {
     let total = h.snapshot.num_nodes();
     let mut sum = 0i64;
     for name in pod.images.iter() {
-        if let Some(&size) = node.images.get(name)
+        if let Some(&size) = node.images.get(name.as_str())
             && total > 0
         {
             let spread = h.snapshot.image_num_nodes(name) as f64 / total as f64;

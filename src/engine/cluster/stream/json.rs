@@ -5,6 +5,7 @@
 
 use std::io::BufRead;
 
+use super::json_blocks::{self, Cursor, Stop};
 use super::{Piece, Sink, SplitError};
 
 const READ_CHUNK: usize = 8 << 20;
@@ -113,7 +114,37 @@ fn scan(
     sink: &mut Sink,
 ) -> Result<(), SplitError> {
     let mut i = from;
+    // Bytes before this go byte by byte (a block with a backslash, a short tail).
+    let mut bytewise_until = 0;
     while i < w.len() {
+        if i >= bytewise_until
+            && !st.escaped
+            && st.doc.is_some()
+            && let Some(end_depth) = st.items_depth.filter(|&d| st.depth > d)
+        {
+            let mut c = Cursor {
+                depth: &mut st.depth,
+                in_str: &mut st.in_str,
+                line: &mut st.line,
+                line_start: &mut st.line_start,
+                base: st.base,
+                end_depth,
+            };
+            i = match json_blocks::skip(&mut c, w, i) {
+                Stop::DocEnd(at) => at,
+                Stop::Backslash(at) => {
+                    bytewise_until = at + 64;
+                    at
+                }
+                Stop::Short(at) => {
+                    bytewise_until = w.len();
+                    at
+                }
+            };
+            if i >= w.len() {
+                break;
+            }
+        }
         if st.in_str {
             if st.escaped {
                 st.escaped = false;

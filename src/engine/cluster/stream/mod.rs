@@ -7,6 +7,7 @@
 
 mod filter;
 mod json;
+mod json_blocks;
 mod yaml;
 
 use std::io::{BufRead, BufReader, Read};

@@ -176,3 +176,45 @@ fn gzip_files_are_read_as_they_decompress() {
     assert_eq!(objs.len(), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+mod blocks {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A node whose label value is `value` (escaped as JSON) and whose other fields are
+    /// spaced by `gap` (spaces and newlines), so brackets, quotes, escapes and newlines
+    /// fall anywhere in the 64-byte blocks of the fast path.
+    fn node_text(name: &str, value: &str, gap: &str) -> String {
+        let v = serde_json::to_string(value).unwrap();
+        format!(
+            r#"{{"apiVersion":{gap}"v1", "kind": "Node",{gap}"metadata": {{"name": "{name}",{gap}"labels": {{"v": {v}, "w": "[{{"}}}},{gap}"spec": {{"taints": [{gap}]}}}}"#
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn the_fast_path_splits_as_the_text_says(
+            items in proptest::collection::vec(
+                ("[a-z{}\\[\\]\"\\\\\n é]{0,90}", "[ \n]{0,70}"), 1..12),
+            cap in prop_oneof![Just(1usize << 20), 1usize..200],
+        ) {
+            let mut texts = Vec::new();
+            let mut lines = Vec::new();
+            let mut line = 4;
+            for (i, (value, gap)) in items.iter().enumerate() {
+                let t = node_text(&format!("n{i}"), value, gap);
+                lines.push((format!("n{i}"), line));
+                line += t.matches('\n').count() + 1;
+                texts.push(t);
+            }
+            let text = list(&texts);
+            let r = BufReader::with_capacity(cap, text.as_bytes());
+            let (objs, _) = load(r, "d.json", false).unwrap();
+            prop_assert_eq!(keys_and_lines(&objs), lines);
+            for (o, (value, _)) in objs.iter().zip(&items) {
+                let labels = o.value.meta().labels.clone().unwrap_or_default();
+                prop_assert_eq!(labels.get("v"), Some(value));
+            }
+        }
+    }
+}

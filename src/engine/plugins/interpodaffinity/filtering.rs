@@ -413,7 +413,7 @@ impl InterPodAffinity {
         let index = h.snapshot.pod_index();
         for g in index.pod_groups() {
             let matches =
-                |t: &AffinityTerm| t.matches_parts(&g.namespace, &g.labels, empty_labels());
+                |t: &AffinityTerm| t.matches_parts(g.namespace(), g.labels(), empty_labels());
             if !terms.affinity.is_empty() && terms.affinity.iter().all(matches) {
                 for t in &terms.affinity {
                     affinity.add(&t.topology_key, &g.nodes);

@@ -205,7 +205,7 @@ impl PreScorePlugin for InterPodAffinity {
                 {
                     for t in terms.iter() {
                         if t.term
-                            .matches_parts(&g.namespace, &g.labels, empty_labels())
+                            .matches_parts(g.namespace(), g.labels(), empty_labels())
                         {
                             let add = weighted(t.weight, multiplier);
                             m.add(h.snapshot, &t.term.topology_key, &g.nodes, add);

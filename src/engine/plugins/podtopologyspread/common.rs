@@ -194,7 +194,7 @@ pub fn count_pods_per_node(
         return per_node;
     }
     for g in index.pod_groups() {
-        if g.namespace == ns && !g.terminating && selector.matches(&g.labels) {
+        if g.namespace() == ns && !g.terminating() && selector.matches(g.labels()) {
             for (&pos, &n) in &g.nodes {
                 if let Some(c) = per_node.get_mut(pos as usize) {
                     *c += i64::from(n);
