@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use k8s_openapi::api::core::v1::Node;
 
 use super::node_info::NodeInfo;
-use super::snapshot_index::{PodIndex, PodIndexCell, TopologyCache, TopologyIndex};
+use super::snapshot_index::{IndexCell, PodGroups, PodIndex, TopologyCache, TopologyIndex};
 use super::types::PodInfo;
 
 #[derive(Debug, Clone, Default)]
@@ -32,8 +32,10 @@ pub struct Snapshot {
     tree: Vec<(String, Vec<String>)>,
     /// Nodes' topology values by label key, built on first use.
     topology: TopologyCache,
-    /// Pods grouped for counting, built on first use and then kept up to date.
-    pod_index: PodIndexCell,
+    /// Pods' affinity terms, and pods grouped for counting: each built on first use and
+    /// then kept up to date.
+    pod_index: IndexCell<PodIndex>,
+    pod_groups: IndexCell<PodGroups>,
     /// Changes (to a value never used before) whenever the nodes may have changed, so that
     /// what was derived from their list and labels can tell whether it still applies.
     epoch: u64,
@@ -53,12 +55,14 @@ pub enum SnapshotOp {
     UpsertNode(Arc<Node>),
     RemoveNode(String),
     BuildPodIndex,
+    BuildPodGroups,
 }
 
 /// What [`Snapshot::add_pod_undoable`] changed, to put back.
 pub struct UndoAdd {
     node: Option<(usize, NodeInfo)>,
-    pod_index: PodIndexCell,
+    pod_index: IndexCell<PodIndex>,
+    pod_groups: IndexCell<PodGroups>,
     with_affinity: Vec<usize>,
     with_required_anti_affinity: Vec<usize>,
     used_pvcs: HashMap<String, i32>,
@@ -232,6 +236,7 @@ impl Snapshot {
     fn nodes_changed(&mut self) {
         self.topology.clear();
         self.pod_index.clear();
+        self.pod_groups.clear();
         self.epoch = NEXT_EPOCH.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -266,14 +271,31 @@ impl Snapshot {
         ix
     }
 
-    /// Whether the pod index has been built (it is built on first use).
-    pub fn pod_index_built(&self) -> bool {
-        self.pod_index.is_built()
+    /// The pods grouped for counting (see [`PodGroups`]). Positions are indices into
+    /// [`Snapshot::list`].
+    pub fn pod_groups(&self) -> Arc<PodGroups> {
+        let (ix, built) = self.pod_groups.get(&self.nodes);
+        if built {
+            self.log.push(|| SnapshotOp::BuildPodGroups);
+        }
+        ix
     }
 
-    /// Forgets a built pod index (it is built again on next use).
-    pub fn drop_pod_index(&mut self) {
-        self.pod_index.clear();
+    /// Which of the pod indexes have been built (they are built on first use): the
+    /// affinity terms' and the pod groups.
+    pub fn pod_indexes_built(&self) -> (bool, bool) {
+        (self.pod_index.is_built(), self.pod_groups.is_built())
+    }
+
+    /// Forgets the pod indexes built since `before` (a [`Snapshot::pod_indexes_built`]):
+    /// they are built again on next use.
+    pub fn drop_pod_indexes_built_since(&mut self, before: (bool, bool)) {
+        if !before.0 {
+            self.pod_index.clear();
+        }
+        if !before.1 {
+            self.pod_groups.clear();
+        }
     }
 
     /// Starts recording changes (see [`SnapshotOp`]); copies never record.
@@ -310,6 +332,9 @@ impl Snapshot {
             SnapshotOp::BuildPodIndex => {
                 self.pod_index();
             }
+            SnapshotOp::BuildPodGroups => {
+                self.pod_groups();
+            }
         }
     }
 
@@ -321,6 +346,7 @@ impl Snapshot {
         let undo = UndoAdd {
             node: i.map(|i| (i, self.nodes[i].clone())),
             pod_index: self.pod_index.clone(),
+            pod_groups: self.pod_groups.clone(),
             with_affinity: self.with_affinity.clone(),
             with_required_anti_affinity: self.with_required_anti_affinity.clone(),
             used_pvcs: self.used_pvcs.clone(),
@@ -338,6 +364,7 @@ impl Snapshot {
             self.nodes[i] = ni;
         }
         self.pod_index = undo.pod_index;
+        self.pod_groups = undo.pod_groups;
         self.with_affinity = undo.with_affinity;
         self.with_required_anti_affinity = undo.with_required_anti_affinity;
         self.used_pvcs = undo.used_pvcs;
@@ -352,7 +379,11 @@ impl Snapshot {
         self.nodes.iter().map(NodeInfo::approx_bytes).sum::<usize>()
             + self.index.len() * 64
             + (self.with_affinity.capacity() + self.with_required_anti_affinity.capacity()) * 8
-            + if self.pod_index_built() { pods * 96 } else { 0 }
+            + if self.pod_groups.is_built() {
+                pods * 96
+            } else {
+                0
+            }
     }
 
     /// `StorageInfos().IsPVCUsedByPods`.
@@ -377,6 +408,7 @@ impl Snapshot {
             *self.used_pvcs.entry(k).or_default() += 1;
         }
         self.pod_index.update(i, &pod, 1);
+        self.pod_groups.update(i, &pod, 1);
         self.nodes[i].add_pod(pod);
         self.refresh_lists(i);
     }
@@ -396,6 +428,7 @@ impl Snapshot {
         };
         let removed = self.nodes[i].remove_pod(key)?;
         self.pod_index.update(i, &removed, -1);
+        self.pod_groups.update(i, &removed, -1);
         for k in removed.pvc_keys() {
             if let Some(c) = self.used_pvcs.get_mut(&k) {
                 *c -= 1;

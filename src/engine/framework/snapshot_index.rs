@@ -3,11 +3,15 @@
 //!
 //! - [`TopologyIndex`]: for one label key, every node's value as a small integer, the
 //!   values sorted. Built on first use; dropped when the node set changes.
-//! - [`PodIndex`]: the pods grouped by what label selectors and affinity terms look at
-//!   (namespace, labels, terminating), and the pods' affinity terms (required
-//!   anti-affinity, required affinity, preferred affinity and anti-affinity with their
-//!   weights) grouped by equal term, each group with how many of them each node holds.
-//!   Built on first use, then kept up to date as pods are added and removed.
+//! - [`PodGroups`]: the pods grouped by what label selectors and affinity terms look at
+//!   (namespace, labels, terminating), each group with how many of its pods each node
+//!   holds. Walks every pod to build, so it is built only for a pod whose affinity terms
+//!   or spread constraints select pods.
+//! - [`PodIndex`]: the pods' affinity terms (required anti-affinity, required affinity,
+//!   preferred affinity and anti-affinity with their weights) grouped by equal term, with
+//!   how many of them each node holds; built from the pods with affinity only.
+//!
+//! Both are built on first use, then kept up to date as pods are added and removed.
 //!
 //! Counting over groups gives exactly the sums a walk over the pods gives: every pod of
 //! a group (every occurrence of a term) is matched the same way.
@@ -288,8 +292,51 @@ fn term_hash(term: &impl Hash) -> u64 {
 
 /// The snapshot's pods, grouped (see the module documentation).
 #[derive(Debug, Clone, Default)]
-pub struct PodIndex {
+pub struct PodGroups {
     pods: Groups<PodGroup>,
+}
+
+impl PodGroups {
+    pub fn build(nodes: &[NodeInfo]) -> PodGroups {
+        let mut ix = PodGroups::default();
+        for (pos, n) in nodes.iter().enumerate() {
+            for p in &n.pods {
+                ix.update(pos, p, 1);
+            }
+        }
+        ix
+    }
+
+    /// Accounts for `pod` being added (`delta` 1) to or removed (-1) from the node at
+    /// snapshot position `pos`.
+    pub fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
+        let labels = pod.labels();
+        let terminating = pod.is_terminating();
+        self.pods.update(
+            pod_group_hash(&pod.namespace, labels, terminating),
+            |g| {
+                g.terminating() == terminating
+                    && g.namespace() == pod.namespace
+                    && g.labels() == labels
+            },
+            || PodGroup {
+                first: pod.clone(),
+                nodes: NodeCounts::default(),
+            },
+            pos as u32,
+            delta,
+        );
+    }
+
+    /// Every pod, grouped by namespace, labels and whether it is terminating.
+    pub fn list(&self) -> &[PodGroup] {
+        &self.pods.list
+    }
+}
+
+/// The snapshot's pods' affinity terms, grouped (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub struct PodIndex {
     anti_affinity_terms: Groups<TermGroup>,
     affinity_terms: Groups<TermGroup>,
     preferred_affinity_terms: Groups<TermGroup<WeightedAffinityTerm>>,
@@ -318,10 +365,11 @@ fn update_terms<T: Hash + Eq + Clone>(
 }
 
 impl PodIndex {
+    /// Only pods with affinity have terms.
     pub fn build(nodes: &[NodeInfo]) -> PodIndex {
         let mut ix = PodIndex::default();
         for (pos, n) in nodes.iter().enumerate() {
-            for p in &n.pods {
+            for p in &n.pods_with_affinity {
                 ix.update(pos, p, 1);
             }
         }
@@ -332,22 +380,6 @@ impl PodIndex {
     /// snapshot position `pos`.
     pub fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
         let pos = pos as u32;
-        let labels = pod.labels();
-        let terminating = pod.is_terminating();
-        self.pods.update(
-            pod_group_hash(&pod.namespace, labels, terminating),
-            |g| {
-                g.terminating() == terminating
-                    && g.namespace() == pod.namespace
-                    && g.labels() == labels
-            },
-            || PodGroup {
-                first: pod.clone(),
-                nodes: NodeCounts::default(),
-            },
-            pos,
-            delta,
-        );
         update_terms(
             &mut self.anti_affinity_terms,
             &pod.required_anti_affinity_terms,
@@ -372,11 +404,6 @@ impl PodIndex {
             pos,
             delta,
         );
-    }
-
-    /// Every pod, grouped by namespace, labels and whether it is terminating.
-    pub fn pod_groups(&self) -> &[PodGroup] {
-        &self.pods.list
     }
 
     /// Every required anti-affinity term of every pod, grouped by equal term.
@@ -442,13 +469,42 @@ impl fmt::Debug for TopologyCache {
     }
 }
 
-/// The pod index, built on first use and then maintained; `None` until then.
-#[derive(Default)]
-pub(super) struct PodIndexCell(RwLock<Option<Arc<PodIndex>>>);
+/// What the snapshot's pods are indexed by: built from the nodes, then kept up to date.
+pub(super) trait PodCounting: Clone {
+    fn build(nodes: &[NodeInfo]) -> Self;
+    fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32);
+}
 
-impl PodIndexCell {
+impl PodCounting for PodIndex {
+    fn build(nodes: &[NodeInfo]) -> Self {
+        PodIndex::build(nodes)
+    }
+    fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
+        PodIndex::update(self, pos, pod, delta);
+    }
+}
+
+impl PodCounting for PodGroups {
+    fn build(nodes: &[NodeInfo]) -> Self {
+        PodGroups::build(nodes)
+    }
+    fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
+        PodGroups::update(self, pos, pod, delta);
+    }
+}
+
+/// An index built on first use and then maintained; `None` until then.
+pub(super) struct IndexCell<T>(RwLock<Option<Arc<T>>>);
+
+impl<T> Default for IndexCell<T> {
+    fn default() -> Self {
+        IndexCell(RwLock::new(None))
+    }
+}
+
+impl<T: PodCounting> IndexCell<T> {
     /// The index, built now if it was not; the flag says whether this call built it.
-    pub(super) fn get(&self, nodes: &[NodeInfo]) -> (Arc<PodIndex>, bool) {
+    pub(super) fn get(&self, nodes: &[NodeInfo]) -> (Arc<T>, bool) {
         {
             let slot = self.0.read().unwrap_or_else(PoisonError::into_inner);
             if let Some(ix) = slot.as_ref() {
@@ -459,7 +515,7 @@ impl PodIndexCell {
         if let Some(ix) = slot.as_ref() {
             return (ix.clone(), false);
         }
-        let ix = Arc::new(PodIndex::build(nodes));
+        let ix = Arc::new(T::build(nodes));
         *slot = Some(ix.clone());
         (ix, true)
     }
@@ -484,24 +540,33 @@ impl PodIndexCell {
     }
 }
 
-impl Clone for PodIndexCell {
+impl<T> Clone for IndexCell<T> {
     fn clone(&self) -> Self {
         let slot = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        PodIndexCell(RwLock::new(slot.clone()))
+        IndexCell(RwLock::new(slot.clone()))
     }
 }
 
-impl fmt::Debug for PodIndexCell {
+impl fmt::Debug for IndexCell<PodIndex> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let slot = self.0.read().unwrap_or_else(PoisonError::into_inner);
         match slot.as_ref() {
             Some(ix) => write!(
                 f,
-                "PodIndex({} pod groups, {} anti-affinity terms)",
-                ix.pods.list.len(),
+                "PodIndex({} anti-affinity terms)",
                 ix.anti_affinity_terms.list.len()
             ),
             None => write!(f, "PodIndex(not built)"),
+        }
+    }
+}
+
+impl fmt::Debug for IndexCell<PodGroups> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let slot = self.0.read().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(ix) => write!(f, "PodGroups({})", ix.pods.list.len()),
+            None => write!(f, "PodGroups(not built)"),
         }
     }
 }
@@ -546,11 +611,11 @@ mod tests {
         BTreeMap<String, BTreeMap<u32, u32>>,
     );
 
-    /// The index's content, independent of group order.
-    fn view(ix: &PodIndex) -> View {
+    /// The indexes' content, independent of group order.
+    fn view((groups, ix): (&PodGroups, &PodIndex)) -> View {
         let sorted = |m: &NodeCounts| m.iter().map(|(&k, &v)| (k, v)).collect::<BTreeMap<_, _>>();
-        let pods = ix
-            .pod_groups()
+        let pods = groups
+            .list()
             .iter()
             .map(|g| {
                 let key = (
@@ -632,7 +697,7 @@ mod tests {
             node("n3", None),
         ];
         let mut s = Snapshot::new(nodes, [pod("p0", "d", "n1", "web", true)]);
-        let _ = s.pod_index();
+        let _ = (s.pod_index(), s.pod_groups());
         let mut placed = Vec::new();
         // A deterministic mix of adds and removes, emptying groups along the way.
         for i in 0..60 {
@@ -646,15 +711,19 @@ mod tests {
                 let (node, key) = placed.remove((i * 7) % placed.len());
                 assert!(s.remove_pod(&node, &key).is_some());
             }
-            let rebuilt = PodIndex::build(s.list());
-            assert_eq!(view(&s.pod_index()), view(&rebuilt), "after step {i}");
+            let rebuilt = (PodGroups::build(s.list()), PodIndex::build(s.list()));
+            assert_eq!(
+                view((&s.pod_groups(), &s.pod_index())),
+                view((&rebuilt.0, &rebuilt.1)),
+                "after step {i}"
+            );
         }
         for (node, key) in placed {
             s.remove_pod(&node, &key);
         }
         s.remove_pod("n1", "d/p0");
         let ix = s.pod_index();
-        assert!(ix.pod_groups().is_empty());
+        assert!(s.pod_groups().list().is_empty());
         assert!(ix.anti_affinity_terms().is_empty());
         assert!(ix.affinity_terms().is_empty());
         assert!(ix.preferred_affinity_terms().is_empty());
@@ -668,18 +737,21 @@ mod tests {
             [pod("p", "d", "n2", "web", true)],
         );
         assert_eq!(s.topology("zone").num_nodes(), 1);
-        assert!(s.pod_index().pod_groups().is_empty());
+        assert!(s.pod_groups().list().is_empty());
         // The orphan pod lands with its node; positions change.
         s.upsert_node(node("n2", Some("b")));
         assert_eq!(s.topology("zone").num_nodes(), 2);
         let ix = s.pod_index();
-        assert_eq!(view(&ix), view(&PodIndex::build(s.list())));
+        assert_eq!(
+            view((&s.pod_groups(), &ix)),
+            view((&PodGroups::build(s.list()), &PodIndex::build(s.list())))
+        );
         let pos = s.position("n2").unwrap() as u32;
         assert_eq!(ix.anti_affinity_terms()[0].nodes.get(&pos), Some(&2));
         // A clone keeps its own copy once either side changes.
         let mut c = s.clone();
         c.remove_pod("n2", "d/p");
-        assert_eq!(s.pod_index().pod_groups().len(), 1);
-        assert!(c.pod_index().pod_groups().is_empty());
+        assert_eq!(s.pod_groups().list().len(), 1);
+        assert!(c.pod_groups().list().is_empty());
     }
 }

@@ -223,7 +223,7 @@ fn rerun(core: &mut Core, fwks: &[Framework], inp: &Inputs) -> Result<AttemptDet
         .world
         .world_at(frozen.world)
         .map_err(|source| DetailError::World { id, source })?;
-    let index_built = world.snapshot.pod_index_built();
+    let indexes_built = world.snapshot.pod_indexes_built();
     let waiting = frozen
         .waiting
         .as_ref()
@@ -319,11 +319,9 @@ fn rerun(core: &mut Core, fwks: &[Framework], inp: &Inputs) -> Result<AttemptDet
             world.snapshot.undo_add(u);
         }
     }
-    if !index_built && world.snapshot.pod_index_built() {
-        // Built by the re-run where the session had not built it: drop it, or the
-        // rebuilt snapshot would go on differently from the session's.
-        world.snapshot.drop_pod_index();
-    }
+    // Indexes built by the re-run where the session had not built them go, or the
+    // rebuilt snapshot would go on differently from the session's.
+    world.snapshot.drop_pod_indexes_built_since(indexes_built);
     if let Some(m) = &mismatch {
         tracing::warn!(attempt = id, pod = %inp.pod.key, "re-running the attempt: {m}");
     }

@@ -270,7 +270,13 @@ fn parse_piece(
     if lean && format == Format::Json {
         // Fields the lean load would drop anyway are cut from the text before parsing; a
         // piece that fails is parsed again as written, so errors point where they are.
-        let pod = object::sniff_kind(std::str::from_utf8(text).unwrap_or("")) == Some("Pod");
+        // `kind` comes early (kubectl sorts keys; API servers write it first): read it
+        // off the head, not the whole text. A kind not found there only means less is
+        // dropped before parsing; `lean` still slims the object.
+        let head = &text[..text.len().min(4096)];
+        let head = std::str::from_utf8(head)
+            .unwrap_or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default());
+        let pod = object::sniff_kind(head) == Some("Pod");
         let drop = if pod && filter::names_a_node(text) {
             filter::BOUND_POD
         } else {

@@ -410,8 +410,8 @@ impl InterPodAffinity {
         if terms.affinity.is_empty() && terms.anti_affinity.is_empty() {
             return (affinity.build(), anti_affinity.build());
         }
-        let index = h.snapshot.pod_index();
-        for g in index.pod_groups() {
+        let groups = h.snapshot.pod_groups();
+        for g in groups.list() {
             let matches =
                 |t: &AffinityTerm| t.matches_parts(g.namespace(), g.labels(), empty_labels());
             if !terms.affinity.is_empty() && terms.affinity.iter().all(matches) {

@@ -199,7 +199,7 @@ impl PreScorePlugin for InterPodAffinity {
         // The incoming pod's preferred terms (namespace selectors already resolved)
         // against every existing pod.
         if has_constraints {
-            for g in index.pod_groups() {
+            for g in h.snapshot.pod_groups().list() {
                 for (terms, multiplier) in
                     [(&preferred_affinity, 1), (&preferred_anti_affinity, -1)]
                 {

@@ -12,7 +12,7 @@ use crate::api::labels::{Labels, Selector};
 use crate::api::node_affinity::RequiredNodeAffinity;
 use crate::api::taints::{find_untolerated, is_no_schedule_or_no_execute};
 use crate::framework::listers::{Listers, ns_key};
-use crate::framework::snapshot_index::{PodIndex, TopologyIndex};
+use crate::framework::snapshot_index::{PodGroups, TopologyIndex};
 use crate::framework::{NodeInfo, PodInfo};
 
 pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
@@ -184,7 +184,7 @@ pub fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, ns:
 /// Pods per snapshot position that `count_pods_match_selector` would count, from the
 /// snapshot's pod groups (each group matched once).
 pub fn count_pods_per_node(
-    index: &PodIndex,
+    index: &PodGroups,
     num_nodes: usize,
     selector: &Selector,
     ns: &str,
@@ -193,7 +193,7 @@ pub fn count_pods_per_node(
     if selector.is_empty() {
         return per_node;
     }
-    for g in index.pod_groups() {
+    for g in index.list() {
         if g.namespace() == ns && !g.terminating() && selector.matches(g.labels()) {
             for (&pos, &n) in &g.nodes {
                 if let Some(c) = per_node.get_mut(pos as usize) {

@@ -210,7 +210,7 @@ impl PodTopologySpread {
             .collect();
         // Matching pods per node, counted once per distinct selector (constraints often
         // share one: zone and hostname spreading of one app), from the pod groups.
-        let index = h.snapshot.pod_index();
+        let index = h.snapshot.pod_groups();
         let mut per_node: Vec<Vec<i64>> = Vec::with_capacity(constraints.len());
         let mut selector_of: Vec<usize> = Vec::with_capacity(constraints.len());
         for (i, c) in constraints.iter().enumerate() {
