@@ -124,10 +124,10 @@ impl ClusterState {
         // Where each object was first seen (file number, line), to name both places of
         // a duplicate.
         let mut files: Vec<String> = Vec::new();
-        let mut seen: FxHashMap<(String, String), (usize, usize)> = FxHashMap::default();
+        let mut seen: FxHashMap<(String, String), Place> = FxHashMap::default();
         // Pods are stored together at the end: the maps are built from them in one
         // pass, not by 150,000 inserts of long keys. `None`: a finished pod.
-        let mut pods: Vec<(String, (usize, usize), Option<Arc<PodInfo>>)> =
+        let mut pods: Vec<(String, Place, Option<Arc<PodInfo>>)> =
             Vec::with_capacity(objects.len());
         for Located {
             value: mut obj,
@@ -454,11 +454,14 @@ fn stored_pod(obj: Object) -> Option<Result<Arc<PodInfo>, String>> {
     }))
 }
 
-/// The error for an object given twice: at `at`, first at `first` (file number, line).
+/// Where an object was read: file number (among the files read), line.
+type Place = (usize, usize);
+
+/// The error for an object given twice: at `at`, first at `first`.
 fn duplicate(
     files: &[String],
-    first: (usize, usize),
-    at: (usize, usize),
+    first: Place,
+    at: Place,
     (kind, key): (String, String),
 ) -> ClusterError {
     let file = |f: usize| files.get(f).cloned().unwrap_or_default();
@@ -592,5 +595,34 @@ value: 1000
         let (objs, _) = manifest::parse_str(text, "d.yaml").unwrap();
         let e = ClusterState::from_objects(objs).unwrap_err().to_string();
         assert_eq!(e, "d.yaml:5: duplicate Node n1 (first defined at d.yaml:1)");
+    }
+
+    #[test]
+    fn duplicate_pods_name_both_files_even_when_one_has_finished() {
+        let pod = |phase: &str| {
+            format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: ns}}\nspec: {{containers: []}}\nstatus: {{phase: {phase}}}\n"
+            )
+        };
+        let (mut objs, _) = manifest::parse_str(
+            &format!("{}---\n{}", pod("Running"), pod("Pending")),
+            "a.yaml",
+        )
+        .unwrap();
+        let e = ClusterState::from_objects(objs.clone())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "a.yaml:7: duplicate Pod ns/p (first defined at a.yaml:1)"
+        );
+        let (more, _) = manifest::parse_str(&pod("Succeeded"), "b.yaml").unwrap();
+        objs.truncate(1);
+        objs.extend(more);
+        let e = ClusterState::from_objects(objs).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "b.yaml:1: duplicate Pod ns/p (first defined at a.yaml:1)"
+        );
     }
 }
