@@ -11,7 +11,7 @@ mod json_blocks;
 mod yaml;
 
 use std::io::{BufRead, BufReader, Read};
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -56,6 +56,9 @@ struct Batch {
 pub(super) struct Sink<'a> {
     batch: Batch,
     tx: SyncSender<Batch>,
+    /// Batches parsed, back for their buffers: a fresh 4 MiB buffer per batch is page
+    /// faults on every write, and the allocator's returning the old one to the system.
+    spare: Receiver<Batch>,
     format: Format,
     _file: &'a str,
 }
@@ -116,13 +119,18 @@ impl Sink<'_> {
             return Ok(());
         }
         let cap = self.batch.text.len() + (64 << 10);
-        let full = std::mem::replace(
-            &mut self.batch,
-            Batch {
+        let next = match self.spare.try_recv() {
+            Ok(mut b) => {
+                b.text.clear();
+                b.pieces.clear();
+                b
+            }
+            Err(_) => Batch {
                 text: Vec::with_capacity(cap.min(BATCH_BYTES + (1 << 20))),
                 pieces: Vec::new(),
             },
-        );
+        };
+        let full = std::mem::replace(&mut self.batch, next);
         self.tx.send(full).map_err(|_| SplitError::Stopped)
     }
 }
@@ -194,6 +202,7 @@ pub fn load(
         _ => Format::Yaml,
     };
     let (tx, rx) = sync_channel::<Batch>(2);
+    let (spare_tx, spare_rx) = sync_channel::<Batch>(2);
     let mut objects = Vec::new();
     let mut notes = Notes::default();
     let mut failure: Option<ManifestError> = None;
@@ -205,6 +214,7 @@ pub fn load(
                     pieces: Vec::new(),
                 },
                 tx,
+                spare: spare_rx,
                 format,
                 _file: file,
             };
@@ -237,6 +247,8 @@ pub fn load(
             if failure.is_some() {
                 break;
             }
+            // Full or gone: the splitter allocates instead.
+            let _ = spare_tx.try_send(batch);
         }
         drop(rx);
         splitter
