@@ -297,16 +297,6 @@ pub struct PodGroups {
 }
 
 impl PodGroups {
-    pub fn build(nodes: &[NodeInfo]) -> PodGroups {
-        let mut ix = PodGroups::default();
-        for (pos, n) in nodes.iter().enumerate() {
-            for p in &n.pods {
-                ix.update(pos, p, 1);
-            }
-        }
-        ix
-    }
-
     /// Accounts for `pod` being added (`delta` 1) to or removed (-1) from the node at
     /// snapshot position `pos`.
     pub fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
@@ -365,17 +355,6 @@ fn update_terms<T: Hash + Eq + Clone>(
 }
 
 impl PodIndex {
-    /// Only pods with affinity have terms.
-    pub fn build(nodes: &[NodeInfo]) -> PodIndex {
-        let mut ix = PodIndex::default();
-        for (pos, n) in nodes.iter().enumerate() {
-            for p in &n.pods_with_affinity {
-                ix.update(pos, p, 1);
-            }
-        }
-        ix
-    }
-
     /// Accounts for `pod` being added (`delta` 1) to or removed (-1) from the node at
     /// snapshot position `pos`.
     pub fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
@@ -470,14 +449,26 @@ impl fmt::Debug for TopologyCache {
 }
 
 /// What the snapshot's pods are indexed by: built from the nodes, then kept up to date.
-pub(super) trait PodCounting: Clone {
-    fn build(nodes: &[NodeInfo]) -> Self;
+pub trait PodCounting: Clone + Default {
+    /// The pods of a node that the index counts.
+    fn pods_of(node: &NodeInfo) -> &[Arc<PodInfo>];
     fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32);
+
+    fn build(nodes: &[NodeInfo]) -> Self {
+        let mut ix = Self::default();
+        for (pos, n) in nodes.iter().enumerate() {
+            for p in Self::pods_of(n) {
+                ix.update(pos, p, 1);
+            }
+        }
+        ix
+    }
 }
 
 impl PodCounting for PodIndex {
-    fn build(nodes: &[NodeInfo]) -> Self {
-        PodIndex::build(nodes)
+    /// Only pods with affinity have terms.
+    fn pods_of(node: &NodeInfo) -> &[Arc<PodInfo>] {
+        &node.pods_with_affinity
     }
     fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
         PodIndex::update(self, pos, pod, delta);
@@ -485,8 +476,8 @@ impl PodCounting for PodIndex {
 }
 
 impl PodCounting for PodGroups {
-    fn build(nodes: &[NodeInfo]) -> Self {
-        PodGroups::build(nodes)
+    fn pods_of(node: &NodeInfo) -> &[Arc<PodInfo>] {
+        &node.pods
     }
     fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
         PodGroups::update(self, pos, pod, delta);
