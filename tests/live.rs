@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use support::apiserver::ApiServer;
+use support::process::wait_bounded;
 
 const KINDS: usize = 13;
 
@@ -519,23 +520,6 @@ fn shadow_mode_reevaluates_a_pending_pod_when_the_cluster_changes() {
     assert_eq!(big["status"], "Bound", "{stdout}");
     assert_eq!(big["node"], "n2");
     assert!(server.writes().is_empty(), "{:?}", server.writes());
-}
-
-/// Waits for the child to exit, killing it (and failing) if it outlives `timeout`: a
-/// guard against a hang, not a timing assertion.
-fn wait_bounded(child: Child, timeout: Duration) -> std::process::Output {
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(o) => o.expect("wait for kubestep"),
-        Err(_) => {
-            let _ = Command::new("kill").arg("-9").arg(id.to_string()).status();
-            panic!("kubestep did not finish within {timeout:?}");
-        }
-    }
 }
 
 #[test]

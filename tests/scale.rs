@@ -8,6 +8,8 @@
 
 #[path = "support/paged.rs"]
 mod paged;
+#[path = "support/process.rs"]
+mod process;
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
@@ -18,6 +20,7 @@ use std::time::{Duration, Instant};
 use kubestep::recording::EventType;
 use kubestep::recording::reader::{ReadOptions, read_file};
 use paged::{PagedServer, Size};
+use process::wait_bounded;
 
 const PAGE: usize = 500;
 
@@ -96,19 +99,19 @@ fn interrupt(child: &Child) {
     }
 }
 
-fn wait(child: Child, timeout: Duration) -> Output {
-    let id = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(timeout) {
-        Ok(o) => o.expect("wait for kubestep"),
-        Err(_) => {
-            let _ = Command::new("kill").args(["-9", &id.to_string()]).status();
-            panic!("kubestep did not finish within {timeout:?}");
-        }
-    }
+/// Stops kubestep as Ctrl-C does and collects what it printed: its exit, every stderr
+/// line (those `stderr_until` read included), and stdout.
+fn stop(
+    child: Child,
+    seen: Vec<String>,
+    rest: std::thread::JoinHandle<Vec<String>>,
+) -> (Output, Vec<String>, String) {
+    interrupt(&child);
+    let o = wait_bounded(child, Duration::from_secs(120));
+    let mut stderr = seen;
+    stderr.extend(rest.join().unwrap_or_default());
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    (o, stderr, stdout)
 }
 
 /// What /usr/bin/time -v said: wall time and peak RSS.
@@ -167,11 +170,7 @@ fn record(size: Size, timed: bool) {
     let mut child = kubestep(&["record", "-o", out.to_str().unwrap()], &kc, timed);
     let (seen, rest) = stderr_until(&mut child, "initial sync done");
     let synced = began.elapsed();
-    interrupt(&child);
-    let o = wait(child, Duration::from_secs(120));
-    let mut stderr = seen;
-    stderr.extend(rest.join().unwrap_or_default());
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let (o, stderr, stdout) = stop(child, seen, rest);
     assert!(o.status.success(), "{}\n{stdout}", stderr.join("\n"));
     let objects = size.pods + size.nodes + size.namespaces;
     assert!(
@@ -233,11 +232,7 @@ fn live(size: Size, timed: bool) {
     let synced = began.elapsed();
     // Let it schedule the pending pods, then quit as Ctrl-C does.
     std::thread::sleep(Duration::from_secs(2));
-    interrupt(&child);
-    let o = wait(child, Duration::from_secs(120));
-    let mut stderr = seen;
-    stderr.extend(rest.join().unwrap_or_default());
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let (o, stderr, stdout) = stop(child, seen, rest);
     assert!(o.status.success(), "{}", stderr.join("\n"));
     let has = |line: String| {
         assert!(stderr.contains(&line), "{line} in {}", stderr.join("\n"));

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::PluginStatus;
 use crate::api::pod_resources::{self, HUGEPAGES_PREFIX};
 use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
+use crate::framework::queue::hints::access::pod_tolerations;
 use crate::framework::{CycleState, NodeInfo, PodInfo, Resource, Snapshot};
 use crate::plugins::{node_affinity, noderesources::fit, taint_toleration};
 
@@ -215,12 +216,7 @@ fn resource_fact(reason: &str, request: &Resource, nodes: &[&NodeInfo]) -> Optio
 }
 
 fn taint_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
-    let tolerations = pod
-        .pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.tolerations.as_deref())
-        .unwrap_or(&[]);
+    let tolerations = pod_tolerations(&pod.pod);
     // In order of first appearance, so equal counts keep a stable, readable order.
     let mut counts: Vec<TaintCount> = Vec::new();
     for n in nodes {

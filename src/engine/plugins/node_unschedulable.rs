@@ -42,13 +42,7 @@ impl FilterPlugin for NodeUnschedulable {
             effect: "NoSchedule".to_string(),
             ..Default::default()
         };
-        let tolerations = pod
-            .pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.tolerations.as_deref())
-            .unwrap_or(&[]);
-        if tolerations_tolerate(tolerations, &taint) {
+        if tolerations_tolerate(pod_tolerations(&pod.pod), &taint) {
             return Status::success();
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)

@@ -42,11 +42,7 @@ struct State {
     had_items: bool,
 }
 
-pub(super) fn split(
-    mut input: impl BufRead,
-    file: &str,
-    sink: &mut Sink,
-) -> Result<(), SplitError> {
+pub(super) fn split(mut input: impl BufRead, sink: &mut Sink) -> Result<(), SplitError> {
     let mut st = State {
         line: 1,
         ..State::default()
@@ -63,7 +59,7 @@ pub(super) fn split(
         let n = buf.len().min(READ_CHUNK);
         window.extend_from_slice(&buf[..n]);
         input.consume(n);
-        scan(&mut st, &window, scanned, file, sink)?;
+        scan(&mut st, &window, scanned, sink)?;
         // Keep only what an unfinished document or key still needs.
         if let Some(from) = st.shell_from {
             st.shell.extend_from_slice(&window[from..]);
@@ -98,7 +94,6 @@ pub(super) fn split(
             message: format!("{what} (the file ends inside it)"),
         });
     }
-    let _ = file;
     Ok(())
 }
 
@@ -106,13 +101,7 @@ fn column(st: &State, at: usize) -> usize {
     (st.base + at as u64 - st.line_start) as usize + 1
 }
 
-fn scan(
-    st: &mut State,
-    w: &[u8],
-    from: usize,
-    file: &str,
-    sink: &mut Sink,
-) -> Result<(), SplitError> {
+fn scan(st: &mut State, w: &[u8], from: usize, sink: &mut Sink) -> Result<(), SplitError> {
     let mut i = from;
     // Bytes before this go byte by byte (a block with a backslash, a short tail).
     let mut bytewise_until = 0;
@@ -181,7 +170,7 @@ fn scan(
             }
             b' ' | b'\t' | b'\r' => {}
             b'"' => {
-                at_value_start(st, w, i, file)?;
+                at_value_start(st, w, i)?;
                 st.in_str = true;
                 if st.top_object && st.depth == 1 && st.expect_key {
                     st.key_start = Some(i + 1);
@@ -247,7 +236,7 @@ fn scan(
                 }
             }
             b':' => {}
-            _ => at_value_start(st, w, i, file)?,
+            _ => at_value_start(st, w, i)?,
         }
         i += 1;
     }
@@ -255,7 +244,7 @@ fn scan(
 }
 
 /// A scalar or string where a document should start is not one.
-fn at_value_start(st: &State, w: &[u8], i: usize, _file: &str) -> Result<(), SplitError> {
+fn at_value_start(st: &State, w: &[u8], i: usize) -> Result<(), SplitError> {
     if st.depth == 0 || st.items_depth == Some(st.depth) {
         return Err(unexpected(st, i, w[i]));
     }

@@ -53,17 +53,16 @@ struct Batch {
 }
 
 /// Collects pieces into batches for the parsing threads.
-pub(super) struct Sink<'a> {
+pub(super) struct Sink {
     batch: Batch,
     tx: SyncSender<Batch>,
     /// Batches parsed, back for their buffers: a fresh 4 MiB buffer per batch is page
     /// faults on every write, and the allocator's returning the old one to the system.
     spare: Receiver<Batch>,
     format: Format,
-    _file: &'a str,
 }
 
-impl Sink<'_> {
+impl Sink {
     fn push(&mut self, p: Piece) -> Result<(), SplitError> {
         let start = self.batch.text.len();
         self.batch.text.extend_from_slice(p.text);
@@ -216,10 +215,9 @@ pub fn load(
                 tx,
                 spare: spare_rx,
                 format,
-                _file: file,
             };
             let r = match format {
-                Format::Json => json::split(input, file, &mut sink),
+                Format::Json => json::split(input, &mut sink),
                 Format::Yaml => yaml::split(input, &mut sink),
             };
             r.and_then(|()| sink.flush())
@@ -229,7 +227,14 @@ pub fn load(
                 .pieces
                 .par_iter()
                 .map(|&(s, e, line, column)| {
-                    parse_piece(&batch.text[s..e], format, file, line, column, lean)
+                    let at = PieceAt {
+                        format,
+                        file,
+                        line,
+                        column,
+                        lean,
+                    };
+                    parse_piece(&batch.text[s..e], at)
                 })
                 .collect();
             for p in parsed {
@@ -271,15 +276,18 @@ struct Parsed {
     notes: Vec<String>,
 }
 
-fn parse_piece(
-    text: &[u8],
+/// Where a piece is and how to read it.
+#[derive(Clone, Copy)]
+struct PieceAt<'a> {
     format: Format,
-    file: &str,
+    file: &'a str,
     line: usize,
     column: usize,
     lean: bool,
-) -> Result<Parsed, ManifestError> {
-    if lean && format == Format::Json {
+}
+
+fn parse_piece(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
+    if at.lean && at.format == Format::Json {
         // Fields the lean load would drop anyway are cut from the text before parsing; a
         // piece that fails is parsed again as written, so errors point where they are.
         // `kind` comes early (kubectl sorts keys; API servers write it first): read it
@@ -295,22 +303,22 @@ fn parse_piece(
             filter::ALWAYS
         };
         if let Some(slim) = filter::without_keys(text, drop)
-            && let Ok(p) = parse_text(&slim, format, file, line, column, lean)
+            && let Ok(p) = parse_text(&slim, at)
         {
             return Ok(p);
         }
     }
-    parse_text(text, format, file, line, column, lean)
+    parse_text(text, at)
 }
 
-fn parse_text(
-    text: &[u8],
-    format: Format,
-    file: &str,
-    line: usize,
-    column: usize,
-    lean: bool,
-) -> Result<Parsed, ManifestError> {
+fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
+    let PieceAt {
+        format,
+        file,
+        line,
+        column,
+        lean,
+    } = at;
     let syntax = |line, message| ManifestError::Syntax {
         file: file.to_string(),
         line,
