@@ -386,3 +386,44 @@ how close the rejected nodes came:
     assert!(out.lines().count() < 40, "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Explaining a pod already on a node runs it again: the lean load of a dump keeps what
+/// that re-run reads (its tolerations and spread constraints), so a taint it tolerates
+/// is not reported against it.
+#[test]
+fn a_running_pod_is_explained_with_its_tolerations() {
+    let dir = std::env::temp_dir().join(format!("kubestep-running-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node",
+         "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+         "spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+         "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "p", "namespace": "default", "annotations": {"a": "b"},
+                      "labels": {"app": "p"}},
+         "spec": {"nodeName": "n1",
+                  "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu",
+                                   "effect": "NoSchedule"}],
+                  "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname",
+                      "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "p"}}}],
+                  "containers": [{"name": "c", "image": "nginx",
+                                  "resources": {"requests": {"cpu": "100m"}}}]}}]});
+    let path = dir.join("dump.json");
+    std::fs::write(&path, dump.to_string()).unwrap();
+    let o = run(&[
+        "explain",
+        "--cluster",
+        path.to_str().unwrap(),
+        "--pod",
+        "default/p",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(
+        out.starts_with("default/p: already bound; the framework would choose n1"),
+        "{out}"
+    );
+    assert!(!out.contains("untolerated"), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

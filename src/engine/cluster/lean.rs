@@ -11,11 +11,14 @@
 //!   volumeMounts, volumeDevices, securityContext, workingDir, termination message
 //!   settings; its container statuses: state, lastState, containerID, imageID,
 //!   volumeMounts, user;
-//! * a bound pod's annotations, tolerations, topology spread constraints, pod and host
-//!   IPs (read only from the pod being scheduled), its projected, configMap, secret,
+//! * a bound pod's annotations, pod and host IPs (read only from the pod being
+//!   scheduled), its projected, configMap, secret,
 //!   downwardAPI and emptyDir volumes (no plugin counts or checks them), its status
 //!   conditions other than DisruptionTarget and the resize conditions, and their times.
 //!
+//! A bound pod keeps its tolerations and spread constraints (packed as text with its
+//! containers): no plugin reads them of a pod on a node, but `explain` of that pod runs
+//! it again, and a re-run without its tolerations would find taints it tolerates.
 //! Pending pods keep their containers whole (explain and what-if show and edit them).
 
 use std::sync::Arc;
@@ -82,8 +85,6 @@ fn slim_bound_pod(p: &mut Pod) {
         f.shrink_to_fit();
     }
     if let Some(spec) = p.spec.as_mut() {
-        spec.tolerations = None;
-        spec.topology_spread_constraints = None;
         if let Some(vols) = spec.volumes.as_mut() {
             vols.retain(|v| {
                 let unread = v.projected.is_some()
@@ -171,7 +172,8 @@ mod tests {
             "metadata": {"name": "p", "namespace": "ns", "uid": "u",
                 "annotations": {LAST_APPLIED: "{...}", "keep": "me"},
                 "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
-            "spec": {"containers": [{"name": "c", "image": "nginx",
+            "spec": {"tolerations": [{"key": "k", "operator": "Exists"}],
+                "containers": [{"name": "c", "image": "nginx",
                 "env": [{"name": "A", "value": "1"}],
                 "livenessProbe": {"exec": {"command": ["true"]}},
                 "ports": [{"containerPort": 80, "hostPort": 8080}],
@@ -209,6 +211,16 @@ mod tests {
         let conds = full.status.as_ref().unwrap().conditions.as_ref().unwrap();
         assert_eq!(conds.len(), 1);
         assert_eq!(conds[0].type_, "DisruptionTarget");
+        assert_eq!(
+            full.spec
+                .as_ref()
+                .unwrap()
+                .tolerations
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
+        );
         let c = &full.spec.as_ref().unwrap().containers[0];
         assert!(c.env.is_none() && c.liveness_probe.is_none());
         assert_eq!(c.image.as_deref(), Some("nginx"));

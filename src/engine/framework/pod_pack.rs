@@ -2,13 +2,19 @@
 //! k8s-openapi's `Container` is 2 kB in place before any of its strings or maps. The
 //! scheduler reads them only through what `PodInfo` derives once (requests, host ports,
 //! images), so a bound pod keeps them as JSON text and they come back only when someone
-//! wants to see the whole pod (display, a pod re-run by `explain`, an extender).
+//! wants to see the whole pod (display, a pod re-run by `explain`, an extender). Its
+//! annotations, tolerations and spread constraints go with them: no plugin reads them
+//! of a pod already on a node, but re-running that pod does.
 //! The cluster keeps pending pods whole (the scheduling cycle reads their containers);
 //! a recording's events are all packed until they are applied.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Container, ContainerStatus, EphemeralContainer, Pod};
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Container, ContainerStatus, EphemeralContainer, Pod, Toleration, TopologySpreadConstraint,
+};
 use serde::{Deserialize, Serialize};
 
 use super::types::PodInfo;
@@ -17,6 +23,12 @@ use super::types::PodInfo;
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Parts {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     containers: Vec<Container>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,8 +45,13 @@ struct Parts {
 
 impl Parts {
     fn take(pod: &mut Pod) -> Parts {
-        let mut parts = Parts::default();
+        let mut parts = Parts {
+            annotations: pod.metadata.annotations.take(),
+            ..Parts::default()
+        };
         if let Some(s) = pod.spec.as_mut() {
+            parts.tolerations = s.tolerations.take();
+            parts.topology_spread_constraints = s.topology_spread_constraints.take();
             parts.containers = std::mem::take(&mut s.containers);
             parts.init_containers = s.init_containers.take();
             parts.ephemeral_containers = s.ephemeral_containers.take();
@@ -48,7 +65,10 @@ impl Parts {
     }
 
     fn put(self, pod: &mut Pod) {
+        pod.metadata.annotations = self.annotations;
         if let Some(s) = pod.spec.as_mut() {
+            s.tolerations = self.tolerations;
+            s.topology_spread_constraints = self.topology_spread_constraints;
             s.containers = self.containers;
             s.init_containers = self.init_containers;
             s.ephemeral_containers = self.ephemeral_containers;
@@ -120,8 +140,12 @@ mod tests {
     use serde_json::json;
 
     fn pod(node: Option<&str>) -> PodInfo {
-        let mut v = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u"},
-            "spec": {"containers": [{"name": "c", "image": "nginx",
+        let mut v = json!({"metadata": {"name": "p", "namespace": "ns", "uid": "u",
+                "annotations": {"a": "b"}},
+            "spec": {"tolerations": [{"key": "k", "operator": "Exists"}],
+                "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule"}],
+                "containers": [{"name": "c", "image": "nginx",
                 "ports": [{"containerPort": 80, "hostPort": 8080}],
                 "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}}],
                 "initContainers": [{"name": "i", "image": "busybox",
@@ -141,6 +165,8 @@ mod tests {
         assert!(packed.is_packed());
         let spec = packed.pod.spec.as_ref().unwrap();
         assert!(spec.containers.is_empty() && spec.init_containers.is_none());
+        assert!(spec.tolerations.is_none() && spec.topology_spread_constraints.is_none());
+        assert!(packed.pod.metadata.annotations.is_none());
         assert!(
             packed
                 .pod

@@ -22,10 +22,9 @@ pub(super) const BOUND_POD: &[&[u8]] = &[
     b"securityContext",
     b"state",
     b"lastState",
-    // Read only from the pod being scheduled, never from one already on a node.
+    // Read only from the pod being scheduled, never from one already on a node (its
+    // tolerations and spread constraints stay: explaining that pod runs it again).
     b"annotations",
-    b"tolerations",
-    b"topologySpreadConstraints",
     b"podIPs",
     b"hostIPs",
     // Times and runtime identities nothing reads of a running pod (its start time stays).
