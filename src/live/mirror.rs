@@ -42,13 +42,12 @@ pub fn to_object(c: &Change) -> Result<Option<Object>, String> {
     object_of(c.kind, c.object.clone())
 }
 
-/// The engine's object for an object's JSON, which it consumes.
+/// The engine's object for an object's JSON, which it consumes: lean, as a large dump
+/// loads (`Object::lean`: a bound pod packed, without what no plugin reads of it), so a
+/// production cluster's running pods cost what scheduling needs, whatever their source.
 fn object_of(kind: &str, value: Value) -> Result<Option<Object>, String> {
     match object::from_value(value) {
-        Ok(Some(mut o)) => {
-            o.normalize();
-            Ok(Some(o))
-        }
+        Ok(Some(o)) => Ok(Some(o.lean())),
         Ok(None) => Ok(None),
         Err(e) => Err(format!("skipped {kind}: {e}")),
     }
@@ -409,33 +408,57 @@ impl Mirror {
     /// a time: the whole tree of a 150,000-pod cluster's summary cost ~250 MB at the very
     /// end of a run. Returns false outside shadow mode, writing nothing.
     pub fn write_summary(&self, s: &Session, w: &mut impl std::io::Write) -> std::io::Result<bool> {
+        self.each_summary_entry(
+            s,
+            |w, divergences, _| {
+                // Keys in the order `Value` writes them (sorted).
+                write!(
+                    w,
+                    "{{\"summary\":{{\"divergences\":{divergences},\"pods\":["
+                )
+            },
+            |w, i, entry| {
+                if i > 0 {
+                    w.write_all(b",")?;
+                }
+                write!(w, "{entry}")
+            },
+            w,
+        )?;
+        if self.shadow {
+            w.write_all(b"]}}\n")?;
+        }
+        Ok(self.shadow)
+    }
+
+    /// The shadow-mode summary's facts one pod at a time, the entries `summary` holds:
+    /// `start` gets the divergences and how many entries say Bound, then `each` every
+    /// pod's entry in order. Returns false outside shadow mode, calling neither.
+    pub fn each_summary_entry<W>(
+        &self,
+        s: &Session,
+        start: impl FnOnce(&mut W, &Value, usize) -> std::io::Result<()>,
+        mut each: impl FnMut(&mut W, usize, Value) -> std::io::Result<()>,
+        w: &mut W,
+    ) -> std::io::Result<bool> {
         if !self.shadow {
             return Ok(false);
         }
-        // Keys in the order `Value` writes them (sorted).
-        let divergences = json!(s.divergences());
-        write!(
-            w,
-            "{{\"summary\":{{\"divergences\":{divergences},\"pods\":["
-        )?;
-        for (i, r) in s.summary().iter().enumerate() {
-            if i > 0 {
-                w.write_all(b",")?;
-            }
-            write!(w, "{}", self.summary_pod(s, r))?;
+        let records = s.summary();
+        let bound = records
+            .iter()
+            .filter(|r| r.status == PodStatus::Bound && !still_pending(s, r))
+            .count();
+        start(w, &json!(s.divergences()), bound)?;
+        for (i, r) in records.iter().enumerate() {
+            each(w, i, self.summary_pod(s, r))?;
         }
-        w.write_all(b"]}}\n")?;
         Ok(true)
     }
 
     /// One pod's entry in the shadow-mode summary.
     fn summary_pod(&self, s: &Session, r: &PodRecord) -> Value {
-        let pending = s
-            .core
-            .cluster
-            .pod(&r.pod)
-            .is_some_and(|p| node_name(p).is_empty());
-        if !pending || r.status == PodStatus::Ignored {
+        if !still_pending(s, r) || r.status == PodStatus::Ignored {
             return json!({"pod": r.pod, "node": r.node, "status": r.status, "message": r.message});
         }
         let mut v = json!({"pod": r.pod, "node": null, "status": "Pending"});
@@ -456,6 +479,15 @@ impl Mirror {
         }
         v
     }
+}
+
+/// Whether the cluster still has the record's pod unbound (kubestep's own verdict is
+/// only a shadow of the cluster's scheduler's).
+fn still_pending(s: &Session, r: &PodRecord) -> bool {
+    s.core
+        .cluster
+        .pod(&r.pod)
+        .is_some_and(|p| node_name(p).is_empty())
 }
 
 /// Whether two versions of a pending pod differ only where kube-scheduler does not look
