@@ -122,6 +122,21 @@ fn text_summary_renders_divergences() {
     );
 }
 
+/// `-o text` is a line per attempt: pod, result, node, counts and message, never the
+/// trace object's JSON.
+#[test]
+fn text_output_is_a_line_per_attempt() {
+    let o = run(&["replay", "demo", "--headless", "-o", "text"]);
+    let out = stdout(&o);
+    let attempts: Vec<&str> = out.lines().filter(|l| l.starts_with('#')).collect();
+    assert!(!attempts.is_empty(), "{out}");
+    assert!(!out.contains('{'), "{out}");
+    let first = attempts[0];
+    assert!(first.starts_with("#1 "), "{first}");
+    assert!(first.contains(" evaluated, "), "{first}");
+    assert!(attempts.iter().any(|l| l.contains(" Bound on ")), "{out}");
+}
+
 #[test]
 fn the_same_recording_and_seed_give_the_same_summary() {
     for name in ["demo", "divergence", "gang-scheduling"] {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Args;
 use jiff::Timestamp;
+use serde_json::Value;
 
 use kubestep::config::{self, KubeSchedulerConfiguration};
 use kubestep::live::access;
@@ -26,6 +27,7 @@ use kubestep::tui::live::{LiveLink, LiveUiOptions};
 
 use super::live_args::ClusterArgs;
 use super::replay::{Output, Printer, read_script, script_name};
+use super::trace_text;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -350,15 +352,46 @@ impl Headless<'_> {
             }
         }
         self.shut_down()?;
-        // JSON lines stream the summary (one entry per pod of the cluster in shadow mode).
-        let streamed = matches!(self.out.mode, Output::Jsonl)
-            && self
+        // JSON lines and text stream the summary (one entry per pod of the cluster in
+        // shadow mode) rather than build it as one tree.
+        let streamed = match self.out.mode {
+            Output::Jsonl => self
                 .mirror
-                .write_summary(&self.session, &mut self.out.stdout)?;
+                .write_summary(&self.session, &mut self.out.stdout)?,
+            Output::Text => self.write_text_summary()?,
+            Output::Yaml => false,
+        };
         if !streamed {
             self.out.print(&self.mirror.summary(&self.session))?;
         }
         Ok(ExitCode::SUCCESS)
+    }
+
+    /// The shadow-mode summary as `-o text` prints it: the entries that are listed (all
+    /// but Bound ones when those are many) gathered, then written.
+    fn write_text_summary(&mut self) -> std::io::Result<bool> {
+        type Gathered = (Option<(Value, usize)>, Vec<Value>);
+        let mut g: Gathered = (None, Vec::new());
+        let shadow = self.mirror.each_summary_entry(
+            &self.session,
+            |g: &mut Gathered, divergences, bound| {
+                g.0 = Some((divergences.clone(), bound));
+                Ok(())
+            },
+            |g, _, entry| {
+                let bound = g.0.as_ref().map_or(0, |s| s.1);
+                if trace_text::lists_entry(&entry, bound) {
+                    g.1.push(entry);
+                }
+                Ok(())
+            },
+            &mut g,
+        )?;
+        let (Some((divergences, bound)), true) = (g.0, shadow) else {
+            return Ok(false);
+        };
+        trace_text::write_summary(&mut self.out.stdout, &divergences, bound, g.1.into_iter())?;
+        Ok(true)
     }
 
     /// Writes that failed (active mode), on standard error as they happen.

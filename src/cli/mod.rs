@@ -25,6 +25,7 @@ mod record;
 mod recordings;
 mod replay;
 mod trace_args;
+mod trace_text;
 mod tui;
 
 use std::process::ExitCode;

@@ -15,6 +15,8 @@ use kubestep::recording::{self, ReadOptions};
 use kubestep::session::script::{self, Command};
 use kubestep::session::{LocalActuator, Session, SessionOptions, clock, trace};
 
+use super::trace_text;
+
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
 pub enum Output {
     Jsonl,
@@ -229,7 +231,7 @@ impl<W: Write> Printer<W> {
         match self.mode {
             Output::Jsonl => writeln!(self.stdout, "{v}")?,
             Output::Yaml => write!(self.stdout, "---\n{}", to_yaml(v)?)?,
-            Output::Text => writeln!(self.stdout, "{}", text_line(v))?,
+            Output::Text => writeln!(self.stdout, "{}", trace_text::line(v))?,
         }
         Ok(())
     }
@@ -242,97 +244,4 @@ pub(super) fn to_yaml<T: serde::Serialize>(v: &T) -> anyhow::Result<String> {
         s.push('\n');
     }
     Ok(s)
-}
-
-/// A short human line for each trace object.
-fn text_line(v: &Value) -> String {
-    let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-    if let Some(sum) = v.get("summary") {
-        let pods = sum["pods"].as_array().cloned().unwrap_or_default();
-        let lines: Vec<String> = pods
-            .iter()
-            .map(|p| {
-                let node = p["node"]
-                    .as_str()
-                    .map(|n| format!(" on {n}"))
-                    .unwrap_or_default();
-                let msg = p["message"]
-                    .as_str()
-                    .map(|m| format!(": {m}"))
-                    .unwrap_or_default();
-                format!(
-                    "  {} {}{node}{msg}",
-                    p["pod"].as_str().unwrap_or(""),
-                    p["status"].as_str().unwrap_or("")
-                )
-            })
-            .collect();
-        let divergences: Vec<String> = sum["divergences"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|d| {
-                let best: Vec<&str> = d["kubestepNodes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                let best = if best.is_empty() {
-                    "none".to_string()
-                } else {
-                    best.join(", ")
-                };
-                // An equally ranked preemption candidate: listed, not a divergence.
-                let tie = if d["tie"].as_bool() == Some(true) {
-                    " (a tie, not a divergence)"
-                } else {
-                    ""
-                };
-                format!(
-                    "  {}: recorded on {}, kubestep's best: {best}{tie}\n    {}",
-                    d["pod"].as_str().unwrap_or(""),
-                    d["realNode"].as_str().unwrap_or(""),
-                    d["reason"].as_str().unwrap_or("")
-                )
-            })
-            .collect();
-        let div = if divergences.is_empty() {
-            "divergences: none".to_string()
-        } else {
-            format!("divergences:\n{}", divergences.join("\n"))
-        };
-        return format!("summary:\n{}\n{div}", lines.join("\n"));
-    }
-    match s("type").as_str() {
-        "step" => {
-            let plugin = v["plugin"]
-                .as_str()
-                .map(|p| format!(" {p}"))
-                .unwrap_or_default();
-            let msg = s("message");
-            let msg = if msg.is_empty() {
-                String::new()
-            } else {
-                format!(": {msg}")
-            };
-            format!(
-                "[{}] {} {}{plugin} {}{msg}",
-                v["seq"],
-                s("pod"),
-                s("point"),
-                s("code")
-            )
-        }
-        "stop" => format!(
-            "stopped ({}){}",
-            s("reason"),
-            v["breakpoint"]
-                .as_str()
-                .map(|b| format!(": {b}"))
-                .unwrap_or_default()
-        ),
-        "error" => format!("error at line {}: {}", v["line"], s("message")),
-        _ => serde_json::to_string_pretty(v).unwrap_or_default(),
-    }
 }

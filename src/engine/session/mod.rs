@@ -860,15 +860,21 @@ impl Session {
         let (outcome, node, message) = match &a.result {
             Some(AttemptResult::Bound { node }) => (Some("Bound"), Some(node.clone()), None),
             Some(AttemptResult::Waiting { node }) => (Some("Waiting"), Some(node.clone()), None),
-            Some(AttemptResult::Deferred { node, real_node }) => (
-                Some("Deferred"),
-                node.clone(),
-                Some(if real_node.is_empty() {
+            Some(AttemptResult::Deferred { node, real_node }) => {
+                let binder = if real_node.is_empty() {
                     "shadow mode: the cluster's scheduler binds this pod".to_string()
                 } else {
                     format!("the recording binds this pod to {real_node}")
-                }),
-            ),
+                };
+                // What kubestep decided, so the attempt alone answers "why Pending?".
+                let unschedulable = a.cycle_summary.as_ref().and_then(|c| c.message.as_deref());
+                let verdict = match (node, unschedulable) {
+                    (Some(n), _) => format!("; kubestep chose {n}"),
+                    (None, Some(m)) => format!("; kubestep found it unschedulable: {m}"),
+                    (None, None) => String::new(),
+                };
+                (Some("Deferred"), node.clone(), Some(binder + &verdict))
+            }
             Some(AttemptResult::Failed(f)) => (
                 Some(if f.error { "Error" } else { "Unschedulable" }),
                 None,
