@@ -52,6 +52,12 @@ fn spawn(kubeconfig: &Path, extra: &[&str]) -> Child {
 
 /// The summary (last stdout line) as pod → entry.
 fn finish(child: Child) -> (std::collections::BTreeMap<String, Value>, String) {
+    let (pods, _, stderr) = finish_with_summary(child);
+    (pods, stderr)
+}
+
+/// The summary's pods as pod → entry, the summary itself, and standard error.
+fn finish_with_summary(child: Child) -> (std::collections::BTreeMap<String, Value>, Value, String) {
     let o = child.wait_with_output().expect("wait for kubestep");
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
@@ -64,7 +70,7 @@ fn finish(child: Child) -> (std::collections::BTreeMap<String, Value>, String) {
         .iter()
         .map(|p| (p["pod"].as_str().unwrap_or_default().to_string(), p.clone()))
         .collect();
-    (pods, stderr)
+    (pods, v, stderr)
 }
 
 #[test]
@@ -85,7 +91,7 @@ fn shadow_mode_explains_pending_pods_and_writes_nothing() {
     // A pod arriving later is explained too, against the cluster as it is: the placement
     // kubestep chose for "fits" is not assumed.
     server.apply(pod("late", "3", None, None));
-    let (pods, stderr) = finish(child);
+    let (pods, summary, stderr) = finish_with_summary(child);
     assert_eq!(
         pods["team/fits"],
         json!({"pod": "team/fits", "node": null, "status": "Pending", "selected": ["n1"]}),
@@ -100,8 +106,9 @@ fn shadow_mode_explains_pending_pods_and_writes_nothing() {
         json!({"pod": "team/huge", "node": null, "status": "Pending",
             "message": "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."})
     );
-    assert_eq!(pods["team/web-1"]["status"], "Bound");
-    assert_eq!(pods["team/web-1"]["node"], "n1");
+    // Bound before kubestep looked and never attempted: counted, not listed.
+    assert!(!pods.contains_key("team/web-1"), "{summary}");
+    assert_eq!(summary["summary"]["boundNotAttempted"], 1, "{summary}");
     assert_eq!(pods["team/other"]["status"], "Ignored");
     // Not one create, update, patch or delete.
     assert!(server.writes().is_empty(), "{:?}", server.writes());

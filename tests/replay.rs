@@ -382,6 +382,34 @@ fn replay_preemption(name: &str, text: &str) -> (Vec<String>, Value) {
     (post_filter, summary(&o))
 }
 
+/// A pod kubestep finds unschedulable while the recording binds it: its attempt says what
+/// kubestep decided (Unschedulable, the exact message, the nomination and its victims),
+/// not only that the recording binds it.
+#[test]
+fn a_deferred_attempt_that_kubestep_found_unschedulable_says_so() {
+    let dir = temp_dir("deferred-unschedulable");
+    let file = dir.join("rec.jsonl");
+    std::fs::write(&file, preemption_recording("node-01", |_| 100)).unwrap();
+    let o = run(&["replay", file.to_str().unwrap(), "--headless"]);
+    let first = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "attempt" && v["pod"] == "web/high")
+        .expect("an attempt of web/high");
+    assert_eq!(first["result"], "Unschedulable", "{first}");
+    let message = first["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("0/6 nodes are available: 6 Insufficient cpu."),
+        "{first}"
+    );
+    assert!(first["nominatedNode"].as_str().is_some(), "{first}");
+    assert_eq!(
+        first["victims"].as_array().map(Vec::len),
+        Some(1),
+        "{first}"
+    );
+}
+
 #[test]
 fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergence() {
     // Every node ties: one victim of priority 100, no PDB, the same start time. Where

@@ -16,7 +16,7 @@ use serde_json::Value;
 use kubestep::config::{self, KubeSchedulerConfiguration};
 use kubestep::live::access;
 use kubestep::live::actuator::{ApiActuator, ShadowActuator, WriteErrors};
-use kubestep::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
+use kubestep::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said, SummaryHead};
 use kubestep::live::recorder::Tape;
 use kubestep::live::{LiveError, Update, WatchOptions, Watchers};
 use kubestep::session::script::{self, Command};
@@ -370,16 +370,16 @@ impl Headless<'_> {
     /// The shadow-mode summary as `-o text` prints it: the entries that are listed (all
     /// but Bound ones when those are many) gathered, then written.
     fn write_text_summary(&mut self) -> std::io::Result<bool> {
-        type Gathered = (Option<(Value, usize)>, Vec<Value>);
+        type Gathered = (Option<SummaryHead>, Vec<Value>);
         let mut g: Gathered = (None, Vec::new());
         let shadow = self.mirror.each_summary_entry(
             &self.session,
-            |g: &mut Gathered, divergences, bound| {
-                g.0 = Some((divergences.clone(), bound));
+            |g: &mut Gathered, head| {
+                g.0 = Some(head);
                 Ok(())
             },
             |g, _, entry| {
-                let bound = g.0.as_ref().map_or(0, |s| s.1);
+                let bound = g.0.as_ref().map_or(0, |h| h.bound);
                 if trace_text::lists_entry(&entry, bound) {
                     g.1.push(entry);
                 }
@@ -387,10 +387,15 @@ impl Headless<'_> {
             },
             &mut g,
         )?;
-        let (Some((divergences, bound)), true) = (g.0, shadow) else {
+        let (Some(head), true) = (g.0, shadow) else {
             return Ok(false);
         };
-        trace_text::write_summary(&mut self.out.stdout, &divergences, bound, g.1.into_iter())?;
+        trace_text::write_summary(
+            &mut self.out.stdout,
+            &head.divergences,
+            (head.bound, head.not_attempted),
+            g.1.into_iter(),
+        )?;
         Ok(true)
     }
 

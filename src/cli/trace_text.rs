@@ -19,9 +19,15 @@ pub(super) fn line(v: &Value) -> String {
             .map(Vec::as_slice)
             .unwrap_or_default();
         let bound = pods.iter().filter(|p| is_bound(p)).count();
+        let not_attempted = sum["boundNotAttempted"].as_u64().unwrap_or(0) as usize;
         let mut out = Vec::new();
         // Writing to memory does not fail.
-        let _ = write_summary(&mut out, &sum["divergences"], bound, pods.iter().cloned());
+        let _ = write_summary(
+            &mut out,
+            &sum["divergences"],
+            (bound, not_attempted),
+            pods.iter().cloned(),
+        );
         return String::from_utf8_lossy(&out).trim_end().to_string();
     }
     match s("type").as_str() {
@@ -68,12 +74,13 @@ pub(super) fn lists_entry(p: &Value, bound: usize) -> bool {
 }
 
 /// The summary as text, one pod entry at a time (the summary's `pods` entries, in
-/// order; `bound` of them say Bound): each pod with its status, node and message, Bound
+/// order; `bound` of them say Bound, and `not_attempted` bound pods kubestep never
+/// attempted were left out of them): each pod with its status, node and message, Bound
 /// ones counted rather than listed when there are many, then the divergences.
 pub(super) fn write_summary(
     w: &mut impl Write,
     divergences: &Value,
-    bound: usize,
+    (bound, not_attempted): (usize, usize),
     pods: impl Iterator<Item = Value>,
 ) -> io::Result<()> {
     writeln!(w, "summary:")?;
@@ -97,6 +104,12 @@ pub(super) fn write_summary(
         writeln!(
             w,
             "  {bound} pods Bound (-o jsonl lists each with its node)"
+        )?;
+    }
+    if not_attempted > 0 {
+        writeln!(
+            w,
+            "  {not_attempted} pods bound without a kubestep attempt (counted, not listed)"
         )?;
     }
     let divergences: Vec<String> = divergences

@@ -37,6 +37,17 @@ pub struct InitialSync {
     pub notes: Vec<String>,
 }
 
+/// What the shadow-mode summary says before its pods.
+#[derive(Debug, Default)]
+pub struct SummaryHead {
+    /// Where kubestep's choice and a binding the cluster's scheduler made differ.
+    pub divergences: Value,
+    /// Listed pods that are Bound (kubestep attempted them).
+    pub bound: usize,
+    /// Bound pods kubestep never attempted: counted, not listed.
+    pub not_attempted: usize,
+}
+
 /// The engine's object for a change; `Ok(None)` for kinds it does not read.
 pub fn to_object(c: &Change) -> Result<Option<Object>, String> {
     object_of(c.kind, c.object.clone())
@@ -391,17 +402,33 @@ impl Mirror {
         s.trace_lines(tapped)
     }
 
-    /// The headless summary: replay's, and in shadow mode every pod still pending in the
-    /// cluster as `"node":null,"status":"Pending"` with kubestep's `"selected"` nodes or
-    /// its unschedulable `"message"`.
+    /// The headless summary: replay's, and in shadow mode every pod kubestep decided:
+    /// those still pending in the cluster as `"node":null,"status":"Pending"` with
+    /// kubestep's `"selected"` nodes or its unschedulable `"message"`, and those it
+    /// attempted; the bound pods it never attempted are counted (`boundNotAttempted`), not
+    /// listed (on a production cluster they are 150,000 entries of "Bound").
     pub fn summary(&self, s: &Session) -> Value {
-        let records = s.summary();
         if !self.shadow {
-            return trace::summary(&records);
+            return trace::summary(&s.summary());
         }
-        let pods: Vec<Value> = records.iter().map(|r| self.summary_pod(s, r)).collect();
+        let mut pods = Vec::new();
+        let mut head = None;
+        let _ = self.each_summary_entry(
+            s,
+            |_, h| {
+                head = Some(h);
+                Ok(())
+            },
+            |pods: &mut Vec<Value>, _, entry| {
+                pods.push(entry);
+                Ok(())
+            },
+            &mut pods,
+        );
+        let head = head.unwrap_or_default();
         // Where kubestep's choice and a binding the cluster's scheduler made differ.
-        json!({"summary": {"pods": pods, "divergences": s.divergences()}})
+        json!({"summary": {"pods": pods, "divergences": head.divergences,
+            "boundNotAttempted": head.not_attempted}})
     }
 
     /// Writes the shadow-mode summary as `summary` prints it in JSON, one pod's entry at
@@ -410,11 +437,12 @@ impl Mirror {
     pub fn write_summary(&self, s: &Session, w: &mut impl std::io::Write) -> std::io::Result<bool> {
         self.each_summary_entry(
             s,
-            |w, divergences, _| {
+            |w, h| {
                 // Keys in the order `Value` writes them (sorted).
                 write!(
                     w,
-                    "{{\"summary\":{{\"divergences\":{divergences},\"pods\":["
+                    "{{\"summary\":{{\"boundNotAttempted\":{},\"divergences\":{},\"pods\":[",
+                    h.not_attempted, h.divergences
                 )
             },
             |w, i, entry| {
@@ -431,13 +459,13 @@ impl Mirror {
         Ok(self.shadow)
     }
 
-    /// The shadow-mode summary's facts one pod at a time, the entries `summary` holds:
-    /// `start` gets the divergences and how many entries say Bound, then `each` every
-    /// pod's entry in order. Returns false outside shadow mode, calling neither.
+    /// The shadow-mode summary's facts one pod at a time, as `summary` holds them:
+    /// `start` gets the head (divergences and counts), then `each` every listed pod's
+    /// entry in order with its index. Returns false outside shadow mode, calling neither.
     pub fn each_summary_entry<W>(
         &self,
         s: &Session,
-        start: impl FnOnce(&mut W, &Value, usize) -> std::io::Result<()>,
+        start: impl FnOnce(&mut W, SummaryHead) -> std::io::Result<()>,
         mut each: impl FnMut(&mut W, usize, Value) -> std::io::Result<()>,
         w: &mut W,
     ) -> std::io::Result<bool> {
@@ -445,12 +473,21 @@ impl Mirror {
             return Ok(false);
         }
         let records = s.summary();
-        let bound = records
-            .iter()
-            .filter(|r| r.status == PodStatus::Bound && !still_pending(s, r))
-            .count();
-        start(w, &json!(s.divergences()), bound)?;
-        for (i, r) in records.iter().enumerate() {
+        let listed =
+            |r: &PodRecord| r.attempts > 0 || r.status != PodStatus::Bound || still_pending(s, r);
+        let mut head = SummaryHead {
+            divergences: json!(s.divergences()),
+            ..SummaryHead::default()
+        };
+        for r in &records {
+            if !listed(r) {
+                head.not_attempted += 1;
+            } else if r.status == PodStatus::Bound {
+                head.bound += 1;
+            }
+        }
+        start(w, head)?;
+        for (i, r) in records.iter().filter(|r| listed(r)).enumerate() {
             each(w, i, self.summary_pod(s, r))?;
         }
         Ok(true)

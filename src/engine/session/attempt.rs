@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::framework::cycle::{CycleOutcome, Detail, Phase, SchedulingCycle};
 use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
-use crate::framework::plugin::MAX_PERMIT_TIMEOUT;
+use crate::framework::plugin::{MAX_PERMIT_TIMEOUT, PostFilterResult};
 use crate::framework::profile::{ExtensionPoint, PluginEntry};
 use crate::framework::queued::QueuedPodInfo;
 use crate::framework::waiting::go_duration;
@@ -381,12 +381,7 @@ impl Attempt {
                 post_filter,
                 ..
             }) => {
-                let (nominated, victims) = match post_filter {
-                    Some(r) if r.override_nomination => {
-                        (Some(r.nominated_node_name.clone()), r.victims.clone())
-                    }
-                    _ => (Some(String::new()), Vec::new()),
-                };
+                let (nominated, victims) = nomination(post_filter.as_ref());
                 let d = &fit_error.diagnosis;
                 self.fail(
                     core,
@@ -1129,5 +1124,16 @@ fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code
             s.message()
         ))
         .with_plugin(plugin)
+    }
+}
+
+/// Preemption's nomination from an unschedulable cycle's PostFilter (`Some("")` clears
+/// the pod's nomination) and the victims it would delete.
+pub(super) fn nomination(post_filter: Option<&PostFilterResult>) -> (Option<String>, Vec<String>) {
+    match post_filter {
+        Some(r) if r.override_nomination => {
+            (Some(r.nominated_node_name.clone()), r.victims.clone())
+        }
+        _ => (Some(String::new()), Vec::new()),
     }
 }

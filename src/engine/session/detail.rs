@@ -175,7 +175,7 @@ impl Session {
             })?,
             cycle: r.cycle.clone(),
             post_cycle: r.post_cycle.clone(),
-            deferred: r.outcome.as_deref() == Some("Deferred"),
+            deferred: r.deferred,
             steps: usize::MAX,
         })
     }

@@ -268,6 +268,9 @@ pub struct AttemptRecord {
     /// Wall time of the PreEnqueue run that let the pod into the queue.
     pub pre_enqueue: Duration,
     pub outcome: Option<String>,
+    /// The recording (or the cluster's scheduler) binds the pod, not kubestep: the
+    /// attempt ended after SelectHost (its outcome says what kubestep decided).
+    pub deferred: bool,
     pub node: Option<String>,
     pub message: Option<String>,
     /// Preemption's nomination (`Some("")` clears one) and its victims.

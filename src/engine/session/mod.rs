@@ -28,6 +28,7 @@ use serde::Serialize;
 
 use crate::cluster::{Change, ClusterState, Object, Stored, node_name};
 use crate::config::KubeSchedulerConfiguration;
+use crate::framework::CycleOutcome;
 use crate::framework::queue::{self, SchedulingQueue};
 use crate::framework::waiting::WaitingPods;
 use crate::framework::{Code, Handle, PodInfo, Status};
@@ -857,34 +858,50 @@ impl Session {
     }
 
     fn record_attempt(&mut self, a: &Attempt) {
-        let (outcome, node, message) = match &a.result {
-            Some(AttemptResult::Bound { node }) => (Some("Bound"), Some(node.clone()), None),
-            Some(AttemptResult::Waiting { node }) => (Some("Waiting"), Some(node.clone()), None),
-            Some(AttemptResult::Deferred { node, real_node }) => {
-                let binder = if real_node.is_empty() {
-                    "shadow mode: the cluster's scheduler binds this pod".to_string()
-                } else {
-                    format!("the recording binds this pod to {real_node}")
-                };
-                // What kubestep decided, so the attempt alone answers "why Pending?".
-                let unschedulable = a.cycle_summary.as_ref().and_then(|c| c.message.as_deref());
-                let verdict = match (node, unschedulable) {
-                    (Some(n), _) => format!("; kubestep chose {n}"),
-                    (None, Some(m)) => format!("; kubestep found it unschedulable: {m}"),
-                    (None, None) => String::new(),
-                };
-                (Some("Deferred"), node.clone(), Some(binder + &verdict))
-            }
-            Some(AttemptResult::Failed(f)) => (
-                Some(if f.error { "Error" } else { "Unschedulable" }),
-                None,
-                Some(f.message.clone()),
-            ),
-            None => (None, a.node.clone(), None),
+        // kubestep found the pod unschedulable while the recording (or, in shadow mode,
+        // the cluster's scheduler) binds it: the attempt says what kubestep decided, as
+        // for any unschedulable pod; deferring is for pods kubestep would bind.
+        let deferred_unschedulable = match (&a.result, &a.cycle.outcome) {
+            (
+                Some(AttemptResult::Deferred { node: None, .. }),
+                Some(CycleOutcome::Unschedulable {
+                    fit_error,
+                    post_filter,
+                    ..
+                }),
+            ) => Some((fit_error.message(), post_filter.as_ref())),
+            _ => None,
         };
-        let (nominated, victims) = match &a.result {
-            Some(AttemptResult::Failed(f)) => (f.nominated.clone(), f.victims.clone()),
-            _ => (None, Vec::new()),
+        let (mut nominated, mut victims) = (None, Vec::new());
+        let (outcome, node, message) = if let Some((message, post_filter)) = deferred_unschedulable
+        {
+            (nominated, victims) = attempt::nomination(post_filter);
+            (Some("Unschedulable"), None, Some(message))
+        } else {
+            match &a.result {
+                Some(AttemptResult::Bound { node }) => (Some("Bound"), Some(node.clone()), None),
+                Some(AttemptResult::Waiting { node }) => {
+                    (Some("Waiting"), Some(node.clone()), None)
+                }
+                Some(AttemptResult::Deferred { node, real_node }) => (
+                    Some("Deferred"),
+                    node.clone(),
+                    Some(if real_node.is_empty() {
+                        "shadow mode: the cluster's scheduler binds this pod".to_string()
+                    } else {
+                        format!("the recording binds this pod to {real_node}")
+                    }),
+                ),
+                Some(AttemptResult::Failed(f)) => {
+                    (nominated, victims) = (f.nominated.clone(), f.victims.clone());
+                    (
+                        Some(if f.error { "Error" } else { "Unschedulable" }),
+                        None,
+                        Some(f.message.clone()),
+                    )
+                }
+                None => (None, a.node.clone(), None),
+            }
         };
         self.history.push_attempt(AttemptRecord {
             id: a.id,
@@ -899,6 +916,7 @@ impl Session {
             at: a.frozen.as_ref().map_or(a.qpi.timestamp, |f| f.now),
             pre_enqueue: a.qpi.pre_enqueue,
             outcome: outcome.map(str::to_string),
+            deferred: matches!(a.result, Some(AttemptResult::Deferred { .. })),
             node,
             message,
             nominated,
