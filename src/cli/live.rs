@@ -331,9 +331,17 @@ impl Headless<'_> {
                     None => in_script = false,
                 }
             }
-            for v in self.mirror.tick(&mut self.session, Timestamp::now()) {
-                self.out.print(&v)?;
-            }
+            let out = &mut self.out;
+            self.mirror
+                .tick(&mut self.session, Timestamp::now(), |trace| {
+                    if trace.is_empty() {
+                        return Ok(());
+                    }
+                    for v in &trace {
+                        out.print(v)?;
+                    }
+                    out.stdout.flush().map_err(anyhow::Error::from)
+                })?;
             self.out.stdout.flush()?;
             // Sleep until a change arrives, a timer is due, or the run ends.
             let mut wait = Duration::from_millis(200);

@@ -316,18 +316,30 @@ impl Mirror {
     }
 
     /// Lets the session catch up with the wall clock: timers fire, pods are scheduled.
-    /// Returns the trace of what happened.
-    pub fn tick(&self, s: &mut Session, now: Timestamp) -> Vec<Value> {
-        s.history.start_tap(s.trace_level != TraceLevel::Attempts);
+    /// `emit` gets the trace of each attempt as it ends, so the first explanation is
+    /// out while the other pending pods are still being decided.
+    pub fn tick<E>(
+        &self,
+        s: &mut Session,
+        now: Timestamp,
+        mut emit: impl FnMut(Vec<Value>) -> Result<(), E>,
+    ) -> Result<(), E> {
         let target = now.max(s.now());
-        let d = target.duration_since(s.now()).unsigned_abs();
-        let r = s.advance(d);
-        let tapped = s.history.stop_tap();
-        let mut out = s.trace_lines(tapped);
-        if let StopReason::Breakpoint(_) = r {
-            out.push(trace::stop(s, &r));
+        let mut resume = true;
+        loop {
+            s.history.start_tap(s.trace_level != TraceLevel::Attempts);
+            let r = s.advance_until(target, 1, resume);
+            let tapped = s.history.stop_tap();
+            let mut out = s.trace_lines(tapped);
+            if let Some(r @ StopReason::Breakpoint(_)) = &r {
+                out.push(trace::stop(s, r));
+            }
+            emit(out)?;
+            match r {
+                Some(_) => return Ok(()),
+                None => resume = false,
+            }
         }
-        out
     }
 
     /// `tick` a slice at a time, for a driver that must stay responsive (the TUI): works

@@ -1115,16 +1115,39 @@ impl Session {
     /// them. Stops early at a breakpoint.
     pub fn advance(&mut self, d: Duration) -> StopReason {
         let target = clock::add(self.now(), d);
+        let mut resume = true;
         loop {
-            match self.continue_() {
-                StopReason::Idle => {}
-                other => return other,
+            match self.advance_until(target, usize::MAX, resume) {
+                Some(r) => return r,
+                None => resume = false,
+            }
+        }
+    }
+
+    /// `advance` to `target` at most `max` attempts at a time (with breakpoints set,
+    /// extension points) between timers: `None` when the budget ran out first, to be
+    /// called again with the same target and `resume` false, so a driver can show each
+    /// attempt as it ends. `resume` is true on the first call after a stop, as for
+    /// `continue_steps`.
+    pub fn advance_until(
+        &mut self,
+        target: Timestamp,
+        max: usize,
+        resume: bool,
+    ) -> Option<StopReason> {
+        let mut resume = resume;
+        loop {
+            // After the queue went idle and timers fired, scheduling starts afresh.
+            match self.continue_from(max, std::mem::replace(&mut resume, true)) {
+                None => return None,
+                Some(StopReason::Idle) => {}
+                Some(other) => return Some(other),
             }
             let next = self.next_timer().filter(|t| *t <= target).unwrap_or(target);
             self.core.clock.set(next);
             self.fire_timers();
             if next >= target && !self.has_work() {
-                return StopReason::Reached;
+                return Some(StopReason::Reached);
             }
         }
     }
