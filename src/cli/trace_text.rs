@@ -93,9 +93,13 @@ pub(super) fn write_summary(
             .as_str()
             .map(|m| format!(": {m}"))
             .unwrap_or_default();
+        let selected = p["selected"]
+            .as_array()
+            .map(|nodes| best_nodes(nodes))
+            .unwrap_or_default();
         writeln!(
             w,
-            "  {} {}{node}{msg}",
+            "  {} {}{node}{selected}{msg}",
             p["pod"].as_str().unwrap_or(""),
             p["status"].as_str().unwrap_or("")
         )?;
@@ -123,6 +127,19 @@ pub(super) fn write_summary(
     } else {
         writeln!(w, "divergences:\n{}", divergences.join("\n"))
     }
+}
+
+/// Live shadow mode's pick for a pending pod: its best nodes, a few named when many tie.
+fn best_nodes(nodes: &[Value]) -> String {
+    const NAMED: usize = 3;
+    let names: Vec<&str> = nodes.iter().filter_map(Value::as_str).take(NAMED).collect();
+    let more = nodes.len().saturating_sub(NAMED);
+    let more = if more > 0 {
+        format!(" and {more} more tied")
+    } else {
+        String::new()
+    };
+    format!(", kubestep's best: {}{more}", names.join(", "))
 }
 
 fn divergence(d: &Value) -> String {
@@ -202,6 +219,17 @@ mod tests {
                 "summary:\n  ns/p Pending: 0/1 nodes are available\n  {} pods Bound (-o jsonl lists each with its node)\ndivergences: none",
                 BOUND_LISTED + 1
             )
+        );
+    }
+
+    #[test]
+    fn a_pending_pod_shows_kubesteps_best_nodes_a_few_by_name() {
+        let pods = json!([{"pod": "ns/p", "node": null, "status": "Pending",
+            "selected": ["n1", "n2", "n3", "n4", "n5"]}]);
+        let text = line(&json!({"summary": {"pods": pods, "divergences": []}}));
+        assert_eq!(
+            text,
+            "summary:\n  ns/p Pending, kubestep's best: n1, n2, n3 and 2 more tied\ndivergences: none"
         );
     }
 
