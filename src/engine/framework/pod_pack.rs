@@ -3,32 +3,35 @@
 //! scheduler reads them only through what `PodInfo` derives once (requests, host ports,
 //! images), so a bound pod keeps them as JSON text and they come back only when someone
 //! wants to see the whole pod (display, a pod re-run by `explain`, an extender). Its
-//! annotations, tolerations and spread constraints go with them: no plugin reads them
-//! of a pod already on a node, but re-running that pod does.
+//! annotations, tolerations and spread constraints go with them, as a second text that
+//! pods with the same ones share (a ReplicaSet's pods): no plugin reads them of a pod
+//! already on a node, but re-running that pod does.
 //! The cluster keeps pending pods whole (the scheduling cycle reads their containers);
 //! a recording's events are all packed until they are applied.
 
-use std::sync::Arc;
-
 use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, EphemeralContainer, Pod, Toleration, TopologySpreadConstraint,
 };
+use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 
 use super::types::PodInfo;
 
-/// What packing takes out of a pod, under the field names the API uses.
+/// A packed pod's text: what packing took out of it, and the part it shares with pods
+/// that have the same annotations, tolerations and spread constraints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packed {
+    own: Arc<str>,
+    shared: Option<Arc<str>>,
+}
+
+/// What packing takes out of a pod that is its own, under the field names the API uses.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Parts {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    annotations: Option<BTreeMap<String, String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tolerations: Option<Vec<Toleration>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     containers: Vec<Container>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,15 +46,28 @@ struct Parts {
     ephemeral_container_statuses: Option<Vec<ContainerStatus>>,
 }
 
+/// What packing takes out of a pod that its siblings have the same.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Shared {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    topology_spread_constraints: Option<Vec<TopologySpreadConstraint>>,
+}
+
 impl Parts {
-    fn take(pod: &mut Pod) -> Parts {
-        let mut parts = Parts {
+    fn take(pod: &mut Pod) -> (Parts, Shared) {
+        let mut parts = Parts::default();
+        let mut shared = Shared {
             annotations: pod.metadata.annotations.take(),
-            ..Parts::default()
+            ..Shared::default()
         };
         if let Some(s) = pod.spec.as_mut() {
-            parts.tolerations = s.tolerations.take();
-            parts.topology_spread_constraints = s.topology_spread_constraints.take();
+            shared.tolerations = s.tolerations.take();
+            shared.topology_spread_constraints = s.topology_spread_constraints.take();
             parts.containers = std::mem::take(&mut s.containers);
             parts.init_containers = s.init_containers.take();
             parts.ephemeral_containers = s.ephemeral_containers.take();
@@ -61,14 +77,14 @@ impl Parts {
             parts.init_container_statuses = s.init_container_statuses.take();
             parts.ephemeral_container_statuses = s.ephemeral_container_statuses.take();
         }
-        parts
+        (parts, shared)
     }
 
-    fn put(self, pod: &mut Pod) {
-        pod.metadata.annotations = self.annotations;
+    fn put(self, shared: Shared, pod: &mut Pod) {
+        pod.metadata.annotations = shared.annotations;
         if let Some(s) = pod.spec.as_mut() {
-            s.tolerations = self.tolerations;
-            s.topology_spread_constraints = self.topology_spread_constraints;
+            s.tolerations = shared.tolerations;
+            s.topology_spread_constraints = shared.topology_spread_constraints;
             s.containers = self.containers;
             s.init_containers = self.init_containers;
             s.ephemeral_containers = self.ephemeral_containers;
@@ -81,6 +97,38 @@ impl Parts {
     }
 }
 
+impl Shared {
+    fn is_empty(&self) -> bool {
+        self.annotations.is_none()
+            && self.tolerations.is_none()
+            && self.topology_spread_constraints.is_none()
+    }
+}
+
+/// One copy of each shared text: a ReplicaSet's pods have the same tolerations and
+/// spread constraints, so 150,000 running pods hold a few hundred texts, not 150,000
+/// (60 MB on the benchmark's cluster). Texts no pod holds any more are swept when the
+/// set has doubled since the last sweep (live mode sees pods come and go).
+fn shared_text(text: String) -> Arc<str> {
+    #[derive(Default)]
+    struct Texts {
+        set: FxHashSet<Arc<str>>,
+        after_sweep: usize,
+    }
+    static TEXTS: LazyLock<Mutex<Texts>> = LazyLock::new(Mutex::default);
+    let mut t = TEXTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(a) = t.set.get(text.as_str()) {
+        return a.clone();
+    }
+    if t.set.len() >= 2 * t.after_sweep.max(1024) {
+        t.set.retain(|a| Arc::strong_count(a) > 1);
+        t.after_sweep = t.set.len();
+    }
+    let a: Arc<str> = text.into();
+    t.set.insert(a.clone());
+    a
+}
+
 impl PodInfo {
     /// This pod packed: everything derived from its containers stays as it was computed
     /// from the whole pod.
@@ -91,16 +139,24 @@ impl PodInfo {
         // In place when this PodInfo holds the only reference (as when just parsed): a
         // `Pod` is kilobytes to move.
         let pod = Arc::make_mut(&mut self.pod);
-        let parts = Parts::take(pod);
-        match serde_json::to_string(&parts) {
-            Ok(json) => {
-                self.packed = Some(json.into());
+        let (parts, shared) = Parts::take(pod);
+        let shared_json = if shared.is_empty() {
+            Ok(None)
+        } else {
+            serde_json::to_string(&shared).map(Some)
+        };
+        match (serde_json::to_string(&parts), shared_json) {
+            (Ok(own), Ok(shared)) => {
+                self.packed = Some(Packed {
+                    own: own.into(),
+                    shared: shared.map(shared_text),
+                });
                 // Images are read only for the pod being scheduled (ImageLocality).
                 self.images = Arc::from([]);
             }
             // Not expected for types that came from JSON; keep the pod whole rather than
             // lose anything.
-            Err(_) => parts.put(pod),
+            _ => parts.put(shared, pod),
         }
         self
     }
@@ -111,13 +167,17 @@ impl PodInfo {
 
     /// The whole pod, containers included: the stored pod itself unless it is packed.
     pub fn full_pod(&self) -> Arc<Pod> {
-        let Some(json) = &self.packed else {
+        let Some(packed) = &self.packed else {
             return self.pod.clone();
         };
         let mut pod = (*self.pod).clone();
-        // The text was written by `packed` from these very types, so it reads back.
-        if let Ok(parts) = serde_json::from_str::<Parts>(json) {
-            parts.put(&mut pod);
+        // The texts were written by `packed` from these very types, so they read back.
+        let shared = match &packed.shared {
+            Some(json) => serde_json::from_str::<Shared>(json).unwrap_or_default(),
+            None => Shared::default(),
+        };
+        if let Ok(parts) = serde_json::from_str::<Parts>(&packed.own) {
+            parts.put(shared, &mut pod);
         }
         Arc::new(pod)
     }
@@ -181,6 +241,33 @@ mod tests {
         assert_eq!(packed.host_ports, whole.host_ports);
         assert_eq!(packed.key, "ns/p");
         assert_eq!(*packed.full_pod(), *whole.pod);
+    }
+
+    #[test]
+    fn pods_with_the_same_tolerations_share_one_text() {
+        let a = pod(Some("n1")).packed();
+        let mut b = pod(Some("n2"));
+        Arc::make_mut(&mut b.pod).metadata.name = Some("q".into());
+        let b = b.packed();
+        let (Some(pa), Some(pb)) = (&a.packed, &b.packed) else {
+            panic!("both packed")
+        };
+        assert!(Arc::ptr_eq(
+            pa.shared.as_ref().unwrap(),
+            pb.shared.as_ref().unwrap()
+        ));
+        assert_eq!(b.full_pod().metadata.name.as_deref(), Some("q"));
+        assert_eq!(
+            b.full_pod()
+                .spec
+                .as_ref()
+                .unwrap()
+                .tolerations
+                .as_ref()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]

@@ -168,9 +168,10 @@ pub struct PodInfo {
     /// Images of init containers then containers, tagged ":latest" when untagged (what
     /// ImageLocality looks up on nodes).
     pub images: Arc<[String]>,
-    /// A bound pod's containers and their statuses as JSON, taken out of `pod` to save
-    /// memory (see `pod_pack`); `None` while the pod is whole.
-    pub packed: Option<Arc<str>>,
+    /// A bound pod's containers and their statuses (and, shared with pods that have the
+    /// same, its annotations, tolerations and spread constraints) as JSON, taken out of
+    /// `pod` to save memory (see `pod_pack`); `None` while the pod is whole.
+    pub packed: Option<super::pod_pack::Packed>,
 }
 
 /// Appends ":latest" to an image without a tag, as upstream's ImageLocality does.
