@@ -64,6 +64,15 @@ pub(super) fn line(v: &Value) -> String {
     }
 }
 
+/// The strings of a JSON array (none when it is not one).
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
 fn is_bound(p: &Value) -> bool {
     p["status"].as_str() == Some("Bound")
 }
@@ -143,12 +152,7 @@ fn best_nodes(nodes: &[Value]) -> String {
 }
 
 fn divergence(d: &Value) -> String {
-    let best: Vec<&str> = d["kubestepNodes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let best = strings(&d["kubestepNodes"]);
     let best = if best.is_empty() {
         "none".to_string()
     } else {
@@ -184,12 +188,7 @@ fn attempt_line(v: &Value) -> String {
         line.push_str(&format!(" ({e} evaluated, {f} feasible)"));
     }
     if let Some(n) = v["nominatedNode"].as_str() {
-        let victims: Vec<&str> = v["victims"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let victims = strings(&v["victims"]);
         line.push_str(&format!(
             ", nominated {n} (victims: {})",
             victims.join(", ")

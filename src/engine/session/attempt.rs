@@ -438,11 +438,7 @@ impl Attempt {
         }
         // An empty real node is live shadow mode: the cluster's scheduler has not bound
         // the pod yet, and kubestep never will.
-        let binder = if real.is_empty() {
-            "shadow mode: the cluster's scheduler binds this pod".to_string()
-        } else {
-            format!("the recording binds this pod to {real}")
-        };
+        let binder = binder_note(real);
         let preempt_on = match &self.cycle.outcome {
             Some(CycleOutcome::Unschedulable {
                 post_filter: Some(r),
@@ -1124,6 +1120,16 @@ fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code
             s.message()
         ))
         .with_plugin(plugin)
+    }
+}
+
+/// Who binds a pod kubestep defers: the recording (to `real`), or in live shadow mode
+/// (`real` empty) the cluster's scheduler.
+pub(super) fn binder_note(real: &str) -> String {
+    if real.is_empty() {
+        "shadow mode: the cluster's scheduler binds this pod".to_string()
+    } else {
+        format!("the recording binds this pod to {real}")
     }
 }
 

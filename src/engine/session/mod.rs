@@ -886,11 +886,7 @@ impl Session {
                 Some(AttemptResult::Deferred { node, real_node }) => (
                     Some("Deferred"),
                     node.clone(),
-                    Some(if real_node.is_empty() {
-                        "shadow mode: the cluster's scheduler binds this pod".to_string()
-                    } else {
-                        format!("the recording binds this pod to {real_node}")
-                    }),
+                    Some(attempt::binder_note(real_node)),
                 ),
                 Some(AttemptResult::Failed(f)) => {
                     (nominated, victims) = (f.nominated.clone(), f.victims.clone());
