@@ -234,7 +234,7 @@ fn schedule_pod(
     key: &str,
 ) -> SchedulingCycle {
     let mut s = Scheduler::new(cfg, cluster).expect("scheduler");
-    let p = cluster.pod(key).expect("pod").clone();
+    let p = cluster.full_pod(key).expect("pod");
     s.schedule_one(Arc::new(PodInfo::new(p)), Detail::Full, &cluster.listers)
         .expect("a profile handles the pod")
 }
@@ -739,7 +739,7 @@ fn binder_extender_binds() {
     let cfg = configuration(&format!("- urlPrefix: {}\n  bindVerb: bind\n", ext.url()));
     let cl = three_nodes();
     let s = Scheduler::new(cfg, &cl).expect("scheduler");
-    let p = PodInfo::new(cl.pod("default/p").expect("pod").clone());
+    let p = PodInfo::new(cl.full_pod("default/p").expect("pod"));
     assert_eq!(s.extenders_binding(&p, "n2"), Some(Ok(())));
     let reqs = ext.requests();
     assert_eq!(reqs[0].0, "/scheduler/bind");

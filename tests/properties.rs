@@ -90,8 +90,8 @@ proptest! {
         match manifest::parse_str(&text, "p.yaml") {
             Ok((objs, _)) => {
                 let cs = kubestep::cluster::ClusterState::from_objects(objs).unwrap();
-                for p in cs.pods() {
-                    let _ = kubestep::framework::PodInfo::new(p.clone());
+                for p in cs.pod_infos() {
+                    let _ = kubestep::framework::PodInfo::new(p.full_pod());
                 }
             }
             Err(e) => prop_assert!(e.to_string().starts_with("p.yaml:")),

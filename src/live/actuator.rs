@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
-use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
 use crate::framework::PodInfo;
@@ -172,10 +172,7 @@ impl Actuator for ApiActuator {
         node: &str,
     ) -> Result<(), ActuatorError> {
         let api = self.pods(victim);
-        let note = format!(
-            "Preempted by pod {} on node {node}",
-            preemptor.pod.uid().unwrap_or_default()
-        );
+        let note = format!("Preempted by pod {} on node {node}", preemptor.uid);
         // As kube-scheduler does: the victim first says why it is going (a DisruptionTarget
         // condition its controllers and PDB tooling read), then it is deleted.
         let cond = json!({"conditions": [{"type": "DisruptionTarget", "status": "True",
@@ -223,7 +220,7 @@ impl Actuator for ApiActuator {
         } else {
             "Unschedulable"
         };
-        let status = pod.pod.status.as_ref();
+        let status = pod.pod().status.as_ref();
         let old = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"));

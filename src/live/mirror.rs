@@ -18,7 +18,7 @@ use super::LiveError;
 use super::link::LinkStatus;
 use super::recorder::Tape;
 use super::watch::{Change, Update, Watchers};
-use crate::cluster::{ClusterState, Located, Object, node_name, object};
+use crate::cluster::{ClusterState, Located, Object, object};
 use crate::config::KubeSchedulerConfiguration;
 use crate::recording::EventType;
 use crate::session::scheduler::SetupError;
@@ -288,8 +288,9 @@ impl Mirror {
                 s.delete(obj.kind(), &key);
             }
             EventType::Added | EventType::Modified => {
-                if let Some(p) = obj.as_pod()
-                    && node_name(p).is_empty()
+                // A bound pod is packed: ask its node before reading it whole.
+                if obj.pod_node_name() == Some("")
+                    && let Some(p) = obj.as_pod()
                 {
                     if self.shadow
                         && let Some(uid) = &p.metadata.uid
@@ -297,11 +298,10 @@ impl Mirror {
                         s.core.externally_bound.insert(uid.clone(), String::new());
                     }
                     let key = obj.key();
-                    let was_pending = |old: &Pod| node_name(old).is_empty();
                     if s.core
                         .cluster
-                        .pod(&key)
-                        .is_some_and(|old| was_pending(old) && status_only(old, p))
+                        .pod_info(&key)
+                        .is_some_and(|old| old.node_name().is_empty() && status_only(old.pod(), p))
                     {
                         // A change of status alone (a condition a scheduler wrote,
                         // kubestep's own in active mode) does not requeue a pending pod
@@ -535,8 +535,8 @@ impl Mirror {
 fn still_pending(s: &Session, r: &PodRecord) -> bool {
     s.core
         .cluster
-        .pod(&r.pod)
-        .is_some_and(|p| node_name(p).is_empty())
+        .pod_info(&r.pod)
+        .is_some_and(|p| p.node_name().is_empty())
 }
 
 /// Whether two versions of a pending pod differ only where kube-scheduler does not look

@@ -333,10 +333,15 @@ pub fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
 /// The claim a pod volume uses and whether it is a generic ephemeral volume's claim;
 /// `None` for a volume that uses no claim.
 pub fn volume_claim(pod: &Pod, volume: &Volume) -> Option<(String, bool)> {
+    volume_claim_of(pod.metadata.name.as_deref().unwrap_or(""), volume)
+}
+
+/// [`volume_claim`] for a pod given by its name.
+pub fn volume_claim_of(pod_name: &str, volume: &Volume) -> Option<(String, bool)> {
     if let Some(c) = &volume.persistent_volume_claim {
         Some((c.claim_name.clone(), false))
     } else if volume.ephemeral.is_some() {
-        Some((ephemeral_claim_name(pod, volume), true))
+        Some((format!("{pod_name}-{}", volume.name), true))
     } else {
         None
     }
@@ -344,8 +349,16 @@ pub fn volume_claim(pod: &Pod, volume: &Volume) -> Option<(String, bool)> {
 
 /// `ephemeral.VolumeIsForPod`: the claim must be controlled by the pod.
 pub fn volume_is_for_pod(pod: &Pod, pvc: &PersistentVolumeClaim) -> Result<(), String> {
-    let pod_ns = pod.metadata.namespace.as_deref().unwrap_or("");
-    let pod_uid = pod.metadata.uid.as_deref().unwrap_or("");
+    let m = &pod.metadata;
+    let name = |f: &Option<String>| f.as_deref().unwrap_or("").to_string();
+    volume_is_for([&name(&m.namespace), &name(&m.name), &name(&m.uid)], pvc)
+}
+
+/// [`volume_is_for_pod`] for a pod given by its namespace, name and UID.
+pub fn volume_is_for(
+    [pod_ns, pod_name, pod_uid]: [&str; 3],
+    pvc: &PersistentVolumeClaim,
+) -> Result<(), String> {
     let controlled = pvc
         .metadata
         .owner_references
@@ -359,7 +372,7 @@ pub fn volume_is_for_pod(pod: &Pod, pvc: &PersistentVolumeClaim) -> Result<(), S
             pvc_namespace(pvc),
             pvc_name(pvc),
             pod_ns,
-            pod.metadata.name.as_deref().unwrap_or("")
+            pod_name
         ));
     }
     Ok(())

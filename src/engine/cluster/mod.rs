@@ -242,7 +242,7 @@ impl ClusterState {
         let first = self.next_seq;
         self.next_seq += pods.len() as u64;
         self.listers
-            .set_pods(pods.iter().map(|(k, pi)| (k.clone(), pi.pod.clone())));
+            .set_pods(pods.iter().map(|(k, pi)| (k.clone(), pi.clone())));
         self.pod_order = (first..)
             .zip(pods.iter().map(|(_, pi)| pi.clone()))
             .collect();
@@ -256,7 +256,7 @@ impl ClusterState {
     /// replaced, which keeps its place in the order.
     fn put_pod(&mut self, key: &str, pi: Arc<PodInfo>) -> Option<Arc<PodInfo>> {
         self.listers
-            .set(key.to_string(), ListerValue::Pod(pi.pod.clone()));
+            .set(key.to_string(), ListerValue::Pod(pi.clone()));
         let seq = match self.pods.get(key) {
             Some((seq, _)) => *seq,
             None => {
@@ -366,10 +366,10 @@ impl ClusterState {
     /// [`resolve_priority`](Self::resolve_priority) for a pod as stored (packed or not):
     /// the pod with its priority and the class used, if it had none.
     pub fn resolve_priority_of(&self, pi: &PodInfo) -> Option<(Arc<PodInfo>, String)> {
-        if pi.pod.spec.as_ref().is_none_or(|s| s.priority.is_some()) {
+        if pi.has_priority() || pi.pod().spec.is_none() {
             return None;
         }
-        let mut p = (*pi.pod).clone();
+        let mut p = pi.pod().clone();
         let class = self.resolve_priority(&mut p)?;
         Some((Arc::new(pi.with_resolved_priority(p)), class))
     }
@@ -378,11 +378,10 @@ impl ClusterState {
         &self.nodes
     }
 
-    /// A pod as stored: a bound pod is packed, without its containers (use
-    /// [`full_pod`](Self::full_pod) to see them, [`pod_info`](Self::pod_info) for what the
-    /// scheduler derived from them).
-    pub fn pod(&self, key: &str) -> Option<&Arc<Pod>> {
-        self.pods.get(key).map(|(_, pi)| &pi.pod)
+    /// A pod, whole (a packed pod is read back and kept: to read what the scheduler
+    /// reads of many pods, use [`pod_info`](Self::pod_info)).
+    pub fn pod(&self, key: &str) -> Option<&Pod> {
+        self.pods.get(key).map(|(_, pi)| pi.pod())
     }
 
     pub fn pod_info(&self, key: &str) -> Option<&Arc<PodInfo>> {
@@ -394,18 +393,14 @@ impl ClusterState {
         self.pods.get(key).map(|(_, pi)| pi.full_pod())
     }
 
-    /// Pods in the order they were added (bound ones packed).
-    pub fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
-        self.pod_infos().map(|pi| &pi.pod)
-    }
-
     pub fn pod_infos(&self) -> impl Iterator<Item = &Arc<PodInfo>> {
         self.pod_order.values()
     }
 
     /// Pods not bound to a node, in the order they were added.
     pub fn pending_pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
-        self.pods().filter(|p| node_name(p).is_empty())
+        self.pod_infos()
+            .filter_map(|p| p.whole().filter(|p| node_name(p).is_empty()))
     }
 
     /// Nodes with their bound pods, in node-tree order.
@@ -434,11 +429,15 @@ impl ClusterState {
 /// scheduling cycle reads its containers). A finished pod is never stored (the
 /// scheduler's informer does not see it): `Err` of its phase. `None`: not a pod.
 fn stored_pod(obj: Object) -> Option<Result<Arc<PodInfo>, String>> {
-    let phase = obj
-        .as_pod()
-        .and_then(|p| p.status.as_ref())
-        .and_then(|s| s.phase.as_deref())
-        .unwrap_or("");
+    let phase = match &obj {
+        Object::PackedPod(pi) => pi.phase(),
+        Object::Pod(p) => p
+            .status
+            .as_ref()
+            .and_then(|s| s.phase.as_deref())
+            .unwrap_or(""),
+        _ => "",
+    };
     if phase == "Succeeded" || phase == "Failed" {
         return Some(Err(phase.to_string()));
     }
@@ -541,12 +540,8 @@ value: 1000
         assert!(cs.notes.iter().any(|n| n.contains("phase Succeeded")));
         let listed: Vec<&String> = cs.listers.pods.keys().collect();
         assert_eq!(listed, ["default/bound", "team/pending"]);
-        let lister_priority = cs.listers.pods["team/pending"]
-            .spec
-            .as_ref()
-            .unwrap()
-            .priority;
-        assert_eq!(lister_priority, Some(1000));
+        let lister_priority = cs.listers.pods["team/pending"].priority;
+        assert_eq!(lister_priority, 1000);
     }
 
     #[test]
@@ -555,20 +550,12 @@ value: 1000
         let cs = ClusterState::from_objects(objs).unwrap();
         let bound = cs.pod_info("default/bound").unwrap();
         assert!(bound.is_packed());
-        assert!(
-            cs.pod("default/bound")
-                .unwrap()
-                .spec
-                .as_ref()
-                .unwrap()
-                .containers
-                .is_empty()
-        );
         assert_eq!(bound.resource.resource.milli_cpu, 500);
         let whole = cs.full_pod("default/bound").unwrap();
         assert_eq!(whole.spec.as_ref().unwrap().containers[0].name, "c");
+        assert_eq!(cs.pod("default/bound"), Some(&*whole));
         // The lister shares the stored (packed) pod rather than holding a copy.
-        assert!(Arc::ptr_eq(&cs.listers.pods["default/bound"], &bound.pod));
+        assert!(Arc::ptr_eq(&cs.listers.pods["default/bound"], bound));
         // Pending pods are read by the scheduling cycle: whole, even when they come packed
         // (as a recording's events do).
         assert!(!cs.pod_info("team/pending").unwrap().is_packed());
@@ -577,9 +564,9 @@ value: 1000
         cs2.upsert(Object::Pod(Box::new((*pending).clone())).packed());
         let stored = cs2.pod_info("team/pending").unwrap();
         assert!(!stored.is_packed());
-        assert_eq!(stored.pod.spec.as_ref().unwrap().containers.len(), 1);
+        assert_eq!(stored.pod().spec.as_ref().unwrap().containers.len(), 1);
         // Packed pods keep the priority the PriorityClass resolution gives them.
-        let mut p = (*bound.pod).clone();
+        let mut p = bound.pod().clone();
         p.spec.as_mut().unwrap().priority_class_name = Some("high".into());
         p.spec.as_mut().unwrap().priority = None;
         let (admitted, class) = cs

@@ -425,7 +425,7 @@ impl Object {
         match self {
             Object::Node(o) => &o.metadata,
             Object::Pod(o) => &o.metadata,
-            Object::PackedPod(o) => &o.pod.metadata,
+            Object::PackedPod(o) => &o.pod().metadata,
             Object::Namespace(o) => &o.metadata,
             Object::PersistentVolume(o) => &o.metadata,
             Object::PersistentVolumeClaim(o) => &o.metadata,
@@ -485,11 +485,30 @@ impl Object {
         v.unwrap_or_default()
     }
 
-    /// The pod, packed or whole: everything but a packed pod's containers.
+    /// A pod's node name (empty while pending), read without unpacking a packed pod.
+    pub fn pod_node_name(&self) -> Option<&str> {
+        match self {
+            Object::Pod(p) => Some(super::node_name(p)),
+            Object::PackedPod(pi) => Some(pi.node_name()),
+            _ => None,
+        }
+    }
+
+    /// A pod's UID, read without unpacking a packed pod.
+    pub fn pod_uid(&self) -> Option<&str> {
+        match self {
+            Object::Pod(p) => p.metadata.uid.as_deref(),
+            Object::PackedPod(pi) => Some(pi.uid.as_str()).filter(|u| !u.is_empty()),
+            _ => None,
+        }
+    }
+
+    /// The pod, whole (a packed pod is read back and kept: for what many pods are
+    /// asked, use [`pod_node_name`](Self::pod_node_name) and [`pod_uid`](Self::pod_uid)).
     pub fn as_pod(&self) -> Option<&Pod> {
         match self {
             Object::Pod(p) => Some(p),
-            Object::PackedPod(pi) => Some(&pi.pod),
+            Object::PackedPod(pi) => Some(pi.pod()),
             _ => None,
         }
     }
@@ -505,6 +524,14 @@ impl Object {
 
     /// `namespace/name` for namespaced kinds, `name` otherwise.
     pub fn key(&self) -> String {
+        if let Object::PackedPod(pi) = self {
+            let ns = if pi.namespace.is_empty() {
+                "default"
+            } else {
+                &pi.namespace
+            };
+            return format!("{ns}/{}", pi.name);
+        }
         let m = self.meta();
         let name = m.name.as_deref().unwrap_or("");
         if is_namespaced(self.kind()) {
@@ -517,9 +544,19 @@ impl Object {
     /// Fills in what an API server would always have: the namespace and a UID.
     pub fn normalize(&mut self) {
         let key_ns = is_namespaced(self.kind());
-        let m = self.meta();
-        let no_namespace = key_ns && m.namespace.as_deref().is_none_or(str::is_empty);
-        if !no_namespace && !m.uid.as_deref().is_none_or(str::is_empty) {
+        let (no_namespace, no_uid) = match self {
+            // Read without unpacking: packed pods are many.
+            Object::PackedPod(pi) => (pi.namespace.is_empty(), pi.uid.is_empty()),
+            _ => {
+                let m = self.meta();
+                let no_uid = m.uid.as_deref().is_none_or(str::is_empty);
+                (
+                    key_ns && m.namespace.as_deref().is_none_or(str::is_empty),
+                    no_uid,
+                )
+            }
+        };
+        if !no_namespace && !no_uid {
             return;
         }
         if let Object::PackedPod(pi) = self {

@@ -216,7 +216,7 @@ fn resource_fact(reason: &str, request: &Resource, nodes: &[&NodeInfo]) -> Optio
 }
 
 fn taint_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
-    let tolerations = pod_tolerations(&pod.pod);
+    let tolerations = pod_tolerations(pod.pod());
     // In order of first appearance, so equal counts keep a stable, readable order.
     let mut counts: Vec<TaintCount> = Vec::new();
     for n in nodes {
@@ -252,7 +252,7 @@ fn taint_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
 }
 
 fn selector_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
-    let selector = pod.pod.spec.as_ref()?.node_selector.as_ref()?;
+    let selector = pod.pod().spec.as_ref()?.node_selector.as_ref()?;
     if selector.is_empty() {
         return None;
     }

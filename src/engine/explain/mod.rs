@@ -150,8 +150,8 @@ pub fn explain(
     let mut snapshot = cluster.snapshot();
     // Explaining a pod already in the cluster: it must not count against itself.
     let own_node = cluster
-        .pod(&pi.key)
-        .map(|p| crate::cluster::node_name(p).to_string())
+        .pod_info(&pi.key)
+        .map(|p| p.node_name().to_string())
         .unwrap_or_default();
     if !own_node.is_empty() {
         snapshot.remove_pod(&own_node, &pi.key);

@@ -117,7 +117,7 @@ pub fn extenders_binding(
     node: &str,
 ) -> Option<Result<(), ExtenderError>> {
     for e in extenders {
-        if !e.is_binder() || !e.is_interested(&pod.pod) {
+        if !e.is_binder() || !e.is_interested(pod.pod()) {
             continue;
         }
         match e.bind(pod, node) {

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Namespace, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+    Namespace, PersistentVolume, PersistentVolumeClaim, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
 use crate::api::labels::{Labels, empty_labels};
+use crate::framework::PodInfo;
 
 /// Objects by key: `namespace/name` for namespaced kinds, `name` otherwise.
 #[derive(Debug, Clone, Default)]
@@ -30,7 +31,7 @@ pub struct Listers {
     /// Every pod the scheduler's informer holds, pending and bound (finished pods never
     /// appear), as loaded: upstream's pod lister. Out-of-tree plugins count pods with it
     /// (Coscheduling counts a gang's members); placements are in the snapshot, not here.
-    pub pods: BTreeMap<String, Arc<Pod>>,
+    pub pods: BTreeMap<String, Arc<PodInfo>>,
     /// Out-of-tree kinds (e.g. scheduling.x-k8s.io PodGroup) as raw JSON, by kind then key.
     pub custom: BTreeMap<String, BTreeMap<String, Arc<serde_json::Value>>>,
     /// Changes made through [`Listers::set`] and [`Listers::unset`], when recording.
@@ -51,7 +52,7 @@ pub enum ListerValue {
     ReplicaSet(Arc<ReplicaSet>),
     StatefulSet(Arc<StatefulSet>),
     ReplicationController(Arc<ReplicationController>),
-    Pod(Arc<Pod>),
+    Pod(Arc<PodInfo>),
     /// An out-of-tree kind, by name.
     Custom(String, Arc<serde_json::Value>),
 }
@@ -92,7 +93,7 @@ impl ListerValue {
             ListerValue::ReplicaSet(o) => j(o),
             ListerValue::StatefulSet(o) => j(o),
             ListerValue::ReplicationController(o) => j(o),
-            ListerValue::Pod(o) => j(o),
+            ListerValue::Pod(o) => serde_json::to_value(o.pod()).unwrap_or_default(),
             ListerValue::Custom(_, v) => (**v).clone(),
         }
     }
@@ -160,7 +161,7 @@ impl Listers {
 
     /// Sets many pods at once: built in one pass when the lister has none yet and
     /// records nothing (a large cluster's load), else one `set` each.
-    pub fn set_pods(&mut self, pods: impl Iterator<Item = (String, Arc<Pod>)>) {
+    pub fn set_pods(&mut self, pods: impl Iterator<Item = (String, Arc<PodInfo>)>) {
         if self.pods.is_empty() && self.log.0.is_none() {
             self.pods = pods.collect();
             return;
@@ -276,14 +277,9 @@ impl Listers {
         namespace: &str,
         key: &'a str,
         value: &'a str,
-    ) -> impl Iterator<Item = &'a Arc<Pod>> {
-        Listers::in_namespace(&self.pods, namespace).filter(move |p| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(key))
-                .is_some_and(|v| v == value)
-        })
+    ) -> impl Iterator<Item = &'a Arc<PodInfo>> {
+        Listers::in_namespace(&self.pods, namespace)
+            .filter(move |p| p.labels().get(key).is_some_and(|v| v == value))
     }
 
     /// One out-of-tree object (e.g. kind `PodGroup`, key `namespace/name`) as JSON.

@@ -478,7 +478,7 @@ impl Evaluator<'_> {
             })
             .collect();
         for ext in extenders {
-            if !ext.supports_preemption() || !ext.is_interested(&pod.pod) {
+            if !ext.supports_preemption() || !ext.is_interested(pod.pod()) {
                 continue;
             }
             let sent = victims.len();
@@ -489,7 +489,7 @@ impl Evaluator<'_> {
                 outcome,
             };
             let checked = ext
-                .process_preemption(&pod.pod, &victims, self.handle.snapshot)
+                .process_preemption(pod.pod(), &victims, self.handle.snapshot)
                 .map_err(|e| e.0)
                 .and_then(|mut result| {
                     let empty: Vec<String> = result
@@ -848,11 +848,7 @@ fn timestamp_score(t: Timestamp) -> i64 {
 
 /// The pod's `status.startTime`, if it has one.
 pub fn pod_start_time(pod: &PodInfo) -> Option<Timestamp> {
-    pod.pod
-        .status
-        .as_ref()
-        .and_then(|s| s.start_time.as_ref())
-        .map(|t| t.0)
+    pod.start_time()
 }
 
 /// Upstream `MoreImportantPod`: higher priority first, then the pod that started earlier;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 
-use crate::api::labels::{Labels, Selector, empty_labels};
+use crate::api::labels::{Labels, Selector};
 use crate::api::pod_resources::{self, HostPort, ResourceList};
 
 /// Amounts of compute resources, as upstream `framework.Resource`.
@@ -150,7 +150,9 @@ fn aggregate_error(errs: &[String]) -> Option<String> {
 /// A pod with what the scheduler derives from it once (`framework.PodInfo`).
 #[derive(Debug, Clone)]
 pub struct PodInfo {
-    pub pod: Arc<Pod>,
+    /// The pod: whole, or packed when bound (see `pod_pack`); read it through
+    /// [`pod`](Self::pod) or the accessors plugins use.
+    pub(crate) body: Body,
     /// `namespace/name`
     pub key: String,
     pub namespace: String,
@@ -168,10 +170,32 @@ pub struct PodInfo {
     /// Images of init containers then containers, tagged ":latest" when untagged (what
     /// ImageLocality looks up on nodes).
     pub images: Arc<[String]>,
-    /// A bound pod's containers and their statuses (and, shared with pods that have the
-    /// same, its annotations, tolerations and spread constraints) as JSON, taken out of
-    /// `pod` to save memory (see `pod_pack`); `None` while the pod is whole.
-    pub packed: Option<super::pod_pack::Packed>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Body {
+    Whole(Arc<Pod>),
+    Packed(super::pod_pack::Packed),
+}
+
+/// Upstream `podWithAffinity`: any pod (anti-)affinity at all.
+pub(crate) fn affinity_of(pod: &Pod) -> bool {
+    let a = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
+    a.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
+}
+
+/// Upstream `podWithRequiredAntiAffinity`.
+pub(crate) fn required_anti_affinity_of(pod: &Pod) -> bool {
+    let a = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.pod_anti_affinity.as_ref());
+    a.is_some_and(|a| {
+        a.required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .is_some_and(|t| !t.is_empty())
+    })
 }
 
 /// Appends ":latest" to an image without a tag, as upstream's ImageLocality does.
@@ -287,84 +311,25 @@ impl PodInfo {
             parse_error: aggregate_error(&errs),
             resource,
             host_ports,
-            pod,
-            packed: None,
+            body: Body::Whole(pod),
         }
     }
 
     /// The same pod placed on `node` (what the scheduler assumes before binding), reusing
     /// everything derived from the spec.
     pub fn bound_to(&self, node: &str) -> PodInfo {
-        let mut pod = (*self.pod).clone();
+        let mut pod = self.pod().clone();
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
         PodInfo {
-            pod: Arc::new(pod),
+            body: Body::Whole(Arc::new(pod)),
             ..self.clone()
         }
     }
 
-    pub fn labels(&self) -> &Labels {
-        self.pod.metadata.labels.as_ref().unwrap_or(empty_labels())
-    }
-
-    pub fn node_name(&self) -> &str {
-        self.pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .unwrap_or("")
-    }
-
-    pub fn nominated_node_name(&self) -> &str {
-        self.pod
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref())
-            .unwrap_or("")
-    }
-
-    pub fn scheduler_name(&self) -> &str {
-        self.pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.scheduler_name.as_deref())
-            .filter(|s| !s.is_empty())
-            .unwrap_or("default-scheduler")
-    }
-
-    pub fn is_terminating(&self) -> bool {
-        self.pod.metadata.deletion_timestamp.is_some()
-    }
-
-    /// Upstream `podWithAffinity`: any pod (anti-)affinity at all.
-    pub fn has_affinity(&self) -> bool {
-        let a = self.pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
-        a.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
-    }
-
-    /// Upstream `podWithRequiredAntiAffinity`.
-    pub fn has_required_anti_affinity(&self) -> bool {
-        let a = self
-            .pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.affinity.as_ref())
-            .and_then(|a| a.pod_anti_affinity.as_ref());
-        a.is_some_and(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-                .is_some_and(|t| !t.is_empty())
-        })
-    }
-
     /// PVC names this pod mounts, as `namespace/claim`.
     pub fn pvc_keys(&self) -> impl Iterator<Item = String> + '_ {
-        self.pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.volumes.as_ref())
-            .into_iter()
-            .flatten()
+        self.volumes()
+            .iter()
             .filter_map(|v| v.persistent_volume_claim.as_ref())
             .map(|c| format!("{}/{}", self.namespace, c.claim_name))
     }

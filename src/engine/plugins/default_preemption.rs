@@ -18,7 +18,6 @@
 use std::sync::Arc;
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::plugin::{
     Handle, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
@@ -130,25 +129,8 @@ impl DefaultPreemption {
     }
 }
 
-/// Terminating, with its first DisruptionTarget condition True for reason
-/// PreemptionByScheduler.
-fn pod_terminating_by_preemption(pod: &Pod) -> bool {
-    if pod.metadata.deletion_timestamp.is_none() {
-        return false;
-    }
-    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref());
-    match conditions
-        .unwrap_or(&[])
-        .iter()
-        .find(|c| c.type_ == "DisruptionTarget")
-    {
-        Some(c) => c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler"),
-        None => false,
-    }
-}
-
 fn preemption_policy_never(pod: &PodInfo) -> bool {
-    pod.pod
+    pod.pod()
         .spec
         .as_ref()
         .and_then(|s| s.preemption_policy.as_deref())
@@ -330,9 +312,10 @@ impl Interface for DefaultPreemption {
             return Ok(());
         }
         if let Some(node) = h.snapshot.get(nominated) {
-            let waiting = node.pods.iter().any(|p| {
-                Self::is_preemption_allowed(p, pod) && pod_terminating_by_preemption(&p.pod)
-            });
+            let waiting = node
+                .pods
+                .iter()
+                .any(|p| Self::is_preemption_allowed(p, pod) && p.is_terminating_by_preemption());
             if waiting {
                 return Err(ERR_REASON_TERMINATING_POD_ON_NOMINATED_NODE.to_string());
             }

@@ -93,7 +93,7 @@ impl RenderState for PreScoreState {
 }
 
 fn pod_node_affinity(pod: &PodInfo) -> Option<&NodeAffinitySpec> {
-    pod.pod
+    pod.pod()
         .spec
         .as_ref()?
         .affinity
@@ -110,7 +110,7 @@ fn preferred_terms(pod: &PodInfo) -> Option<&Vec<PreferredSchedulingTerm>> {
 
 fn describe_required(pod: &PodInfo) -> Vec<String> {
     let mut out = Vec::new();
-    let spec = pod.pod.spec.as_ref();
+    let spec = pod.pod().spec.as_ref();
     for (k, v) in spec
         .and_then(|s| s.node_selector.as_ref())
         .into_iter()
@@ -183,7 +183,7 @@ impl PreFilterPlugin for NodeAffinity {
                 .as_ref()
         });
         let has_node_selector = pod
-            .pod
+            .pod()
             .spec
             .as_ref()
             .is_some_and(|s| s.node_selector.is_some());
@@ -193,7 +193,7 @@ impl PreFilterPlugin for NodeAffinity {
         state.write(
             PRE_FILTER_STATE_KEY,
             PreFilterState {
-                required: RequiredNodeAffinity::from_pod(&pod.pod),
+                required: RequiredNodeAffinity::from_pod(pod.pod()),
                 summary: describe_required(pod),
             },
         );
@@ -241,7 +241,7 @@ impl FilterPlugin for NodeAffinity {
         }
         let matched = match state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) {
             Ok(s) => s.required.matches(node.name(), node.labels()),
-            Err(_) => RequiredNodeAffinity::from_pod(&pod.pod).matches(node.name(), node.labels()),
+            Err(_) => RequiredNodeAffinity::from_pod(pod.pod()).matches(node.name(), node.labels()),
         };
         if matched {
             Status::success()
@@ -372,12 +372,12 @@ fn queueing_hints(added: Option<NodeSelectorMatcher>) -> Vec<ClusterEventWithHin
             if added.as_ref().is_some_and(|m| !m.matches_node(modified)) {
                 return skip_or_queue(false);
             }
-            let required = RequiredNodeAffinity::from_pod(&pod.pod);
+            let required = RequiredNodeAffinity::from_pod(pod.pod());
             if !required.matches_node(modified) {
                 // Terms that did not parse count as an error (Queue) once the nodeSelector
                 // matched and no other term did.
-                let errs = required_affinity_errors(&pod.pod);
-                if !errs.is_empty() && node_selector_matches(&pod.pod, modified) {
+                let errs = required_affinity_errors(pod.pod());
+                if !errs.is_empty() && node_selector_matches(pod.pod(), modified) {
                     return Err(errs.join(", "));
                 }
                 return skip_or_queue(false);

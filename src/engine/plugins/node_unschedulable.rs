@@ -42,7 +42,7 @@ impl FilterPlugin for NodeUnschedulable {
             effect: "NoSchedule".to_string(),
             ..Default::default()
         };
-        if tolerations_tolerate(pod_tolerations(&pod.pod), &taint) {
+        if tolerations_tolerate(pod_tolerations(pod.pod()), &taint) {
             return Status::success();
         }
         Status::unresolvable(ERR_REASON_UNSCHEDULABLE)

@@ -27,7 +27,7 @@ impl Plugin for SchedulingGates {
 impl PreEnqueuePlugin for SchedulingGates {
     fn pre_enqueue(&self, _h: &Handle, pod: &PodInfo) -> Status {
         let gates = pod
-            .pod
+            .pod()
             .spec
             .as_ref()
             .and_then(|s| s.scheduling_gates.as_deref())

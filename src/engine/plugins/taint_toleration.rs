@@ -26,7 +26,7 @@ const PRE_SCORE_STATE_KEY: &str = "PreScoreTaintToleration";
 pub struct TaintToleration;
 
 fn pod_tolerations(pod: &PodInfo) -> &[Toleration] {
-    pod.pod
+    pod.pod()
         .spec
         .as_ref()
         .and_then(|s| s.tolerations.as_deref())

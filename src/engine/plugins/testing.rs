@@ -113,7 +113,7 @@ pub fn listers(objs: &[serde_json::Value]) -> Listers {
             }
             "Pod" => {
                 let p = pod(v.clone());
-                l.pods.insert(p.key.clone(), p.pod.clone());
+                l.pods.insert(p.key.clone(), p.clone());
             }
             "PodGroup" => {
                 let ns = v["metadata"]["namespace"].as_str().unwrap_or("default");

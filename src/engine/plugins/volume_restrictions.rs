@@ -41,16 +41,16 @@ struct PreFilterState {
 
 impl PreFilterState {
     /// Upstream matches the pod's claims by name only (not namespace).
-    fn ref_count_for_pod(&self, pod: &Pod) -> i64 {
-        pod_volumes(pod)
+    fn ref_count_for_pod(&self, volumes: &[Volume]) -> i64 {
+        volumes
             .iter()
             .filter_map(|v| v.persistent_volume_claim.as_ref())
             .filter(|c| self.read_write_once_pod_pvcs.contains(&c.claim_name))
             .count() as i64
     }
 
-    fn update_with_pod(&mut self, pod: &Pod, multiplier: i64) {
-        self.conflicting_pvc_ref_count += multiplier * self.ref_count_for_pod(pod);
+    fn update_with_pod(&mut self, volumes: &[Volume], multiplier: i64) {
+        self.conflicting_pvc_ref_count += multiplier * self.ref_count_for_pod(volumes);
     }
 }
 
@@ -79,10 +79,10 @@ fn read_state(cs: &CycleState) -> Result<&PreFilterState, Status> {
 }
 
 /// AddPod / RemovePod: the pod's references to the ReadWriteOncePod claims count.
-fn update_state(cs: &mut CycleState, pod: &Pod, multiplier: i64) -> Status {
+fn update_state(cs: &mut CycleState, volumes: &[Volume], multiplier: i64) -> Status {
     match cs.read_mut::<PreFilterState>(PRE_FILTER_STATE_KEY) {
         Ok(s) => {
-            s.update_with_pod(pod, multiplier);
+            s.update_with_pod(volumes, multiplier);
             Status::success()
         }
         Err(_) => state_missing(),
@@ -108,9 +108,10 @@ fn have_overlap(a: &[String], b: &[String]) -> bool {
 }
 
 /// `isVolumeConflict`: does `volume` conflict with any volume of `pod`?
-pub(crate) fn is_volume_conflict(volume: &Volume, pod: &Pod) -> bool {
+/// Whether `volume` conflicts with any of another pod's `volumes`.
+pub(crate) fn is_volume_conflict(volume: &Volume, volumes: &[Volume]) -> bool {
     let ro = |b: Option<bool>| b.unwrap_or(false);
-    pod_volumes(pod).iter().any(|ev| {
+    volumes.iter().any(|ev| {
         if let (Some(d), Some(e)) = (&volume.gce_persistent_disk, &ev.gce_persistent_disk)
             && d.pd_name == e.pd_name
             && !(ro(d.read_only) && ro(e.read_only))
@@ -145,7 +146,12 @@ fn satisfy_volume_conflicts(pod: &Pod, node: &NodeInfo) -> bool {
     pod_volumes(pod)
         .iter()
         .filter(|v| needs_restrictions_check(v))
-        .all(|v| !node.pods.iter().any(|ep| is_volume_conflict(v, &ep.pod)))
+        .all(|v| {
+            !node
+                .pods
+                .iter()
+                .any(|ep| is_volume_conflict(v, ep.volumes()))
+        })
 }
 
 impl Plugin for VolumeRestrictions {
@@ -170,7 +176,7 @@ impl PreFilterPlugin for VolumeRestrictions {
         state: &mut CycleState,
         pod: &PodInfo,
     ) -> (Option<PreFilterResult>, Status) {
-        let volumes = pod_volumes(&pod.pod);
+        let volumes = pod_volumes(pod.pod());
         let needs_check = volumes.iter().any(needs_restrictions_check);
 
         let mut rwop = BTreeSet::new();
@@ -227,7 +233,7 @@ impl PreFilterExtensions for VolumeRestrictions {
         added: &Arc<PodInfo>,
         _node: &NodeInfo,
     ) -> Status {
-        update_state(state, &added.pod, 1)
+        update_state(state, added.volumes(), 1)
     }
 
     fn remove_pod(
@@ -238,13 +244,13 @@ impl PreFilterExtensions for VolumeRestrictions {
         removed: &Arc<PodInfo>,
         _node: &NodeInfo,
     ) -> Status {
-        update_state(state, &removed.pod, -1)
+        update_state(state, removed.volumes(), -1)
     }
 }
 
 impl FilterPlugin for VolumeRestrictions {
     fn filter(&self, _h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        if !satisfy_volume_conflicts(&pod.pod, node) {
+        if !satisfy_volume_conflicts(pod.pod(), node) {
             return Status::unschedulable(ERR_REASON_DISK_CONFLICT);
         }
         let s = match read_state(state) {
@@ -270,12 +276,12 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
                 return skip_or_queue(false);
             }
             // The deleted pod held a disk the target conflicts on...
-            let conflicted = pod_volumes(&pod.pod)
+            let conflicted = pod_volumes(pod.pod())
                 .iter()
                 .filter(|v| needs_restrictions_check(v))
-                .any(|v| is_volume_conflict(v, deleted));
+                .any(|v| is_volume_conflict(v, pod_volumes(deleted)));
             // ...or a claim the target uses (maybe ReadWriteOncePod).
-            skip_or_queue(conflicted || shares_claim(&pod.pod, deleted))
+            skip_or_queue(conflicted || shares_claim(pod.pod(), deleted))
         }),
         ClusterEventWithHint::new(R::Node, A::ADD),
         ClusterEventWithHint::with_hint(R::PersistentVolumeClaim, A::ADD, |_, pod, old, new| {

@@ -89,7 +89,7 @@ pub(crate) fn pv_topologies(pv: &PersistentVolume) -> Vec<PvTopology> {
 /// `getPVbyPod`.
 fn pv_topologies_for_pod(h: &Handle, pod: &PodInfo) -> Result<Vec<PvTopology>, Status> {
     let mut out = Vec::new();
-    for claim in pod_volumes(&pod.pod)
+    for claim in pod_volumes(pod.pod())
         .iter()
         .filter_map(|v| v.persistent_volume_claim.as_ref())
     {
@@ -174,7 +174,7 @@ impl PreFilterPlugin for VolumeZone {
 
 impl FilterPlugin for VolumeZone {
     fn filter(&self, h: &Handle, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        if pod_volumes(&pod.pod).is_empty() {
+        if pod_volumes(pod.pod()).is_empty() {
             return Status::success();
         }
         let computed;

@@ -126,8 +126,9 @@ impl Recording {
         for e in &self.events {
             if let Object::Node(_) = &*e.object {
                 nodes.insert(e.object.key());
-            } else if let Some(p) = e.object.as_pod() {
-                pods.insert(p.metadata.uid.clone().unwrap_or_else(|| e.object.key()));
+            } else if e.object.pod_node_name().is_some() {
+                let uid = e.object.pod_uid().map(str::to_string);
+                pods.insert(uid.unwrap_or_else(|| e.object.key()));
             }
         }
         Counts {

@@ -26,7 +26,7 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
-use crate::cluster::{Change, ClusterState, Object, Stored, node_name};
+use crate::cluster::{Change, ClusterState, Object, Stored};
 use crate::config::KubeSchedulerConfiguration;
 use crate::framework::CycleOutcome;
 use crate::framework::queue::{self, SchedulingQueue};
@@ -425,16 +425,16 @@ impl Core {
         self.actuator.failed(pod, &f.message, f.error);
         if let Some(n) = &f.nominated {
             let node = (!n.is_empty()).then_some(n.as_str());
-            let mut nominated = (*pod.pod).clone();
+            let mut nominated = (*pod.pod()).clone();
             nominated
                 .status
                 .get_or_insert_with(Default::default)
                 .nominated_node_name = node.map(str::to_string);
             let pi = Arc::new(PodInfo::new(Arc::new(nominated)));
             Arc::make_mut(&mut self.sched.nominator).add(pi.clone(), node.unwrap_or(""));
-            if self.actuator.applies_locally() && self.cluster.pod(&pod.key).is_some() {
+            if self.actuator.applies_locally() && self.cluster.pod_info(&pod.key).is_some() {
                 self.cluster
-                    .upsert(Object::Pod(Box::new((*pi.pod).clone())));
+                    .upsert(Object::Pod(Box::new((*pi.pod()).clone())));
             }
         }
         if !f.victims.is_empty() {
@@ -442,8 +442,8 @@ impl Core {
         }
         let still_pending = self
             .cluster
-            .pod(&pod.key)
-            .is_some_and(|p| node_name(p).is_empty());
+            .pod_info(&pod.key)
+            .is_some_and(|p| p.node_name().is_empty());
         if still_pending {
             if let Some(i) = self.profile_of(pod) {
                 let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, i);

@@ -71,30 +71,29 @@ impl Session {
         let Some(e) = self.core.feed.front() else {
             return false;
         };
-        let Some(p) = e.object.as_pod() else {
-            return false;
-        };
-        if e.kind == EventType::Deleted || node_name(p).is_empty() {
+        if e.kind == EventType::Deleted || e.object.pod_node_name().is_none_or(str::is_empty) {
             return false;
         }
-        let Some(uid) = p.metadata.uid.as_deref() else {
+        let Some(uid) = e.object.pod_uid() else {
             return false;
         };
-        let key = super::pod_key(p);
-        self.core.cluster.pod(&key).is_some_and(|old| {
-            node_name(old).is_empty() && old.metadata.uid.as_deref() == Some(uid)
-        }) && self.core.queue.queue_of(uid) == Some(crate::framework::queue::QueueName::Active)
+        let key = e.object.key();
+        self.core
+            .cluster
+            .pod_info(&key)
+            .is_some_and(|old| old.node_name().is_empty() && old.uid == uid)
+            && self.core.queue.queue_of(uid) == Some(crate::framework::queue::QueueName::Active)
     }
 
     /// Applies one event from a recording or a watch.
     pub fn apply_event(&mut self, e: Event) {
-        if let Some(p) = e.object.as_pod()
-            && let Some(uid) = p.metadata.uid.as_deref()
+        if let Some(uid) = e.object.pod_uid()
             && self.core.evicted.contains(uid)
         {
-            let key = super::pod_key(p);
+            let uid = uid.to_string();
+            let key = e.object.key();
             let note = if e.kind == EventType::Deleted {
-                self.core.evicted.remove(uid);
+                self.core.evicted.remove(&uid);
                 "deleted in the recording too"
             } else {
                 "recorded update ignored: kubestep preempted it"
@@ -132,11 +131,11 @@ impl Session {
         self.core.cluster.resolve_priority(&mut p);
         let key = super::pod_key(&p);
         if node_name(&p).is_empty()
-            && let Some(old) = self.core.cluster.pod(&key)
-            && !node_name(old).is_empty()
-            && old.metadata.uid == p.metadata.uid
+            && let Some(old) = self.core.cluster.pod_info(&key)
+            && !old.node_name().is_empty()
+            && Some(old.uid.as_str()) == p.metadata.uid.as_deref()
         {
-            let node = node_name(old).to_string();
+            let node = old.node_name().to_string();
             p.spec.get_or_insert_with(Default::default).node_name = Some(node);
         }
         p
@@ -149,15 +148,13 @@ pub fn recorded_bindings(events: &[Event]) -> BTreeMap<String, String> {
     let mut seen_unbound = BTreeSet::new();
     let mut out = BTreeMap::new();
     for e in events {
-        let Some(p) = e.object.as_pod() else { continue };
+        let (Some(uid), Some(node)) = (e.object.pod_uid(), e.object.pod_node_name()) else {
+            continue;
+        };
         if e.kind == EventType::Deleted {
             continue;
         }
-        let uid = match &p.metadata.uid {
-            Some(u) => u.clone(),
-            None => continue,
-        };
-        let node = node_name(p);
+        let uid = uid.to_string();
         if node.is_empty() {
             seen_unbound.insert(uid);
         } else if seen_unbound.contains(&uid) && !out.contains_key(&uid) {
@@ -291,9 +288,9 @@ mod tests {
         let on_n1: Vec<String> = s
             .core
             .cluster
-            .pods()
-            .filter(|p| node_name(p) == "n1")
-            .map(|p| super::super::pod_key(p))
+            .pod_infos()
+            .filter(|p| p.node_name() == "n1")
+            .map(|p| p.key.clone())
             .collect();
         assert_eq!(on_n1, vec!["web/high".to_string()]);
         assert!(

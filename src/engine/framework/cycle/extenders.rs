@@ -83,7 +83,7 @@ impl SchedulingCycle {
             if current.is_empty() {
                 break;
             }
-            if !ext.is_interested(&self.pod.pod) {
+            if !ext.is_interested(self.pod.pod()) {
                 continue;
             }
             if !ext.is_filter() {
@@ -97,7 +97,7 @@ impl SchedulingCycle {
                     .iter()
                     .map(|(i, n)| n.as_ref().unwrap_or(&env.snapshot.list()[*i]))
                     .collect();
-                ext.filter(&self.pod.pod, &infos)
+                ext.filter(self.pod.pod(), &infos)
                     .and_then(|r| resolve(ext, env.snapshot, current, r))
             };
             match answer {
@@ -244,14 +244,14 @@ impl SchedulingCycle {
         let interested: Vec<&dyn Extender> = env
             .extenders
             .iter()
-            .filter(|e| e.is_interested(&self.pod.pod))
+            .filter(|e| e.is_interested(self.pod.pod()))
             .map(|e| e.as_ref())
             .collect();
         let answers: Vec<Result<(Vec<HostPriority>, i64), ExtenderError>> = {
             let nodes: Vec<&NodeInfo> = (0..n)
                 .map(|i| self.feasible_node(env.snapshot, i))
                 .collect();
-            let pod = &self.pod.pod;
+            let pod = &self.pod.pod();
             let nodes = &nodes;
             std::thread::scope(|s| {
                 let handles: Vec<_> = interested

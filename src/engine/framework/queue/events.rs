@@ -717,7 +717,7 @@ mod tests {
     }
 
     fn bound(v: Value) -> Pod {
-        (*pod(v).pod).clone()
+        pod(v).pod().clone()
     }
 
     #[test]

@@ -256,7 +256,7 @@ impl SchedulingQueue {
         let uid = new.uid.clone();
         if let Some(inf) = self.in_flight.get_mut(&uid) {
             let old = std::mem::replace(&mut inf.pod, Arc::clone(&new));
-            for e in events::pod_update_events(&old.pod, &new.pod) {
+            for e in events::pod_update_events(&old.full_pod(), &new.full_pod()) {
                 self.push_in_flight_event(Arc::new(e));
             }
             return;
@@ -279,7 +279,7 @@ impl SchedulingQueue {
         if let Some(qpi) = self.unschedulable.get_mut(&uid) {
             let old = std::mem::replace(&mut qpi.pod_info, Arc::clone(&new));
             let hints = self.hints(fwk);
-            for e in events::pod_update_events(&old.pod, &new.pod) {
+            for e in events::pod_update_events(&old.full_pod(), &new.full_pod()) {
                 let Some(qpi) = self.unschedulable.remove(&uid) else {
                     break;
                 };
@@ -540,7 +540,7 @@ impl SchedulingQueue {
                 continue;
             }
             if let Some(inf) = self.in_flight.get(uid) {
-                let e = ClusterEvent::force_activate(Some(Arc::clone(&inf.pod.pod)));
+                let e = ClusterEvent::force_activate(Some(inf.pod.full_pod()));
                 self.push_in_flight_event(Arc::new(e));
             }
         }

@@ -70,7 +70,7 @@ fn node(name: &str, cpu: &str, labels: Value) -> Node {
 
 fn bound(v: Value) -> Pod {
     let p = pod(v);
-    (*p.pod).clone()
+    (*p.pod()).clone()
 }
 
 fn set(names: &[&str]) -> BTreeSet<String> {
@@ -238,7 +238,7 @@ fn gated_pod_waits_until_its_gates_are_removed() {
     assert_eq!(q.next_timer(secs(900)), None);
 
     // A label change keeps it gated.
-    let mut relabelled = (*gated.pod).clone();
+    let mut relabelled = (*gated.pod()).clone();
     relabelled.metadata.labels = Some([("a".to_string(), "b".to_string())].into());
     q.update(
         &h,
@@ -956,10 +956,10 @@ fn cordon_ports_and_preemption_hints() {
         secs(10),
     );
     assert_eq!(q.queue_of("port"), Some(QueueName::Unschedulable));
-    // The cluster keeps bound pods packed, without containers: the hint still sees the
-    // deleted pod's host port.
+    // The cluster keeps bound pods packed, their containers as text: the hint still
+    // sees the deleted pod's host port.
     let packed = PodInfo::new(Arc::new(on_port(8080))).packed();
-    assert!(packed.is_packed() && packed.pod.spec.as_ref().unwrap().containers.is_empty());
+    assert!(packed.is_packed() && packed.whole().is_none());
     send(
         &mut q,
         &env,

@@ -41,7 +41,7 @@ pub use pod_group::{KIND, POD_GROUP_LABEL, PodGroup, full_name, group_label};
 use crate::api::pod_resources::{self, ResourceList};
 use crate::api::quantity::Quantity;
 use crate::config::{BadValue, FieldError, FieldPath, PluginArgs};
-use crate::framework::listers::{Listers, ns_key};
+use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     Handle, PermitPlugin, Plugin, PostFilterPlugin, PostFilterResult, PreFilterPlugin,
     PreFilterResult, QueueSortPlugin, ReservePlugin,
@@ -453,26 +453,32 @@ fn assigned_keys<'a>(snapshot: &'a Snapshot, namespace: &str, group: &str) -> BT
         .list()
         .iter()
         .flat_map(|n| n.pods.iter())
-        .filter(|p| p.namespace == namespace && group_label(&p.pod) == Some(group))
+        .filter(|p| p.namespace == namespace && group_label(p) == Some(group))
         .map(|p| p.key.as_str())
         .collect()
 }
 
 /// The pods of a group in the cluster (the pod lister), with `this` pod counted even when
 /// the lister does not hold it (a pod given on its own to `explain`).
-fn members<'a>(listers: &'a Listers, this: &'a PodInfo, group: &'a str) -> Vec<&'a Pod> {
-    let mut out: Vec<&Pod> = listers
+fn members<'a>(listers: &'a Listers, this: &'a PodInfo, group: &'a str) -> Vec<&'a PodInfo> {
+    let mut out: Vec<&PodInfo> = listers
         .pods_with_label(&this.namespace, POD_GROUP_LABEL, group)
         .map(|p| p.as_ref())
         .collect();
     if !listers.pods.contains_key(&this.key) {
-        out.push(&this.pod);
+        out.push(this);
     }
     out
 }
 
-fn is_gated(p: &Pod) -> bool {
-    p.spec
+/// A bound pod has no gates (the API server refuses them on a pod with a node), so
+/// only pending pods, which are whole, are read.
+fn is_gated(p: &PodInfo) -> bool {
+    if p.is_packed() {
+        return false;
+    }
+    p.pod()
+        .spec
         .as_ref()
         .and_then(|s| s.scheduling_gates.as_ref())
         .is_some_and(|g| !g.is_empty())
@@ -540,7 +546,7 @@ impl Coscheduling {
     fn reject_waiting(&self, h: &Handle, namespace: &str, group: &str, msg: &str) -> Vec<String> {
         let mut rejected = Vec::new();
         for w in h.waiting.list() {
-            let member = w.pod.namespace == namespace && group_label(&w.pod.pod) == Some(group);
+            let member = w.pod.namespace == namespace && group_label(&w.pod) == Some(group);
             if member && h.waiting.reject(&w.pod.uid, NAME, msg) {
                 rejected.push(w.pod.key.clone());
             }
@@ -560,12 +566,8 @@ impl Coscheduling {
         let siblings: Vec<(String, Arc<Pod>)> = h
             .listers
             .pods_with_label(&pod.namespace, POD_GROUP_LABEL, group)
-            .filter(|p| p.metadata.uid.as_deref() != Some(pod.uid.as_str()))
-            .map(|p| {
-                let ns = p.metadata.namespace.as_deref().unwrap_or_default();
-                let name = p.metadata.name.as_deref().unwrap_or_default();
-                (ns_key(ns, name), p.clone())
-            })
+            .filter(|p| p.uid != pod.uid)
+            .map(|p| (p.key.clone(), p.full_pod()))
             .collect();
         if siblings.is_empty() {
             return;

@@ -4,7 +4,6 @@
 //! here into the fields Coscheduling uses.
 
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Pod;
 use serde_json::Value;
 
 use crate::api::pod_resources::ResourceList;
@@ -32,10 +31,8 @@ pub struct PodGroup {
 }
 
 /// The group a pod names in its label; an empty value names none, as upstream.
-pub fn group_label(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .labels
-        .as_ref()?
+pub fn group_label(pod: &PodInfo) -> Option<&str> {
+    pod.labels()
         .get(POD_GROUP_LABEL)
         .map(String::as_str)
         .filter(|s| !s.is_empty())
@@ -43,7 +40,7 @@ pub fn group_label(pod: &Pod) -> Option<&str> {
 
 /// `namespace/group` of a pod's group (upstream `GetPodGroupFullName`).
 pub fn full_name(pod: &PodInfo) -> Option<String> {
-    group_label(&pod.pod).map(|g| ns_key(&pod.namespace, g))
+    group_label(pod).map(|g| ns_key(&pod.namespace, g))
 }
 
 /// The creation time of a PodGroup object, `None` when it has none or it cannot be read.

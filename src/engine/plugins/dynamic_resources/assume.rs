@@ -54,9 +54,7 @@ fn version(c: &ResourceClaim) -> Option<&str> {
 }
 
 fn pod_exists(l: &Listers, uid: &str, key: &str) -> bool {
-    l.pods
-        .get(key)
-        .is_some_and(|p| p.metadata.uid.as_deref().unwrap_or("") == uid)
+    l.pods.get(key).is_some_and(|p| p.uid == uid)
 }
 
 impl Written {

@@ -43,7 +43,7 @@ fn after_claim_change(
 ) -> HintResult {
     let (old, new) = as_objects::<ResourceClaim>(old, new)?;
     let new = required(new, "ResourceClaim")?;
-    let Ok(claims) = objects::pod_claims(h.listers, &pod.pod, &BTreeMap::new()) else {
+    let Ok(claims) = objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new()) else {
         return skip_or_queue(false);
     };
     let was_allocated = old

@@ -86,7 +86,7 @@ fn write_claim(cs: &mut CycleState, what: String, claim: &ResourceClaim) -> Arc<
 }
 
 fn has_claims(pod: &PodInfo) -> bool {
-    pod.pod
+    pod.pod()
         .spec
         .as_ref()
         .and_then(|s| s.resource_claims.as_ref())
@@ -141,7 +141,7 @@ impl PreEnqueuePlugin for DynamicResources {
         if !has_claims(pod) {
             return Status::success();
         }
-        match objects::pod_claims(h.listers, &pod.pod, &BTreeMap::new()) {
+        match objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new()) {
             Ok(_) => Status::success(),
             Err(e) => Status::unresolvable(e),
         }
@@ -174,7 +174,7 @@ impl PreFilterPlugin for DynamicResources {
             return (None, Status::skip());
         }
         let view = self.lock().view(h.listers);
-        let claims = match objects::pod_claims(h.listers, &pod.pod, &view.claims) {
+        let claims = match objects::pod_claims(h.listers, pod.pod(), &view.claims) {
             Ok(c) => c,
             Err(e) => return (None, Status::unresolvable(e)),
         };

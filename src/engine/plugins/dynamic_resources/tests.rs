@@ -178,7 +178,7 @@ fn allocates_and_reserve_keeps_devices_from_the_next_pod() {
     claim(&mut l, "c2", gpu_request(1));
     let p1 = gpu_pod("p1", "c1");
     let p2 = gpu_pod("p2", "c2");
-    l.pods.insert(p1.key.clone(), p1.pod.clone());
+    l.pods.insert(p1.key.clone(), p1.clone());
     let env = Env::new(Snapshot::default(), l);
     let pl = DynamicResources::default();
     let (mut cs, _, msgs) = run(&pl, &env, &p1);
@@ -374,8 +374,8 @@ fn in_flight_claims_and_pre_bind_writes() {
     claim(&mut l, "c1", gpu_request(1));
     let p1 = gpu_pod("p1", "c1");
     let p2 = gpu_pod("p2", "c1");
-    l.pods.insert(p1.key.clone(), p1.pod.clone());
-    l.pods.insert(p2.key.clone(), p2.pod.clone());
+    l.pods.insert(p1.key.clone(), p1.clone());
+    l.pods.insert(p2.key.clone(), p2.clone());
     let env = Env::new(Snapshot::default(), l);
     let pl = DynamicResources::default();
     let (mut cs, _, _) = run(&pl, &env, &p1);
@@ -425,7 +425,7 @@ fn pre_bind_refuses_a_claim_allocated_meanwhile() {
     let mut l = cluster();
     claim(&mut l, "c1", gpu_request(1));
     let p1 = gpu_pod("p1", "c1");
-    l.pods.insert(p1.key.clone(), p1.pod.clone());
+    l.pods.insert(p1.key.clone(), p1.clone());
     let env = Env::new(Snapshot::default(), l.clone());
     let pl = DynamicResources::default();
     let (mut cs, _, _) = run(&pl, &env, &p1);

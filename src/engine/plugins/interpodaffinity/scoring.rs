@@ -143,7 +143,7 @@ impl RenderState for PreScoreState {
 }
 
 fn has_preferred_constraints(pod: &PodInfo) -> bool {
-    let Some(a) = pod.pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
+    let Some(a) = pod.pod().spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
         return false;
     };
     let affinity = a.pod_affinity.as_ref().is_some_and(|pa| {

@@ -123,7 +123,7 @@ pub fn pod_request(state: &CycleState) -> Option<&Resource> {
 
 /// `SetMaxResource` over an empty Resource: known resources only, never below zero.
 pub(crate) fn pre_filter_resource(pod: &PodInfo) -> Resource {
-    let reqs = pod_resources::pod_requests_with(&pod.pod, false, None);
+    let reqs = pod_resources::pod_requests_with(pod.pod(), false, None);
     let mut r = Resource::default();
     for (name, q) in &reqs {
         match name.as_str() {
@@ -392,7 +392,7 @@ fn scale_down_helps(target: &PodInfo, original: &Pod, modified: &Pod) -> bool {
         return false;
     }
     let (o, m) = (max_resource(original), max_resource(modified));
-    pod_resources::pod_requests(&target.pod, None)
+    pod_resources::pod_requests(target.pod(), None)
         .iter()
         .filter(|(_, q)| !q.is_zero())
         .any(|(name, _)| match name.as_str() {

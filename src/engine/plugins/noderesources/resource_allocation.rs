@@ -105,10 +105,10 @@ impl ResourceAllocationScorer {
             }
         }
         let reqs = if self.use_requested {
-            pod_resources::pod_requests(&pod.pod, None)
+            pod_resources::pod_requests(pod.pod(), None)
         } else {
             let nm = pod_resources::non_missing_container_requests(&Default::default(), false);
-            pod_resources::pod_requests(&pod.pod, Some(&nm))
+            pod_resources::pod_requests(pod.pod(), Some(&nm))
         };
         self.resources
             .iter()

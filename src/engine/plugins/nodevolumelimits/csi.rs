@@ -9,14 +9,14 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Volume};
 use k8s_openapi::api::storage::v1::CSINode;
 
 use super::utils::is_csi_migration_on;
 use crate::api::csi_translation::{InTreePlugin, translate_inline, translate_pv};
 use crate::api::volume::{
     RESOURCE_PVC, not_found, pod_volumes, pvc_class, pvc_name, pvc_namespace, pvc_volume_name,
-    volume_claim, volume_is_for_pod,
+    volume_claim_of, volume_is_for,
 };
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::queue::events::{ActionType as A, EventResource as R};
@@ -83,14 +83,14 @@ impl CsiLimits {
     fn filter_attachable_volumes(
         &self,
         h: &Handle,
-        pod: &Pod,
+        pod: &PodInfo,
         csi_node: Option<&CSINode>,
         new_pod: bool,
         result: &mut BTreeMap<String, String>,
     ) -> Result<(), CountError> {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-        for vol in pod_volumes(pod) {
-            let Some((pvc_name, is_ephemeral)) = volume_claim(pod, vol) else {
+        let namespace = pod.namespace.as_str();
+        for vol in pod.volumes() {
+            let Some((pvc_name, is_ephemeral)) = volume_claim_of(&pod.name, vol) else {
                 // No claim: a migratable in-tree inline volume may still count.
                 self.check_attachable_inline_volume(vol, csi_node, namespace, result)?;
                 continue;
@@ -115,7 +115,7 @@ impl CsiLimits {
                 continue;
             };
             if is_ephemeral {
-                volume_is_for_pod(pod, pvc).map_err(CountError::other)?;
+                volume_is_for([namespace, &pod.name, &pod.uid], pvc).map_err(CountError::other)?;
             }
             let Some((driver, handle)) = self.csi_driver_info(h, csi_node, pvc) else {
                 continue;
@@ -236,7 +236,7 @@ impl PreFilterPlugin for CsiLimits {
         _state: &mut CycleState,
         pod: &PodInfo,
     ) -> (Option<PreFilterResult>, Status) {
-        let relevant = pod_volumes(&pod.pod).iter().any(|v| {
+        let relevant = pod_volumes(pod.pod()).iter().any(|v| {
             v.persistent_volume_claim.is_some()
                 || v.ephemeral.is_some()
                 || InTreePlugin::of_inline(v).is_some()
@@ -251,16 +251,14 @@ impl PreFilterPlugin for CsiLimits {
 
 impl FilterPlugin for CsiLimits {
     fn filter(&self, h: &Handle, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
-        if pod_volumes(&pod.pod).is_empty() {
+        if pod_volumes(pod.pod()).is_empty() {
             return Status::success();
         }
         // A missing CSINode is not an error (yet) upstream: no migration, no limits.
         let csi_node = h.listers.csi_nodes.get(node.name()).map(|n| n.as_ref());
 
         let mut new_volumes = BTreeMap::new();
-        if let Err(e) =
-            self.filter_attachable_volumes(h, &pod.pod, csi_node, true, &mut new_volumes)
-        {
+        if let Err(e) = self.filter_attachable_volumes(h, pod, csi_node, true, &mut new_volumes) {
             return if e.not_found {
                 Status::unresolvable(e.message)
             } else {
@@ -280,7 +278,7 @@ impl FilterPlugin for CsiLimits {
         let mut attached = BTreeMap::new();
         for existing in &node.pods {
             if let Err(e) =
-                self.filter_attachable_volumes(h, &existing.pod, csi_node, false, &mut attached)
+                self.filter_attachable_volumes(h, existing, csi_node, false, &mut attached)
             {
                 return Status::error(e.message);
             }
@@ -363,7 +361,7 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
         ClusterEventWithHint::with_hint(R::VolumeAttachment, A::DELETE, |_, pod, old, new| {
             let (deleted, _) = as_objects::<VolumeAttachment>(old, new)?;
             let deleted = required(deleted, "VolumeAttachment")?;
-            for v in pod_volumes(&pod.pod) {
+            for v in pod_volumes(pod.pod()) {
                 if v.persistent_volume_claim.is_some() {
                     return skip_or_queue(true);
                 }

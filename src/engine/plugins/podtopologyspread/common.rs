@@ -60,9 +60,9 @@ pub struct PodNodeRequirements {
 impl PodNodeRequirements {
     pub fn new(pod: &PodInfo) -> PodNodeRequirements {
         PodNodeRequirements {
-            required_affinity: RequiredNodeAffinity::from_pod(&pod.pod),
+            required_affinity: RequiredNodeAffinity::from_pod(pod.pod()),
             tolerations: pod
-                .pod
+                .pod()
                 .spec
                 .as_ref()
                 .and_then(|s| s.tolerations.clone())
@@ -353,7 +353,7 @@ impl PodTopologySpread {
 }
 
 pub fn pod_constraints(pod: &PodInfo) -> &[TopologySpreadConstraint] {
-    pod.pod
+    pod.pod()
         .spec
         .as_ref()
         .and_then(|s| s.topology_spread_constraints.as_deref())
@@ -377,7 +377,7 @@ pub fn default_selector(pod: &PodInfo, listers: &Listers) -> Selector {
     }
     let mut selector = Selector::from_set(&set);
     let owner = pod
-        .pod
+        .pod()
         .metadata
         .owner_references
         .iter()

@@ -51,7 +51,7 @@ pub(super) fn queueing_hints() -> Vec<ClusterEventWithHint> {
             let (o, n) = (required(o, "old CSIDriver")?, required(n, "CSIDriver")?);
             let capacity = |d: &CSIDriver| d.spec.storage_capacity.unwrap_or(false);
             let name = meta_name(&n.metadata);
-            let uses_driver = pod_volumes(&pod.pod)
+            let uses_driver = pod_volumes(pod.pod())
                 .iter()
                 .any(|v| v.csi.as_ref().is_some_and(|c| c.driver == name));
             // Storage capacity tracking turned off for a driver the pod uses.

@@ -193,8 +193,8 @@ impl VolumeBinding {
     /// lost, being deleted, or (for an ephemeral volume) not owned by the pod.
     fn pod_has_pvcs(&self, h: &Handle, pod: &PodInfo) -> Result<bool, String> {
         let mut has_pvc = false;
-        for vol in pod_volumes(&pod.pod) {
-            let Some((name, ephemeral)) = volume_claim(&pod.pod, vol) else {
+        for vol in pod_volumes(pod.pod()) {
+            let Some((name, ephemeral)) = volume_claim(pod.pod(), vol) else {
                 continue;
             };
             has_pvc = true;
@@ -222,7 +222,7 @@ impl VolumeBinding {
                 ));
             }
             if ephemeral {
-                volume_is_for_pod(&pod.pod, pvc)?;
+                volume_is_for_pod(pod.pod(), pvc)?;
             }
         }
         Ok(has_pvc)
@@ -271,7 +271,7 @@ impl PreFilterPlugin for VolumeBinding {
             }
             Ok(true) => {}
         }
-        let claims = match VolumeBinder::new(h.listers).get_pod_volume_claims(&pod.pod) {
+        let claims = match VolumeBinder::new(h.listers).get_pod_volume_claims(pod.pod()) {
             Ok(c) => c,
             Err(e) => return (None, Status::error(e)),
         };
@@ -359,7 +359,7 @@ impl ReservePlugin for VolumeBinding {
         let mut inner = s.lock();
         let binder = VolumeBinder::new(h.listers);
         let all_bound = match inner.pod_volumes_by_node.get_mut(node) {
-            Some(pv) => binder.assume_pod_volumes(&pod.pod, node, pv),
+            Some(pv) => binder.assume_pod_volumes(pod.pod(), node, pv),
             // No entry: the pod uses no claim.
             None => true,
         };

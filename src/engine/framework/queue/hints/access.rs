@@ -154,7 +154,7 @@ pub fn claim_name(pod: &PodInfo, v: &Volume) -> Option<String> {
 /// The pod uses this PVC (directly or as a generated ephemeral claim).
 pub fn uses_claim(pod: &PodInfo, pvc: &PersistentVolumeClaim) -> bool {
     meta_namespace(&pvc.metadata) == pod.namespace
-        && pod_volumes(&pod.pod)
+        && pod_volumes(pod.pod())
             .iter()
             .filter_map(|v| claim_name(pod, v))
             .any(|n| n == meta_name(&pvc.metadata))
@@ -163,7 +163,7 @@ pub fn uses_claim(pod: &PodInfo, pvc: &PersistentVolumeClaim) -> bool {
 /// The pod mounts this PVC directly (generated claims excluded).
 pub fn mounts_claim(pod: &PodInfo, pvc: &PersistentVolumeClaim) -> bool {
     meta_namespace(&pvc.metadata) == pod.namespace
-        && pod_volumes(&pod.pod).iter().any(|v| {
+        && pod_volumes(pod.pod()).iter().any(|v| {
             v.persistent_volume_claim
                 .as_ref()
                 .is_some_and(|c| c.claim_name == meta_name(&pvc.metadata))
