@@ -178,6 +178,21 @@ fn node(i: usize, rng: &mut Rng) -> Value {
 }
 
 /// A container as Deployments write them: env, probes, mounts, security context.
+/// A Deployment's own random numbers: its pods have the same labels, image and env, as
+/// a ReplicaSet's pods do (FNV-1a of its namespace and name, mixed with the seed).
+fn app_rng(seed: u64, namespace: &str, app: &str) -> Rng {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in namespace.bytes().chain([b'/']).chain(app.bytes()) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    Rng(h ^ seed)
+}
+
+/// The pod-template-hash of a Deployment's ReplicaSet: the first draw of its numbers.
+fn template_hash(app: &mut Rng) -> String {
+    suffix(app, 10)
+}
+
 fn container(name: &str, image: &str, cpu_m: u64, mem_mi: u64, port: u64, rng: &mut Rng) -> Value {
     let env: Vec<Value> = (0..5)
         .map(|k| json!({"name": format!("SETTING_{k}"), "value": format!("value-{}", rng.below(100000))}))
@@ -203,6 +218,7 @@ fn container(name: &str, image: &str, cpu_m: u64, mem_mi: u64, port: u64, rng: &
 }
 
 struct PodShape<'a> {
+    seed: u64,
     namespace: &'a str,
     name: String,
     app: String,
@@ -213,16 +229,18 @@ struct PodShape<'a> {
 }
 
 fn pod(s: &PodShape, rng: &mut Rng) -> Value {
+    let mut app = app_rng(s.seed, s.namespace, &s.app);
+    let hash = template_hash(&mut app);
     let image = format!(
         "123456789012.dkr.ecr.eu-west-1.amazonaws.com/{}/{}:v1.{}.0",
         s.namespace,
         s.app,
-        rng.below(40)
+        app.below(40)
     );
-    let hash = suffix(rng, 10);
+    let (rs_uid, digest) = (uid(&mut app), app.next());
     let mut spec = json!({
         "containers": [
-            container("app", &image, s.cpu_m, s.mem_mi, 8080, rng),
+            container("app", &image, s.cpu_m, s.mem_mi, 8080, &mut app),
         ],
         "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority",
         "priority": s.priority, "restartPolicy": "Always", "schedulerName": "default-scheduler",
@@ -247,7 +265,7 @@ fn pod(s: &PodShape, rng: &mut Rng) -> Value {
             let ip = format!("100.64.{}.{}", rng.below(256), rng.below(256));
             let mut cstatus = |name: &str, image: &str| {
                 json!({"containerID": format!("containerd://{:016x}{:016x}", rng.next(), rng.next()),
-                    "image": image, "imageID": format!("{image}@sha256:{:016x}", rng.next()),
+                    "image": image, "imageID": format!("{image}@sha256:{digest:016x}"),
                     "lastState": {}, "name": name, "ready": true, "restartCount": 0, "started": true,
                     "state": {"running": {"startedAt": "2026-11-01T08:00:05Z"}},
                     "volumeMounts": [{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
@@ -283,7 +301,7 @@ fn pod(s: &PodShape, rng: &mut Rng) -> Value {
             ],
             "name": s.name, "namespace": s.namespace,
             "ownerReferences": [{"apiVersion": "apps/v1", "blockOwnerDeletion": true, "controller": true,
-                "kind": "ReplicaSet", "name": format!("{}-{hash}", s.app), "uid": uid(rng)}],
+                "kind": "ReplicaSet", "name": format!("{}-{hash}", s.app), "uid": rs_uid}],
             "resourceVersion": format!("{}", 2_000_000 + rng.below(10_000_000)), "uid": uid(rng),
         },
         "spec": spec, "status": status,
@@ -320,8 +338,10 @@ pub fn write_dump(w: &mut impl Write, spec: &DumpSpec) -> io::Result<DumpStats> 
             // Vary each pod around its share of 60% of the node.
             let cpu_m = (cores * 600 / per) * (70 + rng.below(60)) / 100;
             let mem_mi = (gib * 1024 * 6 / 10 / per) * (70 + rng.below(60)) / 100;
-            let name = format!("{app}-{}-{}", suffix(&mut rng, 10), suffix(&mut rng, 5));
+            let hash = template_hash(&mut app_rng(spec.seed, team, &app));
+            let name = format!("{app}-{hash}-{}", suffix(&mut rng, 5));
             let shape = PodShape {
+                seed: spec.seed,
                 namespace: team,
                 name,
                 app,
@@ -342,6 +362,7 @@ pub fn write_dump(w: &mut impl Write, spec: &DumpSpec) -> io::Result<DumpStats> 
             format!("job-{j:05}")
         };
         let shape = PodShape {
+            seed: spec.seed,
             namespace: "batch",
             name: name.clone(),
             app: "batch-job".into(),
@@ -397,6 +418,15 @@ mod tests {
         assert_eq!(running["spec"]["nodeName"], node_name(0));
         // Full objects: about 4 kB a pod, 8 kB a node, as kubectl prints them.
         let pod_len = serde_json::to_string(running).unwrap().len();
+        // A Deployment's pods are alike but for names, identities and (here) requests.
+        let (p1, p2) = (&items[9], &items[10]);
+        assert_eq!(p1["metadata"]["labels"], p2["metadata"]["labels"]);
+        let c = |p: &Value| p["spec"]["containers"][0].clone();
+        assert_eq!(
+            (c(p1)["image"].clone(), c(p1)["env"].clone()),
+            (c(p2)["image"].clone(), c(p2)["env"].clone())
+        );
+        assert_ne!(p1["metadata"]["uid"], p2["metadata"]["uid"]);
         let node_len = serde_json::to_string(&items[0]).unwrap().len();
         assert!((3_500..5_500).contains(&pod_len), "{pod_len}");
         assert!((7_000..11_000).contains(&node_len), "{node_len}");
