@@ -29,12 +29,16 @@ fn write(file: &Path, spec: &DumpSpec, gzip: bool) -> anyhow::Result<DumpStats> 
         let s = cluster_dump::write_dump(&mut w, spec)?;
         w.into_inner()
             .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.error()))?
-            .finish()?;
+            .finish()?
+            .sync_all()?;
         s
     } else {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
         let s = cluster_dump::write_dump(&mut w, spec)?;
-        std::io::Write::flush(&mut w)?;
+        // On disk before anything is timed: writing back 800 MB slowed the first run.
+        w.into_inner()
+            .map_err(|e| anyhow::anyhow!("{}: {}", file.display(), e.error()))?
+            .sync_all()?;
         s
     };
     Ok(DumpStats {
@@ -49,15 +53,31 @@ struct Run {
     code: i32,
 }
 
-fn time(args: &[&str]) -> anyhow::Result<Run> {
+/// Runs `kubestep ARGS` as a child and times it. An exit code other than `expected` is an
+/// error carrying what the command said: a time of a failed run measures nothing.
+fn time(args: &[&str], expected: i32) -> anyhow::Result<Run> {
     let exe = std::env::current_exe()?;
+    // stderr to a file, not a pipe: nobody reads a pipe while the child runs.
+    let errors_path =
+        std::env::temp_dir().join(format!("kubestep-bench-{}.stderr", std::process::id()));
+    let errors = std::fs::File::create(&errors_path)?;
     let started = Instant::now();
     let child = Command::new(exe)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(errors)
         .spawn()?;
-    let (code, maxrss_kb) = wait_with_rusage(child.id()).map_err(anyhow::Error::msg)?;
+    let waited = wait_with_rusage(child.id()).map_err(anyhow::Error::msg);
+    let said = std::fs::read_to_string(&errors_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&errors_path);
+    let (code, maxrss_kb) = waited?;
+    if code != expected {
+        anyhow::bail!(
+            "`kubestep {}` exited {code}, not {expected}: {}",
+            args.join(" "),
+            said.trim()
+        );
+    }
     Ok(Run {
         seconds: started.elapsed().as_secs_f64(),
         peak_rss_mib: maxrss_kb as f64 / 1024.0,
@@ -105,23 +125,27 @@ pub fn run(b: &ClusterBench) -> anyhow::Result<()> {
         return Ok(());
     }
     let path = file.display().to_string();
-    let commands: [(&str, Vec<&str>); 3] = [
+    // With the exit code each must give: explain says 1 for a pod that fits nowhere.
+    let commands: [(&str, Vec<&str>, i32); 3] = [
         (
             "explain (fits)",
             vec!["explain", "--cluster", &path, "--pod", &stats.fits],
+            0,
         ),
         (
             "explain (fits nowhere)",
             vec!["explain", "--cluster", &path, "--pod", &stats.fits_nowhere],
+            1,
         ),
         (
             "replay --headless",
             vec!["replay", &path, "--headless", "-o", "jsonl"],
+            0,
         ),
     ];
     let result = (|| -> anyhow::Result<()> {
-        for (what, args) in &commands {
-            let r = time(args)?;
+        for (what, args, expected) in &commands {
+            let r = time(args, *expected)?;
             if b.json {
                 let v = serde_json::json!({
                     "workload": "cluster", "command": what, "nodes": stats.nodes,
