@@ -40,6 +40,17 @@ pub(super) const BOUND_POD: &[&[u8]] = &[
     b"emptyDir",
 ];
 
+/// Maps whose keys are the user's (labels, selectors, CSI attributes): copied as they are,
+/// never searched for dropped keys. A label `env: prod` is not a container's `env`.
+const USER_KEYED: &[&[u8]] = &[
+    b"labels",
+    b"annotations",
+    b"nodeSelector",
+    b"matchLabels",
+    b"volumeAttributes",
+    b"options",
+];
+
 /// The end of the string whose opening quote is at `start` (the index of its closing
 /// quote), or `None` if it does not close.
 fn string_end(t: &[u8], start: usize) -> Option<usize> {
@@ -105,7 +116,7 @@ fn value_end(t: &[u8], i: usize) -> Option<usize> {
 pub(super) fn without_keys(t: &[u8], drop: &[&[u8]]) -> Option<Vec<u8>> {
     // Most keys differ in length from every dropped one: a bit per length rules them out
     // without comparing bytes.
-    let lengths = drop.iter().fold(0u64, |m, k| {
+    let lengths = drop.iter().chain(USER_KEYED).fold(0u64, |m, k| {
         m | 1u64.checked_shl(k.len() as u32).unwrap_or(0)
     });
     let mut out = Vec::with_capacity(t.len());
@@ -120,12 +131,20 @@ pub(super) fn without_keys(t: &[u8], drop: &[&[u8]]) -> Option<Vec<u8>> {
             continue;
         }
         let after = skip_ws(t, e + 1);
-        let is_key = t.get(after) == Some(&b':');
-        if !(is_key && drop.contains(&&t[s + 1..e])) {
+        let key = &t[s + 1..e];
+        if t.get(after) != Some(&b':') {
             i = e + 1;
             continue;
         }
         let v = skip_ws(t, after + 1);
+        if !drop.contains(&key) {
+            i = if USER_KEYED.contains(&key) {
+                value_end(t, v)?
+            } else {
+                e + 1
+            };
+            continue;
+        }
         let ve = value_end(t, v)?;
         let next = skip_ws(t, ve);
         out.extend_from_slice(&t[from..s]);
@@ -189,6 +208,20 @@ mod tests {
     fn a_value_equal_to_a_key_is_not_a_key() {
         let v = json!({"name": "env", "list": ["env", "state"]});
         assert_eq!(filtered(&v, &[b"env", b"state"]), v);
+    }
+
+    #[test]
+    fn user_keyed_maps_keep_every_key() {
+        // Label and selector keys are the user's: `env` there is no container's env.
+        let v = json!({"metadata": {"labels": {"env": "prod", "state": "x"}, "annotations":
+            {"args": "1"}}, "spec": {"nodeSelector": {"env": "prod"}, "affinity": {"podAntiAffinity":
+            {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels":
+            {"env": "prod"}}, "topologyKey": "zone"}]}}, "volumes": [{"name": "v", "csi":
+            {"driver": "d", "volumeAttributes": {"secret": "s"}}}],
+            "containers": [{"name": "c", "env": [{"name": "A"}]}]}});
+        let mut want = v.clone();
+        want["spec"]["containers"][0] = json!({"name": "c"});
+        assert_eq!(filtered(&v, &[b"env", b"state", b"args", b"secret"]), want);
     }
 
     #[test]

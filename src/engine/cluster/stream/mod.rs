@@ -297,7 +297,8 @@ fn parse_piece(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
         let head = std::str::from_utf8(head)
             .unwrap_or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default());
         let pod = object::sniff_kind(head) == Some("Pod");
-        let drop = if pod && filter::names_a_node(text) {
+        let bound = pod && filter::names_a_node(text);
+        let drop = if bound {
             filter::BOUND_POD
         } else {
             filter::ALWAYS
@@ -305,7 +306,17 @@ fn parse_piece(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
         if let Some(slim) = filter::without_keys(text, drop)
             && let Ok(p) = parse_text(&slim, at)
         {
-            return Ok(p);
+            // `nodeName` found somewhere else than the spec (a label, say): the pod is
+            // pending and keeps what only a bound pod loses.
+            let pending = |o: &Located<Object>| matches!(o.value, Object::Pod(_));
+            if !(bound && p.objects.iter().any(pending)) {
+                return Ok(p);
+            }
+            if let Some(slim) = filter::without_keys(text, filter::ALWAYS)
+                && let Ok(p) = parse_text(&slim, at)
+            {
+                return Ok(p);
+            }
         }
     }
     parse_text(text, at)

@@ -112,6 +112,57 @@ fn a_lean_load_packs_bound_pods_without_managed_fields_or_env() {
     assert!(p2.spec.as_ref().unwrap().containers[0].env.is_some());
 }
 
+#[test]
+fn a_lean_load_keeps_labels_and_selectors_named_like_dropped_fields() {
+    // Bound: labels and an anti-affinity selector with keys the filter drops elsewhere.
+    let bound = pod("p1", "n1").replacen(
+        r#""namespace": "ns","#,
+        r#""namespace": "ns", "labels": {"env": "prod", "state": "up"},"#,
+        1,
+    );
+    let bound = bound.replacen(
+        r#""spec": {"#,
+        r#""spec": {"affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+          [{"labelSelector": {"matchLabels": {"env": "prod"}}, "topologyKey": "zone"}]}},"#,
+        1,
+    );
+    // Pending, with `nodeName` only as a label key: its env stays.
+    let pending = pod("p2", "").replacen(
+        r#""namespace": "ns","#,
+        r#""namespace": "ns", "labels": {"nodeName": "n1"},"#,
+        1,
+    );
+    let text = list(&[node("n1"), bound, pending]);
+    let (objs, _) = load_str(&text, true).unwrap();
+    let Object::PackedPod(p1) = &objs[1].value else {
+        panic!("bound pods are packed")
+    };
+    let labels: Vec<_> = p1
+        .labels()
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(labels, [("env", "prod"), ("state", "up")]);
+    let full = p1.full_pod();
+    let term = &full.spec.as_ref().unwrap().affinity.as_ref().unwrap();
+    let selector = term
+        .pod_anti_affinity
+        .as_ref()
+        .unwrap()
+        .required_during_scheduling_ignored_during_execution
+        .as_ref()
+        .unwrap()[0]
+        .label_selector
+        .clone();
+    let match_labels = selector.unwrap().match_labels.unwrap();
+    assert_eq!(match_labels.get("env").map(String::as_str), Some("prod"));
+    assert!(full.spec.as_ref().unwrap().containers[0].env.is_none());
+    let Object::Pod(p2) = &objs[2].value else {
+        panic!("pending pods stay whole")
+    };
+    assert!(p2.spec.as_ref().unwrap().containers[0].env.is_some());
+}
+
 const YAML_LIST: &str = "apiVersion: v1
 items:
 - apiVersion: v1
