@@ -159,86 +159,26 @@ pub fn terminating_by_preemption(pod: &Pod) -> bool {
     }
 }
 
-fn flags_of(pod: &Pod) -> u8 {
-    let mut f = 0;
-    if pod.metadata.deletion_timestamp.is_some() {
-        f |= TERMINATING;
-    }
-    if super::types::affinity_of(pod) {
-        f |= AFFINITY;
-    }
-    if super::types::required_anti_affinity_of(pod) {
-        f |= REQUIRED_ANTI_AFFINITY;
-    }
-    if terminating_by_preemption(pod) {
-        f |= PREEMPTED;
-    }
-    if pod.spec.as_ref().is_some_and(|s| s.priority.is_some()) {
-        f |= PRIORITY_SET;
-    }
-    f
+/// The pod as packing writes it: its JSON without labels and without what `Shared`
+/// holds, and the shared part (`None` when empty). `None` if either cannot be written
+/// (not expected of types read from JSON). In place when `whole` is the only reference
+/// (as when just parsed): a `Pod` is kilobytes to copy.
+fn texts_of(whole: &mut Arc<Pod>) -> Option<(String, Option<String>)> {
+    let pod = Arc::make_mut(whole);
+    let shared = Shared::take(pod);
+    let pod_labels = pod.metadata.labels.take();
+    let own = serde_json::to_string(&*pod);
+    let shared_json = if shared.is_empty() {
+        Ok(None)
+    } else {
+        serde_json::to_string(&shared).map(Some)
+    };
+    shared.put(pod);
+    pod.metadata.labels = pod_labels;
+    Some((own.ok()?, shared_json.ok()?))
 }
 
 impl Packed {
-    /// `whole` packed; `None` (and `whole` as it was) if it cannot be written as JSON.
-    fn of(whole: &mut Arc<Pod>) -> Option<Packed> {
-        let flags = flags_of(whole);
-        let spec = whole.spec.as_ref();
-        let node_name = text(spec.and_then(|s| s.node_name.as_deref()).unwrap_or(""));
-        let scheduler_name = text(spec.and_then(|s| s.scheduler_name.as_deref()).unwrap_or(""));
-        let nominated_node_name = whole
-            .status
-            .as_ref()
-            .and_then(|s| s.nominated_node_name.as_deref())
-            .map(text);
-        let phase = whole
-            .status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .map(text);
-        let volumes = spec
-            .and_then(|s| s.volumes.as_deref())
-            .filter(|v| !v.is_empty())
-            .map(Arc::from);
-        let start_time = whole
-            .status
-            .as_ref()
-            .and_then(|s| s.start_time.as_ref())
-            .map(|t| t.0);
-        // In place when this is the only reference (as when just parsed): a `Pod` is
-        // kilobytes to copy.
-        let pod = Arc::make_mut(whole);
-        let shared = Shared::take(pod);
-        let pod_labels = pod.metadata.labels.take();
-        let shared_json = if shared.is_empty() {
-            Ok(None)
-        } else {
-            serde_json::to_string(&shared).map(Some)
-        };
-        match (serde_json::to_string(&*pod), shared_json) {
-            (Ok(own), Ok(shared)) => Some(Packed {
-                own: own.into(),
-                shared: shared.map(text),
-                labels: pod_labels.map(labels),
-                node_name,
-                scheduler_name,
-                nominated_node_name,
-                phase,
-                volumes,
-                start_time,
-                flags,
-                whole: OnceLock::new(),
-            }),
-            // Not expected for types that came from JSON; keep the pod whole rather than
-            // lose anything.
-            _ => {
-                shared.put(pod);
-                pod.metadata.labels = pod_labels;
-                None
-            }
-        }
-    }
-
     fn whole(&self) -> &Arc<Pod> {
         self.whole.get_or_init(|| {
             if !self.node_name.is_empty() {
@@ -248,7 +188,7 @@ impl Packed {
         })
     }
 
-    /// The whole pod again. The texts were written by `of` from these very types, so
+    /// The whole pod again. The texts were written by `texts_of` from these very types, so
     /// they read back; if one ever did not, the pod keeps what could be read and the
     /// failure is logged rather than the process stopped.
     fn unpack(&self) -> Pod {
@@ -274,11 +214,57 @@ impl PodInfo {
         let Body::Whole(whole) = &mut self.body else {
             return self;
         };
-        if let Some(p) = Packed::of(whole) {
-            self.body = Body::Packed(p);
-            // Images are read only for the pod being scheduled (ImageLocality).
-            self.images = Arc::from([]);
+        match texts_of(whole) {
+            Some((own, shared)) => self.packed_as(own, shared),
+            // Kept whole rather than lose anything.
+            None => self,
         }
+    }
+
+    /// This pod packed with its texts (see `texts_of`). What plugins read is taken
+    /// through the accessors, so a packed pod answers as the whole one did.
+    fn packed_as(mut self, own: String, shared: Option<String>) -> PodInfo {
+        if self.is_packed() {
+            return self;
+        }
+        let mut flags = 0;
+        for (flag, on) in [
+            (TERMINATING, self.is_terminating()),
+            (AFFINITY, self.has_affinity()),
+            (REQUIRED_ANTI_AFFINITY, self.has_required_anti_affinity()),
+            (PREEMPTED, self.is_terminating_by_preemption()),
+            (PRIORITY_SET, self.has_priority()),
+        ] {
+            if on {
+                flags |= flag;
+            }
+        }
+        let some = |s: &str| (!s.is_empty()).then(|| text(s));
+        let volumes = self.volumes();
+        let mut packed = Packed {
+            own: own.into(),
+            shared: shared.map(text),
+            labels: None,
+            node_name: text(self.node_name()),
+            scheduler_name: text(self.scheduler_name()),
+            nominated_node_name: some(self.nominated_node_name()),
+            phase: some(self.phase()),
+            volumes: (!volumes.is_empty()).then(|| Arc::from(volumes)),
+            start_time: self.start_time(),
+            flags,
+            whole: OnceLock::new(),
+        };
+        if let Body::Whole(whole) = &mut self.body {
+            // Moved out when this is the only reference to the pod, copied otherwise.
+            packed.labels = match Arc::get_mut(whole) {
+                Some(p) => p.metadata.labels.take(),
+                None => whole.metadata.labels.clone(),
+            }
+            .map(labels);
+        }
+        self.body = Body::Packed(packed);
+        // Images are read only for the pod being scheduled (ImageLocality).
+        self.images = Arc::from([]);
         self
     }
 

@@ -20,6 +20,9 @@ pub(super) const BOUND_POD: &[&[u8]] = &[
     b"volumeMounts",
     b"volumeDevices",
     b"securityContext",
+    b"workingDir",
+    b"terminationMessagePath",
+    b"terminationMessagePolicy",
     b"state",
     b"lastState",
     // Read only from the pod being scheduled, never from one already on a node (its
@@ -31,6 +34,7 @@ pub(super) const BOUND_POD: &[&[u8]] = &[
     b"lastTransitionTime",
     b"lastProbeTime",
     b"containerID",
+    b"imageID",
     // Volume sources no scheduler plugin counts or checks; the volume, left without a
     // source, is dropped after parsing (`lean.rs`).
     b"projected",
