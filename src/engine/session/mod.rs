@@ -504,7 +504,7 @@ impl Core {
                     _ => None,
                 };
                 self.apply_pod_change(old_pod.as_deref(), new_pod.clone(), now);
-                queue::events_for_pod_change(old_pod.as_deref(), new_pod.as_deref())
+                queue::events_for_pod_change(old_pod.as_ref(), new_pod.as_ref())
             }
             (old, new) if c.kind == "Node" => {
                 let old_node = match old {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::BitOr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -243,10 +243,62 @@ pub fn matches_any(incoming: &EventType, registered: &[EventType]) -> bool {
     registered.iter().any(|r| r.matches(incoming))
 }
 
+/// A pod in an event. The cluster's bound pods are packed, and most events are read by
+/// no hint (none unless a pod waits for one), so the pod is read back whole only when a
+/// hint reads it, once per event.
+#[derive(Debug, Clone)]
+pub struct EventPod {
+    info: Option<Arc<PodInfo>>,
+    whole: OnceLock<Arc<Pod>>,
+}
+
+impl EventPod {
+    /// The cluster's pod, as it stores it.
+    pub fn of(info: &Arc<PodInfo>) -> EventPod {
+        match info.whole() {
+            Some(p) => EventPod::from(p.clone()),
+            None => EventPod {
+                info: Some(info.clone()),
+                whole: OnceLock::new(),
+            },
+        }
+    }
+
+    pub fn pod(&self) -> &Pod {
+        self.whole.get_or_init(|| match &self.info {
+            Some(i) => i.full_pod(),
+            None => Arc::default(),
+        })
+    }
+
+    /// The pod's UID, without reading a packed pod back.
+    pub fn uid(&self) -> &str {
+        match &self.info {
+            Some(i) => &i.uid,
+            None => self.pod().metadata.uid.as_deref().unwrap_or(""),
+        }
+    }
+}
+
+impl From<Arc<Pod>> for EventPod {
+    fn from(p: Arc<Pod>) -> EventPod {
+        EventPod {
+            info: None,
+            whole: OnceLock::from(p),
+        }
+    }
+}
+
+impl PartialEq for EventPod {
+    fn eq(&self, other: &EventPod) -> bool {
+        self.pod() == other.pod()
+    }
+}
+
 /// An object involved in an event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum EventObject {
-    Pod(Arc<Pod>),
+    Pod(EventPod),
     Node(Arc<Node>),
     /// Any other kind, as JSON (hints deserialize what they need).
     Other(serde_json::Value),
@@ -255,7 +307,7 @@ pub enum EventObject {
 impl EventObject {
     pub fn as_pod(&self) -> Option<&Pod> {
         match self {
-            EventObject::Pod(p) => Some(p),
+            EventObject::Pod(p) => Some(p.pod()),
             _ => None,
         }
     }
@@ -271,8 +323,8 @@ impl EventObject {
     pub fn describe(&self) -> String {
         let (ns, name) = match self {
             EventObject::Pod(p) => (
-                p.metadata.namespace.clone().unwrap_or_default(),
-                p.metadata.name.clone().unwrap_or_default(),
+                p.pod().metadata.namespace.clone().unwrap_or_default(),
+                p.pod().metadata.name.clone().unwrap_or_default(),
             ),
             EventObject::Node(n) => (String::new(), n.metadata.name.clone().unwrap_or_default()),
             EventObject::Other(v) => (
@@ -376,7 +428,7 @@ impl ClusterEvent {
                 EventResource::WildCard,
                 ActionType::ALL,
                 None,
-                pod.map(EventObject::Pod),
+                pod.map(|p| EventObject::Pod(p.into())),
             )
         }
     }
@@ -591,7 +643,10 @@ pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>) -> Vec<ClusterEvent> {
     if actions.is_empty() {
         actions.push(ActionType::UPDATE);
     }
-    let (o, n) = (EventObject::Pod(old.clone()), EventObject::Pod(new.clone()));
+    let (o, n) = (
+        EventObject::Pod(old.clone().into()),
+        EventObject::Pod(new.clone().into()),
+    );
     actions
         .into_iter()
         .map(|a| ClusterEvent::new(resource.clone(), a, Some(o.clone()), Some(n.clone())))
@@ -610,11 +665,14 @@ pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>) -> Vec<ClusterEvent> {
 /// [`SchedulingQueue::add`](super::SchedulingQueue::add),
 /// [`update`](super::SchedulingQueue::update) and
 /// [`delete`](super::SchedulingQueue::delete), which this does not do.
-pub fn events_for_pod_change(old: Option<&PodInfo>, new: Option<&PodInfo>) -> Vec<ClusterEvent> {
+pub fn events_for_pod_change(
+    old: Option<&Arc<PodInfo>>,
+    new: Option<&Arc<PodInfo>>,
+) -> Vec<ClusterEvent> {
     // Hints read bound pods' containers (NodePorts the host ports of a deleted pod), so
-    // they get the whole pod, not the packed one.
-    let obj = |p: &PodInfo| EventObject::Pod(p.full_pod());
-    let assigned_add = |p: &PodInfo| {
+    // they get the whole pod (read back when they do), not the packed one.
+    let obj = |p: &Arc<PodInfo>| EventObject::Pod(EventPod::of(p));
+    let assigned_add = |p: &Arc<PodInfo>| {
         ClusterEvent::new(
             EventResource::AssignedPod,
             ActionType::ADD,
@@ -622,7 +680,7 @@ pub fn events_for_pod_change(old: Option<&PodInfo>, new: Option<&PodInfo>) -> Ve
             Some(obj(p)),
         )
     };
-    let nominated_gone = |p: &PodInfo| {
+    let nominated_gone = |p: &Arc<PodInfo>| {
         ClusterEvent::new(
             EventResource::AssignedPod,
             ActionType::DELETE,
@@ -668,7 +726,7 @@ pub fn events_for_object(
         "Pod" => {
             let parse = |v: Option<&serde_json::Value>| {
                 v.and_then(|v| serde_json::from_value::<Pod>(v.clone()).ok())
-                    .map(|p| PodInfo::new(Arc::new(p)))
+                    .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
             };
             let (o, n) = (parse(old), parse(new));
             return events_for_pod_change(o.as_ref(), n.as_ref());
@@ -706,7 +764,7 @@ mod tests {
 
     /// `events_for_pod_change` for pods as they are written in tests.
     fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
-        let info = |p: &Pod| PodInfo::new(Arc::new(p.clone()));
+        let info = |p: &Pod| Arc::new(PodInfo::new(Arc::new(p.clone())));
         events_for_pod_change(old.map(info).as_ref(), new.map(info).as_ref())
     }
 

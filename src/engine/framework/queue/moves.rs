@@ -205,11 +205,7 @@ impl SchedulingQueue {
             // A wildcard event carrying a pod is for that pod only.
             return match &event.new {
                 None => Strategy::AfterBackoff,
-                Some(EventObject::Pod(p))
-                    if p.metadata.uid.as_deref().unwrap_or("") == qpi.uid() =>
-                {
-                    Strategy::AfterBackoff
-                }
+                Some(EventObject::Pod(p)) if p.uid() == qpi.uid() => Strategy::AfterBackoff,
                 Some(_) => Strategy::Skip,
             };
         }

@@ -19,7 +19,7 @@ use crate::plugins::testing::{Env, pod};
 
 /// `events_for_pod_change` for pods as they are written in tests.
 fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
-    let info = |p: &Pod| PodInfo::new(Arc::new(p.clone()));
+    let info = |p: &Pod| Arc::new(PodInfo::new(Arc::new(p.clone())));
     events_for_pod_change(old.map(info).as_ref(), new.map(info).as_ref())
 }
 
@@ -958,7 +958,7 @@ fn cordon_ports_and_preemption_hints() {
     assert_eq!(q.queue_of("port"), Some(QueueName::Unschedulable));
     // The cluster keeps bound pods packed, their containers as text: the hint still
     // sees the deleted pod's host port.
-    let packed = PodInfo::new(Arc::new(on_port(8080))).packed();
+    let packed = Arc::new(PodInfo::new(Arc::new(on_port(8080))).packed());
     assert!(packed.is_packed() && packed.whole().is_none());
     send(
         &mut q,

@@ -23,7 +23,7 @@ pub fn as_pods<'a>(
     let conv = |o: Option<&'a EventObject>| -> Result<_, String> {
         match o {
             None => Ok(None),
-            Some(EventObject::Pod(p)) => Ok(Some(p.as_ref())),
+            Some(EventObject::Pod(p)) => Ok(Some(p.pod())),
             Some(other) => Err(format!("expected a Pod, got {}", other.describe())),
         }
     };
