@@ -293,7 +293,9 @@ fn term_hash(term: &impl Hash) -> u64 {
 /// The snapshot's pods, grouped (see the module documentation).
 #[derive(Debug, Clone, Default)]
 pub struct PodGroups {
-    pods: Groups<PodGroup>,
+    /// By namespace: a spread constraint counts pods of its pod's namespace only, and on a
+    /// large cluster most groups are other namespaces'.
+    by_namespace: FxHashMap<String, Groups<PodGroup>>,
 }
 
 impl PodGroups {
@@ -302,7 +304,12 @@ impl PodGroups {
     pub fn update(&mut self, pos: usize, pod: &Arc<PodInfo>, delta: i32) {
         let labels = pod.labels();
         let terminating = pod.is_terminating();
-        self.pods.update(
+        let groups = match self.by_namespace.get_mut(pod.namespace.as_str()) {
+            Some(g) => g,
+            None if delta > 0 => self.by_namespace.entry(pod.namespace.clone()).or_default(),
+            None => return,
+        };
+        groups.update(
             pod_group_hash(&pod.namespace, labels, terminating),
             |g| {
                 g.terminating() == terminating
@@ -316,11 +323,29 @@ impl PodGroups {
             pos as u32,
             delta,
         );
+        if groups.list.is_empty() {
+            self.by_namespace.remove(pod.namespace.as_str());
+        }
     }
 
-    /// Every pod, grouped by namespace, labels and whether it is terminating.
-    pub fn list(&self) -> &[PodGroup] {
-        &self.pods.list
+    /// Every pod, grouped by namespace, labels and whether it is terminating (in no
+    /// particular order).
+    pub fn iter(&self) -> impl Iterator<Item = &PodGroup> {
+        self.by_namespace.values().flat_map(|g| g.list.iter())
+    }
+
+    /// The groups of namespace `ns`.
+    pub fn in_namespace(&self, ns: &str) -> &[PodGroup] {
+        self.by_namespace.get(ns).map_or(&[], |g| &g.list)
+    }
+
+    /// How many groups there are.
+    pub fn len(&self) -> usize {
+        self.by_namespace.values().map(|g| g.list.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_namespace.is_empty()
     }
 }
 
@@ -556,7 +581,7 @@ impl fmt::Debug for IndexCell<PodGroups> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let slot = self.0.read().unwrap_or_else(PoisonError::into_inner);
         match slot.as_ref() {
-            Some(ix) => write!(f, "PodGroups({})", ix.pods.list.len()),
+            Some(ix) => write!(f, "PodGroups({})", ix.len()),
             None => write!(f, "PodGroups(not built)"),
         }
     }
@@ -606,7 +631,6 @@ mod tests {
     fn view((groups, ix): (&PodGroups, &PodIndex)) -> View {
         let sorted = |m: &NodeCounts| m.iter().map(|(&k, &v)| (k, v)).collect::<BTreeMap<_, _>>();
         let pods = groups
-            .list()
             .iter()
             .map(|g| {
                 let key = (
@@ -714,7 +738,7 @@ mod tests {
         }
         s.remove_pod("n1", "d/p0");
         let ix = s.pod_index();
-        assert!(s.pod_groups().list().is_empty());
+        assert!(s.pod_groups().is_empty());
         assert!(ix.anti_affinity_terms().is_empty());
         assert!(ix.affinity_terms().is_empty());
         assert!(ix.preferred_affinity_terms().is_empty());
@@ -728,7 +752,7 @@ mod tests {
             [pod("p", "d", "n2", "web", true)],
         );
         assert_eq!(s.topology("zone").num_nodes(), 1);
-        assert!(s.pod_groups().list().is_empty());
+        assert!(s.pod_groups().is_empty());
         // The orphan pod lands with its node; positions change.
         s.upsert_node(node("n2", Some("b")));
         assert_eq!(s.topology("zone").num_nodes(), 2);
@@ -742,7 +766,7 @@ mod tests {
         // A clone keeps its own copy once either side changes.
         let mut c = s.clone();
         c.remove_pod("n2", "d/p");
-        assert_eq!(s.pod_groups().list().len(), 1);
-        assert!(c.pod_groups().list().is_empty());
+        assert_eq!(s.pod_groups().len(), 1);
+        assert!(c.pod_groups().is_empty());
     }
 }

@@ -411,7 +411,7 @@ impl InterPodAffinity {
             return (affinity.build(), anti_affinity.build());
         }
         let groups = h.snapshot.pod_groups();
-        for g in groups.list() {
+        for g in groups.iter() {
             let matches =
                 |t: &AffinityTerm| t.matches_parts(g.namespace(), g.labels(), empty_labels());
             if !terms.affinity.is_empty() && terms.affinity.iter().all(matches) {

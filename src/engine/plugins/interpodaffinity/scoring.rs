@@ -199,7 +199,7 @@ impl PreScorePlugin for InterPodAffinity {
         // The incoming pod's preferred terms (namespace selectors already resolved)
         // against every existing pod.
         if has_constraints {
-            for g in h.snapshot.pod_groups().list() {
+            for g in h.snapshot.pod_groups().iter() {
                 for (terms, multiplier) in
                     [(&preferred_affinity, 1), (&preferred_anti_affinity, -1)]
                 {

@@ -193,8 +193,8 @@ pub fn count_pods_per_node(
     if selector.is_empty() {
         return per_node;
     }
-    for g in index.list() {
-        if g.namespace() == ns && !g.terminating() && selector.matches(g.labels()) {
+    for g in index.in_namespace(ns) {
+        if !g.terminating() && selector.matches(g.labels()) {
             for (&pos, &n) in &g.nodes {
                 if let Some(c) = per_node.get_mut(pos as usize) {
                     *c += i64::from(n);
