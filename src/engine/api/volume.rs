@@ -322,12 +322,8 @@ pub fn find_matching_volume(
 }
 
 /// `ephemeral.VolumeClaimName`: the claim of a generic ephemeral volume is `<pod>-<volume>`.
-pub fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
-    format!(
-        "{}-{}",
-        pod.metadata.name.as_deref().unwrap_or(""),
-        volume.name
-    )
+pub fn ephemeral_claim_name(pod_name: &str, volume: &Volume) -> String {
+    format!("{pod_name}-{}", volume.name)
 }
 
 /// The claim a pod volume uses and whether it is a generic ephemeral volume's claim;
@@ -341,7 +337,7 @@ pub fn volume_claim_of(pod_name: &str, volume: &Volume) -> Option<(String, bool)
     if let Some(c) = &volume.persistent_volume_claim {
         Some((c.claim_name.clone(), false))
     } else if volume.ephemeral.is_some() {
-        Some((format!("{pod_name}-{}", volume.name), true))
+        Some((ephemeral_claim_name(pod_name, volume), true))
     } else {
         None
     }

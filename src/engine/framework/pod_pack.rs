@@ -224,9 +224,6 @@ impl PodInfo {
     /// This pod packed with its texts (see `texts_of`). What plugins read is taken
     /// through the accessors, so a packed pod answers as the whole one did.
     fn packed_as(mut self, own: String, shared: Option<String>) -> PodInfo {
-        if self.is_packed() {
-            return self;
-        }
         let mut flags = 0;
         for (flag, on) in [
             (TERMINATING, self.is_terminating()),

@@ -183,7 +183,7 @@ pub fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, ns:
 
 /// Pods per snapshot position that `count_pods_match_selector` would count, from the
 /// snapshot's pod groups (each group matched once).
-pub fn count_pods_per_node(
+fn count_pods_per_node(
     index: &PodGroups,
     num_nodes: usize,
     selector: &Selector,
@@ -203,6 +203,50 @@ pub fn count_pods_per_node(
         }
     }
     per_node
+}
+
+/// Matching pods per node for each of `constraints`, counted once per distinct selector
+/// (constraints often share one: zone and hostname spreading of one app):
+/// `matching(i, pos)` is constraint `i`'s count on the node at snapshot position `pos`.
+pub struct MatchingPerNode {
+    per_selector: Vec<Vec<i64>>,
+    selector_of: Vec<usize>,
+}
+
+impl MatchingPerNode {
+    pub fn count(
+        index: &PodGroups,
+        num_nodes: usize,
+        constraints: &[SpreadConstraint],
+        ns: &str,
+    ) -> MatchingPerNode {
+        let mut per_selector: Vec<Vec<i64>> = Vec::with_capacity(constraints.len());
+        let mut selector_of: Vec<usize> = Vec::with_capacity(constraints.len());
+        for (i, c) in constraints.iter().enumerate() {
+            match constraints[..i]
+                .iter()
+                .position(|d| d.selector == c.selector)
+            {
+                Some(first) => selector_of.push(selector_of[first]),
+                None => {
+                    selector_of.push(per_selector.len());
+                    per_selector.push(count_pods_per_node(index, num_nodes, &c.selector, ns));
+                }
+            }
+        }
+        MatchingPerNode {
+            per_selector,
+            selector_of,
+        }
+    }
+
+    pub fn matching(&self, constraint: usize, pos: usize) -> i64 {
+        self.selector_of
+            .get(constraint)
+            .and_then(|&s| self.per_selector[s].get(pos))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// Matching pods per domain (topology value) of one constraint. A domain, once

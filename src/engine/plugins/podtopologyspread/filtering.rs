@@ -6,7 +6,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::common::{
-    DomainCounts, PodNodeRequirements, SpreadConstraint, count_pods_per_node, node_has_all_keys,
+    DomainCounts, MatchingPerNode, PodNodeRequirements, SpreadConstraint, node_has_all_keys,
 };
 use super::{ERR_REASON_CONSTRAINTS_NOT_MATCH, ERR_REASON_NODE_LABEL_NOT_MATCH, PodTopologySpread};
 use crate::framework::plugin::{
@@ -208,29 +208,12 @@ impl PodTopologySpread {
             .iter()
             .map(|c| h.snapshot.topology(&c.topology_key))
             .collect();
-        // Matching pods per node, counted once per distinct selector (constraints often
-        // share one: zone and hostname spreading of one app), from the pod groups.
-        let index = h.snapshot.pod_groups();
-        let mut per_node: Vec<Vec<i64>> = Vec::with_capacity(constraints.len());
-        let mut selector_of: Vec<usize> = Vec::with_capacity(constraints.len());
-        for (i, c) in constraints.iter().enumerate() {
-            match constraints[..i]
-                .iter()
-                .position(|d| d.selector == c.selector)
-            {
-                Some(first) => selector_of.push(selector_of[first]),
-                None => {
-                    selector_of.push(per_node.len());
-                    per_node.push(count_pods_per_node(
-                        &index,
-                        nodes.len(),
-                        &c.selector,
-                        &pod.namespace,
-                    ));
-                }
-            }
-        }
-        drop(index);
+        let matching = MatchingPerNode::count(
+            &h.snapshot.pod_groups(),
+            nodes.len(),
+            &constraints,
+            &pod.namespace,
+        );
         let everywhere: Vec<bool> = constraints
             .iter()
             .map(|c| requirements.includes_every_node(c))
@@ -253,8 +236,7 @@ impl PodTopologySpread {
                 if !everywhere[i] && !requirements.node_included(c, node) {
                     continue;
                 }
-                let n = per_node[selector_of[i]].get(pos).copied().unwrap_or(0);
-                counts[i].add_id(ids[i], n);
+                counts[i].add_id(ids[i], matching.matching(i, pos));
             }
         }
         // Upstream walks a Go map (random order); the minimum does not depend on the

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::PodTopologySpread;
 use super::common::{
-    LABEL_HOSTNAME, PodNodeRequirements, SCHEDULE_ANYWAY, SpreadConstraint,
-    count_pods_match_selector, count_pods_per_node, node_has_all_keys, pod_constraints,
+    LABEL_HOSTNAME, MatchingPerNode, PodNodeRequirements, SCHEDULE_ANYWAY, SpreadConstraint,
+    count_pods_match_selector, node_has_all_keys, pod_constraints,
 };
 use crate::framework::plugin::{Handle, MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
@@ -138,22 +138,12 @@ impl PreScorePlugin for PodTopologySpread {
         // pods per node come from the snapshot's pod groups, once per distinct selector
         // (as PreFilter counts): a ReplicaSet's pods are matched once, not one by one.
         let requirements = PodNodeRequirements::new(pod);
-        let index = h.snapshot.pod_groups();
-        let mut per_node: Vec<(&crate::api::labels::Selector, Vec<i64>)> = Vec::new();
-        for c in &constraints {
-            if !per_node.iter().any(|(s, _)| **s == c.selector) {
-                let n = count_pods_per_node(&index, all.len(), &c.selector, &pod.namespace);
-                per_node.push((&c.selector, n));
-            }
-        }
-        drop(index);
-        let matching = |c: &SpreadConstraint, pos: usize| {
-            per_node
-                .iter()
-                .find(|(s, _)| **s == c.selector)
-                .and_then(|(_, n)| n.get(pos).copied())
-                .unwrap_or(0)
-        };
+        let matching = MatchingPerNode::count(
+            &h.snapshot.pod_groups(),
+            all.len(),
+            &constraints,
+            &pod.namespace,
+        );
         for (pos, node) in all.iter().enumerate() {
             let labels = node.labels();
             if require_all && !node_has_all_keys(labels, &constraints) {
@@ -165,7 +155,7 @@ impl PreScorePlugin for PodTopologySpread {
                 }
                 let value = labels.get(&c.topology_key).map_or("", String::as_str);
                 if let Some(total) = counts[i].get_mut(value) {
-                    *total += matching(c, pos);
+                    *total += matching.matching(i, pos);
                 }
             }
         }
