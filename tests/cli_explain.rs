@@ -427,3 +427,61 @@ fn a_running_pod_is_explained_with_its_tolerations() {
     assert!(!out.contains("untolerated"), "{out}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--pod` takes a unique prefix of the name, and lists the candidates when several pods
+/// match.
+#[test]
+fn a_unique_name_prefix_is_enough_and_several_are_listed() {
+    let o = run(&["explain", "--cluster", "demo", "--pod", "ml/jupyter"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--pod ml/jupyter: taken as ml/jupyter-notebook-"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).starts_with("ml/jupyter-notebook-"),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(&["explain", "--cluster", "demo", "--pod", "ml/llm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("3 pods' names start so; give one: ml/llm-finetune-worker-0 (pending)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--pending`: a line per pending pod with the verdict `--pod` gives for it alone.
+#[test]
+fn pending_lists_every_pending_pod_with_the_verdict_explain_gives() {
+    let o = run(&["explain", "--cluster", "demo", "--pending", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let list: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 10);
+    for v in list {
+        let pod = v["pod"].as_str().unwrap();
+        let one = run(&["explain", "--cluster", "demo", "--pod", pod, "-o", "json"]);
+        let e: serde_json::Value = serde_json::from_str(&stdout(&one)).unwrap();
+        match v["verdict"].as_str().unwrap() {
+            "Schedulable" => {
+                assert_eq!(one.status.code(), Some(0), "{pod}");
+                let best = e["selected"].as_array().unwrap();
+                assert!(best.contains(&v["node"]), "{pod}: {v} {best:?}");
+            }
+            "Unschedulable" => {
+                assert_eq!(one.status.code(), Some(1), "{pod}");
+                assert_eq!(v["message"], e["message"], "{pod}");
+            }
+            other => panic!("{pod}: {other}"),
+        }
+    }
+    let text = stdout(&run(&["explain", "--cluster", "demo", "--pending"]));
+    assert!(text.starts_with("POD "), "{text}");
+    assert!(
+        text.contains("10 pending pod(s): 6 Schedulable, 4 Unschedulable"),
+        "{text}"
+    );
+}

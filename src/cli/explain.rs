@@ -1,5 +1,6 @@
 //! `kubestep explain`: one scheduling cycle for one pod, explained.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kubestep::recording;
@@ -60,6 +61,9 @@ Examples:
   # Every node of a large cluster, one row each (grouped above 40 rows by default)
   kubestep explain --cluster cluster.yaml --pod shop/checkout-0 --nodes all
 
+  # Every pending pod, a line each: where it would go, or why it cannot
+  kubestep explain --cluster cluster.yaml --pending
+
 Exit code: 0 the pod fits, 1 it does not (or is gated), 2 bad input.")]
 pub struct ExplainArgs {
     /// Cluster objects: YAML (multi-document), JSON, or a kubectl List, gzip or not, of
@@ -71,9 +75,19 @@ pub struct ExplainArgs {
     /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The pod: a manifest file, or NAMESPACE/NAME of a pod in the cluster.
-    #[arg(long, value_name = "FILE|NAMESPACE/NAME")]
-    pod: String,
+    /// The pod: a manifest file, or NAMESPACE/NAME of a pod in the cluster (a unique
+    /// prefix of the name will do: `ml/jupyter` for `ml/jupyter-7d9f…`).
+    #[arg(
+        long,
+        value_name = "FILE|NAMESPACE/NAME",
+        required_unless_present = "pending"
+    )]
+    pod: Option<String>,
+    /// Instead of one pod: every pending pod of the cluster, a line each with its verdict
+    /// (the node it would go to, or the exact unschedulable message), each decided alone
+    /// on the cluster as it is.
+    #[arg(long, conflicts_with = "pod")]
+    pending: bool,
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Text)]
     output: Output,
     /// Text output's node table: every node, or nodes grouped by plugin and reason with
@@ -90,7 +104,10 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
         (None, Some(c)) => c,
         (None, None) => config::default_configuration(),
     };
-    let pod = resolve_pod(&a.pod, &cluster)?;
+    let Some(pod_arg) = a.pod.as_deref() else {
+        return pending(&cluster, &cfg, a.output);
+    };
+    let pod = resolve_pod(pod_arg, &cluster)?;
     if let Some(w) = missing_priority_class(&pod, &cluster) {
         eprintln!("kubestep: warning: {w}");
     }
@@ -112,6 +129,55 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     };
     super::exit_without_freeing(cluster);
     Ok(code)
+}
+
+/// `--pending`: a line per pending pod (text), or the list (JSON, YAML). Exit code 0: a
+/// listing is not a verdict.
+fn pending(
+    cluster: &ClusterState,
+    cfg: &config::KubeSchedulerConfiguration,
+    output: Output,
+) -> anyhow::Result<ExitCode> {
+    let verdicts = explain::pending(cluster, cfg)?;
+    match output {
+        Output::Json => say!(
+            "{}",
+            serde_json::to_string_pretty(&verdicts).context("encoding the verdicts")?
+        )?,
+        Output::Yaml => say_raw!("{}", super::replay::to_yaml(&verdicts)?)?,
+        Output::Text => say_raw!("{}", pending_text(&verdicts))?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn pending_text(verdicts: &[explain::PendingVerdict]) -> String {
+    use std::fmt::Write as _;
+    let w = verdicts
+        .iter()
+        .map(|v| v.pod.len())
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let mut out = format!("{:w$}  {:13}  NODE / WHY\n", "POD", "VERDICT");
+    let mut counts = BTreeMap::<&str, usize>::new();
+    for v in verdicts {
+        *counts.entry(v.verdict).or_default() += 1;
+        let why = match (&v.node, &v.message) {
+            (Some(n), _) => format!("{n} (best of {} feasible)", v.feasible_nodes),
+            (None, Some(m)) => m.clone(),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(out, "{:w$}  {:13}  {why}", v.pod, v.verdict);
+    }
+    let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let _ = writeln!(
+        out,
+        "\n{} pending pod(s){}{}; `--pod NAMESPACE/NAME` explains one",
+        verdicts.len(),
+        if counts.is_empty() { "" } else { ": " },
+        counts.join(", ")
+    );
+    out
 }
 
 /// Manifests are merged (duplicates are errors); a recording stands alone and brings its
@@ -180,6 +246,43 @@ fn resolve_pod(
             bail!("{arg}: no such file")
         }
         None => {
+            // A unique prefix of the name (a Deployment's pod without its suffixes).
+            let starting: Vec<&Arc<kubestep::framework::PodInfo>> = cluster
+                .pod_infos()
+                .filter(|p| p.key.starts_with(&key))
+                .collect();
+            if let [one] = starting.as_slice() {
+                eprintln!("kubestep: --pod {arg}: taken as {}", one.key);
+                if let Some(p) = cluster.full_pod(&one.key) {
+                    return Ok(p);
+                }
+            }
+            if starting.len() > 1 {
+                let mut keys: Vec<String> = starting
+                    .iter()
+                    .map(|p| {
+                        let state = if p.node_name().is_empty() {
+                            "pending".to_string()
+                        } else {
+                            format!("on {}", p.node_name())
+                        };
+                        format!("{} ({state})", p.key)
+                    })
+                    .collect();
+                keys.sort();
+                let more = keys.len().saturating_sub(10);
+                keys.truncate(10);
+                let tail = if more > 0 {
+                    format!(", and {more} more")
+                } else {
+                    String::new()
+                };
+                bail!(
+                    "--pod {arg}: {} pods' names start so; give one: {}{tail}",
+                    starting.len(),
+                    keys.join(", ")
+                );
+            }
             // The usual slip is the namespace: name the pods of that name elsewhere.
             let name = key.split_once('/').map_or(key.as_str(), |(_, n)| n);
             let elsewhere: Vec<&str> = cluster

@@ -124,29 +124,8 @@ pub fn explain(
 ) -> Result<Explanation, ExplainError> {
     let exts = extenders(config)?;
     let fwks = frameworks(config)?;
-    // A pod from a manifest has not been through admission: give it the priority its
-    // PriorityClass (or the global default class) would have, as the API server does.
-    let mut pod = pod;
-    if pod.spec.as_ref().is_some_and(|s| s.priority.is_none()) {
-        let mut p = (*pod).clone();
-        if cluster.resolve_priority(&mut p).is_some() {
-            pod = Arc::new(p);
-        }
-    }
-    let pi = Arc::new(PodInfo::new(pod));
-    let fwk = fwks
-        .iter()
-        .find(|f| f.profile_name == pi.scheduler_name())
-        .ok_or_else(|| ExplainError::NoProfile {
-            pod: pi.key.clone(),
-            scheduler: pi.scheduler_name().to_string(),
-            profiles: fwks
-                .iter()
-                .map(|f| f.profile_name.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-
+    let pi = Arc::new(PodInfo::new(admitted(cluster, pod)));
+    let fwk = profile_of(&fwks, &pi)?;
     let mut snapshot = cluster.snapshot();
     // Explaining a pod already in the cluster: it must not count against itself.
     let own_node = cluster
@@ -156,35 +135,19 @@ pub fn explain(
     if !own_node.is_empty() {
         snapshot.remove_pod(&own_node, &pi.key);
     }
-    let listers = &cluster.listers;
     let mut nominator = cluster.nominator();
     nominator.remove(&pi.uid);
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(config.parallelism.clamp(1, 4) as usize)
-        .build()
-        .ok();
-    let env = CycleEnv {
-        framework: fwk,
-        snapshot: &snapshot,
-        listers,
-        nominator: &nominator,
-        waiting: &crate::framework::waiting::NO_WAITING,
-        // A single cycle keeps no time-based state, so the wall clock changes nothing.
-        now: jiff::Timestamp::now(),
-        percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
-        pool: pool.as_ref(),
-        extenders: &exts,
-    };
-
-    let h = env.handle();
-    let pre_enqueue = fwk
-        .plugins(ExtensionPoint::PreEnqueue)
-        .iter()
-        .find_map(|e| {
-            let s = e.plugin.as_pre_enqueue()?.pre_enqueue(&h, &pi);
-            (!s.is_success()).then(|| PluginStatus::from_status(&s.with_plugin(e.name), e.name))
-        });
-
+    let pool = pool(config);
+    let env = cycle_env(
+        fwk,
+        &snapshot,
+        cluster,
+        &nominator,
+        config,
+        pool.as_ref(),
+        &exts,
+    );
+    let pre_enqueue = gated(&env, &pi);
     let mut cycle = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
     let outcome = cycle.run(&env).clone();
     Ok(build(
@@ -194,6 +157,180 @@ pub fn explain(
         pre_enqueue,
         !pi.node_name().is_empty(),
     ))
+}
+
+/// A pod from a manifest has not been through admission: the priority its
+/// PriorityClass (or the global default class) would give it, as the API server does.
+fn admitted(cluster: &ClusterState, pod: Arc<Pod>) -> Arc<Pod> {
+    if pod.spec.as_ref().is_some_and(|s| s.priority.is_none()) {
+        let mut p = (*pod).clone();
+        if cluster.resolve_priority(&mut p).is_some() {
+            return Arc::new(p);
+        }
+    }
+    pod
+}
+
+/// The profile that schedules `pi` (by its schedulerName).
+fn profile_of<'a>(
+    fwks: &'a [crate::framework::profile::Framework],
+    pi: &PodInfo,
+) -> Result<&'a crate::framework::profile::Framework, ExplainError> {
+    fwks.iter()
+        .find(|f| f.profile_name == pi.scheduler_name())
+        .ok_or_else(|| ExplainError::NoProfile {
+            pod: pi.key.clone(),
+            scheduler: pi.scheduler_name().to_string(),
+            profiles: fwks
+                .iter()
+                .map(|f| f.profile_name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+fn pool(config: &KubeSchedulerConfiguration) -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(config.parallelism.clamp(1, 4) as usize)
+        .build()
+        .ok()
+}
+
+/// What a one-off cycle runs on: nothing waits at Permit, and a single cycle keeps no
+/// time-based state, so the wall clock changes nothing.
+fn cycle_env<'a>(
+    fwk: &'a crate::framework::profile::Framework,
+    snapshot: &'a crate::framework::Snapshot,
+    cluster: &'a ClusterState,
+    nominator: &'a crate::framework::nominator::Nominator,
+    config: &KubeSchedulerConfiguration,
+    pool: Option<&'a rayon::ThreadPool>,
+    exts: &'a [Arc<dyn crate::framework::extender::Extender>],
+) -> CycleEnv<'a> {
+    CycleEnv {
+        framework: fwk,
+        snapshot,
+        listers: &cluster.listers,
+        nominator,
+        waiting: &crate::framework::waiting::NO_WAITING,
+        now: jiff::Timestamp::now(),
+        percentage_of_nodes_to_score: config.percentage_of_nodes_to_score.unwrap_or(0),
+        pool,
+        extenders: exts,
+    }
+}
+
+/// The first PreEnqueue plugin that holds the pod back, if one does.
+fn gated(env: &CycleEnv, pi: &PodInfo) -> Option<PluginStatus> {
+    let h = env.handle();
+    env.framework
+        .plugins(ExtensionPoint::PreEnqueue)
+        .iter()
+        .find_map(|e| {
+            let s = e.plugin.as_pre_enqueue()?.pre_enqueue(&h, pi);
+            (!s.is_success()).then(|| PluginStatus::from_status(&s.with_plugin(e.name), e.name))
+        })
+}
+
+/// One pending pod's verdict on the cluster as it is (`explain --pending`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PendingVerdict {
+    pub pod: String,
+    /// `Schedulable`, `Unschedulable`, `Gated` or `Error`.
+    pub verdict: &'static str,
+    /// The node the cycle chose, for a pod that fits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(rename = "feasibleNodes")]
+    pub feasible_nodes: usize,
+    /// The exact kube-scheduler message (or the gating plugin's), for a pod that does
+    /// not fit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Every pending pod of `cluster` (no node; finished pods are not kept; a profile of
+/// `config` schedules it), each decided alone on the cluster as it is, by the same cycle `explain` runs
+/// (none assumes another's placement), in namespace/name order.
+pub fn pending(
+    cluster: &ClusterState,
+    config: &KubeSchedulerConfiguration,
+) -> Result<Vec<PendingVerdict>, ExplainError> {
+    let exts = extenders(config)?;
+    let fwks = frameworks(config)?;
+    let snapshot = cluster.snapshot();
+    let nominator = cluster.nominator();
+    let pool = pool(config);
+    let mut pods: Vec<&Arc<PodInfo>> = cluster
+        .pod_infos()
+        .filter(|p| p.node_name().is_empty())
+        .collect();
+    pods.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut out = Vec::with_capacity(pods.len());
+    for p in pods {
+        let Ok(fwk) = profile_of(&fwks, p) else {
+            continue;
+        };
+        let own;
+        let nominator = if nominator.contains(&p.uid) {
+            let mut n = nominator.clone();
+            n.remove(&p.uid);
+            own = n;
+            &own
+        } else {
+            &nominator
+        };
+        let env = cycle_env(
+            fwk,
+            &snapshot,
+            cluster,
+            nominator,
+            config,
+            pool.as_ref(),
+            &exts,
+        );
+        let key = p.key.clone();
+        if let Some(g) = gated(&env, p) {
+            out.push(PendingVerdict {
+                pod: key,
+                verdict: "Gated",
+                node: None,
+                feasible_nodes: 0,
+                message: Some(format!("{}: {}", g.plugin, g.reasons.join(", "))),
+            });
+            continue;
+        }
+        let mut cycle = SchedulingCycle::new(p.clone(), Detail::Decision, 0);
+        let v = match cycle.run(&env) {
+            CycleOutcome::Selected {
+                node,
+                feasible_nodes,
+                ..
+            } => PendingVerdict {
+                pod: key,
+                verdict: "Schedulable",
+                node: Some(node.clone()),
+                feasible_nodes: *feasible_nodes,
+                message: None,
+            },
+            CycleOutcome::Unschedulable { fit_error, .. } => PendingVerdict {
+                pod: key,
+                verdict: "Unschedulable",
+                node: None,
+                feasible_nodes: 0,
+                message: Some(fit_error.message()),
+            },
+            CycleOutcome::Error(s) => PendingVerdict {
+                pod: key,
+                verdict: "Error",
+                node: None,
+                feasible_nodes: 0,
+                message: Some(s.message()),
+            },
+        };
+        out.push(v);
+    }
+    Ok(out)
 }
 
 fn build(
