@@ -49,6 +49,57 @@ fn gang_that_cannot_fit_times_out_instead_of_cycling() {
 }
 
 #[test]
+fn a_pod_the_recording_binds_later_stays_queued_and_is_assumed_when_it_fits() {
+    let out = kubestep(&[
+        "replay",
+        "tests/data/regressions/deferred-leaves-queue.jsonl",
+        "--headless",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let attempts: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &serde_json::Value| v.get("attempt").is_some())
+        .collect();
+    let order: Vec<(&str, &str)> = attempts
+        .iter()
+        .map(|a| (a["pod"].as_str().unwrap(), a["result"].as_str().unwrap()))
+        .collect();
+    // a is retried when n2 joins, before the younger b, and holds n2 until its recorded
+    // binding: b then finds no room anywhere.
+    assert_eq!(
+        order,
+        [
+            ("default/a", "Unschedulable"),
+            ("default/b", "Unschedulable"),
+            ("default/a", "Deferred"),
+            ("default/b", "Unschedulable"),
+        ],
+        "{text}"
+    );
+    assert_eq!(attempts[2]["node"], "n2");
+    let summary = last_line(&out);
+    let pods = summary["summary"]["pods"].as_array().unwrap();
+    let status = |name: &str| {
+        pods.iter()
+            .find(|p| p["pod"] == name)
+            .map(|p| (p["status"].clone(), p["message"].clone()))
+            .unwrap()
+    };
+    assert_eq!(status("default/a").0, "Bound");
+    let (b, msg) = status("default/b");
+    assert_eq!(b, "Unschedulable");
+    assert!(
+        msg.as_str()
+            .unwrap()
+            .starts_with("0/2 nodes are available: 2 Insufficient cpu."),
+        "{msg}"
+    );
+    assert_eq!(summary["summary"]["divergences"], serde_json::json!([]));
+}
+
+#[test]
 fn blank_lines_are_read_as_nothing() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/regressions/blank-lines.jsonl.gz");

@@ -146,6 +146,23 @@ fn the_same_recording_and_seed_give_the_same_summary() {
         assert!(!last(&a).is_empty());
         assert_eq!(last(&a), last(&b), "{name}");
     }
+    // With --no-timings every line is the same, steps included.
+    for name in ["demo", "gang-scheduling"] {
+        let args = [
+            "replay",
+            name,
+            "--headless",
+            "--seed",
+            "7",
+            "--trace",
+            "steps",
+            "--no-timings",
+        ];
+        let (a, b) = (run(&args), run(&args));
+        assert!(!stdout(&a).contains("micros"), "{name}");
+        assert!(stdout(&a).lines().count() > 50, "{name}");
+        assert_eq!(stdout(&a), stdout(&b), "{name}");
+    }
 }
 
 #[test]
@@ -325,6 +342,21 @@ fn explain_takes_a_recording_name() {
 /// same instant; `high` (priority 1000, 2 CPUs) arrives, the cluster nominates `real`,
 /// deletes one victim there, then binds `high` to it.
 fn preemption_recording(real: &str, low_priority: impl Fn(&str) -> i32) -> String {
+    preemption_recording_at(
+        real,
+        low_priority,
+        "2026-03-02T09:00:11Z",
+        "2026-03-02T09:00:12Z",
+    )
+}
+
+/// The same, the victim deleted at `delete_at` and `high` bound at `bind_at`.
+fn preemption_recording_at(
+    real: &str,
+    low_priority: impl Fn(&str) -> i32,
+    delete_at: &str,
+    bind_at: &str,
+) -> String {
     let mut lines = vec![HEADER.to_string()];
     let t0 = "2026-03-02T09:00:00Z";
     for i in 1..=6 {
@@ -351,10 +383,10 @@ fn preemption_recording(real: &str, low_priority: impl Fn(&str) -> i32) -> Strin
     lines.push(high("2026-03-02T09:00:10.500Z", "MODIFIED", &nominated, ""));
     let victim = real.trim_start_matches("node-0");
     lines.push(format!(
-        r#"{{"at":"2026-03-02T09:00:11Z","type":"DELETED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"low-{victim}a","namespace":"batch","uid":"uid-low-{victim}a"}},"spec":{{"nodeName":"{real}","priority":100,"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"2"}}}}}}]}}}}}}"#
+        r#"{{"at":"{delete_at}","type":"DELETED","object":{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"low-{victim}a","namespace":"batch","uid":"uid-low-{victim}a"}},"spec":{{"nodeName":"{real}","priority":100,"containers":[{{"name":"c","resources":{{"requests":{{"cpu":"2"}}}}}}]}}}}}}"#
     ));
     let bound = format!(r#""nodeName":"{real}","#);
-    lines.push(high("2026-03-02T09:00:12Z", "MODIFIED", "", &bound));
+    lines.push(high(bind_at, "MODIFIED", "", &bound));
     lines.join("\n") + "\n"
 }
 
@@ -430,13 +462,33 @@ fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergenc
         "{steps:?}"
     );
 
-    // The cluster chose another node of the same rank.
+    // The cluster chose another node of the same rank. After the victim's deletion
+    // kubestep retries the pod, as the real scheduler did, and finds the node the cluster
+    // freed: no divergence.
     let real = if ours == "node-06" {
         "node-02"
     } else {
         "node-06"
     };
-    let (_, sum) = replay_preemption("tie", &preemption_recording(real, |_| 100));
+    let (_, sum) = replay_preemption("retried", &preemption_recording(real, |_| 100));
+    assert_eq!(pod(&sum, "web/high")["node"], real, "{sum}");
+    assert_eq!(
+        sum["summary"]["divergences"],
+        serde_json::json!([]),
+        "{sum}"
+    );
+
+    // Bound while kubestep's copy still backs off from its attempt (no retry in between):
+    // the nomination is compared, and it is a tie.
+    let quick = |real| {
+        preemption_recording_at(
+            real,
+            |_| 100,
+            "2026-03-02T09:00:10.500Z",
+            "2026-03-02T09:00:10.500Z",
+        )
+    };
+    let (_, sum) = replay_preemption("tie", &quick(real));
     let high = pod(&sum, "web/high");
     assert_eq!(high["node"], real, "{sum}");
     let d = &sum["summary"]["divergences"];
@@ -446,7 +498,7 @@ fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergenc
     assert_eq!(
         d[0]["reason"],
         format!(
-            "nominated {real} by the cluster; kubestep nominated {ours}, an equally ranked candidate (both: 0 PDB violation(s), highest victim priority 100, 1 victim(s))"
+            "placed on {real} by the cluster; kubestep nominated {ours}, an equally ranked candidate (both: 0 PDB violation(s), highest victim priority 100, 1 victim(s))"
         ),
         "{d}"
     );
@@ -464,7 +516,7 @@ fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergenc
     // The text summary says it is a tie.
     let dir = temp_dir("tie-text");
     let file = dir.join("rec.jsonl");
-    std::fs::write(&file, preemption_recording(real, |_| 100)).unwrap();
+    std::fs::write(&file, quick(real)).unwrap();
     let o = run(&["replay", file.to_str().unwrap(), "--headless", "-o", "text"]);
     assert!(
         stdout(&o).contains(&format!("web/high: recorded on {real}, kubestep's best: ")),
@@ -480,7 +532,12 @@ fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergenc
     // The cluster's node held a more important victim: a divergence, with the criterion.
     let (_, sum) = replay_preemption(
         "ranked-lower",
-        &preemption_recording(real, |n| if n == real { 200 } else { 100 }),
+        &preemption_recording_at(
+            real,
+            |n| if n == real { 200 } else { 100 },
+            "2026-03-02T09:00:10.500Z",
+            "2026-03-02T09:00:10.500Z",
+        ),
     );
     let d = &sum["summary"]["divergences"];
     assert_eq!(d.as_array().map(Vec::len), Some(1), "{sum}");
@@ -488,7 +545,7 @@ fn a_pod_placed_by_preemption_on_an_equally_ranked_node_is_a_tie_not_a_divergenc
     let reason = d[0]["reason"].as_str().unwrap();
     assert!(
         reason.starts_with(&format!(
-            "nominated {real} by the cluster; kubestep preempted on "
+            "placed on {real} by the cluster; kubestep preempted on "
         )),
         "{reason}"
     );

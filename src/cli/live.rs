@@ -275,6 +275,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         out: Printer {
             mode: a.output,
             stdout: std::io::stdout().lock(),
+            timings: true,
         },
     };
     run.run(commands, a.script.as_deref(), deadline)

@@ -63,6 +63,11 @@ pub struct ReplayArgs {
     /// Seed for tie-breaking randomness (preemption offsets, extender ties).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Leave out the wall-clock times (`micros`, `durationMicros`), the only fields that
+    /// differ between two runs with the same seed: the output is then reproducible byte
+    /// for byte.
+    #[arg(long)]
+    no_timings: bool,
     /// Virtual time, from the recording's start, to stop at when running without a
     /// script (default: the recording's last event plus 10 minutes).
     #[arg(long)]
@@ -132,6 +137,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut out = Printer {
         mode: a.output,
         stdout: std::io::stdout().lock(),
+        timings: !a.no_timings,
     };
     match &a.script {
         None => {
@@ -224,10 +230,20 @@ pub(super) fn read_script(s: &str) -> anyhow::Result<String> {
 pub(super) struct Printer<W: Write> {
     pub(super) mode: Output,
     pub(super) stdout: W,
+    /// Print the wall-clock times (`micros`, `durationMicros`); without them a replay's
+    /// output is the same byte for byte from run to run.
+    pub(super) timings: bool,
 }
 
 impl<W: Write> Printer<W> {
     pub(super) fn print(&mut self, v: &Value) -> anyhow::Result<()> {
+        let stripped;
+        let v = if self.timings {
+            v
+        } else {
+            stripped = without_timings(v.clone());
+            &stripped
+        };
         match self.mode {
             Output::Jsonl => writeln!(self.stdout, "{v}")?,
             Output::Yaml => write!(self.stdout, "---\n{}", to_yaml(v)?)?,
@@ -235,6 +251,23 @@ impl<W: Write> Printer<W> {
         }
         Ok(())
     }
+}
+
+/// `v` without its wall-clock fields, at any depth.
+fn without_timings(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("micros");
+                m.remove("durationMicros");
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
 }
 
 /// One value as YAML (serde-saphyr), ending in a newline.

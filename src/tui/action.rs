@@ -227,7 +227,7 @@ impl Command {
             ),
             Command::Filter => (
                 "filter",
-                "filter rows: pods in the queue, nodes in the Filter tab (fuzzy name; ! rejected, !PLUGIN rejected by it), keys in help",
+                "filter rows: pods in the queue, nodes in the Filter tab (fuzzy name; ! rejected, !PLUGIN rejected by it, + examined by upstream's search), keys in help",
             ),
             Command::Sort => (
                 "sort",

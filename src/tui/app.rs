@@ -140,6 +140,9 @@ pub struct App {
     pub running: bool,
     /// Running to the next breakpoint or the end at full speed, whatever the speed.
     pub sprint: bool,
+    /// This sprint runs on past the Permit waits to their timeouts, up to this time (F
+    /// pressed again where only they were left).
+    pub sprint_through_waits: Option<jiff::Timestamp>,
     pub speed: usize,
     /// Time travel: the seq of the step shown, or `None` for the latest.
     pub cursor: Option<u64>,
@@ -199,6 +202,7 @@ impl App {
             logs: LogBuffer::default(),
             running: false,
             sprint: false,
+            sprint_through_waits: None,
             speed: 0,
             cursor: None,
             focus: Pane::Queue,

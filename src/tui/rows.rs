@@ -295,6 +295,8 @@ fn rejects(m: &FilterMatrix, row: usize, col: usize, columns: usize) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeFilter {
     All,
+    /// `+`: only the nodes upstream's search examined.
+    Examined,
     Name(String),
     Rejected,
     RejectedBy(Vec<usize>),
@@ -305,6 +307,9 @@ impl NodeFilter {
         let t = text.trim();
         if t.is_empty() {
             return NodeFilter::All;
+        }
+        if t == "+" {
+            return NodeFilter::Examined;
         }
         let Some(rest) = t.strip_prefix('!').or_else(|| t.strip_prefix('✗')) else {
             return NodeFilter::Name(t.to_string());
@@ -344,6 +349,7 @@ pub fn matrix_order(
     let mut rows: Vec<usize> = (0..m.nodes.len())
         .filter(|&r| match &f {
             NodeFilter::All => true,
+            NodeFilter::Examined => m.was_examined(r),
             NodeFilter::Name(t) => fuzzy(t, &names(m.nodes[r])),
             NodeFilter::Rejected => first_failure(m, r, columns).is_some(),
             NodeFilter::RejectedBy(cols) => cols.iter().any(|&c| rejects(m, r, c, columns)),
@@ -359,13 +365,13 @@ pub fn matrix_order(
     rows
 }
 
-/// How many nodes each plugin rejected (or errored on), among the filled columns: the
-/// counts at the top of the matrix.
+/// How many examined nodes each plugin rejected (or errored on), among the filled
+/// columns: the counts at the top of the matrix (the trace's `rejected` counts the same).
 pub fn rejections_per_plugin(m: &FilterMatrix, columns: usize) -> Vec<usize> {
     (0..m.plugins.len())
         .map(|c| {
             (0..m.nodes.len())
-                .filter(|&r| rejects(m, r, c, columns))
+                .filter(|&r| m.was_examined(r) && rejects(m, r, c, columns))
                 .count()
         })
         .collect()

@@ -869,18 +869,40 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     let (_, msg) = app.status.clone().unwrap();
     assert!(msg.contains("breakpoint: Reserve"), "{msg}");
     assert!(!app.sprint);
-    // Without breakpoints a sprint ends where nothing more can happen.
+    // Without breakpoints a sprint stops where only a person (or a timeout) can act: it
+    // says which pod waits at Permit and when its wait times out.
     press(&mut app, ":clear\n");
-    press(&mut app, "F");
-    for _ in 0..2_000 {
-        app.update(Action::Tick(std::time::Duration::from_millis(100)));
-        if !app.running {
-            break;
+    let sprint = |app: &mut App| {
+        press(app, "F");
+        for _ in 0..2_000 {
+            app.update(Action::Tick(std::time::Duration::from_millis(100)));
+            if !app.running {
+                break;
+            }
         }
-    }
-    assert!(!app.running);
-    let (_, msg) = app.status.clone().unwrap();
-    assert!(msg.contains("nothing more can happen"), "{msg}");
+        assert!(!app.running);
+        app.status.clone().unwrap().1
+    };
+    let msg = sprint(&mut app);
+    assert!(
+        msg.contains(&format!("{GATE} waits at Permit (the first timeout in ")),
+        "{msg}"
+    );
+    assert!(msg.contains("F runs on to the timeout"), "{msg}");
+    assert_eq!(app.pods_waiting(), 1);
+    // F again runs on through the timeout, as a headless run does: the wait ends
+    // (rejected), the pod is retried and waits anew, and the sprint stops there.
+    let first_wait = app.session.core.waiting.list()[0].since;
+    let msg = sprint(&mut app);
+    let timed_out = app
+        .session
+        .history
+        .attempts
+        .iter()
+        .any(|a| a.pod == GATE && a.message.as_deref().is_some_and(|m| m.contains("timeout")));
+    assert!(timed_out, "{msg}");
+    let waits = app.session.core.waiting.list();
+    assert!(waits.iter().all(|w| w.since > first_wait), "{msg}");
     // The queue of the last step is kept exactly; steps run at full speed say so.
     let last = app.session.history.last().unwrap().seq;
     assert!(app.session.history.queues.at(last).unwrap().recorded);
@@ -893,6 +915,49 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
             .is_some_and(|m| !m.recorded)
     });
     assert!(skipped);
+}
+
+/// Upstream's search stops once it has enough feasible nodes (141 feasible, 145 examined of 300 here): the
+/// Filter tab says how many it examined, dims the rest with their verdicts in
+/// parentheses, leaves them out of the per-plugin counts, and `/+` hides them.
+#[test]
+fn filter_tab_marks_the_nodes_upstream_never_examined() {
+    use crate::cluster::{ClusterState, Object};
+    use kubestep_engine::testing::workloads::{Workload, make_nodes, make_pods};
+    let mut cluster = ClusterState::default();
+    for n in make_nodes(300, 7) {
+        cluster.add(Object::Node(Box::new(n)));
+    }
+    for p in make_pods(Workload::Basic, 3, 7, "default", 0) {
+        cluster.add(Object::Pod(Box::new(p)));
+    }
+    let session = crate::session::Session::new(
+        cluster,
+        kubestep_engine::config::default_configuration(),
+        Default::default(),
+        Box::new(crate::session::LocalActuator),
+    )
+    .unwrap();
+    let mut app = App::new(session, "300 nodes", Theme::mono(), Keymap::default());
+    app.update(Action::Resize(120, 40));
+    press(&mut app, "nnn1");
+    let m = app.moment_attempt().unwrap().matrix.unwrap();
+    assert_eq!(m.examined, Some(145));
+    assert_eq!(m.nodes.len(), 300);
+    let s = screen(&mut app);
+    assert!(s.contains("Node (145 examined of 300)"), "{s}");
+    // The last rows (in examined order) were never examined.
+    press(&mut app, "G");
+    let s = screen(&mut app);
+    assert!(s.contains("(✓)"), "{s}");
+    assert!(
+        s.contains("not examined: upstream's search stopped after"),
+        "{s}"
+    );
+    press(&mut app, "/+\n");
+    assert_eq!(app.matrix.order.len(), 145);
+    let s = screen(&mut app);
+    assert!(!s.contains("(✓)"), "{s}");
 }
 
 /// The name of the matrix row selected.

@@ -139,11 +139,21 @@ impl App {
                 self.info("live mode follows the cluster: there is nothing to run ahead to");
             }
             Command::Sprint => {
+                // Pressed again where only Permit waits are left: run on to their timeouts,
+                // as a headless run does.
+                self.sprint_through_waits = None;
+                if self.at_the_end() {
+                    self.sprint_through_waits = self.last_permit_deadline();
+                }
                 self.running = true;
                 self.sprint = true;
                 self.resume = true;
                 self.cursor = None;
-                self.info("running to the next breakpoint or the end at full speed (c pauses)");
+                if self.sprint_through_waits.is_some() {
+                    self.info("running on to the Permit timeouts at full speed (c pauses)");
+                } else {
+                    self.info("running to the next breakpoint or the end at full speed (c pauses)");
+                }
             }
             Command::ContinuePause => {
                 self.running = !self.running;
@@ -432,7 +442,10 @@ impl App {
             Some(StopReason::Idle) => {
                 if self.session.settled() || (self.sprint && self.at_the_end()) {
                     self.stop_running();
-                    self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)");
+                    match self.waits_left() {
+                        Some(w) => self.info(format!("paused: {w}: a allows, r rejects, F runs on to the timeout")),
+                        None => self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)"),
+                    }
                 } else {
                     let now = self.session.now();
                     let target = clock::add(now, dt * factor);
@@ -474,12 +487,54 @@ impl App {
         }
     }
 
-    /// Nothing is left but pods that wait for a person (at Permit) or a cluster change
-    /// (the unschedulable pool's periodic flush would retry them forever).
+    /// Nothing is left but pods that wait for a person (at Permit, unless this sprint
+    /// runs on to their timeouts) or a cluster change (the unschedulable pool's periodic
+    /// flush would retry them forever).
     fn at_the_end(&mut self) -> bool {
+        let through = self.sprint_through_waits;
         let s = &mut self.session;
         let c = s.core.counts();
-        !s.has_work() && s.core.feed.is_empty() && c.backoff == 0
+        let now = s.now();
+        !s.has_work()
+            && s.core.feed.is_empty()
+            && c.backoff == 0
+            && through.is_none_or(|t| now >= t)
+    }
+
+    /// When the last of the current Permit waits times out (a pod retried after it may
+    /// wait again: that is a new wait, and the sprint stops there).
+    fn last_permit_deadline(&self) -> Option<jiff::Timestamp> {
+        self.session
+            .core
+            .waiting
+            .list()
+            .iter()
+            .filter(|w| w.outcome.is_none())
+            .flat_map(|w| w.pending.values().copied())
+            .max()
+    }
+
+    /// The pods still waiting at Permit, and when the first wait times out, in words.
+    fn waits_left(&self) -> Option<String> {
+        let waiting = &self.session.core.waiting;
+        let first = waiting.list().into_iter().next()?;
+        let n = waiting.len();
+        let timeout = waiting
+            .next_deadline()
+            .map(|d| {
+                let left = crate::session::clock::since(d, self.session.now());
+                format!(
+                    " (the first timeout in {})",
+                    crate::rows::short_duration(left)
+                )
+            })
+            .unwrap_or_default();
+        let who = if n == 1 {
+            format!("{} waits", first.pod.key)
+        } else {
+            format!("{n} pods wait ({} first)", first.pod.key)
+        };
+        Some(format!("{who} at Permit{timeout}"))
     }
 
     fn stop_running(&mut self) {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use crate::framework::Code;
-use crate::session::{Point, StepRecord};
+use crate::session::{Point, StepRecord, fold_point_code};
 
 /// What one extension point did, as of the step shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,19 +57,6 @@ pub struct Attempt<'a> {
     pub now: Timestamp,
 }
 
-/// How much a status says about a point: Skip < Success < Pending < Wait < rejections < Error.
-fn rank(c: Code) -> u8 {
-    match c {
-        Code::Skip => 0,
-        Code::Success => 1,
-        Code::Pending => 2,
-        Code::Wait => 3,
-        Code::Unschedulable => 4,
-        Code::UnschedulableAndUnresolvable => 5,
-        Code::Error => 6,
-    }
-}
-
 /// The step where Permit parked the pod (Permit's summary, code Wait, no plugin).
 fn park_step<'a>(steps: &[&'a StepRecord]) -> Option<&'a StepRecord> {
     steps
@@ -89,10 +76,6 @@ pub fn rows(a: &Attempt) -> Vec<PointRow> {
         After::Parked => Some(Point::WaitOnPermit),
         After::Ended => None,
     };
-    // Filter's plugins each report the nodes they rejected; the point itself passed
-    // when the attempt went on to score.
-    let scored =
-        a.steps.iter().any(|s| past_filtering(s.point)) || frontier.is_some_and(past_filtering);
     Point::ALL
         .iter()
         .map(|&point| {
@@ -121,8 +104,6 @@ pub fn rows(a: &Attempt) -> Vec<PointRow> {
             {
                 let code = worst(&mine);
                 Verdict::Waited(code, crate::session::clock::since(mine[0].at, p.at))
-            } else if point == Point::Filter {
-                Verdict::Ran(filter_code(&mine, scored), Some(time))
             } else {
                 Verdict::Ran(worst(&mine), Some(time))
             };
@@ -135,30 +116,15 @@ pub fn rows(a: &Attempt) -> Vec<PointRow> {
         .collect()
 }
 
-fn past_filtering(p: Point) -> bool {
-    p > Point::PostFilter && p != Point::Unreserve
-}
-
-/// A point's verdict is its worst plugin status (Skip only if every plugin skipped).
+/// The point's status as the engine sums it up for every output (see
+/// `fold_point_code`).
 fn worst(steps: &[&StepRecord]) -> Code {
     steps
         .iter()
-        .map(|s| s.code)
-        .max_by_key(|c| rank(*c))
+        .fold(None, |acc, s| {
+            Some(fold_point_code(s.point, acc, s.code, s.plugin.is_none()))
+        })
         .unwrap_or(Code::Success)
-}
-
-fn filter_code(steps: &[&StepRecord], scored: bool) -> Code {
-    let w = worst(steps);
-    if w == Code::Error {
-        Code::Error
-    } else if scored {
-        Code::Success
-    } else if rank(w) >= rank(Code::Unschedulable) {
-        w
-    } else {
-        Code::Unschedulable
-    }
 }
 
 #[cfg(test)]
@@ -188,8 +154,8 @@ mod tests {
     }
 
     #[test]
-    fn filter_passes_when_the_attempt_goes_on_to_score() {
-        let s = [
+    fn filter_is_what_the_search_found_not_its_plugins_rejections() {
+        let mut s = vec![
             step(1, Point::QueueSort, None, Code::Success, 0),
             step(2, Point::PreFilter, Some("A"), Code::Skip, 0),
             step(3, Point::PreFilter, Some("B"), Code::Success, 0),
@@ -197,7 +163,7 @@ mod tests {
             step(5, Point::Filter, Some("B"), Code::Success, 0),
         ];
         let refs: Vec<&StepRecord> = s.iter().collect();
-        let mut a = Attempt {
+        let a = Attempt {
             steps: &refs,
             after: After::Continues(Point::Filter),
             pre_enqueue: Some(Duration::from_micros(3)),
@@ -219,21 +185,45 @@ mod tests {
         );
         assert_eq!(verdict(&r, Point::PostFilter), Verdict::Pending);
         assert!(r.iter().find(|r| r.point == Point::Filter).unwrap().here);
-        // Filter over, on to PreScore: Filter passed, PostFilter passed over.
-        a.after = After::Continues(Point::PreScore);
+        // The search found feasible nodes although plugin A rejected some: Filter passed,
+        // PostFilter passed over.
+        s.push(step(6, Point::Filter, None, Code::Success, 0));
+        let refs: Vec<&StepRecord> = s.iter().collect();
+        let a = Attempt {
+            steps: &refs,
+            after: After::Continues(Point::PreScore),
+            pre_enqueue: None,
+            now: Timestamp::UNIX_EPOCH,
+        };
         let r = rows(&a);
         assert_eq!(
             verdict(&r, Point::Filter),
-            Verdict::Ran(Code::Success, Some(Duration::from_micros(20)))
+            Verdict::Ran(Code::Success, Some(Duration::from_micros(30)))
         );
         assert_eq!(verdict(&r, Point::PostFilter), Verdict::NotRun);
         assert_eq!(verdict(&r, Point::Score), Verdict::Pending);
-        // Filter over and the attempt ended: no node fit.
-        a.after = After::Ended;
+        // No feasible node, and (shadow mode) a Reserve step that only notes the deferral:
+        // Filter still failed.
+        s[5] = step(6, Point::Filter, None, Code::Unschedulable, 0);
+        s.push(step(
+            7,
+            Point::PostFilter,
+            Some("P"),
+            Code::Unschedulable,
+            0,
+        ));
+        s.push(step(8, Point::Reserve, None, Code::Skip, 0));
+        let refs: Vec<&StepRecord> = s.iter().collect();
+        let a = Attempt {
+            steps: &refs,
+            after: After::Ended,
+            pre_enqueue: None,
+            now: Timestamp::UNIX_EPOCH,
+        };
         let r = rows(&a);
         assert_eq!(
             verdict(&r, Point::Filter),
-            Verdict::Ran(Code::Unschedulable, Some(Duration::from_micros(20)))
+            Verdict::Ran(Code::Unschedulable, Some(Duration::from_micros(30)))
         );
         assert_eq!(verdict(&r, Point::Bind), Verdict::NotRun);
     }

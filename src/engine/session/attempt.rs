@@ -210,9 +210,12 @@ impl Attempt {
         match self.points.iter_mut().find(|p| p.point == e.point) {
             Some(p) => {
                 p.duration += e.duration;
-                if severity(e.status.code()) > severity(p.code) {
-                    p.code = e.status.code();
-                }
+                p.code = super::history::fold_point_code(
+                    e.point,
+                    Some(p.code),
+                    e.status.code(),
+                    e.plugin.is_none(),
+                );
             }
             None => self.points.push(PointSummary {
                 point: e.point,
@@ -415,9 +418,10 @@ impl Attempt {
 
     /// The recording binds this pod: kubestep's decision is compared with the recorded
     /// one and the attempt ends there. Reserve and Permit do not run, because what they
-    /// hold (assumed resources and volumes, a gang member's count, a place in the waiting
-    /// map) would only be released by a binding cycle the pod never goes through; the
-    /// recorded binding later places the pod where it really went.
+    /// hold (assumed volumes, a gang member's count, a place in the waiting map) would
+    /// only be released by a binding cycle the pod never goes through. When kubestep
+    /// finds a node, the pod is assumed on the recorded node until the recorded binding
+    /// (as kube-scheduler's cache held it); when it finds none, the pod stays queued.
     fn defer_to_recording(&mut self, core: &mut Core, real: &str, out: &mut Vec<StepEvent>) {
         let chosen = match &self.cycle.outcome {
             Some(CycleOutcome::Selected { node, .. }) => Some(node.clone()),
@@ -463,10 +467,17 @@ impl Attempt {
             ..StepEvent::at(core)
         });
         let pod = self.pod().clone();
-        if real.is_empty() {
-            self.keep_in_queue(core);
-        } else {
-            core.queue.done(&uid);
+        match &chosen {
+            // kube-scheduler assumed the pod on the node it chose at the end of its
+            // cycle, before the binding was written: from this moment the next pods see
+            // it there (the recorded binding later confirms it).
+            Some(_) if !real.is_empty() => {
+                core.queue.done(&uid);
+                core.assume_until_recorded_binding(&pod, real);
+            }
+            // Still pending for the real scheduler too: retried on cluster events, as a
+            // pending pod is, until it fits or the recording binds it.
+            _ => self.keep_in_queue(core),
         }
         if real.is_empty() {
             // Live shadow mode: the real scheduler has not decided yet, so the record
@@ -508,8 +519,10 @@ impl Attempt {
         });
     }
 
-    /// Live shadow mode: the pod stays in the queue as kube-scheduler keeps a pending
-    /// pod, so that cluster events run it again and its answer follows the cluster. An
+    /// A pod the cluster's scheduler has not bound yet (live shadow mode), or one that
+    /// kubestep found unschedulable and the recording binds later: the pod stays in the
+    /// queue as kube-scheduler keeps a pending pod, so that cluster events run it again
+    /// and its answer follows the cluster. An
     /// unschedulable pod waits for its rejector plugins' hints (with backoff and the
     /// leftover flush); one kubestep would bind waits for any event, since the cluster's
     /// scheduler, not kubestep, binds it.
@@ -1091,20 +1104,6 @@ fn summarize_outcome(cycle: &SchedulingCycle) -> CycleSummary {
             ..Default::default()
         },
         None => CycleSummary::default(),
-    }
-}
-
-/// How bad a code is, to sum up an extension point by its worst step.
-fn severity(c: Code) -> u8 {
-    // A skipped plugin does not make a point that ran others skipped.
-    match c {
-        Code::Skip => 0,
-        Code::Success => 1,
-        Code::Wait => 2,
-        Code::Pending => 3,
-        Code::Unschedulable => 4,
-        Code::UnschedulableAndUnresolvable => 5,
-        Code::Error => 6,
     }
 }
 

@@ -196,7 +196,37 @@ impl Serialize for StepRecord {
     }
 }
 
-/// One extension point of an attempt, summed up: its worst status and its time.
+/// One status per extension point, folded over its steps in order (`so_far`: the
+/// steps before this one). Usually the worst status any plugin returned (Skip only if
+/// every plugin skipped). Filter is different, as upstream: its plugins run per node
+/// and each reports the nodes it rejected, but the point fails only when the search
+/// found no feasible node (a FitError); the search's own point-level step, last of the
+/// point, says which, and only an Error outranks it.
+pub fn fold_point_code(point: Point, so_far: Option<Code>, step: Code, point_level: bool) -> Code {
+    match so_far {
+        None => step,
+        Some(Code::Error) => Code::Error,
+        Some(_) if point == Point::Filter && point_level => step,
+        Some(c) if severity(step) > severity(c) => step,
+        Some(c) => c,
+    }
+}
+
+/// How much a status says about a point: Skip < Success < Wait < Pending < rejections < Error.
+fn severity(c: Code) -> u8 {
+    match c {
+        Code::Skip => 0,
+        Code::Success => 1,
+        Code::Wait => 2,
+        Code::Pending => 3,
+        Code::Unschedulable => 4,
+        Code::UnschedulableAndUnresolvable => 5,
+        Code::Error => 6,
+    }
+}
+
+/// One extension point of an attempt, summed up: its status (`fold_point_code`) and
+/// its time.
 #[derive(Debug, Clone, Serialize)]
 pub struct PointSummary {
     pub point: Point,

@@ -40,7 +40,7 @@ pub use clock::Clock;
 pub use divergence::Divergence;
 pub use error::{ActuatorError, CommandError, PermitError, WriteOp};
 pub use feed::Feed;
-pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord};
+pub use history::{AttemptRecord, History, Point, QueueCounts, StepRecord, fold_point_code};
 pub use world::{Frozen, WorldHistory};
 
 /// What a pod is, from the session's point of view (the summary's `status`).
@@ -159,6 +159,9 @@ pub struct Core {
     /// kubestep runs their scheduling cycle and compares its decision, but does not
     /// reserve or bind them.
     pub externally_bound: BTreeMap<String, String>,
+    /// Of those, the ones kubestep found a node for, by UID, with the recorded node they
+    /// are assumed on in the snapshot until the recorded binding (or their deletion).
+    assumed_for_recording: HashMap<String, String>,
     /// Cluster changes still to come (a recording's events, or watch events).
     pub feed: Feed,
     /// UIDs of preemption victims kubestep deleted from its own copy of the cluster (replay):
@@ -407,6 +410,19 @@ impl Core {
         first
     }
 
+    /// A pod the recording binds to `node` and kubestep found a node for: assumed there in
+    /// the snapshot, as the real scheduler's cache held it between its cycle and the
+    /// binding, so the pods scheduled meanwhile see its resources taken. A node kubestep's
+    /// snapshot does not have yet holds nothing.
+    fn assume_until_recorded_binding(&mut self, pod: &PodInfo, node: &str) {
+        if self.sched.snapshot.get(node).is_none() {
+            return;
+        }
+        self.sched.assume_pod(Arc::new(pod.bound_to(node).packed()));
+        self.assumed_for_recording
+            .insert(pod.uid.clone(), node.to_string());
+    }
+
     fn finish_bound(&mut self, pod: &PodInfo, node: &str) {
         self.queue.done(&pod.uid);
         self.record(pod, PodStatus::Bound, Some(node), None);
@@ -552,6 +568,9 @@ impl Core {
         let Some(pi) = new else {
             // Deleted: out of the queue, out of the waiting map, out of nominations.
             if let Some(pi) = old {
+                if let Some(n) = self.assumed_for_recording.remove(&pi.uid) {
+                    self.sched.snapshot.remove_pod(&n, &pi.key);
+                }
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
                 self.forget_nomination(&pi.uid);
@@ -565,8 +584,16 @@ impl Core {
             return;
         };
         let n = pi.node_name().to_string();
+        let assumed_on = if n.is_empty() {
+            None
+        } else {
+            self.assumed_for_recording.remove(&pi.uid)
+        };
         if !n.is_empty() {
             // Bound (or assumed by us): replace whatever the snapshot held for it.
+            if let Some(a) = assumed_on.filter(|a| *a != n) {
+                self.sched.snapshot.remove_pod(&a, &pi.key);
+            }
             self.sched.snapshot.remove_pod(&n, &pi.key);
             self.sched.snapshot.add_pod(pi.clone());
             self.forget_nomination(&pi.uid);
@@ -576,6 +603,10 @@ impl Core {
             if let Some(d) = self.pending_divergences.remove(&pi.uid) {
                 self.divergences.push(d);
             }
+            return;
+        }
+        // kube-scheduler skips updates of an assumed pod: it waits for its binding.
+        if self.assumed_for_recording.contains_key(&pi.uid) {
             return;
         }
         let Some(i) = self.profile_of(&pi) else {
@@ -722,6 +753,7 @@ impl Session {
             world: WorldHistory::new(opts.history_bytes / 4),
             bound_packed: None,
             externally_bound: BTreeMap::new(),
+            assumed_for_recording: HashMap::new(),
             feed: Feed::default(),
             evicted: BTreeSet::new(),
             divergences: Vec::new(),

@@ -213,6 +213,21 @@ fn filter_nodes(d: &AttemptDetail) -> BTreeMap<String, BTreeMap<&'static str, Fi
     nodes
 }
 
+/// The candidate nodes upstream's search never examined (it stopped once it had enough
+/// feasible nodes): their cells are kubestep's, run only to fill the matrix.
+fn not_examined(d: &AttemptDetail) -> Vec<String> {
+    let Some(m) = &d.matrix else {
+        return Vec::new();
+    };
+    let name = |i: usize| d.node_names.get(i).cloned().unwrap_or_default();
+    let mut out: Vec<String> = (0..m.nodes.len())
+        .filter(|&row| !m.was_examined(row))
+        .map(|row| name(m.nodes[row]))
+        .collect();
+    out.sort();
+    out
+}
+
 /// Raw, normalized and weighted scores by node name, and the chosen node.
 fn score_nodes(d: &AttemptDetail) -> (Option<BTreeMap<String, Value>>, Option<String>) {
     let Some(t) = &d.scores else {
@@ -245,7 +260,7 @@ pub fn filter(session: &mut Session) -> Value {
     };
     match d {
         Ok(d) => {
-            json!({"type": "filter", "pod": pod, "attempt": id, "nodes": filter_nodes(&d), "mismatch": d.mismatch})
+            json!({"type": "filter", "pod": pod, "attempt": id, "nodes": filter_nodes(&d), "notExamined": not_examined(&d), "mismatch": d.mismatch})
         }
         Err(e) => json!({"type": "filter", "pod": pod, "attempt": id, "nodes": null, "error": e}),
     }
@@ -323,6 +338,7 @@ pub fn detail(a: &AttemptRecord, d: &AttemptDetail) -> Value {
         "attempt": a.id,
         "pod": a.pod,
         "filter": filter_nodes(d),
+        "notExamined": not_examined(d),
         "scores": scores,
         "chosen": chosen,
         "states": states,

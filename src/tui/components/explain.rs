@@ -117,7 +117,8 @@ pub fn text(app: &App) -> Vec<String> {
         if let Some(mx) = a.matrix {
             // plugin → reason → nodes, from each node's first failure.
             let mut groups: BTreeMap<&str, BTreeMap<String, Vec<&str>>> = BTreeMap::new();
-            for r in 0..mx.nodes.len() {
+            // Only the nodes upstream's search examined: the rest it never judged.
+            for r in (0..mx.nodes.len()).filter(|&r| mx.was_examined(r)) {
                 let Some(c) = first_failure(mx, r, mx.plugins.len()) else {
                     continue;
                 };

@@ -1,6 +1,7 @@
 //! Filter matrix: nodes × Filter plugins, ✓ pass, ✗ reject, – skipped (PreFilter said
 //! Skip), ! error, · not run yet at this moment; `✗*` marks upstream's first failure on
-//! a node (the real scheduler stops there). The selected cell's reason and the exact
+//! a node (the real scheduler stops there). Nodes upstream's search never reached (it
+//! stops once it has enough feasible nodes) are dimmed, their verdicts in parentheses. The selected cell's reason and the exact
 //! kube-scheduler message are shown below. Only visible rows are built.
 //!
 //! The Filter tab: its rows (filtered and sorted), the selected cell, and its keys
@@ -254,24 +255,32 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         );
     };
     let focused = app.focus == Pane::Main;
-    let name_w = (area.width as usize / 3).clamp(12, 44);
+    let mut lines: Vec<Line> = Vec::new();
+    let total = m.nodes.len();
+    // Upstream's search stopped early: the rest are kubestep's, marked (✓) and counted apart.
+    let examined = m.examined.filter(|&n| n < total);
+    let shown_of = match (tab.order.len() == total, examined) {
+        (true, None) => format!("{total}"),
+        (false, None) => format!("{}/{total}", tab.order.len()),
+        (true, Some(n)) => format!("{n} examined of {total}"),
+        (false, Some(n)) => format!("{}/{total}, {n} examined", tab.order.len()),
+    };
+    // The examined order is the default: with the examined count it goes without saying.
+    let title = match (examined, tab.sort) {
+        (Some(_), MatrixSort::Examined) => format!("Node ({shown_of})"),
+        _ => format!("Node ({shown_of}, {})", tab.sort.label()),
+    };
+    // The examined count may widen the name column (up to half the pane): it must show.
+    let mut name_w = (area.width as usize / 3).clamp(12, 44);
+    if examined.is_some() {
+        name_w = name_w
+            .max(title.chars().count().saturating_sub(1))
+            .min((area.width as usize / 2).max(12));
+    }
     let vis_cols = (area.width as usize).saturating_sub(name_w + 1) / COL;
     let col_off = layout::offset(tab.col, vis_cols.max(1));
     let shown: Vec<usize> = (col_off..m.plugins.len()).take(vis_cols).collect();
-
-    let mut lines: Vec<Line> = Vec::new();
-    let shown_of = if tab.order.len() == m.nodes.len() {
-        format!("{}", m.nodes.len())
-    } else {
-        format!("{}/{}", tab.order.len(), m.nodes.len())
-    };
-    let mut head = vec![span(
-        pad(
-            &format!("Node ({shown_of}, {})", tab.sort.label()),
-            name_w + 1,
-        ),
-        t.title,
-    )];
+    let mut head = vec![span(pad(&title, name_w + 1), t.title)];
     for &c in &shown {
         let style = if c == tab.col { t.selection } else { t.title };
         head.push(span(pad(&abbrev(m.plugins[c]), COL), style));
@@ -302,6 +311,19 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
             let node = a.names.get(*m.nodes.get(r)?);
             let what = if c >= cols {
                 "not run yet at this moment".to_string()
+            } else if !m.was_examined(r) {
+                let verdict = match m.cell(r, c) {
+                    FilterCell::Pass => "would pass".to_string(),
+                    FilterCell::Skipped => "skipped".to_string(),
+                    FilterCell::Reject { reasons, .. } => {
+                        format!("would reject: {}", reasons.join(", "))
+                    }
+                    FilterCell::Error { message } => format!("would fail: {message}"),
+                };
+                format!(
+                    "not examined: upstream's search stopped after {} nodes (enough feasible); kubestep's own run {verdict}",
+                    m.examined.unwrap_or(0)
+                )
             } else {
                 match m.cell(r, c) {
                     FilterCell::Pass => "✓ passed".to_string(),
@@ -356,17 +378,28 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         };
         let name = a.names.get(node);
         let sel_row = i == tab.row;
+        let examined = m.was_examined(r);
         let mut spans: Vec<Span> = vec![span(
             format!("{} ", pad(name, name_w)),
             if sel_row && focused {
                 t.selection
-            } else {
+            } else if examined {
                 t.base
+            } else {
+                t.muted
             },
         )];
         for &c in &shown {
             let (sym, mut style) = if c >= cols {
                 ("·".to_string(), t.muted)
+            } else if !examined {
+                let sym = match m.cell(r, c) {
+                    FilterCell::Pass => "(✓)",
+                    FilterCell::Skipped => "(–)",
+                    FilterCell::Reject { .. } => "(✗)",
+                    FilterCell::Error { .. } => "(!)",
+                };
+                (sym.to_string(), t.muted)
             } else {
                 match m.cell(r, c) {
                     FilterCell::Pass => ("✓".to_string(), t.verdict_pass),

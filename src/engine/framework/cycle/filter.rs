@@ -19,6 +19,10 @@ use crate::framework::plugin::{FilterPlugin, Handle};
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::runtime::filter_status;
 use crate::framework::status::{Code, Status};
+
+/// The Filter point's own step (no plugin), last of the point: whether the search found
+/// a feasible node.
+pub const FILTER_VERDICT: &str = "(feasible nodes)";
 use crate::framework::types::PodInfo;
 
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -92,6 +96,10 @@ pub struct FilterMatrix {
     statuses: Vec<Status>,
     /// kubestep's notes on rejections (`FilterPlugin::rejection_note`), by (plugin, row).
     notes: std::collections::BTreeMap<(usize, usize), String>,
+    /// How many rows, from the first, upstream's search examined before it stopped
+    /// (enough feasible nodes, or an error); the rest kubestep ran only to fill the
+    /// matrix. `None` until the search is over.
+    pub examined: Option<usize>,
 }
 
 const CELL_PASS: u32 = 0;
@@ -106,7 +114,13 @@ impl FilterMatrix {
             cells: Vec::new(),
             statuses: Vec::new(),
             notes: Default::default(),
+            examined: None,
         }
+    }
+
+    /// Whether upstream's search examined the node in `row` (true while unknown).
+    pub fn was_examined(&self, row: usize) -> bool {
+        self.examined.is_none_or(|n| row < n)
     }
 
     /// kubestep's note on plugin `plugin`'s rejection of the node in row `node_row`.
@@ -627,10 +641,15 @@ impl SchedulingCycle {
         cols.without_nominated(0, &mut first, &p.nominated, &mut extra);
         drop(cols);
         let mut search = Search::new(p.num_to_find);
+        let mut examined = first.len();
         for (ci, s) in first.into_iter().enumerate() {
             if search.consume(p.candidates.get(ci), s.unwrap_or_default()) {
+                examined = ci + 1;
                 break;
             }
+        }
+        if let Some(m) = self.matrix.as_mut() {
+            m.examined = Some(examined);
         }
         // The columns' counts covered every candidate; the trace says what upstream's
         // search examined, as the fast path does.
@@ -785,6 +804,20 @@ impl SchedulingCycle {
     }
 
     fn after_filter(&mut self, env: &CycleEnv) {
+        // The point's own verdict, after its plugins' per-node ones: it fails only when
+        // no node is feasible (upstream's FitError).
+        let examined = self.feasible.len() + self.diagnosis.node_to_status.len();
+        let verdict = match self.feasible.len() {
+            0 => Status::new(
+                Code::Unschedulable,
+                format!("no feasible node ({examined} examined)"),
+            ),
+            n => Status::new(
+                Code::Success,
+                format!("{n} feasible node(s) ({examined} examined)"),
+            ),
+        };
+        self.record(FILTER_VERDICT, &verdict, Instant::now());
         match self.feasible.len() {
             0 => self.enter_post_filter_or_fail(env),
             1 => {
