@@ -818,22 +818,16 @@ fn small_terminal_80x24() {
     insta::assert_snapshot!(screen(&mut app));
 }
 
-/// 5,000 nodes: stepping and every tab draw. How fast is measured by `kubestep bench`
-/// and by hand in tmux (the notes have the numbers), not asserted here.
-#[test]
-fn five_thousand_nodes_step_and_draw_every_tab() {
+/// A generated cluster of `nodes` nodes and `pods` pending pods (scheduler_perf's basic
+/// shape), on a screen of `size`.
+fn basic_app(nodes: usize, pods: usize, size: (u16, u16)) -> App {
     use crate::cluster::{ClusterState, Object};
+    use kubestep_engine::testing::workloads::{Workload, make_nodes, make_pods};
     let mut cluster = ClusterState::default();
-    for n in kubestep_engine::testing::workloads::make_nodes(5_000, 7) {
+    for n in make_nodes(nodes, 7) {
         cluster.add(Object::Node(Box::new(n)));
     }
-    for p in kubestep_engine::testing::workloads::make_pods(
-        kubestep_engine::testing::workloads::Workload::Basic,
-        50,
-        7,
-        "default",
-        0,
-    ) {
+    for p in make_pods(Workload::Basic, pods, 7, "default", 0) {
         cluster.add(Object::Pod(Box::new(p)));
     }
     let session = crate::session::Session::new(
@@ -843,8 +837,16 @@ fn five_thousand_nodes_step_and_draw_every_tab() {
         Box::new(crate::session::LocalActuator),
     )
     .unwrap();
-    let mut app = App::new(session, "bench", Theme::mono(), Keymap::default());
-    app.update(Action::Resize(160, 50));
+    let mut app = App::new(session, "generated", Theme::mono(), Keymap::default());
+    app.update(Action::Resize(size.0, size.1));
+    app
+}
+
+/// 5,000 nodes: stepping and every tab draw. How fast is measured by `kubestep bench`
+/// and by hand in tmux (the notes have the numbers), not asserted here.
+#[test]
+fn five_thousand_nodes_step_and_draw_every_tab() {
+    let mut app = basic_app(5_000, 50, (160, 50));
     press(&mut app, "nnn");
     let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
     for keys in ["", "j", "G", "o", "2", "3"] {
@@ -922,24 +924,7 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
 /// parentheses, leaves them out of the per-plugin counts, and `/+` hides them.
 #[test]
 fn filter_tab_marks_the_nodes_upstream_never_examined() {
-    use crate::cluster::{ClusterState, Object};
-    use kubestep_engine::testing::workloads::{Workload, make_nodes, make_pods};
-    let mut cluster = ClusterState::default();
-    for n in make_nodes(300, 7) {
-        cluster.add(Object::Node(Box::new(n)));
-    }
-    for p in make_pods(Workload::Basic, 3, 7, "default", 0) {
-        cluster.add(Object::Pod(Box::new(p)));
-    }
-    let session = crate::session::Session::new(
-        cluster,
-        kubestep_engine::config::default_configuration(),
-        Default::default(),
-        Box::new(crate::session::LocalActuator),
-    )
-    .unwrap();
-    let mut app = App::new(session, "300 nodes", Theme::mono(), Keymap::default());
-    app.update(Action::Resize(120, 40));
+    let mut app = basic_app(300, 3, (120, 40));
     press(&mut app, "nnn1");
     let m = app.moment_attempt().unwrap().matrix.unwrap();
     assert_eq!(m.examined, Some(145));
