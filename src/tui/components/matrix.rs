@@ -274,7 +274,7 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     let mut name_w = (area.width as usize / 3).clamp(12, 44);
     if examined.is_some() {
         name_w = name_w
-            .max(title.chars().count().saturating_sub(1))
+            .max(title.chars().count())
             .min((area.width as usize / 2).max(12));
     }
     let vis_cols = (area.width as usize).saturating_sub(name_w + 1) / COL;
