@@ -329,7 +329,8 @@ how close the rejected nodes came:
   Insufficient cpu on 600 nodes: the pod needs 3 cores; the most free on any of them is 2.8 cores (n-599)
   Too many pods on 1 node: the pod needs 1 pod slot; the most free on any of them is 0 pod slots (n-200)
 ";
-    assert!(out.ends_with(close), "{out}");
+    let fix = "\nwhat would make it fit (each confirmed by re-running the cycle):\n  would fit n-599 with cpu ≤ 2800m\n";
+    assert!(out.ends_with(&format!("{close}{fix}")), "{out}");
 
     let o = run(&[
         "explain",
@@ -342,7 +343,7 @@ how close the rejected nodes came:
     ]);
     let out = stdout(&o);
     assert_eq!(out.lines().filter(|l| l.starts_with("n-")).count(), 600);
-    assert!(out.ends_with(close), "{out}");
+    assert!(out.ends_with(&format!("{close}{fix}")), "{out}");
 
     let o = run(&[
         "explain",
@@ -483,5 +484,44 @@ fn pending_lists_every_pending_pod_with_the_verdict_explain_gives() {
     assert!(
         text.contains("10 pending pod(s): 6 Schedulable, 4 Unschedulable"),
         "{text}"
+    );
+}
+
+/// A pod that fits nowhere: the text names the culprits (the taint, the selector's label)
+/// and the what-if changes a re-run confirmed, and JSON carries the same hints.
+#[test]
+fn an_unschedulable_pod_is_told_the_culprits_and_the_confirmed_fixes() {
+    let o = run(&["explain", "--cluster", "demo", "--pod", "ml/jupyter"]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = stdout(&o);
+    assert!(
+        text.contains("nodeSelector nvidia.com/gpu.present=true (8 nodes without it)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the pod tolerates none of nvidia.com/gpu=present:NoSchedule"),
+        "{text}"
+    );
+    assert!(
+        text.contains("what would make it fit (each confirmed by re-running the cycle):\n  would fit ip-10-0-2-91.ec2.internal with toleration nvidia.com/gpu=present:NoSchedule"),
+        "{text}"
+    );
+    let o = run(&[
+        "explain",
+        "--cluster",
+        "demo",
+        "--pod",
+        "ml/jupyter",
+        "-o",
+        "json",
+    ]);
+    let e: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        e["whatIf"][0]["text"],
+        "would fit ip-10-0-2-91.ec2.internal with toleration nvidia.com/gpu=present:NoSchedule"
+    );
+    assert_eq!(
+        e["whatIf"][0]["nodes"],
+        serde_json::json!(["ip-10-0-2-91.ec2.internal"])
     );
 }

@@ -113,7 +113,12 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     }
     kubestep::plugins::dynamic_resources::check_inputs(&cluster.listers, &pod)
         .map_err(|e| anyhow::anyhow!("{}: pod {}: {e}", a.cluster.join(", "), pod_key(&pod)))?;
-    let e = explain::explain(&cluster, &cfg, pod)?;
+    // One explainer for the pod and the changed copies the what-if hints re-run.
+    let explainer = explain::Explainer::new(&cluster, &cfg, &pod)?;
+    let mut e = explainer.explain(pod.clone())?;
+    e.what_if = explain::hints::what_if_with(&explainer, &cluster, &cfg, &pod, &e);
+    // Its snapshot goes with the process, as the cluster does (exit_without_freeing).
+    std::mem::forget(explainer);
     match a.output {
         Output::Json => say!(
             "{}",

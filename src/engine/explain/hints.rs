@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Pod, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::closest::Fact;
-use super::{Explanation, explain};
+use super::{Explainer, Explanation, explain};
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 
@@ -17,7 +17,7 @@ use crate::config::KubeSchedulerConfiguration;
 const MAX_TAINTS: usize = 3;
 
 /// A confirmed hint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Hint {
     /// E.g. "would fit 2 nodes with toleration gpu=true:NoSchedule".
     pub text: String,
@@ -35,6 +35,23 @@ pub fn what_if(
     if base.fits() || base.pre_enqueue.is_some() {
         return Vec::new();
     }
+    match Explainer::new(cluster, config, pod) {
+        Ok(x) => what_if_with(&x, cluster, config, pod, base),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// As `what_if`, re-running on `explainer` (built for `pod`), so nothing is rebuilt.
+pub fn what_if_with(
+    explainer: &Explainer,
+    cluster: &ClusterState,
+    config: &KubeSchedulerConfiguration,
+    pod: &Arc<Pod>,
+    base: &Explanation,
+) -> Vec<Hint> {
+    if base.fits() || base.pre_enqueue.is_some() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
     let fits_before: BTreeSet<&str> = base.feasible.iter().map(String::as_str).collect();
     let newly_fitting = |e: &Explanation| -> Vec<String> {
@@ -44,7 +61,7 @@ pub fn what_if(
             .cloned()
             .collect()
     };
-    let rerun = |p: Pod| explain(cluster, config, Arc::new(p)).ok();
+    let rerun = |p: Pod| explainer.explain(Arc::new(p)).ok();
 
     for (key, value, effect) in untolerated_taints(base) {
         let mut p = (**pod).clone();

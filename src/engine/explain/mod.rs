@@ -106,6 +106,10 @@ pub struct Explanation {
     /// the claim holding each (for the what-if hints).
     #[serde(skip)]
     pub held_devices: BTreeMap<String, Vec<(String, String)>>,
+    /// What would make an unschedulable pod fit, each confirmed by re-running the cycle
+    /// on a changed copy (`hints::what_if`); filled by the caller that asks for them.
+    #[serde(rename = "whatIf", skip_serializing_if = "Vec::is_empty")]
+    pub what_if: Vec<hints::Hint>,
 }
 
 impl Explanation {
@@ -122,41 +126,80 @@ pub fn explain(
     config: &KubeSchedulerConfiguration,
     pod: Arc<Pod>,
 ) -> Result<Explanation, ExplainError> {
-    let exts = extenders(config)?;
-    let fwks = frameworks(config)?;
-    let pi = Arc::new(PodInfo::new(admitted(cluster, pod)));
-    let fwk = profile_of(&fwks, &pi)?;
-    let mut snapshot = cluster.snapshot();
-    // Explaining a pod already in the cluster: it must not count against itself.
-    let own_node = cluster
-        .pod_info(&pi.key)
-        .map(|p| p.node_name().to_string())
-        .unwrap_or_default();
-    if !own_node.is_empty() {
-        snapshot.remove_pod(&own_node, &pi.key);
+    Explainer::new(cluster, config, &pod)?.explain(pod)
+}
+
+/// What explaining one pod (and changed copies of it, for the what-if hints) runs on,
+/// built once: the profiles, the extenders, the snapshot without the pod itself.
+pub struct Explainer<'a> {
+    cluster: &'a ClusterState,
+    config: &'a KubeSchedulerConfiguration,
+    exts: Vec<Arc<dyn crate::framework::extender::Extender>>,
+    fwks: Vec<crate::framework::profile::Framework>,
+    snapshot: crate::framework::Snapshot,
+    nominator: crate::framework::nominator::Nominator,
+    pool: Option<rayon::ThreadPool>,
+}
+
+impl<'a> Explainer<'a> {
+    /// For `pod` and copies of it (same namespace and name).
+    pub fn new(
+        cluster: &'a ClusterState,
+        config: &'a KubeSchedulerConfiguration,
+        pod: &Pod,
+    ) -> Result<Explainer<'a>, ExplainError> {
+        let key = format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+            pod.metadata.name.as_deref().unwrap_or_default()
+        );
+        let mut snapshot = cluster.snapshot();
+        let mut nominator = cluster.nominator();
+        // Explaining a pod already in the cluster: it must not count against itself.
+        if let Some(own) = cluster.pod_info(&key) {
+            if !own.node_name().is_empty() {
+                snapshot.remove_pod(own.node_name(), &key);
+            }
+            nominator.remove(&own.uid);
+        }
+        if let Some(uid) = pod.metadata.uid.as_deref() {
+            nominator.remove(uid);
+        }
+        Ok(Explainer {
+            cluster,
+            config,
+            exts: extenders(config)?,
+            fwks: frameworks(config)?,
+            snapshot,
+            nominator,
+            pool: pool(config),
+        })
     }
-    let mut nominator = cluster.nominator();
-    nominator.remove(&pi.uid);
-    let pool = pool(config);
-    let env = cycle_env(
-        fwk,
-        &snapshot,
-        cluster,
-        &nominator,
-        config,
-        pool.as_ref(),
-        &exts,
-    );
-    let pre_enqueue = gated(&env, &pi);
-    let mut cycle = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
-    let outcome = cycle.run(&env).clone();
-    Ok(build(
-        &cycle,
-        &outcome,
-        &env,
-        pre_enqueue,
-        !pi.node_name().is_empty(),
-    ))
+
+    /// One cycle for `pod`, explained.
+    pub fn explain(&self, pod: Arc<Pod>) -> Result<Explanation, ExplainError> {
+        let pi = Arc::new(PodInfo::new(admitted(self.cluster, pod)));
+        let fwk = profile_of(&self.fwks, &pi)?;
+        let env = cycle_env(
+            fwk,
+            &self.snapshot,
+            self.cluster,
+            &self.nominator,
+            self.config,
+            self.pool.as_ref(),
+            &self.exts,
+        );
+        let pre_enqueue = gated(&env, &pi);
+        let mut cycle = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
+        let outcome = cycle.run(&env).clone();
+        Ok(build(
+            &cycle,
+            &outcome,
+            &env,
+            pre_enqueue,
+            !pi.node_name().is_empty(),
+        ))
+    }
 }
 
 /// A pod from a manifest has not been through admission: the priority its
@@ -527,6 +570,7 @@ fn build(
             &cycle.pod,
         ),
         held_devices: crate::plugins::dynamic_resources::held_devices(&cycle.state),
+        what_if: Vec::new(),
     }
 }
 

@@ -52,10 +52,19 @@ pub fn render_with(e: &Explanation, mode: NodeRows) -> String {
         } else {
             table(&rows, &mut out);
         }
-        // A small cluster's table already shows each node's reason; its output stays
-        // as it was unless asked.
-        if grouped || mode == NodeRows::All {
+        // The culprits (which taint, label, how much is missing) for a pod that fits
+        // nowhere, whatever the table's size; for one that fits, when asked or grouped.
+        if grouped || mode == NodeRows::All || !e.fits() {
             closeness(e, &mut out);
+        }
+    }
+    if !e.what_if.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nwhat would make it fit (each confirmed by re-running the cycle):"
+        );
+        for h in &e.what_if {
+            let _ = writeln!(out, "  {}", h.text);
         }
     }
     if let Some(scores) = &e.scores {
