@@ -1022,3 +1022,36 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
     press(&mut app, "/zzz\n*");
     assert_eq!(matrix_node(&app), chosen);
 }
+
+/// The Cycle pane's cursor starts on ▶, so `b` there breaks on the point shown; `:break`
+/// says what it set; a QueueSort breakpoint fires before the next pod's pop.
+#[test]
+fn breakpoints_set_where_the_person_looks_and_queue_sort_fires() {
+    let mut app = demo_app();
+    press(&mut app, "nnnn");
+    let here = app.moment().unwrap().point;
+    while app.focus != Pane::Timeline {
+        press(&mut app, "\t");
+    }
+    press(&mut app, "b");
+    assert_eq!(
+        app.session.breakpoints,
+        vec![crate::session::Breakpoint::Point(here)]
+    );
+    press(&mut app, ":clear\n:break QueueSort\n");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.starts_with("breakpoint set: QueueSort (1 set"), "{msg}");
+    press(&mut app, "f");
+    let attempts = app.session.history.attempts.len();
+    press(&mut app, "c");
+    for _ in 0..50 {
+        app.update(Action::Tick(std::time::Duration::from_millis(100)));
+        if !app.running {
+            break;
+        }
+    }
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("before QueueSort"), "{msg}");
+    assert!(app.session.current.is_none());
+    assert!(app.session.history.attempts.len() <= attempts + 1);
+}

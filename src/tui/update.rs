@@ -231,6 +231,13 @@ impl App {
                     (i + n - 1) % n
                 };
                 self.focus = Pane::ORDER[j];
+                // The Cycle pane's cursor starts on the step shown (▶), so `b` breaks
+                // where the person looks.
+                if self.focus == Pane::Timeline
+                    && let Some(p) = self.moment().map(|s| s.point)
+                {
+                    self.timeline_selected = Point::ALL.iter().position(|x| *x == p).unwrap_or(0);
+                }
             }
             Command::Select => self.select(),
             // The tab shown's rows when it has a filter or a sort, else the queue's.
@@ -801,6 +808,14 @@ impl App {
                         lines,
                         scroll: 0,
                     };
+                } else if let ScriptCommand::Break(b) = &cmd {
+                    let n = self.session.breakpoints.len();
+                    self.info(format!(
+                        "breakpoint set: {} ({n} set; B lists them, c runs to one)",
+                        b.describe()
+                    ));
+                } else if cmd == ScriptCommand::Clear {
+                    self.info("breakpoints cleared");
                 } else {
                     let stop = ran
                         .output

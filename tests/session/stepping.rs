@@ -94,3 +94,29 @@ fn breakpoints_stop_and_resume_without_changing_the_outcome() {
     s.run_to_completion(std::time::Duration::from_secs(600));
     assert_eq!(placements(&s), reference);
 }
+
+/// A QueueSort breakpoint stops before each pod is popped; continuing pops exactly one.
+#[test]
+fn a_queue_sort_breakpoint_stops_before_each_pop() {
+    use kubestep::session::{Breakpoint, Point, StopReason};
+    let mut s = session(&mixed(), None);
+    s.add_breakpoint(Breakpoint::Point(Point::QueueSort));
+    let mut stops = 0;
+    let mut resume = false;
+    loop {
+        let attempts = s.history.attempts.len();
+        match s.continue_steps(10_000, resume) {
+            Some(StopReason::Breakpoint(b)) => {
+                assert!(b.contains("before QueueSort"), "{b}");
+                assert!(s.current.is_none(), "{b}");
+                // Each stop comes one attempt after the last: nothing ran past a pop.
+                assert!(s.history.attempts.len() <= attempts + 1, "{b}");
+                stops += 1;
+            }
+            _ => break,
+        }
+        resume = true;
+        assert!(stops < 100, "the breakpoint keeps firing");
+    }
+    assert!(stops >= 14, "stops: {stops}");
+}

@@ -94,8 +94,13 @@ impl Session {
         if self.breakpoints.is_empty() {
             return None;
         }
-        self.current.as_ref()?;
-        let a = self.current.as_ref()?;
+        let Some(a) = self.current.as_ref() else {
+            // Between attempts the next step is QueueSort: the next pod's pop.
+            let b = Breakpoint::Point(Point::QueueSort);
+            let pops = self.resumable().is_none() && self.core.queue.has_poppable();
+            return (pops && self.breakpoints.contains(&b))
+                .then(|| format!("{} before QueueSort (the next pod's pop)", b.describe()));
+        };
         let point = a.point();
         let plugin = a.next_plugin(&self.core);
         let pod = a.pod().key.clone();
