@@ -1055,3 +1055,25 @@ fn breakpoints_set_where_the_person_looks_and_queue_sort_fires() {
     assert!(app.session.current.is_none());
     assert!(app.session.history.attempts.len() <= attempts + 1);
 }
+
+/// Time travel reaches the Detail tab: at a past step it says where the pod was then,
+/// and labels the record below as the present.
+#[test]
+fn detail_at_a_past_step_says_where_the_pod_was_then() {
+    let mut app = demo_app();
+    press(&mut app, "ffff");
+    // Back to a step inside an attempt that ended Bound.
+    back_until(&mut app, |s| s.point == crate::session::Point::Score);
+    let step = app.moment().unwrap().clone();
+    let pod = step.pod.clone().unwrap();
+    press(&mut app, "5");
+    let s = screen(&mut app);
+    let then = format!(
+        "⏪ at step {}: being scheduled, attempt {} at Score",
+        step.seq,
+        step.attempt.unwrap()
+    );
+    assert!(s.contains(&then), "{s}");
+    assert!(s.contains("now: status"), "{s}");
+    assert!(s.contains(&format!("Pod {pod}")), "{s}");
+}

@@ -198,10 +198,20 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         }
         Some(DetailTarget::Pod(key)) => {
             out.push(Line::from(span(format!("Pod {key}"), t.title)));
+            // Time travel: what the history says of the pod at the step shown; the
+            // record and the object below are the present, and say so.
+            let past = app.cursor.and_then(|_| app.moment());
+            if let Some(step) = past {
+                out.push(Line::from(span(
+                    format!("⏪ at step {}: {}", step.seq, pod_then(app, &key, step)),
+                    t.warning,
+                )));
+            }
+            let now = if past.is_some() { "now: " } else { "" };
             if let Some(r) = app.session.core.pods.get(&key) {
                 out.push(Line::from(span(
                     format!(
-                        "status {:?}{} · attempts {}{}",
+                        "{now}status {:?}{} · attempts {}{}",
                         r.status,
                         r.node
                             .as_ref()
@@ -227,6 +237,36 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+/// The pod as the history has it at `step`: in the attempt of that step, or its latest
+/// attempt begun before it (and how that one ended), or not attempted yet.
+fn pod_then(app: &App, key: &str, step: &crate::session::StepRecord) -> String {
+    if step.pod.as_deref() == Some(key) {
+        let a = step
+            .attempt
+            .map(|a| format!("attempt {a} "))
+            .unwrap_or_default();
+        return format!("being scheduled, {a}at {}", step.point.as_str());
+    }
+    let attempts = &app.session.history.attempts;
+    match attempts
+        .iter()
+        .rev()
+        .find(|a| a.pod == key && a.first_seq <= step.seq)
+    {
+        Some(a) => format!(
+            "its latest attempt begun before it is {}, which ended {}{}",
+            a.id,
+            a.outcome.as_deref().unwrap_or("(not yet)"),
+            a.node
+                .as_deref()
+                .map(|n| format!(" on {n}"))
+                .unwrap_or_default()
+        ),
+        None => "no attempt of it begun before this step (none yet, or none the history kept)"
+            .to_string(),
+    }
 }
 
 fn yaml(app: &App, out: &mut Vec<Line<'static>>, y: Result<String, String>) {
