@@ -165,6 +165,9 @@ pub struct App {
     /// Set while the queue and waiting panes show a past step.
     pub past: Option<super::past::PastQueue>,
     pub timeline_selected: usize,
+    /// A pod jumped to (`p`) whose steps the history no longer has, with the step shown
+    /// then: the panes' subject while that step stays shown.
+    pub pinned_pod: Option<(String, Option<u64>)>,
     /// The tabs' states (see `components::tabs`).
     pub matrix: FilterTab,
     pub scores: ScoresTab,
@@ -220,6 +223,7 @@ impl App {
             waiting_selected: 0,
             past: None,
             timeline_selected: 0,
+            pinned_pod: None,
             matrix: Default::default(),
             scores: Default::default(),
             tree: Default::default(),
@@ -336,12 +340,18 @@ impl App {
     }
 
     /// The pod the panes are about: the selected queue row when the queue has the focus,
+    /// else a pod jumped to that has no step in the history (until the moment moves),
     /// else the pod of the step shown.
     pub fn subject_pod(&self) -> Option<String> {
         if self.focus == Pane::Queue
             && let Some(r) = self.selected_queue_row()
         {
             return Some(r.pod.clone());
+        }
+        if let Some((pod, at)) = &self.pinned_pod
+            && self.moment().map(|s| s.seq) == *at
+        {
+            return Some(pod.clone());
         }
         self.moment()
             .and_then(|s| s.pod.as_deref().map(str::to_string))

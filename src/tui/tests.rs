@@ -821,6 +821,15 @@ fn small_terminal_80x24() {
 /// A generated cluster of `nodes` nodes and `pods` pending pods (scheduler_perf's basic
 /// shape), on a screen of `size`.
 fn basic_app(nodes: usize, pods: usize, size: (u16, u16)) -> App {
+    basic_app_with(nodes, pods, size, Default::default())
+}
+
+fn basic_app_with(
+    nodes: usize,
+    pods: usize,
+    size: (u16, u16),
+    opts: crate::session::SessionOptions,
+) -> App {
     use crate::cluster::{ClusterState, Object};
     use kubestep_engine::testing::workloads::{Workload, make_nodes, make_pods};
     let mut cluster = ClusterState::default();
@@ -833,7 +842,7 @@ fn basic_app(nodes: usize, pods: usize, size: (u16, u16)) -> App {
     let session = crate::session::Session::new(
         cluster,
         kubestep_engine::config::default_configuration(),
-        Default::default(),
+        opts,
         Box::new(crate::session::LocalActuator),
     )
     .unwrap();
@@ -1076,4 +1085,31 @@ fn detail_at_a_past_step_says_where_the_pod_was_then() {
     assert!(s.contains(&then), "{s}");
     assert!(s.contains("now: status"), "{s}");
     assert!(s.contains(&format!("Pod {pod}")), "{s}");
+}
+
+/// `p` on a pod whose attempts the history no longer keeps says so, and Explain then
+/// re-runs that pod (not the pod of the step shown), showing its work in progress.
+#[test]
+fn jumping_to_a_pod_the_history_forgot_says_so_and_explains_that_pod() {
+    let opts = crate::session::SessionOptions {
+        history_bytes: 0,
+        ..Default::default()
+    };
+    let mut app = basic_app_with(20, 5, (120, 40), opts);
+    press(&mut app, "fffff");
+    assert_eq!(
+        app.session.core.pods["default/pod-000001"].status,
+        PodStatus::Bound
+    );
+    press(&mut app, "pdefault/pod-000001\n");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(
+        msg.contains("default/pod-000001: its 1 attempt(s) are no longer in the history"),
+        "{msg}"
+    );
+    assert_eq!(app.subject_pod().as_deref(), Some("default/pod-000001"));
+    press(&mut app, "4");
+    let s = screen(&mut app);
+    assert!(s.contains("default/pod-000001: Bound"), "{s}");
+    assert!(s.contains("Re-run on the current cluster"), "{s}");
 }

@@ -584,7 +584,17 @@ impl App {
             }
             None => {
                 self.tab = Tab::Detail;
-                self.info(format!("{pod} has not been attempted yet"));
+                // The pod becomes the subject, so Explain re-runs this pod, not the one
+                // of the step shown.
+                self.pinned_pod = Some((pod.to_string(), self.moment().map(|s| s.seq)));
+                let attempts = self.session.core.pods.get(pod).map_or(0, |r| r.attempts);
+                if attempts == 0 {
+                    self.info(format!("{pod} has not been attempted yet"));
+                } else {
+                    self.info(format!(
+                        "{pod}: its {attempts} attempt(s) are no longer in the history (--history bounds it); Explain (4) re-runs it on the current cluster"
+                    ));
+                }
             }
         }
         self.refresh();
