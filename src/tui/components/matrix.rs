@@ -239,10 +239,21 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         return msg(f, "this step belongs to no attempt");
     };
     let Some(m) = a.matrix else {
-        return msg(
-            f,
-            "no Filter matrix for this attempt (Filter did not run: PreFilter rejected the pod, or the pod is waiting)",
-        );
+        // Only say Filter did not run when the recomputed attempt says so.
+        let why = if let Some(e) = app.full_error(a.id) {
+            format!(
+                "no Filter matrix: attempt {} could not be recomputed: {e}",
+                a.id
+            )
+        } else if app.full_detail(a.id).is_none() {
+            format!(
+                "attempt {}'s Filter matrix is recomputed once the run pauses (it is not kept while running)",
+                a.id
+            )
+        } else {
+            "no Filter matrix for this attempt (Filter did not run over the nodes: PreFilter rejected the pod, the pod's nominated node passed alone, or the pod is waiting)".to_string()
+        };
+        return msg(f, &why);
     };
     let Some(cols) = moment::filter_columns(step, m) else {
         return msg(
