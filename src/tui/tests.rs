@@ -1113,3 +1113,23 @@ fn jumping_to_a_pod_the_history_forgot_says_so_and_explains_that_pod() {
     assert!(s.contains("default/pod-000001: Bound"), "{s}");
     assert!(s.contains("Re-run on the current cluster"), "{s}");
 }
+
+/// Paused after a full-speed run, the Filter tab shows the attempt shown at once (it
+/// said "Filter did not run" until the tab was entered again).
+#[test]
+fn pausing_a_full_speed_run_recomputes_the_panes_at_once() {
+    let mut app = basic_app(300, 3_000, (120, 40));
+    press(&mut app, "1F");
+    app.update(Action::Tick(std::time::Duration::from_millis(100)));
+    assert!(
+        app.running,
+        "the run ended within one tick: give it more pods"
+    );
+    assert!(app.full.is_empty());
+    press(&mut app, " ");
+    assert!(!app.running);
+    let a = app.moment_attempt().unwrap();
+    assert!(a.matrix.is_some(), "attempt {} has no matrix", a.id);
+    let s = screen(&mut app);
+    assert!(s.contains("examined"), "{s}");
+}

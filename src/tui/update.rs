@@ -161,6 +161,9 @@ impl App {
                 self.resume = true;
                 if !self.running {
                     self.stop_running();
+                    // At full speed nothing was recomputed: the panes catch up now, not
+                    // when a tab is next entered.
+                    self.refresh();
                 }
                 if self.running && self.is_live() {
                     self.cursor = None;
