@@ -506,6 +506,19 @@ fn an_unschedulable_pod_is_told_the_culprits_and_the_confirmed_fixes() {
         text.contains("what would make it fit (each confirmed by re-running the cycle):\n  would fit ip-10-0-2-91.ec2.internal with toleration nvidia.com/gpu=present:NoSchedule"),
         "{text}"
     );
+    // A host port: which one, and on how many nodes it is taken.
+    let o = run(&[
+        "explain",
+        "--cluster",
+        "demo",
+        "--pod",
+        "web/ingress-nginx-controller-w4vzbhs5pn-l7dlc",
+    ]);
+    assert!(
+        stdout(&o).contains("didn't have free ports for the requested pod ports on 2 nodes: the pod asks for host port 443/TCP (in use on 2 nodes)"),
+        "{}",
+        stdout(&o)
+    );
     let o = run(&[
         "explain",
         "--cluster",

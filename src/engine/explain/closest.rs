@@ -12,7 +12,7 @@ use crate::api::pod_resources::{self, HUGEPAGES_PREFIX};
 use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
 use crate::framework::queue::hints::access::pod_tolerations;
 use crate::framework::{CycleState, NodeInfo, PodInfo, Resource, Snapshot};
-use crate::plugins::{node_affinity, noderesources::fit, taint_toleration};
+use crate::plugins::{node_affinity, node_ports, noderesources::fit, taint_toleration};
 
 /// At most this many distinct taints are listed for one reason; the rest are counted.
 const MAX_TAINTS_LISTED: usize = 5;
@@ -57,6 +57,9 @@ pub enum Fact {
     /// nodeSelector: each of its labels and how many compared nodes lack it. Required
     /// node affinity terms are not broken down.
     Selector { unmet: Vec<LabelCount> },
+    /// NodePorts: each host port the pod asks for and how many compared nodes already
+    /// have it in use (same protocol, a conflicting IP).
+    Ports { ports: Vec<PortCount> },
     /// TaintToleration: the NoSchedule/NoExecute taints the pod does not tolerate on the
     /// compared nodes, most common first (a node with two counts for both).
     Taints {
@@ -71,6 +74,15 @@ pub struct TaintCount {
     pub key: String,
     pub value: String,
     pub effect: String,
+    pub nodes: usize,
+}
+
+/// A host port of the pod and the number of compared nodes where it is taken.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PortCount {
+    pub port: i32,
+    pub protocol: String,
+    pub ip: String,
     pub nodes: usize,
 }
 
@@ -126,6 +138,7 @@ pub fn closest(
             let fact = match plugin {
                 fit::NAME => resource_fact(reason, request, &nodes)?,
                 taint_toleration::NAME => taint_fact(pod, &nodes)?,
+                node_ports::NAME => ports_fact(pod, &nodes)?,
                 node_affinity::NAME if reason == node_affinity::ERR_REASON_POD => {
                     selector_fact(pod, &nodes)?
                 }
@@ -251,6 +264,23 @@ fn taint_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
     })
 }
 
+fn ports_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
+    let ports: Vec<PortCount> = pod
+        .host_ports
+        .iter()
+        .map(|p| PortCount {
+            port: p.port,
+            protocol: p.protocol.clone(),
+            ip: p.ip.clone(),
+            nodes: nodes
+                .iter()
+                .filter(|n| n.used_ports.check_conflict(&p.ip, &p.protocol, p.port))
+                .count(),
+        })
+        .collect();
+    (!ports.is_empty()).then_some(Fact::Ports { ports })
+}
+
 fn selector_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
     let selector = pod.pod().spec.as_ref()?.node_selector.as_ref()?;
     if selector.is_empty() {
@@ -305,6 +335,26 @@ fn words(f: &Fact) -> String {
             } else {
                 format!("nodeSelector {}", missing.join(", "))
             }
+        }
+        Fact::Ports { ports } => {
+            let taken: Vec<String> = ports
+                .iter()
+                .filter(|p| p.nodes > 0)
+                .map(|p| {
+                    let ip = if p.ip.is_empty() || p.ip == "0.0.0.0" {
+                        String::new()
+                    } else {
+                        format!(" on {}", p.ip)
+                    };
+                    format!(
+                        "{}/{}{ip} (in use on {})",
+                        p.port,
+                        p.protocol,
+                        count(p.nodes)
+                    )
+                })
+                .collect();
+            format!("the pod asks for host port {}", taken.join(", "))
         }
         Fact::Taints { taints, more } => {
             let mut parts: Vec<String> = taints
