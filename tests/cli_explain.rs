@@ -538,3 +538,33 @@ fn an_unschedulable_pod_is_told_the_culprits_and_the_confirmed_fixes() {
         serde_json::json!(["ip-10-0-2-91.ec2.internal"])
     );
 }
+
+/// `--pending` lists a pod no profile schedules as Ignored, saying why, rather than
+/// leaving it out.
+#[test]
+fn pending_lists_a_pod_of_another_scheduler_as_ignored() {
+    let dir = std::env::temp_dir().join(format!("kubestep-pending-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = dir.join("other.yaml");
+    std::fs::write(
+        &other,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: elsewhere, namespace: default}\nspec:\n  schedulerName: my-scheduler\n  containers: [{name: c, image: pause}]\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--cluster",
+        other.to_str().unwrap(),
+        "--pending",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("default/elsewhere "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    assert!(line.contains("Ignored"), "{line}");
+    assert!(line.contains("\"my-scheduler\""), "{line}");
+}

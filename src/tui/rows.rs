@@ -351,8 +351,12 @@ pub fn matrix_order(
             NodeFilter::All => true,
             NodeFilter::Examined => m.was_examined(r),
             NodeFilter::Name(t) => fuzzy(t, &names(m.nodes[r])),
-            NodeFilter::Rejected => first_failure(m, r, columns).is_some(),
-            NodeFilter::RejectedBy(cols) => cols.iter().any(|&c| rejects(m, r, c, columns)),
+            // Rejected means rejected by upstream's search: a node it never examined was
+            // not, whatever kubestep's own run of it says.
+            NodeFilter::Rejected => m.was_examined(r) && first_failure(m, r, columns).is_some(),
+            NodeFilter::RejectedBy(cols) => {
+                m.was_examined(r) && cols.iter().any(|&c| rejects(m, r, c, columns))
+            }
         })
         .collect();
     match sort {

@@ -142,45 +142,50 @@ pub struct Explainer<'a> {
 }
 
 impl<'a> Explainer<'a> {
-    /// For `pod` and copies of it (same namespace and name).
+    /// For `pod` and copies of it (same namespace and name): the pod, if the cluster
+    /// has it, does not count against itself.
     pub fn new(
         cluster: &'a ClusterState,
         config: &'a KubeSchedulerConfiguration,
         pod: &Pod,
     ) -> Result<Explainer<'a>, ExplainError> {
+        let mut x = Explainer::for_cluster(cluster, config)?;
         let key = format!(
             "{}/{}",
             pod.metadata.namespace.as_deref().unwrap_or("default"),
             pod.metadata.name.as_deref().unwrap_or_default()
         );
-        let mut snapshot = cluster.snapshot();
-        let mut nominator = cluster.nominator();
-        // Explaining a pod already in the cluster: it must not count against itself.
         if let Some(own) = cluster.pod_info(&key) {
             if !own.node_name().is_empty() {
-                snapshot.remove_pod(own.node_name(), &key);
+                x.snapshot.remove_pod(own.node_name(), &key);
             }
-            nominator.remove(&own.uid);
+            x.nominator.remove(&own.uid);
         }
         if let Some(uid) = pod.metadata.uid.as_deref() {
-            nominator.remove(uid);
+            x.nominator.remove(uid);
         }
+        Ok(x)
+    }
+
+    /// For the cluster's own pending pods (`pending`): nothing removed. A pod's own
+    /// nomination does not count against it (Filter skips the pod's own UID).
+    pub fn for_cluster(
+        cluster: &'a ClusterState,
+        config: &'a KubeSchedulerConfiguration,
+    ) -> Result<Explainer<'a>, ExplainError> {
         Ok(Explainer {
             cluster,
             config,
             exts: extenders(config)?,
             fwks: frameworks(config)?,
-            snapshot,
-            nominator,
+            snapshot: cluster.snapshot(),
+            nominator: cluster.nominator(),
             pool: pool(config),
         })
     }
 
-    /// One cycle for `pod`, explained.
-    pub fn explain(&self, pod: Arc<Pod>) -> Result<Explanation, ExplainError> {
-        let pi = Arc::new(PodInfo::new(admitted(self.cluster, pod)));
-        let fwk = profile_of(&self.fwks, &pi)?;
-        let env = cycle_env(
+    fn env(&self, fwk: &'a crate::framework::profile::Framework) -> CycleEnv<'_> {
+        cycle_env(
             fwk,
             &self.snapshot,
             self.cluster,
@@ -188,7 +193,14 @@ impl<'a> Explainer<'a> {
             self.config,
             self.pool.as_ref(),
             &self.exts,
-        );
+        )
+    }
+
+    /// One cycle for `pod`, explained.
+    pub fn explain(&self, pod: Arc<Pod>) -> Result<Explanation, ExplainError> {
+        let pi = Arc::new(PodInfo::new(admitted(self.cluster, pod)));
+        let fwk = profile_of(&self.fwks, &pi)?;
+        let env = self.env(fwk);
         let pre_enqueue = gated(&env, &pi);
         let mut cycle = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
         let outcome = cycle.run(&env).clone();
@@ -279,7 +291,8 @@ fn gated(env: &CycleEnv, pi: &PodInfo) -> Option<PluginStatus> {
 #[derive(Debug, Clone, Serialize)]
 pub struct PendingVerdict {
     pub pod: String,
-    /// `Schedulable`, `Unschedulable`, `Gated` or `Error`.
+    /// `Schedulable`, `Unschedulable`, `Gated`, `Error`, or `Ignored` (no profile has
+    /// its schedulerName).
     pub verdict: &'static str,
     /// The node the cycle chose, for a pod that fits.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -292,88 +305,55 @@ pub struct PendingVerdict {
     pub message: Option<String>,
 }
 
-/// Every pending pod of `cluster` (no node; finished pods are not kept; a profile of
-/// `config` schedules it), each decided alone on the cluster as it is, by the same cycle `explain` runs
-/// (none assumes another's placement), in namespace/name order.
+/// Every pending pod of `cluster` (no node; finished pods are not kept), each decided
+/// alone on the cluster as it is by the same cycle `explain` runs (none assumes
+/// another's placement), in namespace/name order.
 pub fn pending(
     cluster: &ClusterState,
     config: &KubeSchedulerConfiguration,
 ) -> Result<Vec<PendingVerdict>, ExplainError> {
-    let exts = extenders(config)?;
-    let fwks = frameworks(config)?;
-    let snapshot = cluster.snapshot();
-    let nominator = cluster.nominator();
-    let pool = pool(config);
+    let x = Explainer::for_cluster(cluster, config)?;
     let mut pods: Vec<&Arc<PodInfo>> = cluster
         .pod_infos()
         .filter(|p| p.node_name().is_empty())
         .collect();
     pods.sort_by(|a, b| a.key.cmp(&b.key));
-    let mut out = Vec::with_capacity(pods.len());
-    for p in pods {
-        let Ok(fwk) = profile_of(&fwks, p) else {
-            continue;
+    Ok(pods.into_iter().map(|p| x.decide(p)).collect())
+}
+
+impl Explainer<'_> {
+    /// One cycle for a pending pod of the cluster, its verdict only.
+    fn decide(&self, p: &Arc<PodInfo>) -> PendingVerdict {
+        let verdict = |verdict, node, feasible_nodes, message| PendingVerdict {
+            pod: p.key.clone(),
+            verdict,
+            node,
+            feasible_nodes,
+            message,
         };
-        let own;
-        let nominator = if nominator.contains(&p.uid) {
-            let mut n = nominator.clone();
-            n.remove(&p.uid);
-            own = n;
-            &own
-        } else {
-            &nominator
+        // A pod no profile schedules is listed as such, not left out.
+        let fwk = match profile_of(&self.fwks, p) {
+            Ok(f) => f,
+            Err(e) => return verdict("Ignored", None, 0, Some(e.to_string())),
         };
-        let env = cycle_env(
-            fwk,
-            &snapshot,
-            cluster,
-            nominator,
-            config,
-            pool.as_ref(),
-            &exts,
-        );
-        let key = p.key.clone();
+        let env = self.env(fwk);
         if let Some(g) = gated(&env, p) {
-            out.push(PendingVerdict {
-                pod: key,
-                verdict: "Gated",
-                node: None,
-                feasible_nodes: 0,
-                message: Some(format!("{}: {}", g.plugin, g.reasons.join(", "))),
-            });
-            continue;
+            let why = format!("{}: {}", g.plugin, g.reasons.join(", "));
+            return verdict("Gated", None, 0, Some(why));
         }
         let mut cycle = SchedulingCycle::new(p.clone(), Detail::Decision, 0);
-        let v = match cycle.run(&env) {
+        match cycle.run(&env) {
             CycleOutcome::Selected {
                 node,
                 feasible_nodes,
                 ..
-            } => PendingVerdict {
-                pod: key,
-                verdict: "Schedulable",
-                node: Some(node.clone()),
-                feasible_nodes: *feasible_nodes,
-                message: None,
-            },
-            CycleOutcome::Unschedulable { fit_error, .. } => PendingVerdict {
-                pod: key,
-                verdict: "Unschedulable",
-                node: None,
-                feasible_nodes: 0,
-                message: Some(fit_error.message()),
-            },
-            CycleOutcome::Error(s) => PendingVerdict {
-                pod: key,
-                verdict: "Error",
-                node: None,
-                feasible_nodes: 0,
-                message: Some(s.message()),
-            },
-        };
-        out.push(v);
+            } => verdict("Schedulable", Some(node.clone()), *feasible_nodes, None),
+            CycleOutcome::Unschedulable { fit_error, .. } => {
+                verdict("Unschedulable", None, 0, Some(fit_error.message()))
+            }
+            CycleOutcome::Error(s) => verdict("Error", None, 0, Some(s.message())),
+        }
     }
-    Ok(out)
 }
 
 fn build(

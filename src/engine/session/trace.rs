@@ -215,7 +215,7 @@ fn filter_nodes(d: &AttemptDetail) -> BTreeMap<String, BTreeMap<&'static str, Fi
 
 /// The candidate nodes upstream's search never examined (it stopped once it had enough
 /// feasible nodes): their cells are kubestep's, run only to fill the matrix.
-fn not_examined(d: &AttemptDetail) -> Vec<String> {
+fn not_evaluated(d: &AttemptDetail) -> Vec<String> {
     let Some(m) = &d.matrix else {
         return Vec::new();
     };
@@ -260,7 +260,7 @@ pub fn filter(session: &mut Session) -> Value {
     };
     match d {
         Ok(d) => {
-            json!({"type": "filter", "pod": pod, "attempt": id, "nodes": filter_nodes(&d), "notExamined": not_examined(&d), "mismatch": d.mismatch})
+            json!({"type": "filter", "pod": pod, "attempt": id, "nodes": filter_nodes(&d), "notEvaluated": not_evaluated(&d), "mismatch": d.mismatch})
         }
         Err(e) => json!({"type": "filter", "pod": pod, "attempt": id, "nodes": null, "error": e}),
     }
@@ -338,7 +338,7 @@ pub fn detail(a: &AttemptRecord, d: &AttemptDetail) -> Value {
         "attempt": a.id,
         "pod": a.pod,
         "filter": filter_nodes(d),
-        "notExamined": not_examined(d),
+        "notEvaluated": not_evaluated(d),
         "scores": scores,
         "chosen": chosen,
         "states": states,

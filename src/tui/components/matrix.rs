@@ -1,8 +1,9 @@
 //! Filter matrix: nodes × Filter plugins, ✓ pass, ✗ reject, – skipped (PreFilter said
 //! Skip), ! error, · not run yet at this moment; `✗*` marks upstream's first failure on
 //! a node (the real scheduler stops there). Nodes upstream's search never reached (it
-//! stops once it has enough feasible nodes) are dimmed, their verdicts in parentheses. The selected cell's reason and the exact
-//! kube-scheduler message are shown below. Only visible rows are built.
+//! stops once it has enough feasible nodes) are dimmed, their verdicts in parentheses.
+//! The selected cell's reason and the exact kube-scheduler message are shown below.
+//! Only visible rows are built.
 //!
 //! The Filter tab: its rows (filtered and sorted), the selected cell, and its keys
 //! (columns, `/` filter, `o` sort, Enter opens the node, `*` the chosen node).
@@ -332,7 +333,7 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
                     FilterCell::Error { message } => format!("would fail: {message}"),
                 };
                 format!(
-                    "not examined: upstream's search stopped after {} nodes (enough feasible); kubestep's own run {verdict}",
+                    "not examined: upstream's search stopped after {} nodes; kubestep's own run {verdict}",
                     m.examined.unwrap_or(0)
                 )
             } else {
