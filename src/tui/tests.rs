@@ -196,8 +196,11 @@ fn explain_computes_in_the_background_and_the_app_stays_responsive() {
     // Released: the result arrives as an action and is drawn.
     gate.open();
     settle(&mut app);
-    // The hints are further down the pane.
+    // How close the nodes came, then the hints, further down the pane.
     press(&mut app, "jjjjjjjjjjjj");
+    let s = screen(&mut app);
+    assert!(s.contains("How close the rejected nodes came:"), "{s}");
+    press(&mut app, "jjjjjjjjjj");
     let s = screen(&mut app);
     assert!(!s.contains("computing hints…"), "{s}");
     assert!(s.contains("✓ would fit"), "{s}");

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::PluginStatus;
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
+
+use crate::api::node_affinity::{NodeSelectorTermMatcher, is_empty_term};
 use crate::api::pod_resources::{self, HUGEPAGES_PREFIX};
 use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
 use crate::framework::queue::hints::access::pod_tolerations;
@@ -53,10 +56,14 @@ pub enum Fact {
         /// them could hold the pod even empty.
         largest_allocatable: i64,
     },
-    /// NodeAffinity's "didn't match Pod's node affinity/selector", for a pod with a
-    /// nodeSelector: each of its labels and how many compared nodes lack it. Required
-    /// node affinity terms are not broken down.
-    Selector { unmet: Vec<LabelCount> },
+    /// NodeAffinity's "didn't match Pod's node affinity/selector": each nodeSelector
+    /// label and how many compared nodes lack it, and each required node affinity term
+    /// (the terms are ORed) with each of its requirements and how many compared nodes
+    /// fail it.
+    Selector {
+        unmet: Vec<LabelCount>,
+        terms: Vec<TermCount>,
+    },
     /// NodePorts: each host port the pod asks for and how many compared nodes already
     /// have it in use (same protocol, a conflicting IP).
     Ports { ports: Vec<PortCount> },
@@ -83,6 +90,26 @@ pub struct PortCount {
     pub port: i32,
     pub protocol: String,
     pub ip: String,
+    pub nodes: usize,
+}
+
+/// One requiredDuringScheduling term: how many compared nodes it rules out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TermCount {
+    /// Compared nodes the whole term (its requirements ANDed) does not match.
+    pub nodes: usize,
+    pub requirements: Vec<RequirementCount>,
+    /// Why the term can match no node at all (upstream treats an invalid term so).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+}
+
+/// A requirement of a term (`matchExpressions` or `matchFields`) as the pod spells it,
+/// and the number of compared nodes that fail it on its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RequirementCount {
+    pub requirement: String,
     pub nodes: usize,
 }
 
@@ -282,12 +309,11 @@ fn ports_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
 }
 
 fn selector_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
-    let selector = pod.pod().spec.as_ref()?.node_selector.as_ref()?;
-    if selector.is_empty() {
-        return None;
-    }
-    let unmet = selector
+    let spec = pod.pod().spec.as_ref()?;
+    let unmet: Vec<LabelCount> = spec
+        .node_selector
         .iter()
+        .flatten()
         .map(|(key, value)| LabelCount {
             key: key.clone(),
             value: value.clone(),
@@ -297,7 +323,127 @@ fn selector_fact(pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Fact> {
                 .count(),
         })
         .collect();
-    Some(Fact::Selector { unmet })
+    let terms: Vec<TermCount> = spec
+        .affinity
+        .as_ref()
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|na| {
+            na.required_during_scheduling_ignored_during_execution
+                .as_ref()
+        })
+        .map(|ns| {
+            ns.node_selector_terms
+                .iter()
+                .filter(|t| !is_empty_term(t))
+                .map(|t| term_fact(t, nodes))
+                .collect()
+        })
+        .unwrap_or_default();
+    (!unmet.is_empty() || !terms.is_empty()).then_some(Fact::Selector { unmet, terms })
+}
+
+/// Each requirement is matched as a term of its own, by the same matcher Filter uses, so
+/// a count here can never disagree with the verdict.
+fn term_fact(term: &NodeSelectorTerm, nodes: &[&NodeInfo]) -> TermCount {
+    let fails = |m: &NodeSelectorTermMatcher| {
+        nodes
+            .iter()
+            .filter(|n| !m.matches(n.name(), n.labels()))
+            .count()
+    };
+    let whole = NodeSelectorTermMatcher::new(term);
+    let alone = |field: bool, r: &NodeSelectorRequirement| {
+        let single = vec![r.clone()];
+        let t = if field {
+            NodeSelectorTerm {
+                match_fields: Some(single),
+                ..Default::default()
+            }
+        } else {
+            NodeSelectorTerm {
+                match_expressions: Some(single),
+                ..Default::default()
+            }
+        };
+        RequirementCount {
+            requirement: spell(r, field),
+            nodes: fails(&NodeSelectorTermMatcher::new(&t)),
+        }
+    };
+    let exprs = term
+        .match_expressions
+        .iter()
+        .flatten()
+        .map(|r| alone(false, r));
+    let fields = term.match_fields.iter().flatten().map(|r| alone(true, r));
+    let invalid = whole.parse_errors();
+    TermCount {
+        nodes: fails(&whole),
+        requirements: exprs.chain(fields).collect(),
+        invalid: (!invalid.is_empty()).then(|| invalid.join(", ")),
+    }
+}
+
+/// A requirement as written in the pod spec: `zone In [a, b]`, `gpu Exists`.
+fn spell(r: &NodeSelectorRequirement, field: bool) -> String {
+    let values = r.values.as_deref().unwrap_or(&[]);
+    let mut s = format!("{} {}", r.key, r.operator);
+    if !values.is_empty() || !matches!(r.operator.as_str(), "Exists" | "DoesNotExist") {
+        s.push_str(&format!(" [{}]", values.join(", ")));
+    }
+    if field {
+        s.push_str(" (field)");
+    }
+    s
+}
+
+fn selector_words(unmet: &[LabelCount], terms: &[TermCount]) -> String {
+    let mut parts = Vec::new();
+    let missing: Vec<String> = unmet
+        .iter()
+        .filter(|l| l.nodes > 0)
+        .map(|l| format!("{}={} ({} without it)", l.key, l.value, count(l.nodes)))
+        .collect();
+    if !missing.is_empty() {
+        parts.push(format!("nodeSelector {}", missing.join(", ")));
+    }
+    let term_words = |t: &TermCount| -> String {
+        if let Some(why) = &t.invalid {
+            return format!("invalid, matches no node ({why})");
+        }
+        let failing: Vec<String> = t
+            .requirements
+            .iter()
+            .filter(|r| r.nodes > 0)
+            .map(|r| format!("{} (fails on {})", r.requirement, count(r.nodes)))
+            .collect();
+        if failing.is_empty() {
+            "matches every one of them".into()
+        } else {
+            failing.join(", ")
+        }
+    };
+    match terms {
+        [] => {}
+        [t] => parts.push(format!("required node affinity: {}", term_words(t))),
+        many => {
+            let each: Vec<String> = many
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("term {}: {}", i + 1, term_words(t)))
+                .collect();
+            parts.push(format!(
+                "required node affinity, no term matches ({})",
+                each.join("; ")
+            ));
+        }
+    }
+    if parts.is_empty() {
+        // Only the scheduler-enforced or a changed node could get here; say what we know.
+        "every one of them has the pod's nodeSelector labels".into()
+    } else {
+        parts.join("; ")
+    }
 }
 
 fn words(f: &Fact) -> String {
@@ -311,6 +457,13 @@ fn words(f: &Fact) -> String {
             largest_allocatable,
         } => {
             let q = |v: i64, round: Round| quantity(v, resource, unit, round);
+            if *largest_allocatable <= 0 && *most_free <= 0 {
+                // Nothing to compare: no node of them offers the resource at all.
+                return format!(
+                    "the pod needs {}; none of them has any allocatable",
+                    q(*needs, Round::Up)
+                );
+            }
             let mut s = format!(
                 "the pod needs {}; the most free on any of them is {} ({node})",
                 q(*needs, Round::Up),
@@ -324,18 +477,7 @@ fn words(f: &Fact) -> String {
             }
             s
         }
-        Fact::Selector { unmet } => {
-            let missing: Vec<String> = unmet
-                .iter()
-                .filter(|l| l.nodes > 0)
-                .map(|l| format!("{}={} ({} without it)", l.key, l.value, count(l.nodes)))
-                .collect();
-            if missing.is_empty() {
-                "every one of them has the pod's nodeSelector labels; its required node affinity rules them out".into()
-            } else {
-                format!("nodeSelector {}", missing.join(", "))
-            }
-        }
+        Fact::Selector { unmet, terms } => selector_words(unmet, terms),
         Fact::Ports { ports } => {
             let taken: Vec<String> = ports
                 .iter()
@@ -542,6 +684,81 @@ mod cluster_tests {
         assert_eq!(
             e.closest[0].summary,
             "node(s) didn't match Pod's node affinity/selector on 10 nodes: nodeSelector disktype=ssd (10 nodes without it), kubernetes.io/hostname=n-003 (9 nodes without it)"
+        );
+    }
+
+    #[test]
+    fn each_required_affinity_term_and_requirement_counts_the_nodes_it_rules_out() {
+        let mut pod = fixture::pod("aff", "100m");
+        pod.spec.as_mut().unwrap().affinity = Some(
+            serde_json::from_value(serde_json::json!({"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In",
+                     "values": ["n-001", "n-002"]},
+                    {"key": "gpu", "operator": "Exists"}]},
+                {"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": ["n-009"]}],
+                 "matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "NotIn",
+                     "values": ["n-009"]}]},
+                {"matchExpressions": [{"key": "zone", "operator": "Bogus"}]}
+            ]}}}))
+            .unwrap(),
+        );
+        let cfg = crate::config::default_configuration();
+        let c = fixture::cluster(10, 0, true);
+        let e = crate::explain::explain(&c, &cfg, std::sync::Arc::new(pod)).unwrap();
+        assert!(!e.fits());
+        assert_eq!(e.closest.len(), 1, "{:?}", e.closest);
+        let Fact::Selector { unmet, terms } = &e.closest[0].fact else {
+            panic!("{:?}", e.closest[0].fact)
+        };
+        assert!(unmet.is_empty());
+        let counts: Vec<(usize, Vec<usize>)> = terms
+            .iter()
+            .map(|t| (t.nodes, t.requirements.iter().map(|r| r.nodes).collect()))
+            .collect();
+        assert_eq!(
+            counts,
+            vec![(10, vec![8, 10]), (10, vec![1, 9]), (10, vec![10])]
+        );
+        assert!(terms[2].invalid.as_deref().unwrap().contains("Bogus"));
+        assert_eq!(
+            e.closest[0].summary,
+            "node(s) didn't match Pod's node affinity/selector on 10 nodes: required node affinity, no term matches (\
+             term 1: kubernetes.io/hostname In [n-001, n-002] (fails on 8 nodes), gpu Exists (fails on 10 nodes); \
+             term 2: kubernetes.io/hostname NotIn [n-009] (fails on 1 node), metadata.name In [n-009] (field) (fails on 9 nodes); \
+             term 3: invalid, matches no node (operator: Unsupported value: \"Bogus\": supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"))"
+        );
+        // The JSON carries the same counts beside the words.
+        let j = serde_json::to_value(&e.closest[0]).unwrap();
+        assert_eq!(j["kind"], "selector");
+        assert_eq!(
+            j["terms"][1]["requirements"][1]["requirement"],
+            "metadata.name In [n-009] (field)"
+        );
+        assert_eq!(j["terms"][1]["requirements"][1]["nodes"], 9);
+    }
+
+    #[test]
+    fn a_single_term_beside_a_node_selector_is_named_with_it() {
+        let mut pod = fixture::pod("both", "100m");
+        let spec = pod.spec.as_mut().unwrap();
+        spec.node_selector = Some([("disktype".to_string(), "ssd".to_string())].into());
+        spec.affinity = Some(
+            serde_json::from_value(serde_json::json!({"nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                        "values": ["n-004"]}]}]}}}))
+            .unwrap(),
+        );
+        let cfg = crate::config::default_configuration();
+        let c = fixture::cluster(10, 0, true);
+        let e = crate::explain::explain(&c, &cfg, std::sync::Arc::new(pod)).unwrap();
+        assert_eq!(
+            e.closest[0].summary,
+            "node(s) didn't match Pod's node affinity/selector on 10 nodes: nodeSelector disktype=ssd (10 nodes without it); required node affinity: kubernetes.io/hostname In [n-004] (fails on 9 nodes)"
         );
     }
 

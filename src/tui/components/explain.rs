@@ -194,6 +194,11 @@ pub fn text(app: &App) -> Vec<String> {
                     } else if e.message.is_some() && e.nominated_node.is_none() {
                         out.push("  preemption: no candidate node".into());
                     }
+                    if !e.closest.is_empty() {
+                        out.push(String::new());
+                        out.push("How close the rejected nodes came:".into());
+                        out.extend(e.closest.iter().map(|c| format!("  {}", c.summary)));
+                    }
                     if !o.hints.is_empty() {
                         out.push(String::new());
                         out.push(
