@@ -682,3 +682,97 @@ fn credentials_never_reach_errors_or_recordings() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A GPU pod's claim, class and slice, as a DRA driver and a user would create them.
+fn seed_dra(s: &ApiServer) {
+    s.apply(json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}));
+    s.apply(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-gpus"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1", "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": "gpu-0"}]}}));
+    s.apply(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "one-gpu", "namespace": "team"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}}));
+    s.apply(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "train", "namespace": "team", "uid": "uid-train"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}));
+    let mut p = pod("team", "trainer", None);
+    p["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimName": "train"}]);
+    s.apply(p);
+}
+
+#[test]
+fn dra_kinds_are_recorded_where_served_and_skipped_with_one_warning_where_not() {
+    let server = ApiServer::start();
+    server.set_dra(true);
+    seed(&server);
+    seed_dra(&server);
+    let dir = temp_dir("dra");
+    let kc = server.write_kubeconfig(&dir, None);
+    let out = dir.join("rec.jsonl");
+    let child = record_cmd(&kc, &out, &["--duration", "2s"])
+        .spawn()
+        .expect("run kubestep");
+    server.wait_until("every kind watched", Duration::from_secs(20), |s| {
+        s.open_watches() == KINDS + 4
+    });
+    // A claim changes while recording: the change is recorded too.
+    server.apply(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "spare", "namespace": "team", "uid": "uid-spare"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}}}));
+    let o = wait_output(child, Duration::from_secs(30));
+    let stderr = text(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("resource.k8s.io/v1 ("), "{stderr}");
+    let rec = read_file(&out, ReadOptions { strict: true }).expect("read recording");
+    let got = initial(&rec);
+    for (k, n) in [
+        ("DeviceClass", "gpu"),
+        ("ResourceSlice", "n1-gpus"),
+        ("ResourceClaimTemplate", "team/one-gpu"),
+        ("ResourceClaim", "team/train"),
+    ] {
+        assert!(
+            got.contains(&(k.to_string(), n.to_string())),
+            "{k} {n} not in {got:?}"
+        );
+    }
+    assert!(
+        changes(&rec)
+            .iter()
+            .any(|(_, k, n)| k == "ResourceClaim" && n == "team/spare"),
+        "{:?}",
+        changes(&rec)
+    );
+    // The recording explains the GPU pod as the objects do: its claim is found and
+    // allocated on the node whose slice has the device.
+    let e = Command::new(bin())
+        .args(["explain", "--cluster"])
+        .arg(&out)
+        .args(["--pod", "team/trainer"])
+        .output()
+        .unwrap();
+    let stdout = text(&e.stdout);
+    assert!(e.status.success(), "{stdout}{}", text(&e.stderr));
+    assert!(
+        stdout.contains("team/trainer: schedulable on n1"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+
+    // A server without DRA: the four kinds are skipped with one warning, never listed.
+    let server = ApiServer::start();
+    seed(&server);
+    let (code, stderr) = run_to_failure(&server, "no-dra", None, &["--duration", "1s"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("warning: resource.k8s.io/v1 (DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates) is not served")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("resourceclaims"))
+    );
+}

@@ -26,7 +26,8 @@ Examples:
 It only reads (every request is a GET): get, list and watch on nodes, pods, namespaces,
 persistentvolumes, persistentvolumeclaims, storageclasses, csinodes,
 poddisruptionbudgets, priorityclasses, services, replicasets, statefulsets,
-replicationcontrollers (and podgroups when installed).")]
+replicationcontrollers, and when served, the DRA kinds (resource.k8s.io/v1 deviceclasses,
+resourceslices, resourceclaims, resourceclaimtemplates) and podgroups.")]
 pub struct RecordArgs {
     #[command(flatten)]
     cluster: ClusterArgs,

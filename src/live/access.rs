@@ -10,7 +10,7 @@ use kube::api::PostParams;
 
 use super::connect::Connection;
 use super::error::{Doing, LiveError, classify};
-use super::kinds::{KINDS, Kind, POD_GROUP};
+use super::kinds::{Kind, all_kinds};
 
 /// What the role is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,20 @@ pub const WRITES: &[Write] = &[
         resource: "pods",
         subresource: "",
         purpose: "to delete preemption victims",
+    },
+    Write {
+        verb: "patch",
+        group: "resource.k8s.io",
+        resource: "resourceclaims",
+        subresource: "",
+        purpose: "for the finalizer on a ResourceClaim DynamicResources allocates",
+    },
+    Write {
+        verb: "patch",
+        group: "resource.k8s.io",
+        resource: "resourceclaims",
+        subresource: "status",
+        purpose: "for a ResourceClaim's allocation and reservedFor (DynamicResources' PreBind)",
     },
 ];
 
@@ -155,7 +169,7 @@ pub async fn check_writes(
 /// ClusterRole). YAML, with a comment saying how to bind it.
 pub fn role_yaml(mode: Mode, namespace: Option<&str>) -> String {
     let name = format!("kubestep-{}", mode.name());
-    let kinds: Vec<&Kind> = KINDS.iter().chain([&POD_GROUP]).collect();
+    let kinds: Vec<&Kind> = all_kinds().collect();
     let read = |namespaced: bool| -> Vec<(String, Vec<String>, Vec<&'static str>)> {
         let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
         for k in kinds.iter().filter(|k| k.namespaced == namespaced) {

@@ -77,6 +77,47 @@ pub const KINDS: &[Kind] = &[
     kind("Pod", "", "v1", "pods", true),
 ];
 
+/// The group/version of the DRA kinds (Kubernetes 1.34 made it GA).
+pub const DRA_GROUP_VERSION: &str = "resource.k8s.io/v1";
+
+/// The DRA kinds DynamicResources reads, watched when the server serves their group
+/// (a cluster without DRA serves none of them: one warning, not four).
+pub const DRA: &[Kind] = &[
+    kind(
+        "DeviceClass",
+        "resource.k8s.io",
+        "v1",
+        "deviceclasses",
+        false,
+    ),
+    kind(
+        "ResourceSlice",
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        false,
+    ),
+    kind(
+        "ResourceClaim",
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        true,
+    ),
+    kind(
+        "ResourceClaimTemplate",
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        true,
+    ),
+];
+
+/// Every kind kubestep may watch: the ones always watched, then the optional ones.
+pub fn all_kinds() -> impl Iterator<Item = &'static Kind> {
+    KINDS.iter().chain(DRA).chain([&POD_GROUP])
+}
+
 /// The scheduler-plugins PodGroup, watched when its CRD is installed.
 pub const POD_GROUP: Kind = kind(
     "PodGroup",
@@ -122,7 +163,7 @@ mod tests {
 
     #[test]
     fn every_watched_kind_is_one_the_engine_reads() {
-        for k in KINDS.iter().chain([&POD_GROUP]) {
+        for k in all_kinds() {
             let v = serde_json::json!({"apiVersion": k.api_version(), "kind": k.kind,
                 "metadata": {"name": "x", "namespace": "ns"}, "spec": {"containers": [], "drivers": []},
                 "provisioner": "p", "value": 1});

@@ -158,8 +158,8 @@ impl Mirror {
                     waiting.retain(|k| *k != kind);
                     progress(&u);
                 }
-                Update::Unserved { kind, .. } => {
-                    waiting.retain(|k| *k != kind);
+                Update::Unserved { ref kinds, .. } => {
+                    waiting.retain(|k| !kinds.contains(k));
                     progress(&u);
                 }
                 Update::Fatal(e) => {

@@ -78,7 +78,7 @@ pub enum Note {
     },
     /// The server does not serve the kind: skipped, with what that hides.
     Skipped {
-        kind: &'static str,
+        kinds: Vec<&'static str>,
         warning: String,
     },
 }
@@ -182,9 +182,9 @@ pub async fn record(
                         listed.push(kind);
                         note = Some(Note::Synced { kind, objects });
                     }
-                    Update::Unserved { kind, warning } => {
-                        listed.push(kind);
-                        note = Some(Note::Skipped { kind, warning });
+                    Update::Unserved { kinds, warning } => {
+                        listed.extend(&kinds);
+                        note = Some(Note::Skipped { kinds, warning });
                     }
                     Update::Fatal(e) => {
                         if !e.is_access_denied() {
@@ -259,7 +259,7 @@ pub async fn record(
                 }
             }
             Update::Synced { .. } => {}
-            Update::Unserved { kind, warning } => note = Some(Note::Skipped { kind, warning }),
+            Update::Unserved { kinds, warning } => note = Some(Note::Skipped { kinds, warning }),
             Update::Fatal(e) => break Err(e.into()),
         }
         stats.bytes = writer.bytes;

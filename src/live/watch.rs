@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 
 use super::connect::Connection;
 use super::error::{Doing, LiveError, classify, classify_watch};
-use super::kinds::{KINDS, Kind, POD_GROUP};
+use super::kinds::{DRA, DRA_GROUP_VERSION, KINDS, Kind, POD_GROUP};
 use super::tap::WatchSignal;
 use crate::recording::EventType;
 
@@ -69,10 +69,11 @@ pub enum Update {
     /// Access was refused (401 or 403): retrying cannot help until someone changes the
     /// credentials or RBAC, so the watcher of that kind stops.
     Fatal(LiveError),
-    /// The API server does not serve the kind (its list answered 404): the watcher of
-    /// that kind stops, and `warning` says what kubestep will not see without it.
+    /// The API server does not serve the kinds (a list, or their group's discovery,
+    /// answered 404): they are not watched, and `warning` says what kubestep will not see
+    /// without them.
     Unserved {
-        kind: &'static str,
+        kinds: Vec<&'static str>,
         warning: String,
     },
 }
@@ -99,14 +100,33 @@ impl Drop for Watchers {
 }
 
 impl Watchers {
-    /// Starts a watcher for every kind (PodGroup only when its CRD is installed).
+    /// Starts a watcher for every kind (PodGroup only when its CRD is installed). The DRA
+    /// kinds count as watched either way, so a cluster without resource.k8s.io/v1 gets
+    /// one `Unserved` for the four of them, first in the channel.
     pub async fn start(conn: &Connection, opts: &WatchOptions) -> Result<Watchers, LiveError> {
         let mut kinds = KINDS.to_vec();
+        let dra_served = served(conn, DRA_GROUP_VERSION, DRA[0].plural, &DRA[0]).await?;
         if pod_groups_served(conn).await? {
             kinds.push(POD_GROUP);
         }
         // Bounded, so a slow consumer slows the watchers instead of growing memory.
         let (tx, rx) = mpsc::channel(1024);
+        let mut all = kinds.clone();
+        all.extend_from_slice(DRA);
+        if !dra_served {
+            let _ = tx.try_send(Update::Unserved {
+                kinds: DRA.iter().map(|k| k.kind).collect(),
+                warning: format!(
+                    "{DRA_GROUP_VERSION} (DeviceClasses, ResourceSlices, ResourceClaims, \
+                     ResourceClaimTemplates) is not served by the API server at {} (404): \
+                     skipped, so kubestep will not see {}",
+                    conn.server(),
+                    unserved_consequence("ResourceClaim").unwrap_or_default()
+                ),
+            });
+        } else {
+            kinds.extend_from_slice(DRA);
+        }
         let signals = conn.tap.subscribe();
         let mut paths = HashMap::new();
         let mut tasks: Vec<JoinHandle<()>> = kinds
@@ -128,7 +148,11 @@ impl Watchers {
             })
             .collect();
         tasks.push(tokio::spawn(relay_signals(signals, paths, tx)));
-        Ok(Watchers { rx, tasks, kinds })
+        Ok(Watchers {
+            rx,
+            tasks,
+            kinds: all,
+        })
     }
 
     pub fn kinds(&self) -> &[Kind] {
@@ -229,24 +253,33 @@ pub fn unserved_consequence(kind: &str) -> Option<&'static str> {
             "ReplicationControllers: PodTopologySpread's system-default spreading does not group pods by the controller that owns them"
         }
         "PodGroup" => "PodGroups: Coscheduling finds no pod group for its pods",
+        "ResourceClaim" | "ResourceClaimTemplate" | "DeviceClass" | "ResourceSlice" => {
+            "DRA objects: pods that use ResourceClaims are unschedulable (claim not found), and no node offers devices"
+        }
         _ => "objects of this kind",
     })
 }
 
 /// Whether the PodGroup CRD's group/version is served (404 means not installed).
 async fn pod_groups_served(conn: &Connection) -> Result<bool, LiveError> {
-    match conn
-        .client
-        .list_api_group_resources(&POD_GROUP.api_version())
-        .await
-    {
-        Ok(list) => Ok(list.resources.iter().any(|r| r.name == POD_GROUP.plural)),
+    served(conn, &POD_GROUP.api_version(), POD_GROUP.plural, &POD_GROUP).await
+}
+
+/// Whether `group_version` is served with `plural` among its resources (404: it is not).
+async fn served(
+    conn: &Connection,
+    group_version: &str,
+    plural: &str,
+    kind: &Kind,
+) -> Result<bool, LiveError> {
+    match conn.client.list_api_group_resources(group_version).await {
+        Ok(list) => Ok(list.resources.iter().any(|r| r.name == plural)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
         Err(e) => Err(classify(
             &e,
             Doing {
                 verb: "get",
-                kind: Some(&POD_GROUP),
+                kind: Some(kind),
                 namespace: None,
                 server: conn.server(),
             },
@@ -399,7 +432,7 @@ impl KindWatch {
         );
         match unserved_consequence(k.kind) {
             Some(c) => Update::Unserved {
-                kind: k.kind,
+                kinds: vec![k.kind],
                 warning: format!("{what}: skipped, so kubestep will not see {c}"),
             },
             None => Update::Fatal(LiveError::Api {

@@ -119,9 +119,38 @@ pub const RESOURCES: &[Resource] = &[
         "PodGroup",
         true,
     ),
+    res(
+        "resource.k8s.io",
+        "v1",
+        "deviceclasses",
+        "DeviceClass",
+        false,
+    ),
+    res(
+        "resource.k8s.io",
+        "v1",
+        "resourceslices",
+        "ResourceSlice",
+        false,
+    ),
+    res(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaims",
+        "ResourceClaim",
+        true,
+    ),
+    res(
+        "resource.k8s.io",
+        "v1",
+        "resourceclaimtemplates",
+        "ResourceClaimTemplate",
+        true,
+    ),
 ];
 
 const POD_GROUP_GROUP: &str = "scheduling.x-k8s.io";
+const DRA_GROUP: &str = "resource.k8s.io";
 
 /// One request as received.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +203,9 @@ struct State {
     token: Option<String>,
     user: String,
     pod_groups: bool,
+    /// Whether resource.k8s.io/v1 (DRA) is served; off by default, as a server without
+    /// DRA enabled.
+    dra: bool,
     pages: HashMap<u64, (u64, Arc<Vec<Value>>)>,
     next_page: u64,
     bookmark_every: Duration,
@@ -256,6 +288,7 @@ impl ApiServer {
                 token: None,
                 user: "system:serviceaccount:kubestep:tester".into(),
                 pod_groups: false,
+                dra: false,
                 pages: HashMap::new(),
                 next_page: 1,
                 bookmark_every: Duration::from_millis(500),
@@ -435,6 +468,11 @@ impl ApiServer {
         self.shared.lock().token = Some(token.into());
     }
 
+    /// Serves (or not) the DRA kinds' API group, resource.k8s.io/v1.
+    pub fn set_dra(&self, on: bool) {
+        self.shared.lock().dra = on;
+    }
+
     /// Serves (or not) the PodGroup CRD's API group.
     pub fn set_pod_groups(&self, on: bool) {
         self.shared.lock().pod_groups = on;
@@ -555,6 +593,7 @@ impl State {
 
     fn served(&self, r: &Resource) -> bool {
         (r.group != POD_GROUP_GROUP || self.pod_groups)
+            && (r.group != DRA_GROUP || self.dra)
             && !self.unserved.iter().any(|p| p == r.plural)
     }
 

@@ -13,6 +13,7 @@ use super::span;
 use super::tabs::{TabInfo, TabPane};
 use crate::app::{App, scroll_by};
 use crate::theme::Theme;
+use kubestep_engine::plugins::dynamic_resources::describe;
 
 /// What the Detail tab shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +180,14 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             for (k, v) in ni.labels().iter() {
                 out.push(Line::from(span(format!("  {k}={v}"), t.base)));
             }
+            let dra = describe::node_lines(&app.session.core.cluster.listers, ni.node());
+            if !dra.is_empty() {
+                out.push(Line::from(span("dynamic resources", t.title)));
+                out.extend(
+                    dra.into_iter()
+                        .map(|l| Line::from(span(format!("  {l}"), t.base))),
+                );
+            }
             out.push(Line::from(span(
                 format!("pods ({})", ni.pods.len()),
                 t.title,
@@ -226,7 +235,20 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                     t.base,
                 )));
             }
-            match app.session.core.cluster.full_pod(&key) {
+            let pod = app.session.core.cluster.full_pod(&key);
+            let claims = pod
+                .as_ref()
+                .map(|p| describe::pod_claim_lines(&app.session.core.cluster.listers, p))
+                .unwrap_or_default();
+            if !claims.is_empty() {
+                out.push(Line::from(span(format!("{now}resource claims"), t.title)));
+                out.extend(
+                    claims
+                        .into_iter()
+                        .map(|l| Line::from(span(format!("  {l}"), t.base))),
+                );
+            }
+            match pod {
                 Some(p) => yaml(
                     app,
                     &mut out,

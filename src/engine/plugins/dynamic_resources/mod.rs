@@ -15,6 +15,7 @@
 pub mod allocator;
 mod assume;
 pub mod cel;
+pub mod describe;
 pub(crate) mod hints;
 pub mod objects;
 mod state;
