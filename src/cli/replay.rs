@@ -80,6 +80,12 @@ pub struct ReplayArgs {
     /// attempt's verdict matrix, scores and CycleState.
     #[arg(long, value_enum, default_value_t = super::trace_args::TraceArg::Attempts)]
     trace: super::trace_args::TraceArg,
+    /// The real kube-scheduler's log (klog text, -v=2 or more) of the recorded run: each
+    /// node search after a pod it bound starts where the real one did, from the
+    /// `evaluatedNodes` it logged (upstream's parallel search examines a node more or less
+    /// depending on goroutine timing, which moves every later round-robin start).
+    #[arg(long, value_name = "FILE")]
+    scheduler_log: Option<PathBuf>,
     /// Terminal UI theme: dark, light, high-contrast, ansi16, mono, or a theme file.
     #[arg(long, value_name = "NAME|FILE")]
     theme: Option<String>,
@@ -133,6 +139,12 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))?;
     session.trace_level = a.trace.into();
     session.core.sched.set_seed(a.seed);
+    if let Some(p) = &a.scheduler_log {
+        let text = read_text_maybe_gz(p).with_context(|| format!("{}", p.display()))?;
+        let log = kubestep::session::scheduler_log::SchedulerLog::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        session.core.sched.scheduler_log = Some(log);
+    }
     // Headless runs as fast as it can; --speed paces the terminal UI.
     let mut out = Printer {
         mode: a.output,
@@ -185,6 +197,13 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.print(&trace::session_summary(&session))?;
+    if let Some(log) = &session.core.sched.scheduler_log {
+        eprintln!(
+            "scheduler log: {} bound pods' evaluatedNodes read; the next search start followed it after {} cycle(s) whose own count differed",
+            log.evaluated.len(),
+            session.core.sched.realigned
+        );
+    }
     if let Some(m) = &session.stuck {
         bail!("{}: {m}", a.source);
     }
@@ -277,4 +296,16 @@ pub(super) fn to_yaml<T: serde::Serialize>(v: &T) -> anyhow::Result<String> {
         s.push('\n');
     }
     Ok(s)
+}
+
+/// A text file, gunzipped when its name ends in `.gz`.
+fn read_text_maybe_gz(p: &Path) -> std::io::Result<String> {
+    let f = std::fs::File::open(p)?;
+    let mut text = String::new();
+    if p.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(f).read_to_string(&mut text)?;
+    } else {
+        std::io::BufReader::new(f).read_to_string(&mut text)?;
+    }
+    Ok(text)
 }

@@ -359,7 +359,7 @@ impl Attempt {
             return;
         }
         if let Some(next) = self.cycle.next_start_node_index {
-            core.sched.next_start_node_index = next;
+            core.sched.next_start_node_index = core.sched.next_start_after(&self.cycle, next);
         }
         self.cycle_summary = Some(summarize(&self.cycle, &core.sched.snapshot));
         if let Some(real) = core.externally_bound.get(&self.pod().uid).cloned() {
@@ -432,7 +432,12 @@ impl Attempt {
         let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
         // The pod's latest attempt before the recorded binding is the one compared: the
         // cluster it saw is the nearest to the one the real scheduler decided on.
-        match super::divergence::compare(&self.cycle, &env, real) {
+        let logged = core
+            .sched
+            .scheduler_log
+            .as_ref()
+            .and_then(|l| l.evaluated.get(&self.pod().key).copied());
+        match super::divergence::compare(&self.cycle, &env, real, logged) {
             Some(d) => {
                 core.pending_divergences.insert(uid.clone(), d);
             }

@@ -30,8 +30,14 @@ pub struct Divergence {
 }
 
 /// kubestep's finished cycle against the real node; `None` when the real node is one of
-/// kubestep's best nodes (or the cycle has no outcome).
-pub fn compare(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<Divergence> {
+/// kubestep's best nodes (or the cycle has no outcome). `logged` is how many nodes the
+/// real scheduler evaluated for the pod, when its log was given.
+pub fn compare(
+    cycle: &SchedulingCycle,
+    env: &CycleEnv,
+    real: &str,
+    logged: Option<usize>,
+) -> Option<Divergence> {
     let snapshot = env.snapshot;
     let diverged = |nodes: Vec<String>, reason: String| Divergence {
         pod: cycle.pod.key.clone(),
@@ -51,7 +57,7 @@ pub fn compare(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<Di
             if best.iter().any(|n| n == real) {
                 return None;
             }
-            let reason = why_not(cycle, env, real, node, &best);
+            let reason = why_not(cycle, env, real, node, &best, logged);
             Some(diverged(best, reason))
         }
         CycleOutcome::Unschedulable {
@@ -87,6 +93,7 @@ fn why_not(
     real: &str,
     chosen: &str,
     best: &[String],
+    logged: Option<usize>,
 ) -> String {
     let snapshot = env.snapshot;
     let Some(pos) = snapshot.position(real) else {
@@ -143,8 +150,9 @@ fn why_not(
             }
         }
         return format!(
-            "{real} passed every filter but was not among the {} feasible nodes kubestep scored (percentageOfNodesToScore)",
-            cycle.feasible.len()
+            "{real} passed every filter but was not among the {} feasible nodes kubestep scored (percentageOfNodesToScore){}",
+            cycle.feasible.len(),
+            sampling(cycle, logged)
         );
     }
     if cycle.diagnosis.node_to_status.contains(real) {
@@ -156,9 +164,25 @@ fn why_not(
         );
     }
     format!(
-        "{real} was not evaluated: kubestep stopped searching after {} feasible nodes (percentageOfNodesToScore)",
-        cycle.feasible.len()
+        "{real} was not evaluated: kubestep stopped searching after {} feasible nodes (percentageOfNodesToScore){}",
+        cycle.feasible.len(),
+        sampling(cycle, logged)
     )
+}
+
+/// Why the sampled sets can differ: upstream's search runs 16 goroutines over chunks of
+/// the node list, so which nodes it examines past its stopping point depends on timing.
+fn sampling(cycle: &SchedulingCycle, logged: Option<usize>) -> String {
+    let ours = cycle.feasible.len() + cycle.diagnosis.node_to_status.len();
+    match logged {
+        Some(real) if real != ours => format!(
+            "; the real scheduler evaluated {real} nodes to kubestep's {ours}: its parallel search examined other nodes (goroutine timing)"
+        ),
+        Some(_) => format!(
+            "; both evaluated {ours} nodes, but the real scheduler's parallel search examined a different set (goroutine timing)"
+        ),
+        None => "; the real scheduler's parallel search can examine other nodes (goroutine timing), and its count moves every later start: give replay --scheduler-log to follow its counts".into(),
+    }
 }
 
 /// kubestep preempted for the pod (nominating `r.nominated_node_name`) where the real

@@ -14,6 +14,7 @@ pub mod history;
 pub mod queue_history;
 mod replay;
 pub mod scheduler;
+pub mod scheduler_log;
 pub mod script;
 pub mod trace;
 pub mod world;

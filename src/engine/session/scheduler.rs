@@ -124,6 +124,10 @@ pub struct Scheduler {
     pub seed: u64,
     /// Where the next node search starts (upstream `nextStartNodeIndex`).
     pub next_start_node_index: usize,
+    /// The real scheduler's log, when given: each next search starts where its did.
+    pub scheduler_log: Option<super::scheduler_log::SchedulerLog>,
+    /// Cycles whose next start followed the log instead of kubestep's own count.
+    pub realigned: usize,
     /// The engine's clock, given to plugins as `Handle::now`: the wall clock when the
     /// scheduler is created; drivers that keep virtual time (replay, tests) set it.
     pub now: jiff::Timestamp,
@@ -156,9 +160,34 @@ impl Scheduler {
             nominator: Arc::new(cluster.nominator()),
             seed: 0,
             next_start_node_index: 0,
+            scheduler_log: None,
+            realigned: 0,
             now: jiff::Timestamp::now(),
             pool,
         })
+    }
+
+    /// Where the search after `cycle` starts: kubestep's own count (`next`), or, when the
+    /// real scheduler's log says how many nodes it evaluated binding this pod and that
+    /// differs, the real count from the same start.
+    pub fn next_start_after(&mut self, cycle: &SchedulingCycle, next: usize) -> usize {
+        let n = self.snapshot.list().len();
+        let logged = self
+            .scheduler_log
+            .as_ref()
+            .and_then(|l| l.evaluated.get(&cycle.pod.key));
+        match (&cycle.outcome, logged) {
+            (
+                Some(CycleOutcome::Selected {
+                    evaluated_nodes, ..
+                }),
+                Some(&real),
+            ) if real != *evaluated_nodes && n > 0 => {
+                self.realigned += 1;
+                (cycle.start_node_index + real) % n
+            }
+            _ => next,
+        }
     }
 
     pub fn framework_for(&self, pod: &PodInfo) -> Option<&Framework> {

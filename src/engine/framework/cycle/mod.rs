@@ -185,7 +185,7 @@ pub struct SchedulingCycle {
     /// Next plugin to run within the phase.
     cursor: usize,
     pub detail: Detail,
-    start_node_index: usize,
+    pub start_node_index: usize,
     /// Where the next cycle's node search starts (set once Filter has run).
     pub next_start_node_index: Option<usize>,
     pub trace: Vec<PluginRun>,

@@ -1,0 +1,179 @@
+//! Sequences against the real kube-scheduler v1.35.4: recordings made on the real control
+//! plane (../shared/realcluster) by tests/realcluster/sequence.py, with the scheduler's
+//! log of the same run, replayed pod for pod. A pod matches when kubestep's best nodes
+//! include the node the real scheduler bound it to (a tie counts).
+//!
+//! The saved runs are replayed on every machine; `a_fresh_run_on_the_real_control_plane`
+//! makes a new one when a realcluster is up, and skips otherwise (CI has none).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_kubestep")
+}
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/realcluster")
+        .join(name)
+}
+
+/// Pods of namespace `ns` the recording binds, and the divergences of kubestep's replay
+/// among them (the user's path: the binary, headless). A recording of a shared cluster
+/// also holds other runs' pods, already running.
+fn replay(recording: &Path, log: Option<&Path>, ns: &str) -> (usize, Vec<Value>) {
+    let ours = |v: &Value| v.as_str().is_some_and(|p| p.starts_with(&format!("{ns}/")));
+    let mut c = Command::new(bin());
+    c.args(["replay", "--headless", "--no-timings"])
+        .arg(recording);
+    if let Some(l) = log {
+        c.arg("--scheduler-log").arg(l);
+    }
+    let o = c.output().expect("run kubestep");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let last: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    let s = &last["summary"];
+    let bound = s["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["status"] == "Bound" && ours(&p["pod"]))
+        .count();
+    let d = s["divergences"].as_array().unwrap();
+    (
+        bound,
+        d.iter().filter(|d| ours(&d["pod"])).cloned().collect(),
+    )
+}
+
+fn matched(bound: usize, divergences: &[Value]) -> f64 {
+    (bound - divergences.len()) as f64 / bound as f64
+}
+
+/// Every remaining divergence names its cause.
+fn causes_named(divergences: &[Value]) {
+    for d in divergences {
+        let r = d["reason"].as_str().unwrap();
+        assert!(
+            r.contains("goroutine timing") || r.contains("ranked lower"),
+            "{d}"
+        );
+    }
+}
+
+/// The saved runs: (name, pods bound, divergences without the log, with it). Exact, so a
+/// change in either shows here; the floor that matters is the 95% with the log.
+const RUNS: &[(&str, usize, usize, usize)] =
+    &[("nodes300", 640, 109, 10), ("nodes1000", 1500, 322, 10)];
+
+#[test]
+fn saved_runs_match_the_real_scheduler_pod_for_pod() {
+    for &(name, pods, without, with) in RUNS {
+        let rec = data(name).join("recording.jsonl.gz");
+        let log = data(name).join("kube-scheduler.log.gz");
+        let (bound, d) = replay(&rec, None, "seq");
+        assert_eq!(bound, pods, "{name}");
+        assert_eq!(d.len(), without, "{name} without the scheduler log");
+        causes_named(&d);
+        let (bound, d) = replay(&rec, Some(&log), "seq");
+        assert_eq!(bound, pods, "{name}");
+        assert_eq!(d.len(), with, "{name} with the scheduler log: {d:#?}");
+        causes_named(&d);
+        assert!(matched(bound, &d) >= 0.95, "{name}: {}", matched(bound, &d));
+    }
+}
+
+/// The gap still open (issue 24): on 2,000 nodes kubestep agrees on 40% of pods, with or
+/// without the log; the first divergences come after two matching pods, with the start
+/// index followed, so the examined sets differ inside one search (the real scheduler's
+/// workers over 44-node chunks), which no model tried (1, 2, 4 or 16 equal-speed workers)
+/// reproduced. Exact counts, so that any change to it shows here.
+#[test]
+fn the_2000_node_run_is_the_known_gap() {
+    let rec = data("nodes2000").join("recording.jsonl.gz");
+    let log = data("nodes2000").join("kube-scheduler.log.gz");
+    let (bound, d) = replay(&rec, None, "seq");
+    assert_eq!((bound, d.len()), (1500, 892));
+    causes_named(&d);
+    let (bound, d) = replay(&rec, Some(&log), "seq");
+    assert_eq!((bound, d.len()), (1500, 898));
+    causes_named(&d);
+}
+
+/// Whether a realcluster answers on its loopback port, and the caller allowed a fresh
+/// start of it (`KUBESTEP_REALCLUSTER=fresh`): the run needs a scheduler and a cluster
+/// that have scheduled nothing before, as the saved runs had.
+fn realcluster() -> Option<PathBuf> {
+    let kc = PathBuf::from("/tmp/realcluster/admin.kubeconfig");
+    let up = kc.exists()
+        && std::net::TcpStream::connect_timeout(
+            &"127.0.0.1:2443".parse().unwrap(),
+            std::time::Duration::from_secs(1),
+        )
+        .is_ok();
+    let allowed = std::env::var("KUBESTEP_REALCLUSTER").is_ok_and(|v| v == "fresh");
+    (up && allowed).then_some(kc)
+}
+
+#[test]
+fn a_fresh_run_on_the_real_control_plane() {
+    let Some(kc) = realcluster() else {
+        eprintln!(
+            "skipped: needs a realcluster on 127.0.0.1:2443 and KUBESTEP_REALCLUSTER=fresh (it restarts it empty)"
+        );
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let up = Command::new(root.join("../shared/realcluster/up.sh"))
+        .arg("--fresh")
+        .output()
+        .expect("up.sh");
+    assert!(
+        up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let out = std::env::temp_dir().join(format!("kubestep-seq-{}", std::process::id()));
+    let o = Command::new("python3")
+        .arg(root.join("tests/realcluster/sequence.py"))
+        .args(["--nodes", "300", "--pods", "640", "--out"])
+        .arg(&out)
+        .env("KUBECONFIG", kc)
+        .env("KUBESTEP", bin())
+        .output()
+        .expect("python3");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (bound, d) = replay(
+        &out.join("recording.jsonl.gz"),
+        Some(&out.join("kube-scheduler.log")),
+        "seq",
+    );
+    assert_eq!(bound, 640);
+    causes_named(&d);
+    assert!(matched(bound, &d) >= 0.95, "{}: {d:#?}", matched(bound, &d));
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn a_log_without_bound_pod_lines_is_refused_with_its_name() {
+    let dir = std::env::temp_dir().join(format!("kubestep-schedlog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("apiserver.log");
+    std::fs::write(&log, "I1128 04:01:55.44 1 server.go:1] \"Serving\"\n").unwrap();
+    let o = Command::new(bin())
+        .args(["replay", "demo", "--headless", "--scheduler-log"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("apiserver.log: no \"Successfully bound pod to node\" line"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
