@@ -87,23 +87,6 @@ fn saved_runs_match_the_real_scheduler_pod_for_pod() {
     }
 }
 
-/// The gap still open (issue 24): on 2,000 nodes kubestep agrees on 40% of pods, with or
-/// without the log; the first divergences come after two matching pods, with the start
-/// index followed, so the examined sets differ inside one search (the real scheduler's
-/// workers over 44-node chunks), which no model tried (1, 2, 4 or 16 equal-speed workers)
-/// reproduced. Exact counts, so that any change to it shows here.
-#[test]
-fn the_2000_node_run_is_the_known_gap() {
-    let rec = data("nodes2000").join("recording.jsonl.gz");
-    let log = data("nodes2000").join("kube-scheduler.log.gz");
-    let (bound, d) = replay(&rec, None, "seq");
-    assert_eq!((bound, d.len()), (1500, 892));
-    causes_named(&d);
-    let (bound, d) = replay(&rec, Some(&log), "seq");
-    assert_eq!((bound, d.len()), (1500, 898));
-    causes_named(&d);
-}
-
 /// Whether a realcluster answers on its loopback port, and the caller allowed a fresh
 /// start of it (`KUBESTEP_REALCLUSTER=fresh`): the run needs a scheduler and a cluster
 /// that have scheduled nothing before, as the saved runs had.

@@ -42,7 +42,9 @@ class Api:
 
 
 def node(i):
-    name = f"{PREFIX}n{i:03d}"
+    # Names that sort as they are created: the recording lists nodes by name, the
+    # scheduler met them in creation order.
+    name = f"{PREFIX}n{i:04d}"
     zone = ZONES[i % 4]
     cpu, mem = CPUS[i % 6], MEMS[(i // 6) % 6]
     taints = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}] if i % 17 == 5 else []
