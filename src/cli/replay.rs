@@ -95,6 +95,15 @@ pub struct ReplayArgs {
 }
 
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let scheduler_log = match &a.scheduler_log {
+        Some(p) => {
+            let text = read_text_maybe_gz(p).with_context(|| format!("{}", p.display()))?;
+            let log = kubestep::session::scheduler_log::SchedulerLog::parse(&text)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+            Some(log)
+        }
+        None => None,
+    };
     if !a.headless {
         kubestep::tui::run(kubestep::tui::TuiOptions {
             source: Some(std::path::PathBuf::from(&a.source)),
@@ -104,6 +113,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             compare: None,
             history: a.history,
             speed: Some(a.speed),
+            scheduler_log,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -139,12 +149,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))?;
     session.trace_level = a.trace.into();
     session.core.sched.set_seed(a.seed);
-    if let Some(p) = &a.scheduler_log {
-        let text = read_text_maybe_gz(p).with_context(|| format!("{}", p.display()))?;
-        let log = kubestep::session::scheduler_log::SchedulerLog::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
-        session.core.sched.scheduler_log = Some(log);
-    }
+    session.core.sched.scheduler_log = scheduler_log;
     // Headless runs as fast as it can; --speed paces the terminal UI.
     let mut out = Printer {
         mode: a.output,

@@ -42,6 +42,7 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
         compare: a.compare,
         history: None,
         speed: None,
+        scheduler_log: None,
     })?;
     Ok(ExitCode::SUCCESS)
 }

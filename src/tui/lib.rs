@@ -64,6 +64,8 @@ pub struct TuiOptions {
     /// `replay --speed`: the play speed to start at (the nearest of `app::SPEEDS` not
     /// above it; the slowest when below them all).
     pub speed: Option<f64>,
+    /// `replay --scheduler-log`: the real scheduler's node-search counts to follow.
+    pub scheduler_log: Option<kubestep_engine::session::scheduler_log::SchedulerLog>,
 }
 
 #[cfg(test)]
@@ -139,7 +141,9 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     let history = opts
         .history
         .or_else(|| config::load_user(&mut Vec::new()).history);
-    let (session, read) = open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
+    let (mut session, read) =
+        open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
+    session.core.sched.scheduler_log = opts.scheduler_log.clone();
     // What loading adjusted in the input (priorities from PriorityClasses, finished pods
     // skipped, kinds not used) is information, not a problem: Logs, not the ⚠ counter.
     let (notes, problems): (Vec<String>, Vec<String>) = read
