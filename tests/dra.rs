@@ -103,6 +103,14 @@ fn pod_using(claim: &str) -> String {
 }
 
 fn explain(extra: &str, pod: &str) -> Explanation {
+    explain_with(config::default_configuration(), extra, pod)
+}
+
+fn explain_with(
+    mut cfg: config::KubeSchedulerConfiguration,
+    extra: &str,
+    pod: &str,
+) -> Explanation {
     let (mut objs, _) =
         manifest::parse_str(&format!("{BASE}{extra}"), "cluster.yaml").expect("cluster parses");
     for o in &mut objs {
@@ -120,7 +128,6 @@ fn explain(extra: &str, pod: &str) -> Explanation {
             }
         })
         .expect("a pod");
-    let mut cfg = config::default_configuration();
     cfg.percentage_of_nodes_to_score = Some(100);
     explain::explain(&cluster, &cfg, Arc::new(pod)).expect("explain runs")
 }
@@ -158,6 +165,38 @@ fn exactly_one_device_fits_where_a_slice_is() {
     // The CycleState tree names the devices chosen per node.
     let tree = serde_json::to_string(&e.dynamic_resources).unwrap();
     assert!(tree.contains("gpu=gpu.example.com/node-a/gpu-0"), "{tree}");
+}
+
+/// The profile's DynamicResourcesArgs reach the plugin: a `filterTimeout` the search
+/// outlives rejects the node as upstream does, and `0s` turns the limit off.
+#[test]
+fn filter_timeout_from_the_configuration_reaches_the_plugin() {
+    let with = |timeout: &str| {
+        let yaml = format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: DynamicResources\n    args: {{filterTimeout: {timeout}}}\n"
+        );
+        let cfg = config::parse_str(&yaml, "config.yaml").expect("config parses");
+        explain_with(cfg, &claim("c", &request("gpu", "")), &pod_using("c"))
+    };
+    let e = with("1ns");
+    assert!(!e.fits());
+    assert_eq!(
+        dra_reason(&e, "node-a"),
+        (
+            Code::UnschedulableAndUnresolvable,
+            "timed out trying to allocate devices".into()
+        )
+    );
+    assert!(
+        e.message
+            .as_deref()
+            .unwrap()
+            .contains("timed out trying to allocate devices"),
+        "{:?}",
+        e.message
+    );
+    let e = with("0s");
+    assert_eq!(e.feasible, ["node-a", "node-b"]);
 }
 
 #[test]

@@ -225,7 +225,7 @@ pub fn in_tree() -> Registry {
     r.register(volume_zone::NAME, simple::<volume_zone::VolumeZone>);
     r.register(
         dynamic_resources::NAME,
-        simple::<dynamic_resources::DynamicResources>,
+        dynamic_resources::DynamicResources::from_args,
     );
     r.register(default_preemption::NAME, default_preemption);
     r.register(

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{
@@ -164,6 +165,8 @@ pub enum Outcome {
     InvalidPools,
     /// A broken claim or class (e.g. a bad selector): an Error status upstream.
     Error(String),
+    /// The search outlived its deadline (`filterTimeout`).
+    TimedOut,
 }
 
 /// Devices other claims hold, with the claim (`namespace/name`) holding each.
@@ -175,6 +178,8 @@ pub struct Allocator<'a> {
     pub in_use: &'a InUse,
     pub pools: Vec<Pool<'a>>,
     pub node: &'a Node,
+    /// When the search gives up (`filterTimeout`); `None`: never.
+    pub deadline: Option<std::time::Instant>,
 }
 
 struct Search<'a, 'b> {
@@ -186,6 +191,8 @@ struct Search<'a, 'b> {
     /// Per claim: (request names or empty for all, attribute, value fixed so far, count).
     constraints: Vec<Vec<MatchAttribute>>,
     cel: BTreeMap<(usize, String, DeviceId), bool>,
+    /// Set when the deadline passed: the search unwinds as if nothing fit.
+    timed_out: bool,
 }
 
 fn attr<'d>(d: &'d Device, id: &DeviceId, name: &str) -> Option<&'d DeviceAttribute> {
@@ -298,6 +305,7 @@ impl<'a> Allocator<'a> {
             chosen: vec![Vec::new(); self.claims.len()],
             constraints,
             cel: BTreeMap::new(),
+            timed_out: false,
         };
         // "All" requests fix their device lists up front, which needs complete pools.
         let mut all_lists = BTreeMap::new();
@@ -348,6 +356,7 @@ impl<'a> Allocator<'a> {
         }
         match s.claim(0, &all_selected) {
             Err(e) => Outcome::Error(e),
+            Ok(false) if s.timed_out => Outcome::TimedOut,
             Ok(true) => Outcome::Allocated(s.results()),
             Ok(false) if self.pools.iter().any(|p| p.invalid) => Outcome::InvalidPools,
             Ok(false) => Outcome::Unsatisfiable(s.diagnose()),
@@ -517,6 +526,10 @@ impl<'a> Search<'a, '_> {
         n: usize,
         all: &AllSelected<'a>,
     ) -> Result<bool, String> {
+        if self.timed_out || self.a.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.timed_out = true;
+            return Ok(false);
+        }
         let r = &self.reqs[ci][ri][ai];
         let list = all.get(&(ci, ri, ai));
         let want = list.map_or(r.count, Vec::len);

@@ -55,9 +55,42 @@ const FIRST_AVAILABLE_MAX: i64 = 8;
 #[derive(Debug, Default)]
 pub struct DynamicResources {
     assumed: Mutex<Assumed>,
+    /// `filterTimeout`: how long Filter may search one node's devices (`None` or zero:
+    /// no limit). Wall-clock, as upstream's; at the 10s default no search kubestep runs
+    /// comes near it, so replays stay deterministic in practice.
+    filter_timeout: Option<std::time::Duration>,
 }
 
+/// Upstream's reason when the device search on a node outlives `filterTimeout`.
+pub const ERR_FILTER_TIMEOUT: &str = "timed out trying to allocate devices";
+
 impl DynamicResources {
+    /// Built from the profile's `DynamicResourcesArgs` (the defaults without them).
+    pub fn from_args(
+        ctx: &crate::framework::profile::FactoryContext,
+    ) -> Result<std::sync::Arc<dyn crate::framework::plugin::Plugin>, String> {
+        use crate::config::PluginArgs;
+        let args = match ctx.args {
+            None => crate::config::DynamicResourcesArgs::default(),
+            Some(a) if a.is_absent() => crate::config::DynamicResourcesArgs::default(),
+            Some(PluginArgs::DynamicResources(a)) => a.clone(),
+            Some(other) => {
+                return Err(format!(
+                    "want args to be of type DynamicResourcesArgs, got {}",
+                    other.kind().unwrap_or("unknown args")
+                ));
+            }
+        };
+        let filter_timeout = args
+            .filter_timeout
+            .filter(|t| crate::config::gates::DRA_SCHEDULER_FILTER_TIMEOUT && !t.is_zero())
+            .and_then(|t| t.to_std());
+        Ok(std::sync::Arc::new(DynamicResources {
+            filter_timeout,
+            ..Default::default()
+        }))
+    }
+
     fn lock(&self) -> MutexGuard<'_, Assumed> {
         self.assumed.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -288,9 +321,14 @@ impl FilterPlugin for DynamicResources {
                 in_use: &s.in_use,
                 pools: gather_pools(&s.slices, n),
                 node: n,
+                deadline: self.filter_timeout.map(|t| std::time::Instant::now() + t),
             };
             match alloc.allocate() {
                 Outcome::Error(e) => return Status::error(e),
+                Outcome::TimedOut => {
+                    s.record(name, NodeResult::Failed(None));
+                    return Status::unresolvable(ERR_FILTER_TIMEOUT);
+                }
                 Outcome::InvalidPools => {
                     s.record(name, NodeResult::Failed(None));
                     return Status::unresolvable("invalid resource pools were encountered");
