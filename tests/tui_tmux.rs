@@ -167,7 +167,9 @@ fn demo_in_tmux() {
     let s = t.wait_for("search / reject");
     assert!(s.contains("reject the selected waiting pod"), "{s}");
     assert!(!s.contains("step one plugin"), "{s}");
+    // One Escape at a time: two sent together can arrive as one Alt-Escape.
     t.keys(&["Escape"]);
+    t.wait_for("step one plugin");
     t.keys(&["Escape"]);
     t.wait_for("Waiting at Permit 0");
 
