@@ -97,8 +97,8 @@ pub struct ReplayArgs {
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let scheduler_log = match &a.scheduler_log {
         Some(p) => {
-            let text = read_text_maybe_gz(p).with_context(|| format!("{}", p.display()))?;
-            let log = kubestep::session::scheduler_log::SchedulerLog::parse(&text)
+            let log = open_maybe_gz(p)
+                .and_then(kubestep::session::scheduler_log::SchedulerLog::read)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
             Some(log)
         }
@@ -303,14 +303,12 @@ pub(super) fn to_yaml<T: serde::Serialize>(v: &T) -> anyhow::Result<String> {
     Ok(s)
 }
 
-/// A text file, gunzipped when its name ends in `.gz`.
-fn read_text_maybe_gz(p: &Path) -> std::io::Result<String> {
+/// A file read line by line, gunzipped when its name ends in `.gz`.
+fn open_maybe_gz(p: &Path) -> std::io::Result<Box<dyn std::io::BufRead>> {
     let f = std::fs::File::open(p)?;
-    let mut text = String::new();
-    if p.extension().is_some_and(|e| e == "gz") {
-        flate2::read::GzDecoder::new(f).read_to_string(&mut text)?;
+    Ok(if p.extension().is_some_and(|e| e == "gz") {
+        Box::new(std::io::BufReader::new(flate2::read::GzDecoder::new(f)))
     } else {
-        std::io::BufReader::new(f).read_to_string(&mut text)?;
-    }
-    Ok(text)
+        Box::new(std::io::BufReader::new(f))
+    })
 }

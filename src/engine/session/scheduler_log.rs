@@ -22,8 +22,22 @@ impl SchedulerLog {
     /// (`--logging-format=json`); other lines are skipped. An error when none is found:
     /// the log is not kube-scheduler's at -v=2.
     pub fn parse(text: &str) -> Result<SchedulerLog, String> {
+        SchedulerLog::read(text.as_bytes()).map_err(|e| e.to_string())
+    }
+
+    /// As `parse`, line by line from a reader: a scheduler's log can be far larger than
+    /// what it says about the recorded pods. A line that is not UTF-8 is skipped.
+    pub fn read(mut r: impl std::io::BufRead) -> std::io::Result<SchedulerLog> {
         let mut evaluated = HashMap::new();
-        for line in text.lines() {
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if r.read_until(b'\n', &mut buf)? == 0 {
+                break;
+            }
+            let Ok(line) = std::str::from_utf8(&buf) else {
+                continue;
+            };
             if !line.contains("Successfully bound pod to node") {
                 continue;
             }
@@ -39,11 +53,11 @@ impl SchedulerLog {
             }
         }
         if evaluated.is_empty() {
-            return Err(
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
                 "no \"Successfully bound pod to node\" line with pod and evaluatedNodes \
-                 (kube-scheduler logs one per bound pod at -v=2 or more)"
-                    .into(),
-            );
+                 (kube-scheduler logs one per bound pod at -v=2 or more)",
+            ));
         }
         Ok(SchedulerLog { evaluated })
     }

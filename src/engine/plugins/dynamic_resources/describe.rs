@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::api::resource::v1::AllocationResult;
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim, ResourceSlice};
 
 use super::objects::{self, pod_claims};
 use crate::api::node_affinity::NodeSelectorMatcher;
@@ -58,11 +58,14 @@ pub fn pod_claim_lines(l: &Listers, pod: &Pod) -> Vec<String> {
 }
 
 /// The node's ResourceSlices (driver, pool, devices), then the claims allocated on it.
+/// Detail draws it every frame, so only the slices naming the node and the claims with
+/// a node-bound allocation are parsed; the rest are skipped on their raw JSON.
 pub fn node_lines(l: &Listers, node: &Node) -> Vec<String> {
     let name = node.metadata.name.as_deref().unwrap_or("");
-    let mut out: Vec<String> = objects::slices(l)
-        .iter()
-        .filter(|s| s.spec.node_name.as_deref() == Some(name))
+    let mut out: Vec<String> = l
+        .custom_objects(objects::SLICE)
+        .filter(|(_, v)| v["spec"]["nodeName"].as_str() == Some(name))
+        .filter_map(|(_, v)| serde_json::from_value::<ResourceSlice>((**v).clone()).ok())
         .map(|s| {
             let n = s.spec.devices.as_ref().map_or(0, Vec::len);
             format!(
@@ -73,7 +76,13 @@ pub fn node_lines(l: &Listers, node: &Node) -> Vec<String> {
             )
         })
         .collect();
-    for (key, c) in objects::all_claims(l) {
+    let allocated = l
+        .custom_objects(objects::CLAIM)
+        .filter(|(_, v)| !v["status"]["allocation"]["nodeSelector"].is_null());
+    for (key, v) in allocated {
+        let Ok(c) = serde_json::from_value::<ResourceClaim>((**v).clone()) else {
+            continue;
+        };
         let Some(a) = c.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
             continue;
         };
