@@ -279,6 +279,12 @@ fn approval_by_hand_binds_the_allowed_pod_and_never_the_rejected_one() {
     );
     let approved = server.get("Pod", Some("team"), "approved").unwrap();
     assert_eq!(approved["spec"]["nodeName"], "n1", "{stderr}");
+    // Nominated to its node while it waited (NominatedNodeNameForExpectation); the
+    // refused one's nomination is cleared with its failure.
+    assert_eq!(
+        approved["status"]["nominatedNodeName"], "n1",
+        "{approved:#}"
+    );
     assert_eq!(pods["team/approved"]["status"], "Bound");
     assert_eq!(
         binding_paths(&server),
@@ -296,6 +302,8 @@ fn approval_by_hand_binds_the_allowed_pod_and_never_the_rejected_one() {
     );
     let cond = &refused["status"]["conditions"][0];
     assert_eq!(cond["reason"], "Unschedulable");
+    let nnn = &refused["status"]["nominatedNodeName"];
+    assert!(nnn.is_null() || nnn == "", "{refused:#}");
     assert_eq!(events_about(&server, "approved", "Scheduled").len(), 1);
 }
 

@@ -66,6 +66,9 @@ pub struct ApiActuator {
     /// The nomination of the failed attempt being reported (pod UID, node), written
     /// with its PodScheduled condition in one status update.
     nomination: Option<(String, Option<String>)>,
+    /// Nominations written at a binding cycle's start (pod UID to node): the pod object
+    /// the session holds predates them, and a failure must clear them.
+    binding_nominations: std::collections::HashMap<String, String>,
     /// Every failed write, for the person to read.
     pub errors: WriteErrors,
 }
@@ -78,6 +81,7 @@ impl ApiActuator {
             scheduler_name: scheduler_name.into(),
             bound: HashSet::new(),
             nomination: None,
+            binding_nominations: Default::default(),
             errors: WriteErrors::default(),
         }
     }
@@ -229,8 +233,9 @@ impl Actuator for ApiActuator {
                 && c.reason.as_deref() == Some(reason)
                 && c.message.as_deref() == Some(message)
         });
-        let current = status
-            .and_then(|s| s.nominated_node_name.clone())
+        let written = self.binding_nominations.remove(&pod.uid);
+        let current = written
+            .or_else(|| status.and_then(|s| s.nominated_node_name.clone()))
             .filter(|n| !n.is_empty());
         let nomination = match self.nomination.take() {
             Some((uid, node)) if uid == pod.uid && node != current => Some(node),
@@ -265,6 +270,16 @@ impl Actuator for ApiActuator {
 
     fn applies_locally(&self) -> bool {
         false
+    }
+
+    fn nominate_for_binding(&mut self, pod: &PodInfo, node: &str) -> Result<(), ActuatorError> {
+        if pod.nominated_node_name() == node {
+            return Ok(());
+        }
+        self.patch_status(pod, json!({"nominatedNodeName": node}))?;
+        self.binding_nominations
+            .insert(pod.uid.clone(), node.to_string());
+        Ok(())
     }
 
     /// A status DynamicResources wrote (a ResourceClaim's allocation and reservation), as

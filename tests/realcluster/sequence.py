@@ -9,6 +9,12 @@ decided every pod, stops the recording and prints how many pods kubestep places 
 real scheduler's node (or on a node tied with it).
 
   tests/realcluster/sequence.py --nodes 300 --pods 640 --out /tmp/seq300
+  tests/realcluster/sequence.py --profile list --waves batch --nodes 300 --pods 720 --out /tmp/batch300
+
+`--profile list` runs the real scheduler with PodTopologySpread `defaultingType: List` (no
+default constraints), the profile under which OpportunisticBatching hints: pods without
+constraints are then signable. The run writes OUT/scheduler-config.yaml, the same profile for
+`kubestep replay --config`, and keeps the scheduler's hint lines (-v=3) in its log.
 
 It writes OUT/recording.jsonl.gz and OUT/kube-scheduler.log (the scheduler's "Successfully
 bound pod to node" lines, with evaluatedNodes), for `kubestep replay OUT/recording.jsonl.gz
@@ -102,6 +108,78 @@ def pods(total):
     return shapes
 
 
+def batch_pods(total):
+    """Waves of identical pods, the shape OpportunisticBatching serves: one pod per node
+    (host ports), with and without preferred affinity, interleaved with pods that change
+    the signature or leave the last node with room."""
+    shapes = []
+    per = total // 6
+    for w in range(6):
+        for j in range(per if w < 5 else total - 5 * per):
+            labels = {"app": f"wave{w}"}
+            c = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}
+            spec = {"containers": [c]}
+            if w in (0, 4):
+                c["ports"] = [{"containerPort": 80, "hostPort": 9000}]
+            if w == 1:
+                c["ports"] = [{"containerPort": 80, "hostPort": 9001}]
+                spec["affinity"] = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 50, "preference": {"matchExpressions": [
+                        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone-b"]}]}}]}}
+            if w == 2:
+                c["resources"]["requests"] = {"cpu": ["250m", "500m", "1", "2", "3"][j % 5],
+                                              "memory": ["512Mi", "1Gi", "2Gi", "4Gi"][j % 4]}
+            if w == 3:
+                c["resources"]["requests"] = {"cpu": "3", "memory": "12Gi"}
+            if w == 5:
+                # Runs of five identical pods with their own port: a new signature every five.
+                c["ports"] = [{"containerPort": 80, "hostPort": 9100 + j // 5}]
+            shapes.append({"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": f"b{w}-{j:03d}", "namespace": NS, "labels": labels}, "spec": spec})
+    return shapes
+
+
+LIST_PROFILE = """profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+  - name: PodTopologySpread
+    args:
+      defaultingType: List
+"""
+
+
+def start_scheduler(rc, profile, out):
+    """Restarts the real scheduler: scheduler.sh's default profile, or the List profile
+    (started here, under scheduler.sh's pid file so that scheduler.sh stops it)."""
+    subprocess.run([os.path.join(rc, "scheduler.sh"), "stop"], check=True, stdout=subprocess.DEVNULL)
+    if profile == "default":
+        subprocess.run([os.path.join(rc, "scheduler.sh"), "start"], check=True, stdout=subprocess.DEVNULL)
+        return
+    rc_dir = os.environ.get("RC_DIR", "/tmp/realcluster")
+    rc_bin = os.environ.get("RC_BIN", os.environ.get("RC_BUILD", "/tmp/rc-build") + "/bin")
+    with open(os.path.join(out, "scheduler-config.yaml"), "w") as f:
+        f.write("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + LIST_PROFILE)
+    cfg = os.path.join(rc_dir, "scheduler-config.yaml")
+    with open(cfg, "w") as f:
+        f.write("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                f"clientConnection:\n  kubeconfig: {rc_dir}/scheduler.kubeconfig\n"
+                "leaderElection:\n  leaderElect: false\n" + LIST_PROFILE)
+    kc = f"{rc_dir}/scheduler.kubeconfig"
+    log = open(os.path.join(rc_dir, "logs", "kube-scheduler.log"), "w")
+    p = subprocess.Popen([os.path.join(rc_bin, "kube-scheduler"), f"--config={cfg}",
+                          f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
+                          "--bind-address=127.0.0.1", "--secure-port=2459", "--v=3"],
+                         stdout=log, stderr=log, start_new_session=True)
+    with open(os.path.join(rc_dir, "pids", "kube-scheduler.pid"), "w") as f:
+        f.write(str(p.pid))
+    for _ in range(60):
+        time.sleep(0.5)
+        if "Starting Kubernetes Scheduler" in open(os.path.join(rc_dir, "logs", "kube-scheduler.log")).read():
+            time.sleep(1)
+            return
+    raise SystemExit("kube-scheduler (List profile) did not start; see its log")
+
+
 def decided(api):
     items = api.call("GET", f"/api/v1/namespaces/{NS}/pods")["items"]
     done = 0
@@ -120,6 +198,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--prefix", default="", help="for node names and the namespace, so runs can share a cluster")
     ap.add_argument("--kubestep", default=os.environ.get("KUBESTEP", "target/release/kubestep"))
+    ap.add_argument("--profile", choices=["default", "list"], default="default")
+    ap.add_argument("--waves", choices=["mixed", "batch"], default="mixed")
     a = ap.parse_args()
     global NS, PREFIX
     PREFIX, NS = a.prefix, a.prefix + NS
@@ -138,8 +218,7 @@ def main():
         # restarted after the nodes exist lists them in another order (measured: 53% of
         # pods on its node instead of 98%).
         rc = os.environ.get("RC_LIB", os.path.join(os.path.dirname(__file__), "../../../shared/realcluster"))
-        for verb in ("stop", "start"):
-            subprocess.run([os.path.join(rc, "scheduler.sh"), verb], check=True, stdout=subprocess.DEVNULL)
+        start_scheduler(rc, a.profile, a.out)
         t = time.time()
         add_nodes(api, a.nodes)
         print(f"{a.nodes} nodes in {time.time() - t:.1f}s", file=sys.stderr)
@@ -150,7 +229,7 @@ def main():
             time.sleep(0.2)
             if "initial sync done" in open(os.path.join(a.out, "record.log")).read():
                 break
-        all_pods = pods(a.pods)
+        all_pods = pods(a.pods) if a.waves == "mixed" else batch_pods(a.pods)
         per = len(all_pods) // 6
         for w in range(6):
             for p in all_pods[w * per:(w + 1) * per if w < 5 else len(all_pods)]:
@@ -166,7 +245,8 @@ def main():
         # The scheduler's own account of each search, for replay --scheduler-log.
         log = os.environ.get("RC_DIR", "/tmp/realcluster") + "/logs/kube-scheduler.log"
         with open(log) as src, open(os.path.join(a.out, "kube-scheduler.log"), "w") as dst:
-            dst.writelines(l for l in src if "Successfully bound pod to node" in l)
+            dst.writelines(l for l in src if "Successfully bound pod to node" in l
+                           or "OpportunisticBatch provided node hint" in l)
         time.sleep(2)
         r.send_signal(signal.SIGINT)
         r.wait(timeout=60)

@@ -4,6 +4,7 @@
 mod support;
 
 mod approval;
+mod batch;
 mod gang;
 mod queue;
 mod queue_history;

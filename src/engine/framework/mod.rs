@@ -1,6 +1,7 @@
 //! The scheduling framework: kube-scheduler's vocabulary (Status, CycleState, NodeInfo,
 //! Snapshot, plugins per extension point, Framework per profile) and the scheduling cycle.
 
+pub mod batch;
 pub mod cycle;
 pub mod cycle_state;
 pub mod diagnosis;

@@ -119,6 +119,13 @@ pub trait Plugin: Send + Sync {
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
         None
     }
+    /// SignPod (OpportunisticBatching): what this plugin looks at in the pod, so that pods
+    /// with equal signatures get equal results; `Some(Err)` when it cannot sign this pod.
+    /// `None`: the plugin has no SignPod, and a profile running it at PreFilter, Filter,
+    /// PreScore or Score never batches (as upstream, for out-of-tree plugins).
+    fn sign_pod(&self, _pod: &PodInfo) -> Option<super::batch::SignResult> {
+        None
+    }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         None
     }

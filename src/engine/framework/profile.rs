@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::plugin::{MAX_NODE_SCORE, Plugin};
 use super::queue::hints::ProfileHints;
+use super::types::PodInfo;
 use crate::config::{PluginArgs, PluginSet, Profile};
 
 /// What a plugin factory is given.
@@ -147,6 +148,9 @@ pub struct Framework {
     /// a framework never changes after `new`, so the map is built once (as upstream does
     /// at startup) instead of at every cluster event.
     hint_maps: [std::sync::OnceLock<Arc<ProfileHints>>; 2],
+    /// The PreFilter, Filter, PreScore and Score plugins without SignPod, by name (`None`:
+    /// every one signs), found once.
+    unsigned: std::sync::OnceLock<Option<String>>,
 }
 
 impl std::fmt::Debug for Framework {
@@ -344,6 +348,7 @@ impl Framework {
             score_weights,
             plugin_args: args,
             hint_maps: Default::default(),
+            unsigned: Default::default(),
         })
     }
 
@@ -374,6 +379,25 @@ impl Framework {
             }
         }
         out
+    }
+
+    /// Plugins that keep this profile from batching (OpportunisticBatching), named.
+    pub fn unsigned_plugins(&self) -> Option<&str> {
+        self.unsigned
+            .get_or_init(|| {
+                // A plugin with SignPod answers for any pod, an empty one too.
+                let probe = PodInfo::new(Arc::new(Default::default()));
+                let mut names: Vec<&str> = Vec::new();
+                for ep in super::batch::SIGNED_POINTS {
+                    for e in self.plugins(ep) {
+                        if e.plugin.sign_pod(&probe).is_none() && !names.contains(&e.name) {
+                            names.push(e.name);
+                        }
+                    }
+                }
+                (!names.is_empty()).then(|| names.join(", "))
+            })
+            .as_deref()
     }
 
     pub fn score_weight(&self, name: &str) -> i64 {

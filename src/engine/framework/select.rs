@@ -15,7 +15,8 @@ fn less(a: &Scored, b: &Scored) -> bool {
     a.total > b.total || (a.total == b.total && a.randomizer > b.randomizer)
 }
 
-fn down(h: &mut [Scored], i0: usize, n: usize) {
+/// Go's `down`: true when the element moved.
+fn down(h: &mut [Scored], i0: usize, n: usize) -> bool {
     let mut i = i0;
     loop {
         let j1 = 2 * i + 1;
@@ -33,6 +34,33 @@ fn down(h: &mut [Scored], i0: usize, n: usize) {
         h.swap(i, j);
         i = j;
     }
+    i > i0
+}
+
+fn up(h: &mut [Scored], mut j: usize) {
+    while j > 0 {
+        let i = (j - 1) / 2;
+        if !less(&h[j], &h[i]) {
+            break;
+        }
+        h.swap(i, j);
+        j = i;
+    }
+}
+
+/// Go's `heap.Remove`: takes out the element at `i`, keeping the heap a heap.
+pub fn heap_remove(h: &mut Vec<Scored>, i: usize) -> Option<Scored> {
+    let n = h.len().checked_sub(1)?;
+    if i > n {
+        return None;
+    }
+    if n != i {
+        h.swap(i, n);
+        if !down(h, i, n) {
+            up(h, i);
+        }
+    }
+    h.pop()
 }
 
 /// Go's `heap.Init`.
@@ -99,6 +127,24 @@ mod tests {
                 randomizer: 0,
             })
             .collect()
+    }
+
+    #[test]
+    fn removing_anywhere_keeps_the_heap_a_heap() {
+        let totals = [5, 9, 1, 9, 7, 3, 8, 2, 6];
+        for i in 0..totals.len() {
+            let mut h = s(&totals);
+            heap_init(&mut h);
+            let gone = heap_remove(&mut h, i).unwrap();
+            let mut popped = Vec::new();
+            while let Some(x) = heap_pop(&mut h) {
+                popped.push(x.total);
+            }
+            let mut want: Vec<i64> = totals.to_vec();
+            want.remove(want.iter().position(|&t| t == gone.total).unwrap());
+            want.sort_by(|a, b| b.cmp(a));
+            assert_eq!(popped, want, "removed position {i}");
+        }
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod podtopologyspread;
 pub mod queue_sort;
 pub mod registry;
 pub mod scheduling_gates;
+pub mod signers;
 pub mod taint_toleration;
 pub mod volume_restrictions;
 pub mod volume_zone;

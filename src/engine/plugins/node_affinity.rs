@@ -151,6 +151,9 @@ fn describe_required(pod: &PodInfo) -> Vec<String> {
 }
 
 impl Plugin for NodeAffinity {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(crate::plugins::signers::node_affinity(pod)))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

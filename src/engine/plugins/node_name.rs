@@ -12,6 +12,9 @@ pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
 pub struct NodeName;
 
 impl Plugin for NodeName {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::node_name(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

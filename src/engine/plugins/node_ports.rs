@@ -33,6 +33,9 @@ impl RenderState for PreFilterState {
 }
 
 impl Plugin for NodePorts {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::host_ports(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

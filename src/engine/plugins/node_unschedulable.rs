@@ -21,6 +21,9 @@ pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 pub struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::tolerations(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

@@ -64,6 +64,9 @@ impl RenderState for PreScoreState {
 }
 
 impl Plugin for TaintToleration {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::tolerations(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

@@ -155,6 +155,9 @@ fn satisfy_volume_conflicts(pod: &Pod, node: &NodeInfo) -> bool {
 }
 
 impl Plugin for VolumeRestrictions {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

@@ -134,6 +134,9 @@ fn pv_topologies_for_pod(h: &Handle, pod: &PodInfo) -> Result<Vec<PvTopology>, S
 }
 
 impl Plugin for VolumeZone {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

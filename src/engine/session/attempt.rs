@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::framework::batch::BatchProbe;
 use crate::framework::cycle::{CycleOutcome, Detail, Phase, SchedulingCycle};
 use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
 use crate::framework::plugin::{MAX_PERMIT_TIMEOUT, PostFilterResult};
@@ -180,8 +181,15 @@ fn phase_point(p: Phase) -> Point {
 }
 
 impl Attempt {
-    pub fn new(id: u64, qpi: QueuedPodInfo, profile: usize, start_node_index: usize) -> Attempt {
-        let cycle = SchedulingCycle::new(qpi.pod_info.clone(), Detail::Decision, start_node_index);
+    pub fn new(
+        id: u64,
+        qpi: QueuedPodInfo,
+        profile: usize,
+        start_node_index: usize,
+        batch: Option<BatchProbe>,
+    ) -> Attempt {
+        let cycle = SchedulingCycle::new(qpi.pod_info.clone(), Detail::Decision, start_node_index)
+            .with_batch(batch);
         Attempt {
             id,
             key: Arc::from(qpi.pod_info.key.as_str()),
@@ -363,9 +371,16 @@ impl Attempt {
         }
         self.cycle_summary = Some(summarize(&self.cycle, &core.sched.snapshot));
         if let Some(real) = core.externally_bound.get(&self.pod().uid).cloned() {
+            // The batch follows the node the pod is assumed on: the recorded one.
+            let went = (!real.is_empty() && self.cycle.selected_node().is_some()).then_some(&*real);
+            core.sched
+                .store_schedule_results(self.profile, &mut self.cycle, went);
             self.defer_to_recording(core, &real, out);
             return;
         }
+        let chosen = self.cycle.selected_node().map(str::to_string);
+        core.sched
+            .store_schedule_results(self.profile, &mut self.cycle, chosen.as_deref());
         // PostFilter's writes (DynamicResources deallocating a claim). Upstream fails the
         // attempt when such a write fails; here the actuator reports it.
         let _ = core.carry_out_writes(&mut self.cycle.state);
@@ -724,7 +739,10 @@ impl Attempt {
         let Some(e) = entry.as_ref() else {
             if waits.is_empty() {
                 self.stage = Stage::WaitOnPermit;
+                self.start_binding_cycle(core, false, out);
             } else {
+                // Shown before Permit's verdict, so the attempt's last step stays the wait.
+                self.start_binding_cycle(core, true, out);
                 let now = core.clock.now();
                 core.waiting.add(self.pod().clone(), &node, &waits, now);
                 let msg = format!(
@@ -812,8 +830,45 @@ impl Attempt {
         }
         // After WaitOnPermit the pod is no longer in flight for the queue.
         core.queue.done(&uid);
-        self.pre_bind_preflight(core);
         self.stage = Stage::PreBind(0);
+    }
+
+    /// The binding cycle's start (NominatedNodeNameForExpectation, on in v1.35): PreBind's
+    /// pre-flight runs, and a pod that will wait at Permit or has PreBind work is nominated
+    /// to its node, so that others (an autoscaler) see where it is about to go.
+    fn start_binding_cycle(&mut self, core: &mut Core, waits: bool, out: &mut Vec<StepEvent>) {
+        self.pre_bind_preflight(core);
+        let pre_bind: Vec<&str> = core.sched.frameworks[self.profile]
+            .plugins(ExtensionPoint::PreBind)
+            .iter()
+            .map(|e| e.name)
+            .filter(|n| !self.skip_pre_bind.contains(n))
+            .collect();
+        let why = match (waits, pre_bind.is_empty()) {
+            (true, _) => "the pod waits at Permit".to_string(),
+            (false, false) => format!("PreBind has work: {}", pre_bind.join(", ")),
+            (false, true) => return,
+        };
+        let node = self.node();
+        let msg = format!(
+            "nominatedNodeName set to {node} before binding (NominatedNodeNameForExpectation: {why})"
+        );
+        let status = match core.actuator.nominate_for_binding(self.pod(), &node) {
+            Ok(()) => Status::new(Code::Success, msg),
+            // Upstream logs the failed write and binds anyway.
+            Err(e) => Status::new(Code::Success, format!("{msg}; the write failed: {e}")),
+        };
+        out.push(StepEvent {
+            point: if waits {
+                Point::Permit
+            } else {
+                Point::WaitOnPermit
+            },
+            plugin: None,
+            status,
+            duration: Duration::ZERO,
+            ..StepEvent::at(core)
+        });
     }
 
     fn pre_bind_preflight(&mut self, core: &mut Core) {
@@ -1071,6 +1126,12 @@ impl Run {
 pub fn summarize(cycle: &SchedulingCycle, snapshot: &crate::framework::Snapshot) -> CycleSummary {
     let mut s = summarize_outcome(cycle);
     s.steps = cycle.trace.len();
+    s.hint = cycle.hinted_node().map(str::to_string);
+    s.batch = cycle
+        .batch
+        .as_ref()
+        .filter(|b| b.stored.is_some())
+        .map(|b| b.describe());
     if s.selected.is_some() {
         s.best = cycle
             .best_nodes(snapshot)
@@ -1093,16 +1154,14 @@ fn summarize_outcome(cycle: &SchedulingCycle) -> CycleSummary {
             feasible: *feasible_nodes,
             evaluated: *evaluated_nodes,
             message: None,
-            best: Vec::new(),
-            steps: 0,
+            ..Default::default()
         },
         Some(CycleOutcome::Unschedulable { fit_error, .. }) => CycleSummary {
             selected: None,
             feasible: 0,
             evaluated: fit_error.diagnosis.node_to_status.len(),
             message: Some(fit_error.message()),
-            best: Vec::new(),
-            steps: 0,
+            ..Default::default()
         },
         Some(CycleOutcome::Error(s)) => CycleSummary {
             message: Some(s.message()),

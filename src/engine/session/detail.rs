@@ -237,7 +237,8 @@ fn rerun(core: &mut Core, fwks: &[Framework], inp: &Inputs) -> Result<AttemptDet
             .map(|n| n.name().to_string())
             .collect(),
     );
-    let mut cycle = SchedulingCycle::new(inp.pod.clone(), Detail::Full, frozen.start_node_index);
+    let mut cycle = SchedulingCycle::new(inp.pod.clone(), Detail::Full, frozen.start_node_index)
+        .with_batch(frozen.batch.clone());
     // The QueueSort step comes first and leaves CycleState empty.
     let mut states = vec![Arc::new(Vec::new())];
     {

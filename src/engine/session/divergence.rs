@@ -99,6 +99,9 @@ fn why_not(
     let Some(pos) = snapshot.position(real) else {
         return format!("node {real} was not in the cluster when kubestep scheduled the pod");
     };
+    if let Some(why) = batch_cause(cycle, real, chosen, logged) {
+        return why;
+    }
     if let Some(t) = &cycle.scores
         && let Some(ri) = t.nodes.iter().position(|&i| i == pos)
     {
@@ -168,6 +171,37 @@ fn why_not(
         cycle.feasible.len(),
         sampling(cycle, logged)
     )
+}
+
+/// OpportunisticBatching as the cause: kubestep took its batch's hint and the real
+/// scheduler went elsewhere, or the real scheduler took a hint (its log: one node
+/// evaluated) where kubestep's batch gave none.
+fn batch_cause(
+    cycle: &SchedulingCycle,
+    real: &str,
+    chosen: &str,
+    logged: Option<usize>,
+) -> Option<String> {
+    let b = cycle.batch.as_ref()?;
+    if cycle.hinted_node() == Some(chosen) {
+        let total = b.stored.as_ref().map_or(0, |s| s.head_total);
+        let theirs = match logged {
+            Some(1) => "the real scheduler took a hint too (it evaluated 1 node), from a ranking of other nodes: the search that made each ranking examined a different set (goroutine timing)".to_string(),
+            Some(n) => format!("the real scheduler's batch gave no hint (it evaluated {n} nodes)"),
+            None => "the real scheduler's ranking can hold other nodes: the search that made it can examine a different set (goroutine timing)".to_string(),
+        };
+        return Some(format!(
+            "kubestep placed the pod on its batch's hint {chosen} (OpportunisticBatching; stored total {total}), where {real} is not ranked as high; {theirs}"
+        ));
+    }
+    let ours = cycle.feasible.len() + cycle.diagnosis.node_to_status.len();
+    match (&b.hint, logged) {
+        (Err(no_hint), Some(1)) if ours > 1 => Some(format!(
+            "the real scheduler placed the pod on a batch hint (it evaluated 1 node) where kubestep's batch gave none ({}); kubestep searched {ours} nodes",
+            no_hint.as_str()
+        )),
+        _ => None,
+    }
 }
 
 /// Why the sampled sets can differ: upstream's search runs 16 goroutines over chunks of

@@ -253,6 +253,11 @@ pub struct CycleSummary {
     pub best: Vec<String>,
     /// Steps the scheduling cycle took.
     pub steps: usize,
+    /// The node the batch's hint placed the pod on (OpportunisticBatching), if it did.
+    pub hint: Option<String>,
+    /// What the batch decided, in the words of the cycle's step (when a ranking was
+    /// stored).
+    pub batch: Option<String>,
 }
 
 /// The pod an attempt ran, kept small: once bound it is the packed pod the cluster

@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::cluster::{Change, ClusterState, Object, Stored};
 use crate::config::KubeSchedulerConfiguration;
 use crate::framework::CycleOutcome;
+use crate::framework::batch::BatchProbe;
 use crate::framework::queue::{self, SchedulingQueue};
 use crate::framework::waiting::WaitingPods;
 use crate::framework::{Code, Handle, PodInfo, Status};
@@ -87,6 +88,12 @@ pub trait Actuator: Send {
     /// Set (or with `None` clear) `status.nominatedNodeName`. After a failed attempt it
     /// comes just before `failed`, which may write both at once.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError>;
+    /// NominatedNodeNameForExpectation: at the start of the binding cycle, a pod that will
+    /// wait at Permit or has PreBind work gets `status.nominatedNodeName` set to the node it
+    /// is about to be bound to (a signal for autoscalers). Written only when it differs.
+    fn nominate_for_binding(&mut self, _pod: &PodInfo, _node: &str) -> Result<(), ActuatorError> {
+        Ok(())
+    }
     /// Write an object's status (`object` is the whole object after the write, with
     /// apiVersion and kind): DynamicResources' ResourceClaim allocation and reservation.
     /// What the session applies locally it applies itself, after this.
@@ -639,7 +646,12 @@ impl Core {
     }
 
     /// What an attempt starting now needs to be run again exactly (see `world.rs`).
-    fn freeze(&mut self, profile: usize, start_node_index: usize) -> Option<Frozen> {
+    fn freeze(
+        &mut self,
+        profile: usize,
+        start_node_index: usize,
+        batch: Option<BatchProbe>,
+    ) -> Option<Frozen> {
         if !self.world.enabled() {
             return None;
         }
@@ -656,6 +668,7 @@ impl Core {
             world,
             now: self.clock.now(),
             start_node_index,
+            batch,
             nominator: self.sched.nominator.clone(),
             waiting: (!self.waiting.is_empty()).then(|| Arc::new(self.waiting.fork())),
             plugin_states: Arc::new(states),
@@ -848,8 +861,15 @@ impl Session {
         let id = self.next_attempt;
         self.next_attempt += 1;
         let start = self.core.sched.next_start_node_index;
-        let mut attempt = Attempt::new(id, qpi, profile, start);
-        attempt.frozen = self.core.freeze(profile, start);
+        let cycle_count = self.core.queue.scheduling_cycle();
+        let probe = self
+            .core
+            .sched
+            .batches
+            .get(profile)
+            .map(|b| b.probe(cycle_count));
+        let mut attempt = Attempt::new(id, qpi, profile, start, probe.clone());
+        attempt.frozen = self.core.freeze(profile, start, probe);
         attempt.first_seq = self.history.peek_seq();
         let msg = format!("popped {} (attempt {})", pod.key, attempt.qpi.attempts);
         let e = StepEvent {

@@ -11,6 +11,7 @@ use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::config::{ConfigError, FieldPath, PluginArgs, Profile};
 use crate::extender;
+use crate::framework::batch::{CycleResult, OpportunisticBatch};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::extender::{Extender, ExtenderError};
 use crate::framework::listers::Listers;
@@ -131,6 +132,10 @@ pub struct Scheduler {
     /// The engine's clock, given to plugins as `Handle::now`: the wall clock when the
     /// scheduler is created; drivers that keep virtual time (replay, tests) set it.
     pub now: jiff::Timestamp,
+    /// Each profile's OpportunisticBatching state (parallel to `frameworks`).
+    pub batches: Vec<OpportunisticBatch>,
+    /// Cycles `schedule_one` ran (its cycle numbers; the session numbers by its queue).
+    cycles: u64,
     pool: Option<rayon::ThreadPool>,
 }
 
@@ -152,6 +157,7 @@ impl Scheduler {
                     .ok()
             })
             .flatten();
+        let batches = vec![OpportunisticBatch::default(); frameworks.len()];
         Ok(Scheduler {
             config,
             frameworks,
@@ -163,6 +169,8 @@ impl Scheduler {
             scheduler_log: None,
             realigned: 0,
             now: jiff::Timestamp::now(),
+            batches,
+            cycles: 0,
             pool,
         })
     }
@@ -227,7 +235,10 @@ impl Scheduler {
             .frameworks
             .iter()
             .position(|f| f.profile_name == pod.scheduler_name())?;
-        let mut cycle = SchedulingCycle::new(pod, detail, self.next_start_node_index);
+        self.cycles += 1;
+        let probe = self.batches[fwk_index].probe(self.cycles);
+        let mut cycle =
+            SchedulingCycle::new(pod, detail, self.next_start_node_index).with_batch(Some(probe));
         {
             let env = self.env(&self.frameworks[fwk_index], listers, &NO_WAITING);
             // Same as the session: long Filter runs and Score passes use the pool.
@@ -236,11 +247,34 @@ impl Scheduler {
         if let Some(next) = cycle.next_start_node_index {
             self.next_start_node_index = next;
         }
-        if let Some(CycleOutcome::Selected { node, .. }) = &cycle.outcome {
-            let node = node.clone();
+        let chosen = cycle.selected_node().map(str::to_string);
+        self.store_schedule_results(fwk_index, &mut cycle, chosen.as_deref());
+        if let Some(node) = chosen {
             self.assume(&cycle.pod, &node);
         }
         Some(cycle)
+    }
+
+    /// Upstream `StoreScheduleResults` for a finished cycle of profile `profile`: the pod
+    /// went to `chosen` (kubestep's choice, or the recording's when it binds the pod).
+    pub fn store_schedule_results(
+        &mut self,
+        profile: usize,
+        cycle: &mut SchedulingCycle,
+        chosen: Option<&str>,
+    ) {
+        let scored = std::mem::take(&mut cycle.ranking);
+        let (Some(decision), Some(batch)) = (cycle.batch.as_ref(), self.batches.get_mut(profile))
+        else {
+            return;
+        };
+        batch.after_cycle(CycleResult {
+            decision,
+            chosen,
+            own: cycle.selected_node(),
+            scored,
+            now: self.now,
+        });
     }
 
     /// Seeds every plugin of every profile (see `Plugin::set_seed`).

@@ -42,6 +42,8 @@ pub struct Frozen {
     pub world: WorldPos,
     pub now: Timestamp,
     pub start_node_index: usize,
+    /// What the profile's batch held (OpportunisticBatching).
+    pub batch: Option<crate::framework::batch::BatchProbe>,
     pub nominator: Arc<Nominator>,
     /// The waiting pods, when there were any.
     pub waiting: Option<Arc<WaitingPods>>,

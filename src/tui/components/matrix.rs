@@ -251,6 +251,12 @@ fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
                 "attempt {}'s Filter matrix is recomputed once the run pauses (it is not kept while running)",
                 a.id
             )
+        } else if let Some(d) = app.full_detail(a.id)
+            && let (Some(hint), Some(batch)) = (&d.summary.hint, &d.summary.batch)
+        {
+            format!(
+                "no Filter matrix for this attempt: OpportunisticBatching gave it a hint and Filter ran on {hint} alone, which passed ({batch})"
+            )
         } else {
             "no Filter matrix for this attempt (Filter did not run over the nodes: PreFilter rejected the pod, the pod's nominated node passed alone, or the pod is waiting)".to_string()
         };

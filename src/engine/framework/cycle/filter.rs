@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Detail, Phase, PluginRun, SchedulingCycle};
+use crate::framework::batch::{self, BatchDecision, NoHint};
 use crate::framework::cycle_state::CycleState;
 use crate::framework::node_info::NodeInfo;
 use crate::framework::plugin::{FilterPlugin, Handle};
@@ -23,6 +24,8 @@ use crate::framework::status::{Code, Status};
 /// The Filter point's own step (no plugin), last of the point: whether the search found
 /// a feasible node.
 pub const FILTER_VERDICT: &str = "(feasible nodes)";
+/// The step that says whether the batch gave a hint (OpportunisticBatching).
+pub const BATCH_STEP: &str = "(batch)";
 use crate::framework::types::PodInfo;
 
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -457,13 +460,60 @@ impl SchedulingCycle {
         }
     }
 
-    /// Upstream first tries the node the pod is nominated to, alone.
+    /// Upstream GetNodeHint, once PreFilter has passed: the pod's signature, and the
+    /// stored ranking's next node when the pod may take it.
+    fn get_node_hint(&mut self, env: &CycleEnv) {
+        let Some(probe) = self.batch_probe.take() else {
+            return;
+        };
+        let started = Instant::now();
+        let signature = batch::sign_pod(env.framework, !env.extenders.is_empty(), &self.pod);
+        let hint = batch::precheck(&probe, &signature, env.now).and_then(|stored| {
+            let idx = env
+                .snapshot
+                .position(&stored.last_chosen)
+                .ok_or(NoHint::NodeMissing)?;
+            let h = env.handle();
+            let node = &env.snapshot.list()[idx];
+            // Only a node the last pod filled says the ranking still holds for this one.
+            let s = env
+                .framework
+                .run_filter_plugins(&h, &self.state, &self.pod, node);
+            if s.is_rejected() {
+                Ok(stored.head.clone())
+            } else {
+                Err(NoHint::NodeNotFull)
+            }
+        });
+        let decision = BatchDecision {
+            cycle_count: probe.cycle_count,
+            signature,
+            hint,
+            stored: probe.stored,
+        };
+        if decision.stored.is_some() {
+            let shown = Status::new(Code::Success, decision.describe());
+            self.record(BATCH_STEP, &shown, started);
+        }
+        self.batch = Some(decision);
+    }
+
+    /// Upstream first tries the node the pod is nominated to alone, or else the batch's
+    /// hint.
     fn check_nominated_node(&mut self, env: &CycleEnv) -> bool {
-        let nnn = self.pod.nominated_node_name().to_string();
-        if nnn.is_empty() || self.cursor > 0 {
+        if self.nominated_checked {
             return false;
         }
-        self.cursor = 1;
+        self.nominated_checked = true;
+        self.get_node_hint(env);
+        let nominated = self.pod.nominated_node_name();
+        let (nnn, label, what) = match self.batch.as_ref().and_then(|b| b.hint()) {
+            _ if !nominated.is_empty() => {
+                (nominated.to_string(), "(nominated node)", "nominated node")
+            }
+            Some(hint) => (hint.to_string(), "(batch hint)", "the batch's hint"),
+            None => return false,
+        };
         let Some(idx) = env.snapshot.position(&nnn) else {
             return false;
         };
@@ -473,7 +523,14 @@ impl SchedulingCycle {
         let s =
             env.framework
                 .run_filter_plugins_with_nominated_pods(&h, &self.state, &self.pod, node);
-        self.record("(nominated node)", &s, started);
+        // The step names the node: its plugins' statuses do not.
+        let shown = if s.is_success() {
+            Status::new(Code::Success, format!("{what} {nnn} passes every filter"))
+        } else {
+            Status::new(s.code(), format!("{what} {nnn}: {}", s.message()))
+                .with_plugin(s.plugin().to_string())
+        };
+        self.record(label, &shown, started);
         if s.is_success() {
             self.feasible = vec![idx];
             // An extender error here only sends the search on to all nodes, as upstream.

@@ -16,6 +16,7 @@ pub use extenders::ExtenderScores;
 pub use filter::{FilterCell, FilterMatrix};
 pub use score::{PluginScores, ScoreColumn, ScoreTable};
 
+use super::batch::{BatchDecision, BatchProbe};
 use super::cycle_state::CycleState;
 use super::diagnosis::{Diagnosis, FitError};
 use super::listers::Listers;
@@ -205,6 +206,15 @@ pub struct SchedulingCycle {
     pub post_filter: Option<(Option<PostFilterResult>, Status)>,
     pub scores: Option<ScoreTable>,
     pub outcome: Option<CycleOutcome>,
+    /// What the profile's batch held when the cycle started (OpportunisticBatching);
+    /// `None` when the driver keeps no batch (explain, preemption's dry runs).
+    pub batch_probe: Option<BatchProbe>,
+    /// What the cycle decided about the batch, once PreFilter has passed.
+    pub batch: Option<BatchDecision>,
+    /// The scored nodes by name, for the batch to keep (only for a pod with a signature).
+    pub ranking: Vec<(String, crate::framework::select::Scored)>,
+    /// The nominated node (or the batch's hint) has been tried.
+    nominated_checked: bool,
 }
 
 impl SchedulingCycle {
@@ -228,6 +238,35 @@ impl SchedulingCycle {
             post_filter: None,
             scores: None,
             outcome: None,
+            batch_probe: None,
+            batch: None,
+            ranking: Vec::new(),
+            nominated_checked: false,
+        }
+    }
+
+    /// The cycle of a driver that batches: `probe` is what the profile's batch holds.
+    pub fn with_batch(mut self, probe: Option<BatchProbe>) -> SchedulingCycle {
+        self.batch_probe = probe;
+        self
+    }
+
+    /// The node the cycle chose, if it chose one.
+    pub fn selected_node(&self) -> Option<&str> {
+        match &self.outcome {
+            Some(CycleOutcome::Selected { node, .. }) => Some(node),
+            _ => None,
+        }
+    }
+
+    /// The batch's hint this cycle placed the pod on, if it did.
+    pub fn hinted_node(&self) -> Option<&str> {
+        let hint = self.batch.as_ref()?.hint()?;
+        match &self.outcome {
+            Some(CycleOutcome::Selected { node, .. }) if node == hint && self.scores.is_none() => {
+                Some(hint)
+            }
+            _ => None,
         }
     }
 
@@ -472,6 +511,18 @@ impl SchedulingCycle {
     /// All nodes with the highest total (every one of them is a correct choice upstream
     /// could make with other feasible-node orders).
     pub fn best_nodes<'s>(&self, snapshot: &'s Snapshot) -> Vec<&'s str> {
+        if let Some(hint) = self.hinted_node() {
+            // The hint and the nodes the stored ranking held at its score.
+            let ties = self
+                .batch
+                .iter()
+                .flat_map(|b| b.stored.iter())
+                .flat_map(|s| &s.ties);
+            return std::iter::once(hint)
+                .chain(ties.map(String::as_str))
+                .filter_map(|n| snapshot.position(n).map(|i| snapshot.list()[i].name()))
+                .collect();
+        }
         match &self.scores {
             Some(t) => {
                 let max = t.totals.iter().copied().max();

@@ -370,6 +370,19 @@ impl SchedulingCycle {
             })
             .collect();
         let chosen = select_host(&scored);
+        // A pod with a signature leaves its ranking to the batch.
+        if self
+            .batch
+            .as_ref()
+            .is_some_and(|b| b.signature.signed().is_some())
+        {
+            let nodes = self.scores.as_ref().map_or(&[][..], |t| &t.nodes[..]);
+            let names: Vec<String> = nodes
+                .iter()
+                .map(|&i| env.snapshot.list()[i].name().to_string())
+                .collect();
+            self.ranking = names.into_iter().zip(scored).collect();
+        }
         let Some(table) = self.scores.as_mut() else {
             return;
         };

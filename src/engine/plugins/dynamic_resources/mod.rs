@@ -133,6 +133,17 @@ fn state(cs: &CycleState) -> Result<&StateData, Status> {
 }
 
 impl Plugin for DynamicResources {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        let claims = pod
+            .pod()
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_ref());
+        if claims.is_some_and(|c| !c.is_empty()) {
+            return Some(Err("pods with dra resource claims are not signable".into()));
+        }
+        Some(Ok(Vec::new()))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

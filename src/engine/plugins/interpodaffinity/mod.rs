@@ -59,6 +59,20 @@ impl Default for InterPodAffinity {
 }
 
 impl Plugin for InterPodAffinity {
+    fn sign_pod(
+        &self,
+        pod: &crate::framework::PodInfo,
+    ) -> Option<crate::framework::batch::SignResult> {
+        let aff = pod.pod().spec.as_ref().and_then(|s| s.affinity.as_ref());
+        if aff.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some()) {
+            return Some(Err("pods with InterPodAffinity are not signable".into()));
+        }
+        // Existing pods' preferred terms can match this pod's labels, unless ignored.
+        if self.ignore_preferred_terms_of_existing_pods {
+            return Some(Ok(Vec::new()));
+        }
+        Some(Ok(vec![crate::plugins::signers::labels(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }
@@ -157,6 +171,26 @@ mod tests {
         assert_eq!(names(&terms[2]), ["c"]);
         assert_eq!(names(&terms[3]), ["z"]);
         assert!(terms[3].namespace_selector.is_nothing());
+    }
+
+    #[test]
+    fn pods_with_pod_affinity_are_not_signable_and_labels_sign_the_rest() {
+        let anti = pod(json!({"metadata": {"name": "a"}, "spec": {"containers": [],
+            "affinity": {"podAntiAffinity": {}}}}));
+        let plain = pod(
+            json!({"metadata": {"name": "p", "labels": {"app": "web"}}, "spec": {"containers": []}}),
+        );
+        let pl = InterPodAffinity::default();
+        assert_eq!(
+            pl.sign_pod(&anti).unwrap().unwrap_err(),
+            "pods with InterPodAffinity are not signable"
+        );
+        let f = pl.sign_pod(&plain).unwrap().unwrap();
+        assert_eq!(f[0].key, crate::framework::batch::signer::LABELS);
+        assert_eq!(f[0].value, json!({"app": "web"}));
+        // Existing pods' preferred terms ignored: the labels no longer matter.
+        let ignoring = InterPodAffinity::new(DEFAULT_HARD_POD_AFFINITY_WEIGHT, true);
+        assert_eq!(ignoring.sign_pod(&plain), Some(Ok(Vec::new())));
     }
 }
 

@@ -51,6 +51,9 @@ impl RenderState for PreScoreState {
 }
 
 impl Plugin for BalancedAllocation {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::resources(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

@@ -206,6 +206,10 @@ impl Fit {
 }
 
 impl Plugin for Fit {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        // DRAExtendedResource (which would make pods unsignable here) is off in v1.35.
+        Some(Ok(vec![crate::plugins::signers::resources(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

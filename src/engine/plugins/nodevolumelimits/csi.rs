@@ -214,6 +214,9 @@ impl CsiLimits {
 }
 
 impl Plugin for CsiLimits {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }

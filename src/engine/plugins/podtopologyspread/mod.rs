@@ -67,6 +67,25 @@ impl Default for PodTopologySpread {
 }
 
 impl Plugin for PodTopologySpread {
+    fn sign_pod(
+        &self,
+        pod: &crate::framework::PodInfo,
+    ) -> Option<crate::framework::batch::SignResult> {
+        let own = pod
+            .pod()
+            .spec
+            .as_ref()
+            .and_then(|s| s.topology_spread_constraints.as_ref());
+        if own.is_some_and(|c| !c.is_empty()) {
+            return Some(Err("pods with topology constraints are not signable".into()));
+        }
+        if !self.default_constraints.is_empty() {
+            return Some(Err(
+                "pods with default topology constraints are not signable".into(),
+            ));
+        }
+        Some(Ok(Vec::new()))
+    }
     fn name(&self) -> &'static str {
         NAME
     }
@@ -105,5 +124,26 @@ mod tests {
         println!("{cov:?}");
         assert!(failures.is_empty(), "{}", failures.join("\n"));
         assert!(cov.filter_rejections > 50 && cov.scored_cases > 15);
+    }
+
+    #[test]
+    fn pods_are_signable_only_without_own_or_default_constraints() {
+        use crate::plugins::testing::pod;
+        use serde_json::json;
+        let plain = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+        let spread = pod(json!({"metadata": {"name": "q"}, "spec": {"containers": [],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
+                "whenUnsatisfiable": "DoNotSchedule"}]}}));
+        let err = |r: Option<crate::framework::batch::SignResult>| r.unwrap().unwrap_err();
+        assert_eq!(
+            err(PodTopologySpread::default().sign_pod(&plain)),
+            "pods with default topology constraints are not signable"
+        );
+        let list = PodTopologySpread::new(Vec::new(), false);
+        assert_eq!(list.sign_pod(&plain), Some(Ok(Vec::new())));
+        assert_eq!(
+            err(list.sign_pod(&spread)),
+            "pods with topology constraints are not signable"
+        );
     }
 }

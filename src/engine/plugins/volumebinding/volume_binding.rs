@@ -230,6 +230,9 @@ impl VolumeBinding {
 }
 
 impl Plugin for VolumeBinding {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+        Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
+    }
     fn name(&self) -> &'static str {
         NAME
     }
