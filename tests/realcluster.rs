@@ -82,19 +82,28 @@ fn causes_named(divergences: &[Value]) {
 const RUNS: &[(&str, usize, usize, usize)] =
     &[("nodes300", 640, 109, 10), ("nodes1000", 1500, 322, 10)];
 
+/// Replays a saved run without and with the scheduler's log, checks the counts, and
+/// returns the divergences with the log.
+fn check_saved(name: &str, pods: usize, without: usize, with: usize) -> (usize, Vec<Value>) {
+    let rec = data(name).join("recording.jsonl.gz");
+    let log = data(name).join("kube-scheduler.log.gz");
+    let cfg = data(name).join("scheduler-config.yaml");
+    let cfg = cfg.exists().then_some(cfg.as_path());
+    let (bound, d) = replay_with(&rec, None, cfg, "seq");
+    assert_eq!(bound, pods, "{name}");
+    assert_eq!(d.len(), without, "{name} without the scheduler log");
+    causes_named(&d);
+    let (bound, d) = replay_with(&rec, Some(&log), cfg, "seq");
+    assert_eq!(bound, pods, "{name}");
+    assert_eq!(d.len(), with, "{name} with the scheduler log: {d:#?}");
+    causes_named(&d);
+    (bound, d)
+}
+
 #[test]
 fn saved_runs_match_the_real_scheduler_pod_for_pod() {
     for &(name, pods, without, with) in RUNS {
-        let rec = data(name).join("recording.jsonl.gz");
-        let log = data(name).join("kube-scheduler.log.gz");
-        let (bound, d) = replay(&rec, None, "seq");
-        assert_eq!(bound, pods, "{name}");
-        assert_eq!(d.len(), without, "{name} without the scheduler log");
-        causes_named(&d);
-        let (bound, d) = replay(&rec, Some(&log), "seq");
-        assert_eq!(bound, pods, "{name}");
-        assert_eq!(d.len(), with, "{name} with the scheduler log: {d:#?}");
-        causes_named(&d);
+        let (bound, d) = check_saved(name, pods, without, with);
         assert!(matched(bound, &d) >= 0.95, "{name}: {}", matched(bound, &d));
     }
 }
@@ -109,17 +118,7 @@ const BATCH_RUNS: &[(&str, usize, usize, usize)] =
 #[test]
 fn batched_runs_follow_the_real_schedulers_hints() {
     for &(name, pods, without, with) in BATCH_RUNS {
-        let rec = data(name).join("recording.jsonl.gz");
-        let log = data(name).join("kube-scheduler.log.gz");
-        let cfg = data(name).join("scheduler-config.yaml");
-        let (bound, d) = replay_with(&rec, None, Some(&cfg), "seq");
-        assert_eq!(bound, pods, "{name}");
-        assert_eq!(d.len(), without, "{name} without the scheduler log");
-        causes_named(&d);
-        let (bound, d) = replay_with(&rec, Some(&log), Some(&cfg), "seq");
-        assert_eq!(bound, pods, "{name}");
-        assert_eq!(d.len(), with, "{name} with the scheduler log");
-        causes_named(&d);
+        let (_, d) = check_saved(name, pods, without, with);
         // Each divergence of a hinted pod says the batch was the way it went.
         let hinted = d
             .iter()
