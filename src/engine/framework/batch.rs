@@ -265,6 +265,26 @@ impl Ranking {
         select::heap_remove(&mut self.heap, i);
         true
     }
+
+    /// The real scheduler took `node` from its own ranking: `node` leaves ours, and so do
+    /// the nodes ours ranks above it, which the real ranking cannot have held (it gives
+    /// its best first): its search examined other nodes. False if `node` is not ranked.
+    fn follow(&mut self, node: &str) -> bool {
+        let Some(total) = self
+            .heap
+            .iter()
+            .find(|s| self.names[s.index] == node)
+            .map(|s| s.total)
+        else {
+            return false;
+        };
+        self.remove(node);
+        if self.heap.first().is_some_and(|h| h.total > total) {
+            self.heap.retain(|s| s.total <= total);
+            select::heap_init(&mut self.heap);
+        }
+        true
+    }
 }
 
 /// One profile's batch (upstream `OpportunisticBatch`).
@@ -333,7 +353,8 @@ impl OpportunisticBatch {
     ///
     /// When the recording says where the pod went and kubestep chose otherwise, the batch
     /// follows the recording, as the real scheduler's batch did: the real node is the one
-    /// the next pod must find full, and it leaves the ranking instead of kubestep's choice.
+    /// the next pod must find full, and it leaves the ranking instead of kubestep's choice
+    /// (with the nodes ranked above it, which the real ranking did not hold).
     pub fn after_cycle(&mut self, r: CycleResult) {
         let d = r.decision;
         let hinted = d.hint();
@@ -356,7 +377,7 @@ impl OpportunisticBatch {
         if realigned && (hinted.is_some() || r.scored.is_empty()) {
             // The real scheduler took `chosen` (from its own ranking): take it out of ours.
             if let Some(rk) = self.ranking.as_mut() {
-                rk.remove(chosen);
+                rk.follow(chosen);
             }
             return;
         }
@@ -376,7 +397,7 @@ impl OpportunisticBatch {
                     names,
                     created: r.now,
                 };
-                if !(realigned && rk.remove(chosen)) {
+                if !(realigned && rk.follow(chosen)) {
                     rk.pop();
                 }
                 self.ranking = (!rk.heap.is_empty()).then_some(rk);

@@ -152,35 +152,50 @@ fn an_unschedulable_cycle_leaves_the_ranking_but_the_next_cycle_cannot_use_it() 
 
 #[test]
 fn the_batch_follows_the_recorded_node_when_kubestep_chose_another() {
-    // kubestep's hint was c; the recording put the pod on d (the real scheduler's hint):
-    // d leaves the ranking, c stays first, and d is the node the next pod must find full.
-    let mut b = stored_after(&[("a", 50), ("b", 90), ("c", 70), ("d", 60)], "b");
+    // kubestep's hint was c (70); the recording put the pod on e (60), the real
+    // scheduler's hint: e leaves the ranking, and so does c, which the real ranking cannot
+    // have held (it would have given c first); e is the node the next pod must find full.
+    let mut b = stored_after(
+        &[("a", 50), ("b", 90), ("c", 70), ("d", 60), ("e", 60)],
+        "b",
+    );
     let d = decision(2, signed("s"), Ok("c".into()));
     b.after_cycle(CycleResult {
         decision: &d,
-        chosen: Some("d"),
+        chosen: Some("e"),
         own: Some("c"),
         scored: Vec::new(),
         now: at(1),
     });
-    let p = b.probe(3);
-    let s = p.stored.unwrap();
+    let s = b.probe(3).stored.unwrap();
     assert_eq!(
         (s.head.as_str(), s.len, s.last_chosen.as_str()),
-        ("c", 2, "d")
+        ("d", 2, "e")
     );
     assert_eq!(b.batched_pods, 0);
-    // A full cycle whose choice the recording overrides: its ranking without the real node.
+    // A node the ranking does not hold teaches nothing: the ranking stays.
+    let d = decision(3, signed("s"), Ok("d".into()));
+    b.after_cycle(CycleResult {
+        decision: &d,
+        chosen: Some("z"),
+        own: Some("d"),
+        scored: Vec::new(),
+        now: at(2),
+    });
+    assert_eq!(b.probe(4).stored.unwrap().head, "d");
+    // A full cycle whose choice the recording overrides: its ranking without the real
+    // node and without the nodes it ranked above it.
     let mut b = OpportunisticBatch::default();
     let d = decision(1, signed("s"), Err(NoHint::Empty));
     b.after_cycle(CycleResult {
         decision: &d,
         chosen: Some("c"),
         own: Some("b"),
-        scored: scored(&[("a", 50), ("b", 90), ("c", 70)]),
+        scored: scored(&[("a", 50), ("b", 90), ("c", 70), ("d", 70)]),
         now: at(0),
     });
-    assert_eq!(b.probe(2).stored.unwrap().head, "b");
+    let s = b.probe(2).stored.unwrap();
+    assert_eq!((s.head.as_str(), s.len), ("d", 2));
 }
 
 #[test]
