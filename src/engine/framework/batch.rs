@@ -315,12 +315,17 @@ impl OpportunisticBatch {
     pub fn probe(&self, cycle_count: u64) -> BatchProbe {
         let stored = match (&self.ranking, &self.last) {
             (Some(r), Some((last_cycle, last_chosen))) => r.head().map(|h| {
-                let ties = r
-                    .heap
-                    .iter()
-                    .filter(|s| s.total == h.total && s.index != h.index)
-                    .map(|s| r.name(s).to_string())
-                    .collect();
+                // The ties matter only to a cycle that can take the hint: the walk over the
+                // ranking is skipped for any other (upstream's hint is a pop).
+                let ties = if cycle_count == last_cycle + 1 {
+                    r.heap
+                        .iter()
+                        .filter(|s| s.total == h.total && s.index != h.index)
+                        .map(|s| r.name(s).to_string())
+                        .collect()
+                } else {
+                    Vec::new()
+                };
                 StoredRanking {
                     signature: r.signature.clone(),
                     last_cycle: *last_cycle,

@@ -206,4 +206,6 @@ fn ties_are_the_stored_nodes_with_the_head_total() {
     all.push(s.head.clone());
     all.sort();
     assert_eq!(all, ["a", "c"]);
+    // A cycle that cannot take the hint is not given them.
+    assert!(b.probe(3).stored.unwrap().ties.is_empty());
 }
