@@ -209,6 +209,12 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             session.core.sched.realigned
         );
     }
+    if session.core.sched.followed > 0 {
+        eprintln!(
+            "search start: moved to follow the recording in {} cycle(s) (upstream's parallel search examines a timing-dependent set of nodes)",
+            session.core.sched.followed
+        );
+    }
     if let Some(m) = &session.stuck {
         bail!("{}: {m}", a.source);
     }

@@ -195,6 +195,9 @@ pub struct BatchDecision {
     pub hint: Result<String, NoHint>,
     /// What the hint came from, when there was a stored ranking.
     pub stored: Option<StoredRanking>,
+    /// The recording placed the hinted pod on a node kubestep's ranking did not hold:
+    /// that node and its total, scored by a search that examined it (replay only).
+    pub recorded: Option<(String, i64)>,
 }
 
 impl BatchDecision {
@@ -279,11 +282,16 @@ impl Ranking {
             return false;
         };
         self.remove(node);
+        self.drop_above(total);
+        true
+    }
+
+    /// Nodes ranked above `total` leave the ranking.
+    fn drop_above(&mut self, total: i64) {
         if self.heap.first().is_some_and(|h| h.total > total) {
             self.heap.retain(|s| s.total <= total);
             select::heap_init(&mut self.heap);
         }
-        true
     }
 }
 
@@ -381,8 +389,12 @@ impl OpportunisticBatch {
         }
         if realigned && (hinted.is_some() || r.scored.is_empty()) {
             // The real scheduler took `chosen` (from its own ranking): take it out of ours.
-            if let Some(rk) = self.ranking.as_mut() {
-                rk.follow(chosen);
+            if let Some(rk) = self.ranking.as_mut()
+                && !rk.follow(chosen)
+                && let Some((_, total)) = &d.recorded
+            {
+                // Not in ours: the real ranking held nothing above its total either.
+                rk.drop_above(*total);
             }
             return;
         }

@@ -104,6 +104,8 @@ pub enum AttemptResult {
     Deferred {
         node: Option<String>,
         real_node: String,
+        /// How far the search start moved to follow the recording (see `realign.rs`).
+        moved: Option<isize>,
     },
 }
 
@@ -166,6 +168,8 @@ pub struct Attempt {
     pub bound_packed: Option<Arc<PodInfo>>,
     /// Pre-bind plugins PreBindPreFlight said to skip.
     skip_pre_bind: Vec<&'static str>,
+    /// How far the search start moved to follow the recording (see `realign.rs`).
+    moved: Option<isize>,
 }
 
 fn phase_point(p: Phase) -> Point {
@@ -208,6 +212,7 @@ impl Attempt {
             points: Vec::new(),
             first_seq: 0,
             bound_packed: None,
+            moved: None,
         }
     }
 
@@ -366,11 +371,17 @@ impl Attempt {
         if !self.cycle.is_done() {
             return;
         }
+        let real = core.externally_bound.get(&self.pod().uid).cloned();
+        let own_start = self.cycle.start_node_index;
+        if let Some(real) = real.as_deref().filter(|r| !r.is_empty()) {
+            self.follow_recording(core, real, out);
+        }
         if let Some(next) = self.cycle.next_start_node_index {
-            core.sched.next_start_node_index = core.sched.next_start_after(&self.cycle, next);
+            core.sched.next_start_node_index =
+                core.sched.next_start_after(&self.cycle, own_start, next);
         }
         self.cycle_summary = Some(summarize(&self.cycle, &core.sched.snapshot));
-        if let Some(real) = core.externally_bound.get(&self.pod().uid).cloned() {
+        if let Some(real) = real {
             // The batch follows the node the pod is assumed on: the recorded one.
             let went = (!real.is_empty() && self.cycle.selected_node().is_some()).then_some(&*real);
             core.sched
@@ -431,6 +442,70 @@ impl Attempt {
         }
     }
 
+    /// The recording binds this pod to `real`, which kubestep's sampled search missed:
+    /// when a nearby search start explains it, the cycle from there replaces this one
+    /// (see `realign.rs`), and a step says so.
+    fn follow_recording(&mut self, core: &mut Core, real: &str, out: &mut Vec<StepEvent>) {
+        let started = std::time::Instant::now();
+        let parallelism = usize::try_from(core.sched.config.parallelism).unwrap_or(1);
+        let fwk = &core.sched.frameworks[self.profile];
+        let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
+        if let Some(hint) = self.cycle.hinted_node()
+            && hint != real
+            && !self.cycle.best_nodes(env.snapshot).contains(&real)
+        {
+            let total = super::realign::rescore_for_hint(&self.cycle, &env, real);
+            let head = self.cycle.batch.as_ref().and_then(|b| b.stored.as_ref());
+            let head = head.map_or(0, |s| s.head_total);
+            let msg = match total {
+                Some(t) => format!(
+                    "the recording placed the pod on {real}, which kubestep's batch did not rank: a search that examines it scores it {t}, {} the hint's {head}",
+                    match t.cmp(&head) {
+                        std::cmp::Ordering::Equal => "equal to",
+                        std::cmp::Ordering::Less => "below",
+                        std::cmp::Ordering::Greater => "above",
+                    }
+                ),
+                None => format!(
+                    "the recording placed the pod on {real}, which kubestep's batch did not rank and a search that examines it does not find feasible"
+                ),
+            };
+
+            if let (Some(t), Some(b)) = (total, self.cycle.batch.as_mut()) {
+                b.recorded = Some((real.to_string(), t));
+            }
+            out.push(StepEvent {
+                point: Point::SelectHost,
+                plugin: None,
+                status: Status::new(Code::Success, msg),
+                duration: started.elapsed(),
+                rejected: None,
+                changed: Vec::new(),
+                queue: core.counts(),
+            });
+            return;
+        }
+        let found = super::realign::realign(&self.cycle, &env, real, parallelism);
+
+        let Some(r) = found else { return };
+        out.push(StepEvent {
+            point: Point::SelectHost,
+            plugin: None,
+            status: Status::new(Code::Success, r.message(real)),
+            duration: started.elapsed(),
+            rejected: None,
+            changed: Vec::new(),
+            queue: core.counts(),
+        });
+        if let Some(f) = self.frozen.as_mut() {
+            f.start_node_index = r.cycle.start_node_index;
+        }
+        self.cycle = r.cycle;
+        self.reported = self.cycle.trace.len();
+        self.moved = Some(r.shift);
+        core.sched.followed += 1;
+    }
+
     /// The recording binds this pod: kubestep's decision is compared with the recorded
     /// one and the attempt ends there. Reserve and Permit do not run, because what they
     /// hold (assumed volumes, a gang member's count, a place in the waiting map) would
@@ -462,7 +537,7 @@ impl Attempt {
         }
         // An empty real node is live shadow mode: the cluster's scheduler has not bound
         // the pod yet, and kubestep never will.
-        let binder = binder_note(real);
+        let binder = binder_note(real, self.moved);
         let preempt_on = match &self.cycle.outcome {
             Some(CycleOutcome::Unschedulable {
                 post_filter: Some(r),
@@ -520,6 +595,7 @@ impl Attempt {
                 self.result = Some(AttemptResult::Deferred {
                     node: chosen,
                     real_node: real.to_string(),
+                    moved: self.moved,
                 });
                 return;
             }
@@ -536,6 +612,7 @@ impl Attempt {
         self.result = Some(AttemptResult::Deferred {
             node: chosen,
             real_node: real.to_string(),
+            moved: self.moved,
         });
     }
 
@@ -1188,11 +1265,13 @@ fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code
 
 /// Who binds a pod kubestep defers: the recording (to `real`), or in live shadow mode
 /// (`real` empty) the cluster's scheduler.
-pub(super) fn binder_note(real: &str) -> String {
-    if real.is_empty() {
-        "shadow mode: the cluster's scheduler binds this pod".to_string()
-    } else {
-        format!("the recording binds this pod to {real}")
+pub(super) fn binder_note(real: &str, moved: Option<isize>) -> String {
+    match moved {
+        _ if real.is_empty() => "shadow mode: the cluster's scheduler binds this pod".to_string(),
+        Some(d) => format!(
+            "the recording binds this pod to {real} (kubestep's search start moved {d:+} to follow it)"
+        ),
+        None => format!("the recording binds this pod to {real}"),
     }
 }
 

@@ -185,6 +185,14 @@ fn batch_cause(
     let b = cycle.batch.as_ref()?;
     if cycle.hinted_node() == Some(chosen) {
         let total = b.stored.as_ref().map_or(0, |s| s.head_total);
+        if let Some((node, t)) = &b.recorded
+            && node == real
+        {
+            let side = if *t > total { "above" } else { "below" };
+            return Some(format!(
+                "kubestep placed the pod on its batch's hint {chosen} (OpportunisticBatching; stored total {total}); its ranking does not hold {real}, which a search that examines it scores {t}, {side} the hint: the real ranking came from a search that examined other nodes (goroutine timing)"
+            ));
+        }
         let theirs = match logged {
             Some(1) => "the real scheduler took a hint too (it evaluated 1 node), from a ranking of other nodes: the search that made each ranking examined a different set (goroutine timing)".to_string(),
             Some(n) => format!("the real scheduler's batch gave no hint (it evaluated {n} nodes)"),
@@ -215,7 +223,7 @@ fn sampling(cycle: &SchedulingCycle, logged: Option<usize>) -> String {
         Some(_) => format!(
             "; both evaluated {ours} nodes, but the real scheduler's parallel search examined a different set (goroutine timing)"
         ),
-        None => "; the real scheduler's parallel search can examine other nodes (goroutine timing), and its count moves every later start: give replay --scheduler-log to follow its counts".into(),
+        None => "; the real scheduler's parallel search can examine other nodes (goroutine timing), and its count moves every later start; no start within two chunks of kubestep's makes it one of the best: give replay --scheduler-log to follow the real counts".into(),
     }
 }
 

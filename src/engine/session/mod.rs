@@ -12,6 +12,7 @@ pub mod error;
 pub mod feed;
 pub mod history;
 pub mod queue_history;
+pub mod realign;
 mod replay;
 pub mod scheduler;
 pub mod scheduler_log;
@@ -936,10 +937,14 @@ impl Session {
                 Some(AttemptResult::Waiting { node }) => {
                     (Some("Waiting"), Some(node.clone()), None)
                 }
-                Some(AttemptResult::Deferred { node, real_node }) => (
+                Some(AttemptResult::Deferred {
+                    node,
+                    real_node,
+                    moved,
+                }) => (
                     Some("Deferred"),
                     node.clone(),
-                    Some(attempt::binder_note(real_node)),
+                    Some(attempt::binder_note(real_node, *moved)),
                 ),
                 Some(AttemptResult::Failed(f)) => {
                     (nominated, victims) = (f.nominated.clone(), f.victims.clone());

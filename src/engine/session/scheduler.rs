@@ -129,6 +129,8 @@ pub struct Scheduler {
     pub scheduler_log: Option<super::scheduler_log::SchedulerLog>,
     /// Cycles whose next start followed the log instead of kubestep's own count.
     pub realigned: usize,
+    /// Cycles run again from a shifted search start to follow the recording.
+    pub followed: usize,
     /// The engine's clock, given to plugins as `Handle::now`: the wall clock when the
     /// scheduler is created; drivers that keep virtual time (replay, tests) set it.
     pub now: jiff::Timestamp,
@@ -168,6 +170,7 @@ impl Scheduler {
             next_start_node_index: 0,
             scheduler_log: None,
             realigned: 0,
+            followed: 0,
             now: jiff::Timestamp::now(),
             batches,
             cycles: 0,
@@ -177,8 +180,14 @@ impl Scheduler {
 
     /// Where the search after `cycle` starts: kubestep's own count (`next`), or, when the
     /// real scheduler's log says how many nodes it evaluated binding this pod and that
-    /// differs, the real count from the same start.
-    pub fn next_start_after(&mut self, cycle: &SchedulingCycle, next: usize) -> usize {
+    /// differs, the real count from `start` (where the search began before any shift to
+    /// follow the recording: the log's counts run from there).
+    pub fn next_start_after(
+        &mut self,
+        cycle: &SchedulingCycle,
+        start: usize,
+        next: usize,
+    ) -> usize {
         let n = self.snapshot.list().len();
         let logged = self
             .scheduler_log
@@ -192,7 +201,7 @@ impl Scheduler {
                 Some(&real),
             ) if real != *evaluated_nodes && n > 0 => {
                 self.realigned += 1;
-                (cycle.start_node_index + real) % n
+                (start + real) % n
             }
             _ => next,
         }

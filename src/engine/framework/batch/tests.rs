@@ -30,6 +30,7 @@ fn decision(count: u64, sig: Signature, hint: Result<String, NoHint>) -> BatchDe
         signature: sig,
         hint,
         stored: None,
+        recorded: None,
     }
 }
 
@@ -208,4 +209,25 @@ fn ties_are_the_stored_nodes_with_the_head_total() {
     assert_eq!(all, ["a", "c"]);
     // A cycle that cannot take the hint is not given them.
     assert!(b.probe(3).stored.unwrap().ties.is_empty());
+}
+
+#[test]
+fn a_recorded_node_outside_the_ranking_drops_the_nodes_ranked_above_its_total() {
+    // kubestep's hint was d (90); the recording put the pod on z, which kubestep's ranking
+    // does not hold and a re-run scores 70: the real ranking held nothing above 70.
+    let mut b = stored_after(&[("a", 50), ("b", 95), ("c", 70), ("d", 90)], "b");
+    let mut d = decision(2, signed("s"), Ok("d".into()));
+    d.recorded = Some(("z".into(), 70));
+    b.after_cycle(CycleResult {
+        decision: &d,
+        chosen: Some("z"),
+        own: Some("d"),
+        scored: Vec::new(),
+        now: at(1),
+    });
+    let s = b.probe(3).stored.unwrap();
+    assert_eq!(
+        (s.head.as_str(), s.len, s.last_chosen.as_str()),
+        ("c", 2, "z")
+    );
 }

@@ -45,6 +45,15 @@ pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usiz
     num.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
+/// The chunk of nodes each of upstream's parallel Filter workers takes at a time
+/// (`chunkSizeFor`): √n, at most n/parallelism + 1, at least 1. Goroutine timing moves
+/// the examined set by about this much around the sequential one.
+pub fn chunk_size_for(n: usize, parallelism: usize) -> usize {
+    let s = n.isqrt();
+    let r = n / parallelism.max(1) + 1;
+    s.min(r).max(1)
+}
+
 /// One Filter plugin's verdict on one node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "verdict")]
@@ -490,6 +499,7 @@ impl SchedulingCycle {
             signature,
             hint,
             stored: probe.stored,
+            recorded: None,
         };
         if decision.stored.is_some() {
             let shown = Status::new(Code::Success, decision.describe());
@@ -553,19 +563,35 @@ impl SchedulingCycle {
         false
     }
 
+    /// The snapshot indices a PreFilterResult left, in snapshot order (`None`: every node).
+    fn narrowed_candidates(&self, all: &[NodeInfo]) -> Option<Vec<usize>> {
+        let names = self.pre_filter.result.as_ref()?.node_names.as_ref()?;
+        Some(
+            (0..all.len())
+                .filter(|&i| names.contains(all[i].name()))
+                .collect(),
+        )
+    }
+
+    /// Where snapshot node `node` lies in this cycle's search order: its distance from
+    /// the start, and how many candidates there are (`None` when it is not one).
+    pub fn search_offset(&self, env: &CycleEnv, node: usize) -> Option<(usize, usize)> {
+        let all = env.snapshot.list();
+        let (index, len) = match self.narrowed_candidates(all) {
+            Some(v) => (v.iter().position(|&i| i == node)?, v.len()),
+            None => (node, all.len()),
+        };
+        if index >= len {
+            return None;
+        }
+        let start = self.start_node_index % len;
+        Some(((index + len - start) % len, len))
+    }
+
     fn init_filter(&mut self, env: &CycleEnv, one_plugin: bool) {
         let all = env.snapshot.list();
-        let mut narrowed = None;
-        if let Some(names) = self
-            .pre_filter
-            .result
-            .as_ref()
-            .and_then(|r| r.node_names.as_ref())
-        {
-            let nodes: Vec<usize> = (0..all.len())
-                .filter(|&i| names.contains(all[i].name()))
-                .collect();
-            narrowed = Some(nodes);
+        let narrowed = self.narrowed_candidates(all);
+        if narrowed.is_some() {
             let plugins = format!("[{}]", self.pre_filter.plugins_with_nodes.join(" "));
             self.diagnosis
                 .node_to_status

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 pub use extenders::ExtenderScores;
-pub use filter::{FilterCell, FilterMatrix};
+pub use filter::{FilterCell, FilterMatrix, chunk_size_for};
 pub use score::{PluginScores, ScoreColumn, ScoreTable};
 
 use super::batch::{BatchDecision, BatchProbe};
@@ -518,8 +518,22 @@ impl SchedulingCycle {
                 .iter()
                 .flat_map(|b| b.stored.iter())
                 .flat_map(|s| &s.ties);
+            // A recorded node scored at the hint's total by a re-run ties it too.
+            let head = self
+                .batch
+                .iter()
+                .flat_map(|b| &b.stored)
+                .map(|s| s.head_total)
+                .next();
+            let recorded = self
+                .batch
+                .iter()
+                .filter_map(|b| b.recorded.as_ref())
+                .filter(|(_, t)| Some(*t) == head)
+                .map(|(n, _)| n);
             return std::iter::once(hint)
                 .chain(ties.map(String::as_str))
+                .chain(recorded.map(String::as_str))
                 .filter_map(|n| snapshot.position(n).map(|i| snapshot.list()[i].name()))
                 .collect();
         }
