@@ -10,11 +10,17 @@ real scheduler's node (or on a node tied with it).
 
   tests/realcluster/sequence.py --nodes 300 --pods 640 --out /tmp/seq300
   tests/realcluster/sequence.py --profile list --waves batch --nodes 300 --pods 720 --out /tmp/batch300
+  tests/realcluster/sequence.py --waves dra --nodes 120 --pods 260 --out /tmp/dra120
 
 `--profile list` runs the real scheduler with PodTopologySpread `defaultingType: List` (no
 default constraints), the profile under which OpportunisticBatching hints: pods without
 constraints are then signable. The run writes OUT/scheduler-config.yaml, the same profile for
 `kubestep replay --config`, and keeps the scheduler's hint lines (-v=3) in its log.
+
+`--waves dra` gives every eighth untainted node a ResourceSlice of four GPUs (a DRA driver's,
+published here as the driver would; A100s or L4s), creates a DeviceClass with a CEL selector,
+and pods that claim one GPU or two A100s (each its own ResourceClaim) among ordinary pods;
+more GPUs are claimed than exist, so some pods wait until four GPU nodes join after the waves.
 
 It writes OUT/recording.jsonl.gz and OUT/kube-scheduler.log (the scheduler's "Successfully
 bound pod to node" lines, with evaluatedNodes), for `kubestep replay OUT/recording.jsonl.gz
@@ -59,9 +65,9 @@ def node(i):
     return name, cpu, mem, taints, labels
 
 
-def add_nodes(api, n):
+def add_nodes(api, n, start=0):
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    for i in range(n):
+    for i in range(start, n):
         name, cpu, mem, taints, labels = node(i)
         api.call("POST", "/api/v1/nodes", {"apiVersion": "v1", "kind": "Node",
                  "metadata": {"name": name, "labels": labels}, "spec": {}})
@@ -139,6 +145,51 @@ def batch_pods(total):
     return shapes
 
 
+DRIVER = "gpu.example.com"
+DRA = "/apis/resource.k8s.io/v1"
+
+
+def gpu_node(i):
+    """Every eighth node that is not tainted has GPUs."""
+    return i % 8 == 3 and i % 17 != 5
+
+
+def add_gpus(api, i, model):
+    name = node(i)[0]
+    devices = [{"name": f"gpu-{k}", "attributes": {"model": {"string": model}},
+                "capacity": {"memory": {"value": "40Gi"}}} for k in range(4)]
+    api.call("POST", f"{DRA}/resourceslices", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+             "metadata": {"name": f"{name}-gpus"},
+             "spec": {"driver": DRIVER, "nodeName": name,
+                      "pool": {"name": name, "generation": 1, "resourceSliceCount": 1}, "devices": devices}})
+
+
+def dra_objects(total):
+    """Ordinary pods, then pods claiming one GPU, then ordinary pods among which every
+    fifth claims two A100s, then ordinary pods again: (claims, pods) in creation order,
+    four waves."""
+    claims, shapes = [], []
+    per = total // 4
+    for w in range(4):
+        for j in range(per if w < 3 else total - 3 * per):
+            name = f"d{w}-{j:03d}"
+            c = {"name": "c", "image": "x", "resources": {"requests": {
+                "cpu": ["250m", "500m", "1", "2"][j % 4], "memory": ["512Mi", "1Gi", "2Gi"][j % 3]}}}
+            spec = {"containers": [c]}
+            if w == 1 or (w == 2 and j % 5 == 0):
+                req = {"deviceClassName": DRIVER, "allocationMode": "ExactCount", "count": w}
+                if w == 2:
+                    req["selectors"] = [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "a100"'}}]
+                claims.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                               "metadata": {"name": name, "namespace": NS},
+                               "spec": {"devices": {"requests": [{"name": "gpu", "exactly": req}]}}})
+                spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name}]
+                c["resources"]["claims"] = [{"name": "gpu"}]
+            shapes.append({"apiVersion": "v1", "kind": "Pod",
+                           "metadata": {"name": name, "namespace": NS, "labels": {"app": f"dra{w}"}}, "spec": spec})
+    return claims, shapes
+
+
 LIST_PROFILE = """profiles:
 - schedulerName: default-scheduler
   pluginConfig:
@@ -199,7 +250,7 @@ def main():
     ap.add_argument("--prefix", default="", help="for node names and the namespace, so runs can share a cluster")
     ap.add_argument("--kubestep", default=os.environ.get("KUBESTEP", "target/release/kubestep"))
     ap.add_argument("--profile", choices=["default", "list"], default="default")
-    ap.add_argument("--waves", choices=["mixed", "batch"], default="mixed")
+    ap.add_argument("--waves", choices=["mixed", "batch", "dra"], default="mixed")
     a = ap.parse_args()
     global NS, PREFIX
     PREFIX, NS = a.prefix, a.prefix + NS
@@ -222,6 +273,13 @@ def main():
         t = time.time()
         add_nodes(api, a.nodes)
         print(f"{a.nodes} nodes in {time.time() - t:.1f}s", file=sys.stderr)
+        if a.waves == "dra":
+            api.call("POST", f"{DRA}/deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                     "metadata": {"name": DRIVER},
+                     "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}})
+            for i in range(a.nodes):
+                if gpu_node(i):
+                    add_gpus(api, i, "a100" if i % 16 == 3 else "l4")
         rec = os.path.join(a.out, "recording.jsonl.gz")
         err = open(os.path.join(a.out, "record.log"), "w")
         r = subprocess.Popen([a.kubestep, "record", "-o", rec], stderr=err, stdout=err)
@@ -229,12 +287,26 @@ def main():
             time.sleep(0.2)
             if "initial sync done" in open(os.path.join(a.out, "record.log")).read():
                 break
-        all_pods = pods(a.pods) if a.waves == "mixed" else batch_pods(a.pods)
-        per = len(all_pods) // 6
-        for w in range(6):
-            for p in all_pods[w * per:(w + 1) * per if w < 5 else len(all_pods)]:
+        if a.waves == "dra":
+            claims, all_pods = dra_objects(a.pods)
+            for c in claims:
+                api.call("POST", f"{DRA}/namespaces/{NS}/resourceclaims", c)
+            waves = 4
+        else:
+            all_pods = pods(a.pods) if a.waves == "mixed" else batch_pods(a.pods)
+            waves = 6
+        per = len(all_pods) // waves
+        for w in range(waves):
+            for p in all_pods[w * per:(w + 1) * per if w < waves - 1 else len(all_pods)]:
                 api.call("POST", f"/api/v1/namespaces/{NS}/pods", p)
             time.sleep(a.gap_ms / 1000)
+        if a.waves == "dra":
+            # New GPU nodes join once the claims outnumber the GPUs: the waiting pods go
+            # there when the scheduler sees the new slices.
+            time.sleep(3)
+            for i in range(a.nodes, a.nodes + 4):
+                add_nodes(api, i + 1, start=i)
+                add_gpus(api, i, "a100" if i % 2 == 0 else "l4")
         deadline = time.time() + 300
         while time.time() < deadline:
             d, n = decided(api)

@@ -285,6 +285,15 @@ pub trait ReservePlugin: Plugin {
     fn nothing_to_reserve(&self, _state: &CycleState) -> bool {
         false
     }
+
+    /// kubestep's: what Reserve holds ends by itself once the cluster shows the work of
+    /// the pod's binding cycle (an allocation in flight ends when its claim shows one).
+    /// Such a Reserve also runs for a pod the recording binds, on the recorded node, as
+    /// the real scheduler's did before its writes reached the recording; a Reserve whose
+    /// hold only Unreserve or the binding cycle releases does not.
+    fn holds_until_observed(&self) -> bool {
+        false
+    }
 }
 
 pub trait PermitPlugin: Plugin {

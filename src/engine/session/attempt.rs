@@ -528,7 +528,10 @@ impl Attempt {
             .as_ref()
             .and_then(|l| l.evaluated.get(&self.pod().key).copied());
         match super::divergence::compare(&self.cycle, &env, real, logged) {
-            Some(d) => {
+            Some(mut d) => {
+                if d.reason.contains(" was infeasible for kubestep") {
+                    d.reason.push_str(&kubestep_bound_on(core, real));
+                }
                 core.pending_divergences.insert(uid.clone(), d);
             }
             None => {
@@ -569,6 +572,7 @@ impl Attempt {
             Some(_) if !real.is_empty() => {
                 core.queue.done(&uid);
                 core.assume_until_recorded_binding(&pod, real);
+                self.reserve_until_recorded(core, real);
             }
             // Still pending for the real scheduler too: retried on cluster events, as a
             // pending pod is, until it fits or the recording binds it.
@@ -614,6 +618,43 @@ impl Attempt {
             real_node: real.to_string(),
             moved: self.moved,
         });
+    }
+
+    /// The real scheduler reserved the pod on `real` at the end of its cycle: the Reserve
+    /// plugins whose hold ends when the cluster shows their work (DynamicResources'
+    /// allocations in flight) hold for it there until the recording shows the writes, so
+    /// the next pods do not get the devices it took. The real node's Filter results are
+    /// computed first when kubestep's search did not examine it.
+    fn reserve_until_recorded(&mut self, core: &mut Core, real: &str) {
+        let fwk = &core.sched.frameworks[self.profile];
+        let holders: Vec<_> = fwk
+            .plugins(ExtensionPoint::Reserve)
+            .iter()
+            .filter(|e| {
+                e.plugin.as_reserve().is_some_and(|p| {
+                    p.holds_until_observed() && !p.nothing_to_reserve(&self.cycle.state)
+                })
+            })
+            .map(|e| e.plugin.clone())
+            .collect();
+        if holders.is_empty() {
+            return;
+        }
+        {
+            let env = core.sched.env(fwk, &core.cluster.listers, &core.waiting);
+            if let Some(pos) = env.snapshot.position(real) {
+                // Filter results for the real node (the plugins keep what they found).
+                let _ = self.cycle.filter_row(&env, pos);
+            }
+        }
+        let h = core.handle(self.profile);
+        let pod = self.pod().clone();
+        for p in holders {
+            if let Some(r) = p.as_reserve() {
+                // Best effort: the recording's writes, not this hold, are the truth.
+                let _ = r.reserve(&h, &mut self.cycle.state, &pod, real);
+            }
+        }
     }
 
     /// A pod the cluster's scheduler has not bound yet (live shadow mode), or one that
@@ -1265,6 +1306,30 @@ fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code
 
 /// Who binds a pod kubestep defers: the recording (to `real`), or in live shadow mode
 /// (`real` empty) the cluster's scheduler.
+/// For a divergence where the real node was infeasible: the pods kubestep bound there
+/// itself (the recording binds them nowhere), which hold what the real scheduler still had
+/// free; empty when there are none.
+fn kubestep_bound_on(core: &Core, real: &str) -> String {
+    let own: Vec<&str> = core
+        .pods
+        .values()
+        .filter(|r| {
+            r.status == super::PodStatus::Bound
+                && r.node.as_deref() == Some(real)
+                && r.attempts > 0
+                && !core.externally_bound.contains_key(&r.uid)
+        })
+        .map(|r| r.pod.as_str())
+        .collect();
+    if own.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; kubestep itself bound {} there, which the recording does not bind (the real scheduler had not placed them: queue timing)",
+        own.join(", ")
+    )
+}
+
 pub(super) fn binder_note(real: &str, moved: Option<isize>) -> String {
     match moved {
         _ if real.is_empty() => "shadow mode: the cluster's scheduler binds this pod".to_string(),

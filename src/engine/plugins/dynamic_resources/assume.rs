@@ -102,8 +102,13 @@ impl Assumed {
                     None => w.base.is_none(),
                 }
         });
-        self.in_flight
-            .retain(|_, (_, pod)| l.pods.contains_key(pod.as_str()));
+        // In flight until PreBind writes it, the pod goes, or the cluster shows the claim
+        // allocated (a pod the recording binds: the real scheduler's write arrives).
+        self.in_flight.retain(|key, (_, pod)| {
+            let unallocated = objects::claim(l, key)
+                .is_none_or(|c| c.status.as_ref().is_none_or(|s| s.allocation.is_none()));
+            l.pods.contains_key(pod.as_str()) && unallocated
+        });
         View {
             claims: self
                 .written

@@ -565,6 +565,11 @@ impl ReservePlugin for DynamicResources {
         state(cs).is_ok_and(|s| s.claims.is_empty())
     }
 
+    /// An allocation in flight ends once its claim shows an allocation (see `assume.rs`).
+    fn holds_until_observed(&self) -> bool {
+        true
+    }
+
     /// Allocations in flight are dropped; a claim PreBind reserved for the pod gets the
     /// pod taken out of `reservedFor` again (upstream's strategic-merge patch; the
     /// allocation stays).
