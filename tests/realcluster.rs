@@ -24,10 +24,6 @@ fn data(name: &str) -> PathBuf {
 /// Pods of namespace `ns` the recording binds, and the divergences of kubestep's replay
 /// among them (the user's path: the binary, headless). A recording of a shared cluster
 /// also holds other runs' pods, already running.
-fn replay(recording: &Path, log: Option<&Path>, ns: &str) -> (usize, Vec<Value>) {
-    replay_with(recording, log, None, ns)
-}
-
 fn replay_with(
     recording: &Path,
     log: Option<&Path>,
@@ -185,35 +181,52 @@ fn a_fresh_run_on_the_real_control_plane() {
         );
         return;
     };
+    // (waves, profile, nodes, pods): each scenario on a cluster restarted empty, replayed
+    // without and with the scheduler's log, 95% of pods on the real node or a tied one.
+    let scenarios = [
+        ("mixed", "default", "300", "640"),
+        ("batch", "list", "300", "720"),
+        ("dra", "default", "120", "200"),
+    ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let up = Command::new(root.join("../shared/realcluster/up.sh"))
-        .arg("--fresh")
-        .output()
-        .expect("up.sh");
-    assert!(
-        up.status.success(),
-        "{}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let out = std::env::temp_dir().join(format!("kubestep-seq-{}", std::process::id()));
-    let o = Command::new("python3")
-        .arg(root.join("tests/realcluster/sequence.py"))
-        .args(["--nodes", "300", "--pods", "640", "--out"])
-        .arg(&out)
-        .env("KUBECONFIG", kc)
-        .env("KUBESTEP", bin())
-        .output()
-        .expect("python3");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let (bound, d) = replay(
-        &out.join("recording.jsonl.gz"),
-        Some(&out.join("kube-scheduler.log")),
-        "seq",
-    );
-    assert_eq!(bound, 640);
-    causes_named(&d);
-    assert!(matched(bound, &d) >= 0.95, "{}: {d:#?}", matched(bound, &d));
-    std::fs::remove_dir_all(&out).ok();
+    for (waves, profile, nodes, pods) in scenarios {
+        let up = Command::new(root.join("../shared/realcluster/up.sh"))
+            .arg("--fresh")
+            .output()
+            .expect("up.sh");
+        assert!(
+            up.status.success(),
+            "{}",
+            String::from_utf8_lossy(&up.stderr)
+        );
+        let out = std::env::temp_dir().join(format!("kubestep-seq-{waves}-{}", std::process::id()));
+        let o = Command::new("python3")
+            .arg(root.join("tests/realcluster/sequence.py"))
+            .args(["--waves", waves, "--profile", profile])
+            .args(["--nodes", nodes, "--pods", pods, "--out"])
+            .arg(&out)
+            .env("KUBECONFIG", &kc)
+            .env("KUBESTEP", bin())
+            .output()
+            .expect("python3");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rec = out.join("recording.jsonl.gz");
+        let log = out.join("kube-scheduler.log");
+        let cfg = out.join("scheduler-config.yaml");
+        let cfg = cfg.exists().then_some(cfg.as_path());
+        for log in [None, Some(log.as_path())] {
+            let (bound, d) = replay_with(&rec, log, cfg, "seq");
+            causes_named(&d);
+            let m = matched(bound, &d);
+            eprintln!(
+                "{waves}: {bound} pods bound, {:.1}% matched (log: {})",
+                m * 100.0,
+                log.is_some()
+            );
+            assert!(m >= 0.95, "{waves}: {m}: {d:#?}");
+        }
+        std::fs::remove_dir_all(&out).ok();
+    }
 }
 
 #[test]
