@@ -114,6 +114,12 @@ fn a_node_far_from_the_window_stays_a_divergence_that_names_sampling() {
         reason.contains("no start within two chunks of kubestep's"),
         "{reason}"
     );
+    // The big node scores above every node kubestep examined.
+    assert!(
+        reason.contains("; a search that examines n150 scores it ")
+            && reason.contains("above kubestep's best"),
+        "{reason}"
+    );
     assert!(!err.contains("search start: moved"), "{err}");
 }
 

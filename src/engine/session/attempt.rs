@@ -454,7 +454,7 @@ impl Attempt {
             && hint != real
             && !self.cycle.best_nodes(env.snapshot).contains(&real)
         {
-            let total = super::realign::rescore_for_hint(&self.cycle, &env, real);
+            let total = super::realign::score_from(&self.cycle, &env, real);
             let head = self.cycle.batch.as_ref().and_then(|b| b.stored.as_ref());
             let head = head.map_or(0, |s| s.head_total);
             let msg = match total {
@@ -531,6 +531,11 @@ impl Attempt {
             Some(mut d) => {
                 if d.reason.contains(" was infeasible for kubestep") {
                     d.reason.push_str(&kubestep_bound_on(core, real));
+                }
+                if d.reason.contains(" was not evaluated")
+                    || d.reason.contains(" passed every filter but was not among")
+                {
+                    d.reason.push_str(&scored_outside(&self.cycle, &env, real));
                 }
                 core.pending_divergences.insert(uid.clone(), d);
             }
@@ -1306,6 +1311,30 @@ fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code
 
 /// Who binds a pod kubestep defers: the recording (to `real`), or in live shadow mode
 /// (`real` empty) the cluster's scheduler.
+/// For a divergence where kubestep's sampled search did not examine the real node: what
+/// the real node scores in a search that examines it, against kubestep's best.
+fn scored_outside(
+    cycle: &SchedulingCycle,
+    env: &crate::framework::cycle::CycleEnv,
+    real: &str,
+) -> String {
+    let best = cycle
+        .scores
+        .as_ref()
+        .and_then(|t| t.totals.iter().max().copied());
+    match (super::realign::score_from(cycle, env, real), best) {
+        (Some(t), Some(b)) => {
+            let side = match t.cmp(&b) {
+                std::cmp::Ordering::Equal => "equal to",
+                std::cmp::Ordering::Less => "below",
+                std::cmp::Ordering::Greater => "above",
+            };
+            format!("; a search that examines {real} scores it {t}, {side} kubestep's best {b}")
+        }
+        _ => String::new(),
+    }
+}
+
 /// For a divergence where the real node was infeasible: the pods kubestep bound there
 /// itself (the recording binds them nowhere), which hold what the real scheduler still had
 /// free; empty when there are none.

@@ -9,11 +9,10 @@
 
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle, chunk_size_for};
 
-/// For a cycle that took its batch's hint where the recording placed the pod on `real`,
-/// a node kubestep's ranking does not hold (the real ranking came from a search that
-/// examined other nodes): `real`'s total, from the pod's search run again without the
-/// hint and starting at `real`. `None` when `real` is infeasible there.
-pub fn rescore_for_hint(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<i64> {
+/// `real`'s total for `cycle`'s pod, from its search run again without a hint and
+/// starting at `real`: for a node the recording chose that kubestep's ranking (a hinted
+/// cycle) or its sampled window did not hold. `None` when `real` is infeasible there.
+pub fn score_from(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<i64> {
     let pos = env.snapshot.position(real)?;
     let (off, _) = cycle.search_offset(env, pos)?;
     let start = (cycle.start_node_index + off) % env.snapshot.list().len().max(1);
