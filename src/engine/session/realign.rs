@@ -13,6 +13,10 @@ use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle, c
 /// starting at `real`: for a node the recording chose that kubestep's ranking (a hinted
 /// cycle) or its sampled window did not hold. `None` when `real` is infeasible there.
 pub fn score_from(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option<i64> {
+    if !env.extenders.is_empty() {
+        // A re-run would call the extenders again.
+        return None;
+    }
     let pos = env.snapshot.position(real)?;
     let (off, _) = cycle.search_offset(env, pos)?;
     let start = (cycle.start_node_index + off) % env.snapshot.list().len().max(1);
@@ -92,7 +96,7 @@ fn next_shift(cycle: &SchedulingCycle, env: &CycleEnv, real: usize) -> Option<is
         Some(last as isize + 1)
     } else if first > off {
         // All after it: start earlier, so the window ends before them.
-        Some(-((examined - first) as isize))
+        Some(-(examined.saturating_sub(first) as isize))
     } else {
         None
     }
@@ -107,6 +111,10 @@ pub fn realign(
     real: &str,
     parallelism: usize,
 ) -> Option<Realigned> {
+    if !env.extenders.is_empty() {
+        // A re-run would call the extenders again.
+        return None;
+    }
     let pos = env.snapshot.position(real)?;
     let (_, len) = cycle.search_offset(env, pos)?;
     let bound = (REACH_CHUNKS * chunk_size_for(len, parallelism)) as isize;
