@@ -467,7 +467,7 @@ impl Attempt {
                     }
                 ),
                 None => format!(
-                    "the recording placed the pod on {real}, which kubestep's batch did not rank and a search that examines it does not find feasible"
+                    "the recording placed the pod on {real}, which kubestep's batch did not rank and a search that examines it does not score"
                 ),
             };
 
@@ -527,16 +527,12 @@ impl Attempt {
             .scheduler_log
             .as_ref()
             .and_then(|l| l.evaluated.get(&self.pod().key).copied());
-        match super::divergence::compare(&self.cycle, &env, real, logged) {
-            Some(mut d) => {
-                if d.reason.contains(" was infeasible for kubestep") {
-                    d.reason.push_str(&kubestep_bound_on(core, real));
-                }
-                if d.reason.contains(" was not evaluated")
-                    || d.reason.contains(" passed every filter but was not among")
-                {
-                    d.reason.push_str(&scored_outside(&self.cycle, &env, real));
-                }
+        let notes = super::divergence::Notes {
+            infeasible: &|| kubestep_bound_on(core, env.snapshot, real),
+            not_examined: &|| scored_outside(&self.cycle, &env, real),
+        };
+        match super::divergence::compare(&self.cycle, &env, real, logged, &notes) {
+            Some(d) => {
                 core.pending_divergences.insert(uid.clone(), d);
             }
             None => {
@@ -1337,16 +1333,18 @@ fn scored_outside(
 
 /// For a divergence where the real node was infeasible: the pods kubestep bound there
 /// itself (the recording binds them nowhere), which hold what the real scheduler still had
-/// free; empty when there are none.
-fn kubestep_bound_on(core: &Core, real: &str) -> String {
-    let own: Vec<&str> = core
+/// free; empty when there are none. Only the node's own pods are looked at.
+fn kubestep_bound_on(core: &Core, snapshot: &crate::framework::Snapshot, real: &str) -> String {
+    let Some(node) = snapshot.get(real) else {
+        return String::new();
+    };
+    let own: Vec<&str> = node
         .pods
-        .values()
+        .iter()
+        .filter(|p| !core.externally_bound.contains_key(&p.uid))
+        .filter_map(|p| core.pods.get(&p.key))
         .filter(|r| {
-            r.status == super::PodStatus::Bound
-                && r.node.as_deref() == Some(real)
-                && r.attempts > 0
-                && !core.externally_bound.contains_key(&r.uid)
+            r.status == super::PodStatus::Bound && r.node.as_deref() == Some(real) && r.attempts > 0
         })
         .map(|r| r.pod.as_str())
         .collect();

@@ -29,6 +29,17 @@ pub struct Divergence {
     pub tie: bool,
 }
 
+/// What the caller adds to a reason, from what only it knows (each called only for its
+/// kind of divergence).
+pub struct Notes<'a> {
+    /// The real node was infeasible for kubestep: what else holds it (e.g. pods kubestep
+    /// bound there itself).
+    pub infeasible: &'a dyn Fn() -> String,
+    /// kubestep's sampled search did not examine the real node: what it scores in one
+    /// that does.
+    pub not_examined: &'a dyn Fn() -> String,
+}
+
 /// kubestep's finished cycle against the real node; `None` when the real node is one of
 /// kubestep's best nodes (or the cycle has no outcome). `logged` is how many nodes the
 /// real scheduler evaluated for the pod, when its log was given.
@@ -37,6 +48,7 @@ pub fn compare(
     env: &CycleEnv,
     real: &str,
     logged: Option<usize>,
+    notes: &Notes,
 ) -> Option<Divergence> {
     let snapshot = env.snapshot;
     let diverged = |nodes: Vec<String>, reason: String| Divergence {
@@ -57,7 +69,7 @@ pub fn compare(
             if best.iter().any(|n| n == real) {
                 return None;
             }
-            let reason = why_not(cycle, env, real, node, &best, logged);
+            let reason = why_not(cycle, env, real, node, &best, logged, notes);
             Some(diverged(best, reason))
         }
         CycleOutcome::Unschedulable {
@@ -94,6 +106,7 @@ fn why_not(
     chosen: &str,
     best: &[String],
     logged: Option<usize>,
+    notes: &Notes,
 ) -> String {
     let snapshot = env.snapshot;
     let Some(pos) = snapshot.position(real) else {
@@ -142,34 +155,41 @@ fn why_not(
             match cell {
                 FilterCell::Reject { reasons, .. } => {
                     return format!(
-                        "{real} was infeasible for kubestep: {plugin} rejected it: {}",
-                        reasons.join(", ")
+                        "{real} was infeasible for kubestep: {plugin} rejected it: {}{}",
+                        reasons.join(", "),
+                        (notes.infeasible)()
                     );
                 }
                 FilterCell::Error { message } => {
-                    return format!("{real} was infeasible for kubestep: {plugin}: {message}");
+                    return format!(
+                        "{real} was infeasible for kubestep: {plugin}: {message}{}",
+                        (notes.infeasible)()
+                    );
                 }
                 FilterCell::Pass | FilterCell::Skipped => {}
             }
         }
         return format!(
-            "{real} passed every filter but was not among the {} feasible nodes kubestep scored (percentageOfNodesToScore){}",
+            "{real} passed every filter but was not among the {} feasible nodes kubestep scored (percentageOfNodesToScore){}{}",
             cycle.feasible.len(),
-            sampling(cycle, logged)
+            sampling(cycle, logged),
+            (notes.not_examined)()
         );
     }
     if cycle.diagnosis.node_to_status.contains(real) {
         let s = cycle.diagnosis.node_to_status.get(real);
         return format!(
-            "{real} was infeasible for kubestep: {} rejected it: {}",
+            "{real} was infeasible for kubestep: {} rejected it: {}{}",
             s.plugin(),
-            s.message()
+            s.message(),
+            (notes.infeasible)()
         );
     }
     format!(
-        "{real} was not evaluated: kubestep stopped searching after {} feasible nodes (percentageOfNodesToScore){}",
+        "{real} was not evaluated: kubestep stopped searching after {} feasible nodes (percentageOfNodesToScore){}{}",
         cycle.feasible.len(),
-        sampling(cycle, logged)
+        sampling(cycle, logged),
+        (notes.not_examined)()
     )
 }
 

@@ -18,8 +18,10 @@ pub fn score_from(cycle: &SchedulingCycle, env: &CycleEnv, real: &str) -> Option
         return None;
     }
     let pos = env.snapshot.position(real)?;
-    let (off, _) = cycle.search_offset(env, pos)?;
-    let start = (cycle.start_node_index + off) % env.snapshot.list().len().max(1);
+    let order = cycle.search_order(env);
+    let off = order.offset(pos)?;
+    // The start as a candidate index: the search examines `real` first.
+    let start = (order.start + off) % order.len;
     let mut again = SchedulingCycle::new(cycle.pod.clone(), Detail::Decision, start);
     while !again.is_done() {
         again.step(env);
@@ -69,7 +71,8 @@ fn next_shift(cycle: &SchedulingCycle, env: &CycleEnv, real: usize) -> Option<is
         return None;
     };
     let scores = cycle.scores.as_ref()?;
-    let (off, len) = cycle.search_offset(env, real)?;
+    let order = cycle.search_order(env);
+    let (off, len) = (order.offset(real)?, order.len);
     let examined = *evaluated_nodes;
     if examined >= len || cycle.hinted_node().is_some() {
         return None;
@@ -88,7 +91,7 @@ fn next_shift(cycle: &SchedulingCycle, env: &CycleEnv, real: usize) -> Option<is
         .iter()
         .zip(&scores.totals)
         .filter(|(_, t)| **t > mine)
-        .filter_map(|(&i, _)| cycle.search_offset(env, i).map(|(o, _)| o))
+        .filter_map(|(&i, _)| order.offset(i))
         .collect();
     let (first, last) = (*better.iter().min()?, *better.iter().max()?);
     if last < off {

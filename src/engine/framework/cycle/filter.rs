@@ -211,6 +211,28 @@ impl Candidates {
     }
 }
 
+/// A cycle's search order: the candidates (every node, or those PreFilter left, in
+/// snapshot order) from the round-robin start.
+pub struct SearchOrder {
+    narrowed: Option<Vec<usize>>,
+    /// How many candidates there are.
+    pub len: usize,
+    /// The start, as an index among the candidates.
+    pub start: usize,
+}
+
+impl SearchOrder {
+    /// Snapshot node `node`'s distance from the start (`None` when it is no candidate).
+    pub fn offset(&self, node: usize) -> Option<usize> {
+        let index = match &self.narrowed {
+            // Kept in snapshot order: a binary search, not a walk per node.
+            Some(v) => v.binary_search(&node).ok()?,
+            None => node,
+        };
+        (index < self.len).then(|| (index + self.len - self.start) % self.len)
+    }
+}
+
 pub(super) struct FilterProgress {
     candidates: Candidates,
     num_to_find: usize,
@@ -573,19 +595,27 @@ impl SchedulingCycle {
         )
     }
 
+    /// This cycle's search order over the candidates, to place nodes in it.
+    pub fn search_order(&self, env: &CycleEnv) -> SearchOrder {
+        let all = env.snapshot.list();
+        let narrowed = self.narrowed_candidates(all);
+        let len = narrowed.as_ref().map_or(all.len(), Vec::len);
+        SearchOrder {
+            start: if len == 0 {
+                0
+            } else {
+                self.start_node_index % len
+            },
+            narrowed,
+            len,
+        }
+    }
+
     /// Where snapshot node `node` lies in this cycle's search order: its distance from
     /// the start, and how many candidates there are (`None` when it is not one).
     pub fn search_offset(&self, env: &CycleEnv, node: usize) -> Option<(usize, usize)> {
-        let all = env.snapshot.list();
-        let (index, len) = match self.narrowed_candidates(all) {
-            Some(v) => (v.iter().position(|&i| i == node)?, v.len()),
-            None => (node, all.len()),
-        };
-        if index >= len {
-            return None;
-        }
-        let start = self.start_node_index % len;
-        Some(((index + len - start) % len, len))
+        let order = self.search_order(env);
+        Some((order.offset(node)?, order.len))
     }
 
     fn init_filter(&mut self, env: &CycleEnv, one_plugin: bool) {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 pub use extenders::ExtenderScores;
-pub use filter::{FilterCell, FilterMatrix, chunk_size_for};
+pub use filter::{FilterCell, FilterMatrix, SearchOrder, chunk_size_for};
 pub use score::{PluginScores, ScoreColumn, ScoreTable};
 
 use super::batch::{BatchDecision, BatchProbe};
