@@ -460,11 +460,7 @@ impl Attempt {
             let msg = match total {
                 Some(t) => format!(
                     "the recording placed the pod on {real}, which kubestep's batch did not rank: a search that examines it scores it {t}, {} the hint's {head}",
-                    match t.cmp(&head) {
-                        std::cmp::Ordering::Equal => "equal to",
-                        std::cmp::Ordering::Less => "below",
-                        std::cmp::Ordering::Greater => "above",
-                    }
+                    against(t, head)
                 ),
                 None => format!(
                     "the recording placed the pod on {real}, which kubestep's batch did not rank and a search that examines it does not score"
@@ -1307,6 +1303,15 @@ fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code
 
 /// Who binds a pod kubestep defers: the recording (to `real`), or in live shadow mode
 /// (`real` empty) the cluster's scheduler.
+/// How total `t` stands against `other`, in the notes' words.
+fn against(t: i64, other: i64) -> &'static str {
+    match t.cmp(&other) {
+        std::cmp::Ordering::Equal => "equal to",
+        std::cmp::Ordering::Less => "below",
+        std::cmp::Ordering::Greater => "above",
+    }
+}
+
 /// For a divergence where kubestep's sampled search did not examine the real node: what
 /// the real node scores in a search that examines it, against kubestep's best.
 fn scored_outside(
@@ -1319,14 +1324,10 @@ fn scored_outside(
         .as_ref()
         .and_then(|t| t.totals.iter().max().copied());
     match (super::realign::score_from(cycle, env, real), best) {
-        (Some(t), Some(b)) => {
-            let side = match t.cmp(&b) {
-                std::cmp::Ordering::Equal => "equal to",
-                std::cmp::Ordering::Less => "below",
-                std::cmp::Ordering::Greater => "above",
-            };
-            format!("; a search that examines {real} scores it {t}, {side} kubestep's best {b}")
-        }
+        (Some(t), Some(b)) => format!(
+            "; a search that examines {real} scores it {t}, {} kubestep's best {b}",
+            against(t, b)
+        ),
         _ => String::new(),
     }
 }
