@@ -12,5 +12,6 @@ pub mod extender;
 pub mod framework;
 pub mod plugins;
 pub mod recording;
+pub mod redact;
 pub mod session;
 pub mod testing;

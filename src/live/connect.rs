@@ -12,8 +12,10 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use super::error::{Doing, LiveError, classify};
+use super::server_url;
 use super::tap::WatchTap;
 use crate::recording::SourceInfo;
+use kubestep_engine::redact;
 
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
@@ -29,11 +31,15 @@ pub struct Connection {
     pub tap: WatchTap,
     /// Cluster, context and server (the Kubernetes version once known).
     pub source: SourceInfo,
+    /// The server as messages name it: with the proxy it is reached through, if any.
+    label: String,
 }
 
 impl Connection {
+    /// The server for messages (`https://h:6443`, or `https://h:6443 (through the proxy
+    /// http://p:3128)`), user info masked.
     pub fn server(&self) -> &str {
-        self.source.server.as_deref().unwrap_or("")
+        &self.label
     }
 
     /// Asks `/version`: the first request, so an unreachable server or refused
@@ -61,45 +67,102 @@ fn home_kubeconfig() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// Where the kubeconfig comes from, for messages.
+/// The kubeconfig and where it comes from, for messages.
 fn load_kubeconfig(opts: &ConnectOptions) -> Result<Option<(Kubeconfig, String)>, LiveError> {
-    // The error may quote the file around the fault: credentials are taken out.
-    let bad = |src: &str, files: &[PathBuf], e: kube::config::KubeconfigError| {
-        let text: String = files
-            .iter()
-            .filter_map(|f| std::fs::read_to_string(f).ok())
-            .collect::<Vec<_>>()
-            .join("\n");
-        let said = redact_kubeconfig_error(&e.to_string(), Some(&text));
-        LiveError::Kubeconfig(format!("kubeconfig {src}: {said}"))
-    };
+    let read = read_kubeconfig;
     if let Some(p) = &opts.kubeconfig {
-        let src = p.display().to_string();
         if !p.exists() {
             return Err(LiveError::Kubeconfig(format!(
-                "kubeconfig {src}: no such file"
+                "kubeconfig {}: no such file",
+                p.display()
             )));
         }
-        return Kubeconfig::read_from(p)
-            .map(|k| Some((k, src.clone())))
-            .map_err(|e| bad(&src, std::slice::from_ref(p), e));
+        return read(p).map(|k| Some((k, p.display().to_string())));
     }
     if let Some(v) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
         let src = format!("KUBECONFIG={}", v.to_string_lossy());
         return match Kubeconfig::from_env() {
             Ok(Some(k)) => Ok(Some((k, src))),
             Ok(None) => Ok(None),
-            Err(e) => Err(bad(&src, &std::env::split_paths(&v).collect::<Vec<_>>(), e)),
+            Err(e) => {
+                // Which of the files is at fault: each is read alone to say so.
+                for p in std::env::split_paths(&v).filter(|p| p.exists()) {
+                    read(&p)?;
+                }
+                Err(LiveError::Kubeconfig(format!(
+                    "kubeconfig {src}: {}",
+                    redact::text(&e.to_string())
+                )))
+            }
         };
     }
     match home_kubeconfig() {
-        Some(p) => {
-            let src = p.display().to_string();
-            Kubeconfig::read_from(&p)
-                .map(|k| Some((k, src.clone())))
-                .map_err(|e| bad(&src, std::slice::from_ref(&p), e))
-        }
+        Some(p) => read(&p).map(|k| Some((k, p.display().to_string()))),
         None => Ok(None),
+    }
+}
+
+/// One kubeconfig file, read as kube-rs reads it; its fault said as `kubeconfig_fault` says it.
+pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, LiveError> {
+    Kubeconfig::read_from(path).map_err(|e| LiveError::Kubeconfig(kubeconfig_fault(path, &e)))
+}
+
+/// Why a kubeconfig file cannot be read, in words that quote none of it: the file, the
+/// line and column, and the kind of fault, never the text there (it may be a credential,
+/// and a parser's excerpt of a flow mapping, a JSON line or a block scalar shows it).
+pub fn kubeconfig_fault(path: &Path, e: &kube::config::KubeconfigError) -> String {
+    use kube::config::KubeconfigError as K;
+    let file = path.display();
+    match e {
+        K::Parse(p) => {
+            let p = p.without_snippet();
+            let at = p
+                .location()
+                .map(|l| format!("line {}, column {}: ", l.line(), l.column()))
+                .unwrap_or_default();
+            format!(
+                "kubeconfig {file}: {at}not a valid kubeconfig: {}",
+                fault_kind(&p.to_string())
+            )
+        }
+        K::ReadConfig(io, _) => format!("kubeconfig {file}: cannot read it: {io}"),
+        other => format!("kubeconfig {file}: {}", redact::text(&other.to_string())),
+    }
+}
+
+/// The kind of a parse fault from a parser's message, with everything that could be the
+/// file's text taken out: quoted spans, words holding digits (values; the location is
+/// given apart) and anything after the first line.
+fn fault_kind(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default();
+    // serde-saphyr prefixes "error: line N column M: ".
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let first = match first.strip_prefix("line ") {
+        Some(r) => r.split_once(": ").map_or(r, |(_, kind)| kind),
+        None => first,
+    };
+    // The location is given apart.
+    let first = first.split(" at line ").next().unwrap_or(first);
+    let mut out = String::new();
+    let mut quote = None;
+    for c in first.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+            None => out.push(c),
+        }
+    }
+    let words: Vec<&str> = out
+        .split_whitespace()
+        .filter(|w| !w.chars().any(|c| c.is_ascii_digit()) && !looks_like_a_secret(w))
+        .collect();
+    let kind = words.join(" ");
+    let kind = kind.trim_end_matches([',', ':', ' ']);
+    if kind.is_empty() {
+        "the YAML (or JSON) cannot be read".into()
+    } else {
+        kind.to_string()
     }
 }
 
@@ -139,16 +202,43 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, LiveError> {
         )));
     };
     let cluster = named.context.as_ref().map(|c| c.cluster.clone());
+    let user = named.context.as_ref().and_then(|c| c.user.clone());
+    let mut kc = kc;
+    let server = normalize_server(&mut kc, cluster.as_deref(), user.as_deref()).map_err(|e| {
+        LiveError::Kubeconfig(format!("kubeconfig {src}, context \"{context}\": {e}"))
+    })?;
+    let kubeconfig_proxy = server.as_ref().and_then(|(_, p)| p.clone());
     let options = KubeConfigOptions {
         context: Some(context.clone()),
         ..Default::default()
     };
-    let config = Config::from_custom_kubeconfig(kc, &options)
+    let mut config = Config::from_custom_kubeconfig(kc, &options)
         .await
         .map_err(|e| {
-            let said = redact_kubeconfig_error(&e.to_string(), None);
+            let said = match e {
+                kube::config::KubeconfigError::ParseNoProxy(ref inner) => format!(
+                    "NO_PROXY (or no_proxy) cannot be read: {}",
+                    redact::text(&inner.to_string())
+                ),
+                ref other => redact::text(&other.to_string()).into_owned(),
+            };
             LiveError::Kubeconfig(format!("kubeconfig {src}, context \"{context}\": {said}"))
         })?;
+    if let Some((url, _)) = &server {
+        // The proxy as kubectl picks it (kube-rs reads HTTPS_PROXY for every scheme and
+        // matches NO_PROXY against the proxy, not the server).
+        let proxy =
+            kubeconfig_proxy.or_else(|| server_url::proxy_from_env(url, |k| std::env::var(k).ok()));
+        config.proxy_url = match proxy {
+            Some(p) => Some(p.parse().map_err(|_| {
+                LiveError::Kubeconfig(format!(
+                    "kubeconfig {src}, context \"{context}\": the proxy URL {} is not a valid URL",
+                    redact::url(&p)
+                ))
+            })?),
+            None => None,
+        };
+    }
     let source = SourceInfo {
         cluster,
         context: Some(context),
@@ -162,6 +252,55 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, LiveError> {
         ..Default::default()
     };
     client(config, source)
+}
+
+/// Checks the context's server URL and rewrites it as kubectl reads it (see
+/// `server_url`): a scheme for a bare `host:port`, user info moved out of the URL into the
+/// user's basic auth when the user has no credentials of its own. Returns the parsed
+/// server and the kubeconfig's own proxy URL, or `None` when the context names no
+/// cluster (kube-rs then says what is missing).
+fn normalize_server(
+    kc: &mut Kubeconfig,
+    cluster: Option<&str>,
+    user: Option<&str>,
+) -> Result<Option<(server_url::ServerUrl, Option<String>)>, String> {
+    let tls_user = user
+        .and_then(|u| kc.auth_infos.iter().find(|a| a.name == u))
+        .and_then(|a| a.auth_info.as_ref())
+        .is_some_and(|a| a.client_certificate.is_some() || a.client_certificate_data.is_some());
+    let Some(named) = cluster.and_then(|c| kc.clusters.iter_mut().find(|n| n.name == c)) else {
+        return Ok(None);
+    };
+    let name = named.name.clone();
+    let Some(c) = named.cluster.as_mut() else {
+        return Ok(None);
+    };
+    let Some(server) = c.server.as_deref() else {
+        return Ok(None);
+    };
+    let tls = tls_user
+        || c.certificate_authority.is_some()
+        || c.certificate_authority_data.is_some()
+        || c.insecure_skip_tls_verify == Some(true);
+    let parsed = server_url::parse(server, tls)
+        .map_err(|e| format!("the server URL of cluster \"{name}\" {e}"))?;
+    c.server = Some(parsed.url.clone());
+    let proxy = c.proxy_url.clone().filter(|p| !p.trim().is_empty());
+    if let Some((name, password)) = &parsed.basic_auth
+        && let Some(u) = user.and_then(|u| kc.auth_infos.iter_mut().find(|a| a.name == u))
+    {
+        let a = u.auth_info.get_or_insert_with(Default::default);
+        let own = a.token.is_some()
+            || a.token_file.is_some()
+            || a.username.is_some()
+            || a.exec.is_some()
+            || a.auth_provider.is_some();
+        if !own {
+            a.username = Some(name.clone());
+            a.password = Some(password.clone().into());
+        }
+    }
+    Ok(Some((parsed, proxy)))
 }
 
 /// No request waits longer than this for the server to answer (or to send the next
@@ -181,17 +320,32 @@ fn client(mut config: Config, mut source: SourceInfo) -> Result<Connection, Live
         config.headers.push((USER_AGENT, ua));
     }
     // A password in the server's URL is never shown nor recorded.
-    source.server = source.server.as_deref().map(redact_url);
+    source.server = source
+        .server
+        .as_deref()
+        .map(|s| redact::url(s).into_owned());
     let server = source.server.clone().unwrap_or_default();
+    let label = match &config.proxy_url {
+        Some(p) => format!(
+            "{server} (through the proxy {})",
+            redact::url(&p.to_string())
+        ),
+        None => server.clone(),
+    };
     let tap = WatchTap::default();
     let client = kube::client::ClientBuilder::try_from(config)
-        .map_err(|e| LiveError::Kubeconfig(format!("cannot set up a client for {server}: {e}")))?
+        .map_err(|e| {
+            let why = super::error::credential_fault_in(&e)
+                .unwrap_or_else(|| redact::text(&e.to_string()).into_owned());
+            LiveError::Kubeconfig(format!("cannot set up a client for {server}: {why}"))
+        })?
         .with_layer(&tap.layer())
         .build();
     Ok(Connection {
         client,
         tap,
         source,
+        label,
     })
 }
 
@@ -209,90 +363,6 @@ pub fn user_agent() -> String {
     format!("kubestep/{}", env!("CARGO_PKG_VERSION"))
 }
 
-/// A URL with any user name and password replaced by `REDACTED`.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(end);
-    match authority.rsplit_once('@') {
-        Some((_, host)) => format!("{scheme}://REDACTED@{host}{path}"),
-        None => url.to_string(),
-    }
-}
-
-/// Keys of a kubeconfig whose values are credentials.
-const SECRET_KEYS: &[&str] = &[
-    "token",
-    "password",
-    "client-key-data",
-    "client-certificate-data",
-    "id-token",
-    "refresh-token",
-    "access-token",
-    "client-secret",
-    "secret",
-];
-
-/// An error about a kubeconfig, with every credential the file holds taken out: the
-/// values of its secret keys, passwords in URLs, and any long unbroken run of base64 a
-/// parser might quote.
-pub fn redact_kubeconfig_error(message: &str, file_text: Option<&str>) -> String {
-    let mut out = message.to_string();
-    if let Some(text) = file_text {
-        for line in text.lines() {
-            let l = line.trim_start().trim_start_matches("- ");
-            let Some((key, value)) = l.split_once(':') else {
-                continue;
-            };
-            let key = key.trim().trim_matches('"');
-            let value = value.trim().trim_matches(['"', '\'']);
-            if value.len() >= 4 && SECRET_KEYS.contains(&key) {
-                out = out.replace(value, "REDACTED");
-                // A parser may quote only part of a long value.
-                for piece in value.as_bytes().chunks(16) {
-                    if let Ok(p) = std::str::from_utf8(piece)
-                        && p.len() == 16
-                    {
-                        out = out.replace(p, "REDACTED");
-                    }
-                }
-            }
-        }
-    }
-    let mut redacted: Vec<String> = Vec::new();
-    for word in out.split(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '`') {
-        if word.contains("://") && word.contains('@') {
-            redacted.push(word.to_string());
-        }
-        if looks_like_a_secret(word) {
-            redacted.push(word.to_string());
-        }
-    }
-    for w in redacted {
-        let r = if w.contains("://") {
-            redact_url(&w)
-        } else {
-            "REDACTED".into()
-        };
-        out = out.replace(&w, &r);
-    }
-    // Lines a parser quotes around an error, if any: drop those naming a secret key.
-    out.lines()
-        .map(|l| {
-            let t = l.trim_start().trim_start_matches("- ");
-            match t.split_once(':') {
-                Some((k, _)) if SECRET_KEYS.contains(&k.trim()) => {
-                    format!("{}{}: REDACTED", &l[..l.len() - t.len()], k.trim())
-                }
-                _ => l.to_string(),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 /// A long run of base64 (or a JWT) mixing upper case, lower case and digits: key data or
 /// a token, not a word or a path.
 fn looks_like_a_secret(word: &str) -> bool {
@@ -305,31 +375,4 @@ fn looks_like_a_secret(word: &str) -> bool {
         && word.chars().any(|c| c.is_ascii_uppercase())
         && word.chars().any(|c| c.is_ascii_lowercase())
         && word.chars().any(|c| c.is_ascii_digit())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn passwords_in_urls_are_redacted() {
-        assert_eq!(
-            redact_url("https://admin:hunter2@10.0.0.1:6443/base"),
-            "https://REDACTED@10.0.0.1:6443/base"
-        );
-        assert_eq!(redact_url("https://10.0.0.1:6443"), "https://10.0.0.1:6443");
-    }
-
-    #[test]
-    fn kubeconfig_errors_lose_their_secrets() {
-        let text = "users:\n- name: u\n  user:\n    token: s3cr3t-t0ken-value\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQo=\n";
-        let msg = "users[0].user: invalid type: string \"s3cr3t-t0ken-value\" at line 4\n    token: s3cr3t-t0ken-value\n    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJV";
-        let r = redact_kubeconfig_error(msg, Some(text));
-        assert!(!r.contains("s3cr3t"), "{r}");
-        assert!(!r.contains("LS0tLS1CRUdJTiBSU0Eg"), "{r}");
-        assert!(r.contains("at line 4"), "{r}");
-        assert!(r.contains("token: REDACTED"), "{r}");
-        let r = redact_kubeconfig_error("cannot reach https://u:pw@host:1/x", None);
-        assert_eq!(r, "cannot reach https://REDACTED@host:1/x");
-    }
 }

@@ -2,6 +2,8 @@
 //! be reached, which credentials were refused, which permission (verb, resource, scope) is
 //! missing.
 
+use kubestep_engine::redact;
+
 use super::kinds::Kind;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,6 +105,9 @@ pub struct Doing<'a> {
 
 /// Maps a kube client error to a clear message.
 pub fn classify(e: &kube::Error, doing: Doing<'_>) -> LiveError {
+    if let Some(a) = auth_error(e) {
+        return LiveError::Kubeconfig(credential_fault(a));
+    }
     match e {
         kube::Error::Api(s) if s.code == 401 => LiveError::Unauthorized {
             server: doing.server.into(),
@@ -160,6 +165,54 @@ fn what(doing: Doing<'_>) -> String {
     }
 }
 
+/// The credential step's error inside a request's error, if that is what failed.
+fn auth_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a kube::client::AuthError> {
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(a) = c.downcast_ref::<kube::client::AuthError>() {
+            return Some(a);
+        }
+        if let Some(kube::Error::Auth(a)) = c.downcast_ref::<kube::Error>() {
+            return Some(a);
+        }
+        cur = c.source();
+    }
+    None
+}
+
+/// The credential step's fault inside `e`, in words (see `credential_fault`).
+pub(crate) fn credential_fault_in(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    auth_error(e).map(credential_fault)
+}
+
+/// Why the user's credentials could not be obtained, without what kube-rs would quote: an
+/// exec plugin's command line (with its environment), output and errors, which carry
+/// tokens.
+fn credential_fault(a: &kube::client::AuthError) -> String {
+    use kube::client::AuthError as A;
+    let plugin = "the exec credential plugin of the kubeconfig's user";
+    match a {
+        A::AuthExecRun { out, .. } => format!(
+            "{plugin} failed ({}); its output is not shown, as it may hold credentials: run the plugin yourself to see it",
+            out.status
+        ),
+        A::AuthExecStart(io) => format!("{plugin} could not be started: {io}"),
+        A::AuthExecParse(p) => format!(
+            "{plugin} printed something that is not an ExecCredential{}",
+            p.location()
+                .map(|l| format!(" (line {}, column {})", l.line(), l.column()))
+                .unwrap_or_default()
+        ),
+        A::AuthExec(_) => {
+            format!("{plugin} failed; its message is not shown, as it may hold credentials")
+        }
+        other => format!(
+            "the kubeconfig's credentials cannot be used: {}",
+            redact::text(&other.to_string())
+        ),
+    }
+}
+
 /// The innermost cause: "Connection refused (os error 111)" rather than the layers of
 /// client wrappers around it.
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
@@ -167,7 +220,7 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
     while let Some(next) = cur.source() {
         cur = next;
     }
-    cur.to_string()
+    redact::text(&cur.to_string()).into_owned()
 }
 
 /// Every message of an error's chain, outermost first.
@@ -181,7 +234,7 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
         }
         cur = c.source();
     }
-    parts.join(": ")
+    redact::text(&parts.join(": ")).into_owned()
 }
 
 /// A watcher error: the request it was making, and the client error inside.

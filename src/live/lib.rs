@@ -13,6 +13,7 @@ pub mod kinds;
 pub mod link;
 pub mod mirror;
 pub mod recorder;
+pub mod server_url;
 pub mod signals;
 pub mod tap;
 pub mod watch;

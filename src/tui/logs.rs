@@ -78,8 +78,9 @@ impl<S: Subscriber> Layer<S> for RingLayer {
             Level::DEBUG => "DEBUG",
             Level::TRACE => "TRACE",
         };
+        let line = format!("{level} {}: {}", event.metadata().target(), f.0);
         self.buffer
-            .push(format!("{level} {}: {}", event.metadata().target(), f.0));
+            .push(kubestep_engine::redact::text(&line).into_owned());
     }
 }
 
@@ -102,6 +103,47 @@ fn open_log_file(p: &std::path::Path) -> Result<std::fs::File, String> {
     opts.open(p).map_err(|e| e.to_string())
 }
 
+/// The log file, written an event at a time with the user info of every URL masked:
+/// the client's spans carry request URLs, which may hold a password.
+struct Redacting(Mutex<std::fs::File>);
+
+/// One event's text, written when the formatter is done with it.
+struct EventText<'a> {
+    file: &'a Mutex<std::fs::File>,
+    text: Vec<u8>,
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Redacting {
+    type Writer = EventText<'a>;
+    fn make_writer(&'a self) -> EventText<'a> {
+        EventText {
+            file: &self.0,
+            text: Vec::new(),
+        }
+    }
+}
+
+impl std::io::Write for EventText<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for EventText<'_> {
+    fn drop(&mut self) {
+        use std::io::Write as _;
+        let text = String::from_utf8_lossy(&self.text);
+        let masked = kubestep_engine::redact::text(&text);
+        let mut f = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        // A log line that cannot be written is not worth failing the run for.
+        let _ = f.write_all(masked.as_bytes());
+    }
+}
+
 /// Installs the global subscriber: the ring buffer, plus a file when asked. Returns the
 /// buffer, and a warning when the log file could not be opened.
 pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>) {
@@ -116,7 +158,7 @@ pub fn install(log_file: Option<&std::path::Path>) -> (LogBuffer, Option<String>
         Ok(f) => Some(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
-                .with_writer(Mutex::new(f))
+                .with_writer(Redacting(Mutex::new(f)))
                 .with_filter(tracing_subscriber::filter::LevelFilter::DEBUG),
         ),
         Err(e) => {
@@ -161,6 +203,39 @@ mod tests {
         assert_eq!(speed_index(0.5), 0);
         assert_eq!(SPEEDS[speed_index(7.0)].2, 5);
         assert_eq!(SPEEDS[speed_index(1e9)].0, "max");
+    }
+
+    #[test]
+    fn the_log_file_and_pane_mask_passwords_in_urls() {
+        let dir = std::env::temp_dir().join(format!("kubestep-logmask-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("k.log");
+        let buffer = LogBuffer::default();
+        let file = tracing_subscriber::fmt::layer()
+            .with_ansi(false)
+            .with_writer(Redacting(Mutex::new(open_log_file(&path).unwrap())));
+        let ring = RingLayer {
+            buffer: buffer.clone(),
+        };
+        let sub = tracing_subscriber::registry().with(file).with(ring);
+        tracing::subscriber::with_default(sub, || {
+            // As kube-rs's trace layer records a request.
+            let span = tracing::debug_span!("HTTP", http.url = %"http://admin:PASSWORD@127.0.0.1/api/v1/pods");
+            let _g = span.enter();
+            tracing::info!(url = "https://u:PASSWORD@h:6443/x", "requesting");
+        });
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("PASSWORD"), "{text}");
+        assert!(
+            text.contains("http.url=http://admin:***@127.0.0.1/api/v1/pods"),
+            "{text}"
+        );
+        let pane = buffer.tail(5).join("\n");
+        assert!(
+            !pane.contains("PASSWORD") && pane.contains("u:***@h:6443"),
+            "{pane}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -200,6 +200,7 @@ struct State {
     expire_gen: u64,
     requests: Vec<Request>,
     denials: Vec<Denial>,
+    /// The `Authorization` header every request must carry, when set.
     token: Option<String>,
     user: String,
     pod_groups: bool,
@@ -465,7 +466,13 @@ impl ApiServer {
 
     /// Requires `Authorization: Bearer TOKEN`; anything else gets 401.
     pub fn require_token(&self, token: &str) {
-        self.shared.lock().token = Some(token.into());
+        self.shared.lock().token = Some(format!("Bearer {token}"));
+    }
+
+    /// Requires exactly this `Authorization` header (basic auth, for one); anything else
+    /// gets 401.
+    pub fn require_authorization(&self, header: &str) {
+        self.shared.lock().token = Some(header.into());
     }
 
     /// Serves (or not) the DRA kinds' API group, resource.k8s.io/v1.
@@ -868,11 +875,10 @@ fn handle(req: &HttpRequest, s: &Arc<Shared>) -> Reply {
         query: req.query.clone(),
         user_agent: req.header("user-agent").map(str::to_string),
     });
-    if let Some(t) = &st.token {
-        let want = format!("Bearer {t}");
-        if req.header("authorization") != Some(want.as_str()) {
-            return Reply::Json(401, status(401, "Unauthorized", "Unauthorized", None));
-        }
+    if let Some(want) = &st.token
+        && req.header("authorization") != Some(want.as_str())
+    {
+        return Reply::Json(401, status(401, "Unauthorized", "Unauthorized", None));
     }
     if req.method == "GET"
         && let Some(v) = discovery(&req.path, &st)

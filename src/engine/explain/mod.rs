@@ -467,6 +467,11 @@ fn build(
         .map(str::to_string)
         .collect();
     selected.sort();
+    // Every Error ends the cycle before a host is selected (an extender's filter error,
+    // a Score plugin's): no node was selected, whatever the nodes left at that point.
+    if matches!(outcome, CycleOutcome::Error(_)) {
+        selected.clear();
+    }
 
     let gated = pre_enqueue.is_some();
     let attempted = !gated && !already_bound;

@@ -26,7 +26,7 @@ pub(super) struct Transport {
 impl std::fmt::Debug for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Transport")
-            .field("url_prefix", &self.url_prefix)
+            .field("url_prefix", &crate::redact::url(&self.url_prefix))
             .finish_non_exhaustive()
     }
 }
@@ -57,16 +57,21 @@ impl Transport {
     pub(super) fn send(&self, action: &str, args: &impl Serialize) -> Result<Value, ExtenderError> {
         let body = serde_json::to_vec(args).map_err(|e| ExtenderError(format!("json: {e}")))?;
         let url = format!("{}/{action}", self.url_prefix.trim_end_matches('/'));
+        // Messages show the URL as Go's client does, its password masked.
+        let shown = crate::redact::url(&url);
         let resp = self
             .agent
             .post(&url)
             .header("Content-Type", "application/json")
             .send(&body[..])
-            .map_err(|e| ExtenderError(format!("Post {}: {}", go_quote(&url), cause(&url, e))))?;
+            .map_err(|e| {
+                let why = crate::redact::text(&cause(&url, e)).into_owned();
+                ExtenderError(format!("Post {}: {why}", go_quote(&shown)))
+            })?;
         let code = resp.status().as_u16();
         if code != 200 {
             return Err(ExtenderError(format!(
-                "failed {action} with extender at URL {url}, code {code}"
+                "failed {action} with extender at URL {shown}, code {code}"
             )));
         }
         let bytes = resp

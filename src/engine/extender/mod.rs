@@ -45,8 +45,9 @@ impl HttpExtender {
     pub fn new(cfg: &config::Extender) -> Result<HttpExtender, ExtenderError> {
         let transport = http::Transport::new(cfg).map_err(ExtenderError)?;
         Ok(HttpExtender {
-            name: format!("extender:{}", cfg.url_prefix),
-            url_prefix: cfg.url_prefix.clone(),
+            // Shown and recorded with its password masked; only the transport has it.
+            name: format!("extender:{}", crate::redact::url(&cfg.url_prefix)),
+            url_prefix: crate::redact::url(&cfg.url_prefix).into_owned(),
             filter_verb: cfg.filter_verb.clone(),
             preempt_verb: cfg.preempt_verb.clone(),
             prioritize_verb: cfg.prioritize_verb.clone(),

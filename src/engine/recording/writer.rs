@@ -57,7 +57,7 @@ impl Writer {
             events: 0,
             bytes: 0,
         };
-        w.line(&serde_json::to_value(header).unwrap_or_default())?;
+        w.line(&header_value(header))?;
         Ok(w)
     }
 
@@ -68,7 +68,7 @@ impl Writer {
             events: 0,
             bytes: 0,
         };
-        let _ = w.line(&serde_json::to_value(header).unwrap_or_default());
+        let _ = w.line(&header_value(header));
         w
     }
 
@@ -102,6 +102,26 @@ pub fn strip_managed_fields(v: &mut Value) {
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("managedFields");
     }
+}
+
+/// The header as written: every URL in it (the server, an extender's `urlPrefix` in the
+/// scheduler configuration) with its user info masked, so no recording holds a password.
+fn header_value(header: &Header) -> serde_json::Value {
+    fn mask(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::String(s) => {
+                if let std::borrow::Cow::Owned(m) = crate::redact::text(s) {
+                    *s = m;
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(mask),
+            serde_json::Value::Object(o) => o.values_mut().for_each(mask),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(header).unwrap_or_default();
+    mask(&mut v);
+    v
 }
 
 #[cfg(test)]
