@@ -208,6 +208,15 @@ impl Packed {
 }
 
 impl PodInfo {
+    /// The bytes of a packed pod's texts (a packed pod's size is known for free); `None`
+    /// for a whole pod.
+    pub fn packed_bytes(&self) -> Option<usize> {
+        match &self.body {
+            Body::Packed(p) => Some(p.own.len() + p.shared.as_ref().map_or(0, |s| s.len())),
+            Body::Whole(_) => None,
+        }
+    }
+
     /// This pod packed: everything derived from it stays as it was computed from the
     /// whole pod.
     pub fn packed(mut self) -> PodInfo {

@@ -318,6 +318,10 @@ pub struct AttemptRecord {
     /// Sequence number of the attempt's first step.
     pub first_seq: u64,
     pub frozen: Option<super::world::Frozen>,
+    /// Bytes of the pod version the record keeps alive (a pending pod's status is
+    /// written at each attempt, so each attempt may hold its own copy); set by
+    /// `History::push_attempt`.
+    pub pod_bytes: usize,
 }
 
 impl AttemptRecord {
@@ -328,6 +332,7 @@ impl AttemptRecord {
             + self.points.len() * std::mem::size_of::<PointSummary>()
             + self.post_cycle.len() * 64
             + self.victims.iter().map(|v| v.len() + 24).sum::<usize>()
+            + self.pod_bytes
     }
 }
 
@@ -355,6 +360,8 @@ pub struct History {
     tap: Option<(bool, Vec<Tapped>)>,
     /// The queue at each step, when a driver asks for it (time travel in the TUI).
     pub queues: super::queue_history::QueueHistory,
+    /// Sizes of the pods attempts keep (see `AttemptRecord::pod_bytes`).
+    sizes: super::world_size::Sizes,
 }
 
 impl History {
@@ -369,6 +376,7 @@ impl History {
             next_seq: 1,
             tap: None,
             queues: Default::default(),
+            sizes: Default::default(),
         }
     }
 
@@ -438,7 +446,13 @@ impl History {
         }
     }
 
-    pub fn push_attempt(&mut self, a: AttemptRecord) {
+    pub fn push_attempt(&mut self, mut a: AttemptRecord) {
+        if self.attempt_budget > 0 {
+            let p = match &a.pod_info {
+                AttemptPod::Whole(p) | AttemptPod::BoundPacked(p) => p,
+            };
+            a.pod_bytes = self.sizes.pod(p);
+        }
         let a = Arc::new(a);
         if let Some(t) = self.tap.as_mut() {
             t.1.push(Tapped::Attempt(a.clone()));

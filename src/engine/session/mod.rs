@@ -19,6 +19,7 @@ pub mod scheduler_log;
 pub mod script;
 pub mod trace;
 pub mod world;
+mod world_size;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -448,7 +449,18 @@ impl Core {
             let _ = self.actuator.nominate(pod, node);
         }
         self.actuator.failed(pod, &f.message, f.error);
-        if let Some(n) = &f.nominated {
+        // A nomination that changes nothing (cleared on a pod that has none) writes
+        // nothing: kube-scheduler's status patch is empty then, and a new pod version
+        // at every retry would only fill history.
+        let unchanged = f.nominated.as_deref().is_some_and(|n| {
+            n.is_empty()
+                && !self.sched.nominator.contains(&pod.uid)
+                && self
+                    .cluster
+                    .pod_info(&pod.key)
+                    .is_none_or(|p| p.nominated_node_name().is_empty())
+        });
+        if let Some(n) = f.nominated.as_ref().filter(|_| !unchanged) {
             let node = (!n.is_empty()).then_some(n.as_str());
             let mut nominated = (*pod.pod()).clone();
             nominated
@@ -980,6 +992,7 @@ impl Session {
             post_cycle: a.post_cycle.clone(),
             first_seq: a.first_seq,
             frozen: a.frozen.clone(),
+            pod_bytes: 0,
         });
         let world = &self.core.world;
         if world.enabled() {

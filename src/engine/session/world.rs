@@ -91,7 +91,15 @@ pub struct WorldHistory {
     lister_base: u64,
     checkpoints: VecDeque<Checkpoint>,
     ops_since_checkpoint: usize,
-    /// Bytes the checkpoints may take (0 = keep none: attempts are not re-run).
+    /// Bytes each kept change holds (`snapshot_ops`, then `lister_ops`), their sum, and
+    /// the part of it since the last checkpoint.
+    snapshot_op_bytes: VecDeque<u32>,
+    lister_op_bytes: VecDeque<u32>,
+    op_bytes: usize,
+    op_bytes_since_checkpoint: usize,
+    sizes: super::world_size::Sizes,
+    /// Bytes the checkpoints and the changes after the oldest may take (0 = keep none:
+    /// attempts are not re-run).
     budget: usize,
     cursor: Option<World>,
 }
@@ -105,6 +113,11 @@ impl WorldHistory {
             lister_base: 0,
             checkpoints: VecDeque::new(),
             ops_since_checkpoint: 0,
+            snapshot_op_bytes: VecDeque::new(),
+            lister_op_bytes: VecDeque::new(),
+            op_bytes: 0,
+            op_bytes_since_checkpoint: 0,
+            sizes: Default::default(),
             budget,
             cursor: None,
         }
@@ -130,13 +143,32 @@ impl WorldHistory {
         let s = snapshot.take_changes();
         let l = listers.take_changes();
         self.ops_since_checkpoint += s.len() + l.len();
-        self.snapshot_ops.extend(s);
-        self.lister_ops.extend(l);
+        let before = self.op_bytes;
+        for op in s {
+            let b = self.sizes.snapshot_op(&op);
+            self.snapshot_op_bytes
+                .push_back(u32::try_from(b).unwrap_or(u32::MAX));
+            self.op_bytes += b;
+            self.snapshot_ops.push_back(op);
+        }
+        for op in l {
+            let b = self.sizes.lister_op(&op);
+            self.lister_op_bytes
+                .push_back(u32::try_from(b).unwrap_or(u32::MAX));
+            self.op_bytes += b;
+            self.lister_ops.push_back(op);
+        }
+        self.op_bytes_since_checkpoint += self.op_bytes - before;
         let pos = self.end();
         // Applying a change costs about a microsecond and a copy of the snapshot about
-        // one per node: a checkpoint every two changes per node keeps both small.
+        // one per node: a checkpoint every two changes per node keeps both small. Changes
+        // holding big objects (a pending pod's status written at each attempt) take one
+        // sooner, so that the budget can drop old changes with old checkpoints.
         let every = (snapshot.num_nodes() * 2).max(2048);
-        if self.checkpoints.is_empty() || self.ops_since_checkpoint >= every {
+        if self.checkpoints.is_empty()
+            || self.ops_since_checkpoint >= every
+            || self.op_bytes_since_checkpoint >= self.budget / 4
+        {
             let world = World {
                 pos,
                 snapshot: snapshot.clone(),
@@ -145,6 +177,7 @@ impl WorldHistory {
             let bytes = world.snapshot.approx_bytes() + world.listers.approx_bytes();
             self.checkpoints.push_back(Checkpoint { world, bytes });
             self.ops_since_checkpoint = 0;
+            self.op_bytes_since_checkpoint = 0;
             self.evict();
         }
         pos
@@ -153,29 +186,36 @@ impl WorldHistory {
     /// Drops the oldest checkpoints (and the changes before the next) while over budget;
     /// the newest always stays.
     fn evict(&mut self) {
-        let total = |c: &VecDeque<Checkpoint>| c.iter().map(|c| c.bytes).sum::<usize>();
-        while self.checkpoints.len() > 1 && total(&self.checkpoints) > self.budget {
+        while self.checkpoints.len() > 1 && self.bytes() > self.budget {
             self.checkpoints.pop_front();
+            self.drop_ops_before_oldest();
         }
+        self.drop_ops_before_oldest();
+    }
+
+    /// Forgets the changes no kept checkpoint leads to.
+    fn drop_ops_before_oldest(&mut self) {
         let Some(oldest) = self.checkpoints.front().map(|c| c.world.pos) else {
             return;
         };
         while self.snapshot_base < oldest.snapshot && self.snapshot_ops.pop_front().is_some() {
             self.snapshot_base += 1;
+            let b = self.snapshot_op_bytes.pop_front().unwrap_or(0) as usize;
+            self.op_bytes = self.op_bytes.saturating_sub(b);
         }
         while self.lister_base < oldest.listers && self.lister_ops.pop_front().is_some() {
             self.lister_base += 1;
+            let b = self.lister_op_bytes.pop_front().unwrap_or(0) as usize;
+            self.op_bytes = self.op_bytes.saturating_sub(b);
         }
         if self.cursor.as_ref().is_some_and(|c| !oldest.le(c.pos)) {
             self.cursor = None;
         }
     }
 
-    /// Bytes held by checkpoints and the cursor.
+    /// Bytes held by the checkpoints and the changes kept.
     pub fn bytes(&self) -> usize {
-        self.checkpoints.iter().map(|c| c.bytes).sum::<usize>()
-            + self.snapshot_ops.len() * 32
-            + self.lister_ops.len() * 64
+        self.checkpoints.iter().map(|c| c.bytes).sum::<usize>() + self.op_bytes
     }
 
     /// The world as it was at `pos`: the cursor moved there (rebuilt from the nearest
@@ -272,8 +312,9 @@ mod tests {
         let mut listers = Listers::default();
         snap.record_changes();
         listers.record_changes();
-        // A tiny budget: one checkpoint, every world rebuilt from it.
-        let mut h = WorldHistory::new(1);
+        // A budget the first checkpoint and every change after it fit in: each world is
+        // rebuilt from that checkpoint.
+        let mut h = WorldHistory::new(1 << 24);
         let mut seen = Vec::new();
         for i in 0..20 {
             let pos = h.freeze(&mut snap, &mut listers);
@@ -291,6 +332,33 @@ mod tests {
             let w = h.world_at(*pos).unwrap();
             assert_eq!(&pods_of(&w.snapshot), want);
         }
+    }
+
+    #[test]
+    fn changes_count_against_the_budget() {
+        // Pod versions written one after the other (a pending pod's status at each retry)
+        // are held only by the change log: it must not outgrow the budget.
+        let mut snap = Snapshot::new(vec![node("a")], Vec::new());
+        let mut listers = Listers::default();
+        snap.record_changes();
+        listers.record_changes();
+        let budget = 64 << 10;
+        let mut h = WorldHistory::new(budget);
+        for i in 0..20_000 {
+            snap.add_pod(pod(&format!("p{}", i % 7), "a"));
+            snap.remove_pod("a", &format!("d/p{}", i % 7));
+            h.freeze(&mut snap, &mut listers);
+            assert!(
+                h.bytes() <= 2 * budget,
+                "{} bytes after {i} changes",
+                h.bytes()
+            );
+        }
+        assert!(
+            h.snapshot_ops.len() < 2_000,
+            "{} changes kept",
+            h.snapshot_ops.len()
+        );
     }
 
     #[test]

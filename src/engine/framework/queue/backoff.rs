@@ -14,9 +14,10 @@ fn nanos(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
 }
 
-/// `t + d`, saturating at the ends of time.
+/// `t + d`, saturating at the ends of time. Exact for any span a recording can hold (a
+/// nanosecond count would overflow past 292 years).
 pub fn add(t: Timestamp, d: Duration) -> Timestamp {
-    let sd = SignedDuration::from_nanos(nanos(d));
+    let sd = SignedDuration::try_from(d).unwrap_or(SignedDuration::MAX);
     t.checked_add(sd).unwrap_or(Timestamp::MAX)
 }
 
@@ -71,6 +72,14 @@ pub fn is_backing_off(expiry: Option<Timestamp>, now: Timestamp) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn adding_centuries_is_exact() {
+        let t = Timestamp::from_second(-7_600_000_000).unwrap(); // year 1729
+        let later = add(t, Duration::from_secs(300 * 365 * 86_400));
+        assert_eq!(later.as_second(), -7_600_000_000 + 300 * 365 * 86_400);
+        assert_eq!(add(Timestamp::MAX, Duration::from_secs(1)), Timestamp::MAX);
+    }
 
     #[test]
     fn doubling_capped_at_max() {

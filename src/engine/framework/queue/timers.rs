@@ -1,9 +1,7 @@
 //! The queue's timers on the virtual clock: the backoff flush on whole seconds and the
 //! unschedulable leftover flush every 30 seconds.
 
-use std::time::Duration;
-
-use jiff::Timestamp;
+use jiff::{SignedDuration, Timestamp};
 
 use super::backoff::{self, BACKOFF_WINDOW, backoff_expiry, is_backing_off, truncate_to_window};
 use super::events::{BACKOFF_COMPLETE, matches_any};
@@ -134,13 +132,17 @@ impl SchedulingQueue {
             .filter(|q| Self::leftover_eligible(q))
             .map(|q| q.timestamp)
             .min()?;
-        let period = i64::try_from(UNSCHEDULABLE_FLUSH_PERIOD.as_nanos()).unwrap_or(i64::MAX);
+        let period = UNSCHEDULABLE_FLUSH_PERIOD.as_nanos() as i128;
         let tick_after = |t: Timestamp| -> Timestamp {
-            // The first tick strictly after `t`.
+            // The first tick strictly after `t`, in i128 nanoseconds: a queue that started
+            // centuries before `t` (a recording's header says so) must not overflow.
             let d = t.duration_since(started).as_nanos();
-            let k = if d < 0 { 0 } else { d / i128::from(period) + 1 };
-            let offset = u64::try_from(k.saturating_mul(i128::from(period))).unwrap_or(u64::MAX);
-            backoff::add(started, Duration::from_nanos(offset))
+            let k = if d < 0 { 0 } else { d / period + 1 };
+            let offset = k.saturating_mul(period);
+            let secs = i64::try_from(offset / 1_000_000_000).unwrap_or(i64::MAX);
+            let sub = (offset % 1_000_000_000) as i32;
+            let span = SignedDuration::new(secs, sub);
+            started.checked_add(span).unwrap_or(Timestamp::MAX)
         };
         let mut t = tick_after(backoff::add(oldest, self.max_in_unschedulable));
         if let Some(last) = self.last_unschedulable_tick
