@@ -21,9 +21,16 @@
 //! ...` with the source line and a caret; run time errors are cel-go's (`no such key: x`,
 //! `no such overload`, ...). Hostile input cannot crash kubestep: expressions are at most
 //! 10 KiB, parsed on a thread of their own with a large stack, and refused past cel-go's
-//! nesting limit of 250 or when their worst-case cost exceeds upstream's limit for
-//! selectors (the `cel` crate does not count cost while it runs, so it is estimated up
-//! front).
+//! nesting limit of 250. Their worst-case cost is estimated as upstream estimates it
+//! (`cost`), and one over upstream's limit is refused with the words of upstream's API
+//! validation, `too complex, exceeds cost limit`. As the `cel` crate counts nothing
+//! while it runs, the compiled expression is rewritten to charge a budget of that
+//! limit for what it builds, copies and loops over (`limit`), so that whatever the
+//! estimate lets through cannot allocate more than some tens of MB: past it the
+//! evaluation fails with cel-go's `operation cancelled: actual cost limit exceeded`.
+//!
+//! `device.attributes` and `device.capacity` iterate their domains in macros (`all`,
+//! `exists`, `map`, ...), as macros iterate a map's keys upstream.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
