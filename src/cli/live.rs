@@ -168,7 +168,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         eprintln!("connecting to {server} (q quits)");
     }
     let version = phase.bounded(
-        conn.check_version(),
+        kubestep::live::watch::check_version(&mut conn, |m| eprintln!("{m}")),
         &format!("waiting for {server} to answer"),
     )?;
     eprintln!("connected to {server} (Kubernetes {version})");
@@ -209,7 +209,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         namespace: namespace.clone(),
     };
     let mut watchers = phase.bounded(
-        Watchers::start(&conn, &watch_opts),
+        Watchers::start(&conn, &watch_opts, |m| eprintln!("{m}")),
         &format!("asking {server} for its API groups"),
     )?;
     let mut mirror = Mirror::new(!a.active, tape);

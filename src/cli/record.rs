@@ -132,6 +132,7 @@ impl Progress {
                 }
                 Note::Reconnected { kind } => format!("{kind}: watching again"),
                 Note::Skipped { warning, .. } => format!("warning: {warning}"),
+                Note::Retrying(text) => text.clone(),
                 Note::Resynced {
                     kind,
                     added,

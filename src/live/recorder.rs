@@ -13,7 +13,7 @@ use jiff::Timestamp;
 
 use super::connect::Connection;
 use super::error::LiveError;
-use super::watch::{Change, Update, WatchOptions, Watchers};
+use super::watch::{self, Change, Update, WatchOptions, Watchers};
 use crate::recording::Header;
 use crate::recording::writer::Writer;
 
@@ -81,6 +81,9 @@ pub enum Note {
         kinds: Vec<&'static str>,
         warning: String,
     },
+    /// A request before the watches began failed and is retried ("GET /version failed:
+    /// ...; retrying in 1s").
+    Retrying(String),
 }
 
 /// Records until `stop` completes, the duration ends or access is refused. `progress` is
@@ -101,7 +104,7 @@ pub async fn record(
         )))
     };
     let version = tokio::select! {
-        v = conn.check_version() => v?,
+        v = watch::check_version(conn, |m| progress(&Stats::default(), Some(&Note::Retrying(m)))) => v?,
         () = &mut stop => return Err(stopped("connecting to")),
         () = sleep_until(deadline) => return Err(stopped("waiting for an answer from")),
     };
@@ -127,7 +130,7 @@ pub async fn record(
         namespace: opts.namespace.clone(),
     };
     let started_watchers = tokio::select! {
-        w = Watchers::start(conn, &watch_opts) => w,
+        w = Watchers::start(conn, &watch_opts, |m| progress(&Stats::default(), Some(&Note::Retrying(m)))) => w,
         () = &mut stop => Err(LiveError::Stopped(format!("stopped while asking {server} for its API groups"))),
         () = sleep_until(deadline) => Err(LiveError::Stopped(format!("--duration ended while asking {server} for its API groups"))),
     };
