@@ -226,12 +226,13 @@ fn a_signal_during_shutdown_ends_it_and_says_what_was_not_written() {
 #[test]
 fn a_signal_sent_twice_at_once_counts_once() {
     let server = ApiServer::start();
+    let began = Instant::now();
     let (child, out, mut err) = active_with_three_waiting(&server, "twice", &[]);
     signal(&child, libc::SIGTERM);
     err.wait_for("SIGTERM: stopping as quit does", 1);
     signal(&child, libc::SIGTERM);
     let o = wait_bounded(child, Duration::from_secs(60));
-    let (stdout, stderr) = finished(&o, out, err, "SIGTERM twice", Instant::now());
+    let (stdout, stderr) = finished(&o, out, err, "SIGTERM twice", began);
     assert!(o.status.success(), "{:?}: {stderr}", o.status);
     assert!(
         stderr.contains("rejected 3 pod(s) waiting at Permit: kubestep is shutting down"),
@@ -406,7 +407,7 @@ fn watches_that_fail_until_the_end_leave_a_gap_that_is_reported() {
         "{stdout}"
     );
     assert!(
-        stderr.contains("is incomplete: changes are missing (gaps above); exit code 3"),
+        stderr.contains("were not recorded (their watches failed until the end; the file marks the gap); exit code 3"),
         "{stderr}"
     );
     let rec = read_file(&file, ReadOptions { strict: true }).expect("read the recording");

@@ -94,10 +94,20 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
     })?;
     let on_disk = std::fs::metadata(&output).map(|m| m.len()).ok();
     print_summary(&output, &stats, on_disk)?;
-    if !stats.gaps.is_empty() {
+    if let Some(from) = stats.gaps.iter().map(|(from, _)| *from).min() {
+        // Said on stderr too: the summary's lines may have gone to a file.
+        let mut kinds: Vec<&str> = stats
+            .gaps
+            .iter()
+            .flat_map(|(_, g)| g.kinds.iter().map(String::as_str))
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
         eprintln!(
-            "kubestep: {} is incomplete: changes are missing (gaps above); exit code {EXIT_INCOMPLETE}",
-            output.display()
+            "kubestep: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
+            output.display(),
+            kinds.join(", "),
+            from.strftime("%Y-%m-%dT%H:%M:%SZ")
         );
         return Ok(ExitCode::from(EXIT_INCOMPLETE));
     }
