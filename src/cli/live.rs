@@ -15,7 +15,9 @@ use serde_json::Value;
 
 use kubestep::config::{self, KubeSchedulerConfiguration};
 use kubestep::live::access;
-use kubestep::live::actuator::{ApiActuator, ShadowActuator, WriteErrors};
+use kubestep::live::actuator::{
+    ApiActuator, SHUTDOWN_DEADLINE, ShadowActuator, WriteBounds, WriteErrors,
+};
 use kubestep::live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said, SummaryHead};
 use kubestep::live::recorder::Tape;
 use kubestep::live::{LiveError, Update, WatchOptions, Watchers};
@@ -40,7 +42,11 @@ Examples:
 
 Shadow mode (the default) writes nothing: pods are evaluated, not bound; Permit waits are
 simulated. RBAC: get/list/watch on the kinds kubestep reads; --active also needs
-create on pods/binding and events, patch on pods/status, delete on pods (victims).")]
+create on pods/binding and events, patch on pods/status, delete on pods (victims).
+
+Stopping (Ctrl-C, SIGTERM, --duration, quit): --active rejects the pods waiting at Permit;
+those writes (events, status patches) get 5 seconds in all, and another signal ends them
+at once; standard error says which were not made. A signal interrupts a write under way.")]
 pub struct LiveArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -85,6 +91,9 @@ pub struct LiveArgs {
     #[arg(long, value_enum, default_value_t = super::trace_args::TraceArg::Attempts)]
     trace: super::trace_args::TraceArg,
 }
+
+// The help says "5 seconds".
+const _: () = assert!(SHUTDOWN_DEADLINE.as_secs() == 5);
 
 pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     // The config file's context and history when the flags are not given (the terminal
@@ -159,7 +168,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         eprintln!("connecting to {server} (q quits)");
     }
     let version = phase.bounded(
-        conn.check_version(),
+        kubestep::live::watch::check_version(&mut conn, |m| eprintln!("{m}")),
         &format!("waiting for {server} to answer"),
     )?;
     eprintln!("connected to {server} (Kubernetes {version})");
@@ -200,7 +209,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         namespace: namespace.clone(),
     };
     let mut watchers = phase.bounded(
-        Watchers::start(&conn, &watch_opts),
+        Watchers::start(&conn, &watch_opts, |m| eprintln!("{m}")),
         &format!("asking {server} for its API groups"),
     )?;
     let mut mirror = Mirror::new(!a.active, tape);
@@ -227,10 +236,12 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     };
     eprintln!("mirrored {} objects", sync.objects.len());
     let write_errors = WriteErrors::default();
+    let bounds = WriteBounds::new(signals.clone());
     let actuator: Box<dyn Actuator> = match (&a.scheduler_name, a.active) {
         (Some(name), true) => {
             let mut act = ApiActuator::new(conn.client.clone(), rt.handle().clone(), name);
             act.errors = write_errors.clone();
+            act.bounds = bounds.clone();
             Box::new(act)
         }
         _ => Box::new(ShadowActuator),
@@ -271,6 +282,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         mirror,
         session,
         write_errors,
+        bounds,
         signals,
         out: Printer {
             mode: a.output,
@@ -289,6 +301,7 @@ struct Headless<'a> {
     mirror: Mirror,
     session: Session,
     write_errors: WriteErrors,
+    bounds: WriteBounds,
     signals: Stop,
     out: Printer<std::io::StdoutLock<'static>>,
 }
@@ -424,22 +437,31 @@ impl Headless<'_> {
         Ok(())
     }
 
-    /// Active mode rejects the pods waiting at Permit (nothing stays reserved); changes
-    /// already received are recorded; the recording is closed.
+    /// Active mode rejects the pods waiting at Permit (nothing stays reserved), its writes
+    /// bounded by `SHUTDOWN_DEADLINE` altogether and by a further signal; changes already
+    /// received are recorded; the recording is closed.
     fn shut_down(&mut self) -> anyhow::Result<()> {
+        if let Some(sig) = self.signals.reason() {
+            eprintln!("{sig}: stopping as quit does");
+        }
         let waiting = self.session.core.waiting.len();
-        for v in self
+        // A signal now ends the writes below, not the process, so what was not written
+        // is still said.
+        let shutting = self.signals.shutting_down();
+        self.bounds.begin();
+        let released = self
             .mirror
-            .release_waiting(&mut self.session, SHUTDOWN_MESSAGE)
-        {
+            .release_waiting(&mut self.session, SHUTDOWN_MESSAGE);
+        drop(shutting);
+        for v in released {
             self.out.print(&v)?;
         }
         if !self.mirror.shadow && waiting > 0 {
             eprintln!("rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}");
         }
         self.report_write_errors();
-        if let Some(sig) = self.signals.reason() {
-            eprintln!("{sig}: stopping as quit does");
+        if let Some(r) = self.bounds.report() {
+            eprintln!("{r}");
         }
         while let Some(u) = self.watchers.try_next() {
             if let Update::Change(_) = u {

@@ -27,7 +27,12 @@ It only reads (every request is a GET): get, list and watch on nodes, pods, name
 persistentvolumes, persistentvolumeclaims, storageclasses, csinodes,
 poddisruptionbudgets, priorityclasses, services, replicasets, statefulsets,
 replicationcontrollers, and when served, the DRA kinds (resource.k8s.io/v1 deviceclasses,
-resourceslices, resourceclaims, resourceclaimtemplates) and podgroups.")]
+resourceslices, resourceclaims, resourceclaimtemplates) and podgroups.
+
+Failed requests are retried with backoff until --duration or Ctrl-C (a refused connection
+or refused credentials end it at once, exit code 2). A watch that fails until the end
+leaves changes missing: the summary and the file (a gap marker, which replay warns about)
+say which kinds and since when, and the exit code is 3.")]
 pub struct RecordArgs {
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -39,6 +44,10 @@ pub struct RecordArgs {
     #[arg(long, value_name = "D")]
     duration: Option<String>,
 }
+
+/// The exit code of a recording known to be incomplete: some kind's watch failed until the
+/// end, so changes are missing (the file says where, in gap markers).
+pub const EXIT_INCOMPLETE: u8 = 3;
 
 pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
     if a.cluster.context.is_none() {
@@ -85,6 +94,23 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
     })?;
     let on_disk = std::fs::metadata(&output).map(|m| m.len()).ok();
     print_summary(&output, &stats, on_disk)?;
+    if let Some(from) = stats.gaps.iter().map(|(from, _)| *from).min() {
+        // Said on stderr too: the summary's lines may have gone to a file.
+        let mut kinds: Vec<&str> = stats
+            .gaps
+            .iter()
+            .flat_map(|(_, g)| g.kinds.iter().map(String::as_str))
+            .collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        eprintln!(
+            "kubestep: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
+            output.display(),
+            kinds.join(", "),
+            from.strftime("%Y-%m-%dT%H:%M:%SZ")
+        );
+        return Ok(ExitCode::from(EXIT_INCOMPLETE));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -132,6 +158,7 @@ impl Progress {
                 }
                 Note::Reconnected { kind } => format!("{kind}: watching again"),
                 Note::Skipped { warning, .. } => format!("warning: {warning}"),
+                Note::Retrying(text) => text.clone(),
                 Note::Resynced {
                     kind,
                     added,
@@ -222,6 +249,9 @@ fn print_summary(output: &std::path::Path, s: &Stats, on_disk: Option<u64>) -> s
     }
     if s.reconnects > 0 {
         say!("  reconnects: {}", s.reconnects)?;
+    }
+    for (from, gap) in &s.gaps {
+        say!("  incomplete: {}", gap.warning(*from))?;
     }
     Ok(())
 }

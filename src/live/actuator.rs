@@ -5,9 +5,15 @@
 //!
 //! The session is synchronous; the API calls run on the tokio runtime through its handle.
 //! Changes come back through the watches, so nothing is applied locally.
+//!
+//! A signal interrupts the write under way (a hung server would otherwise hold it for the
+//! client's read timeout), and shutdown's writes share one deadline (`SHUTDOWN_DEADLINE`)
+//! instead of each waiting that timeout in turn; see [`WriteBounds`].
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
@@ -18,6 +24,103 @@ use serde_json::{Value, json};
 
 use crate::framework::PodInfo;
 use crate::session::{Actuator, ActuatorError, WriteOp};
+use crate::signals::Stop;
+
+/// How long active mode's shutdown writes (rejecting the pods waiting at Permit: their
+/// events and status patches, and a binding under way) may take altogether.
+pub const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(5);
+
+/// What bounds the actuator's writes: a signal interrupts the write under way; from
+/// [`WriteBounds::begin`], every write also shares one deadline, and once one is cut
+/// short (deadline or signal) the rest are not sent. Shared between the actuator and the
+/// driver that begins the shutdown and reports it.
+#[derive(Debug, Clone, Default)]
+pub struct WriteBounds {
+    stop: Option<Stop>,
+    shutdown: Arc<Mutex<Option<Shutdown>>>,
+}
+
+#[derive(Debug)]
+struct Shutdown {
+    deadline: Instant,
+    /// Signals received before the shutdown began (the one that started it, say).
+    seen: usize,
+    done: usize,
+    failed: usize,
+    /// Writes interrupted or not sent, described.
+    not_made: Vec<String>,
+    /// Why the rest were not made ("stopped by SIGTERM").
+    cut: Option<String>,
+}
+
+/// A write that did not get an answer: why.
+enum Failure {
+    Api(kube::Error),
+    /// Interrupted, or not sent at all, for the reason given.
+    Cut(String),
+}
+
+impl WriteBounds {
+    /// Writes interrupted by the signals `stop` hears.
+    pub fn new(stop: Stop) -> WriteBounds {
+        WriteBounds {
+            stop: Some(stop),
+            shutdown: Default::default(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Option<Shutdown>> {
+        self.shutdown.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the shutdown: from now on writes share `SHUTDOWN_DEADLINE`, and a signal
+    /// (one after those already received) ends them.
+    pub fn begin(&self) {
+        let seen = self.stop.as_ref().map_or(0, Stop::signals);
+        *self.state() = Some(Shutdown {
+            deadline: Instant::now() + SHUTDOWN_DEADLINE,
+            seen,
+            done: 0,
+            failed: 0,
+            not_made: Vec::new(),
+            cut: None,
+        });
+    }
+
+    /// Whether the shutdown's writes were cut short (the rest not sent).
+    fn cut(&self) -> bool {
+        self.state().as_ref().is_some_and(|s| s.cut.is_some())
+    }
+
+    /// What the shutdown wrote, when it was cut short or a write failed: "shutdown: 3 of
+    /// 7 writes done; stopped by SIGTERM; not made: ...". `None` when every write was made.
+    pub fn report(&self) -> Option<String> {
+        let st = self.state();
+        let s = st.as_ref()?;
+        if s.cut.is_none() && s.failed == 0 {
+            return None;
+        }
+        let total = s.done + s.failed + s.not_made.len();
+        let mut text = format!("shutdown: {} of {total} writes done", s.done);
+        if s.failed > 0 {
+            text.push_str(&format!(", {} failed", s.failed));
+        }
+        if let Some(why) = &s.cut {
+            text.push_str(&format!("; {why}"));
+        }
+        if !s.not_made.is_empty() {
+            const SHOWN: usize = 5;
+            let mut names: Vec<&str> = s.not_made.iter().take(SHOWN).map(String::as_str).collect();
+            let more = s.not_made.len().saturating_sub(SHOWN);
+            let more = format!("and {more} more");
+            if s.not_made.len() > SHOWN {
+                names.push(&more);
+            }
+            text.push_str(&format!("; not made: {}", names.join(", ")));
+        }
+        Some(text)
+    }
+}
 
 /// Shadow mode: decisions stay in kubestep.
 #[derive(Debug, Default)]
@@ -71,6 +174,8 @@ pub struct ApiActuator {
     binding_nominations: std::collections::HashMap<String, String>,
     /// Every failed write, for the person to read.
     pub errors: WriteErrors,
+    /// What interrupts writes, and shutdown's deadline.
+    pub bounds: WriteBounds,
 }
 
 impl ApiActuator {
@@ -83,6 +188,75 @@ impl ApiActuator {
             nomination: None,
             binding_nominations: Default::default(),
             errors: WriteErrors::default(),
+            bounds: WriteBounds::default(),
+        }
+    }
+
+    /// Runs one write (`what`, for the shutdown report) within the bounds: until a signal
+    /// arrives, and during shutdown until its deadline; after the shutdown was cut short,
+    /// not at all.
+    fn write<T>(
+        &self,
+        what: impl FnOnce() -> String,
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, Failure> {
+        let b = &self.bounds;
+        let (deadline, seen) = {
+            let mut st = b.state();
+            match st.as_mut() {
+                Some(s) if s.cut.is_some() => {
+                    s.not_made.push(what());
+                    return Err(Failure::Cut(format!(
+                        "not sent: shutdown {}",
+                        s.cut.as_deref().unwrap_or_default()
+                    )));
+                }
+                Some(s) => (Some(s.deadline), s.seen),
+                None => (None, b.stop.as_ref().map_or(0, Stop::signals)),
+            }
+        };
+        let stop = b.stop.clone();
+        let r = self.rt.block_on(async {
+            let signal = async {
+                match &stop {
+                    Some(s) => s.signal_after(seen).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let late = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d.into()).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = fut => r.map_err(Failure::Api),
+                sig = signal => Err(Failure::Cut(format!("stopped by {sig}"))),
+                () = late => Err(Failure::Cut(format!(
+                    "the {}s shutdown deadline passed", SHUTDOWN_DEADLINE.as_secs()))),
+            }
+        });
+        if let Some(s) = b.state().as_mut() {
+            match &r {
+                Ok(_) => s.done += 1,
+                Err(Failure::Api(_)) => s.failed += 1,
+                Err(Failure::Cut(why)) => {
+                    s.not_made.push(what());
+                    s.cut = Some(why.clone());
+                }
+            }
+        }
+        r.map_err(|f| match f {
+            Failure::Cut(why) => Failure::Cut(format!("interrupted: {why}")),
+            api => api,
+        })
+    }
+
+    /// Shows a failed write, unless the shutdown was cut short: its report lists what it
+    /// did not make.
+    fn report(&self, e: ActuatorError) {
+        if !self.bounds.cut() {
+            self.errors.push(e);
         }
     }
 
@@ -115,19 +289,22 @@ impl ApiActuator {
         };
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), &pod.namespace, &ar);
-        if let Err(e) = self.rt.block_on(api.create(&PostParams::default(), &obj)) {
-            self.errors
-                .push(write_error(WriteOp::Event, pod, Some(reason), &e));
+        let what = || format!("event {reason} for {}", pod.key);
+        if let Err(e) = self.write(what, api.create(&PostParams::default(), &obj)) {
+            self.report(write_error(WriteOp::Event, pod, Some(reason), &e));
         }
     }
 
     fn patch_status(&mut self, pod: &PodInfo, status: Value) -> Result<(), ActuatorError> {
         let api = self.pods(pod);
         let patch = Patch::Strategic(json!({"status": status}));
-        self.rt
-            .block_on(api.patch_status(&pod.name, &PatchParams::default(), &patch))
-            .map(|_| ())
-            .map_err(|e| write_error(WriteOp::StatusPatch, pod, None, &e))
+        let what = || format!("status of {}", pod.key);
+        self.write(
+            what,
+            api.patch_status(&pod.name, &PatchParams::default(), &patch),
+        )
+        .map(|_| ())
+        .map_err(|e| write_error(WriteOp::StatusPatch, pod, None, &e))
     }
 }
 
@@ -144,12 +321,11 @@ impl Actuator for ApiActuator {
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         });
         let api = self.pods(pod);
-        let r: Result<Value, kube::Error> = self.rt.block_on(api.create_subresource(
-            "binding",
-            &pod.name,
-            &PostParams::default(),
-            &binding,
-        ));
+        let what = || format!("binding {} to {node}", pod.key);
+        let r: Result<Value, Failure> = self.write(
+            what,
+            api.create_subresource("binding", &pod.name, &PostParams::default(), &binding),
+        );
         match r {
             Ok(_) => {
                 let msg = format!("Successfully assigned {} to {node}", pod.key);
@@ -162,7 +338,7 @@ impl Actuator for ApiActuator {
                 let e = write_error(WriteOp::Bind, pod, Some(node), &e);
                 // A conflict is another scheduler's win, not a failed write.
                 if e.code() != Some(409) {
-                    self.errors.push(e.clone());
+                    self.report(e.clone());
                 }
                 Err(e)
             }
@@ -187,20 +363,19 @@ impl Actuator for ApiActuator {
             Ok(()) => {}
             // Already gone: nothing left to preempt.
             Err(e) if e.code() == Some(404) => return Ok(()),
-            Err(e) => self.errors.push(e),
+            Err(e) => self.report(e),
         }
-        let r = self
-            .rt
-            .block_on(api.delete(&victim.name, &DeleteParams::default()));
+        let what = || format!("deleting {}", victim.key);
+        let r = self.write(what, api.delete(&victim.name, &DeleteParams::default()));
         match r {
             Ok(_) => {
                 self.event(victim, "Normal", "Preempted", "Preempting", &note);
                 Ok(())
             }
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(Failure::Api(kube::Error::Api(s))) if s.code == 404 => Ok(()),
             Err(e) => {
                 let e = write_error(WriteOp::Delete, victim, None, &e);
-                self.errors.push(e.clone());
+                self.report(e.clone());
                 Err(e)
             }
         }
@@ -264,7 +439,7 @@ impl Actuator for ApiActuator {
             patch["nominatedNodeName"] = json!(node);
         }
         if let Err(e) = self.patch_status(pod, patch) {
-            self.errors.push(e);
+            self.report(e);
         }
     }
 
@@ -320,11 +495,9 @@ impl Actuator for ApiActuator {
             let patch = Patch::Merge(patch);
             api.patch_status(name, &params, &patch).await.map(drop)
         };
-        self.rt.block_on(write).map_err(|e: kube::Error| {
-            let (code, reason, message) = match &e {
-                kube::Error::Api(s) => (Some(s.code), Some(s.reason.clone()), s.message.clone()),
-                other => (None, None, other.to_string()),
-            };
+        let described = || format!("status of {what}");
+        self.write(described, write).map_err(|e| {
+            let (code, reason, message) = said(&e);
             let e = ActuatorError::Write {
                 op: WriteOp::ObjectStatus,
                 pod: what,
@@ -333,19 +506,27 @@ impl Actuator for ApiActuator {
                 reason,
                 message,
             };
-            self.errors.push(e.clone());
+            self.report(e.clone());
             e
         })
     }
 }
 
-/// A failed write about `pod`: the API server's Status (message, code and reason), or the
-/// client's error when no answer came.
-fn write_error(op: WriteOp, pod: &PodInfo, detail: Option<&str>, e: &kube::Error) -> ActuatorError {
-    let (code, reason, message) = match e {
-        kube::Error::Api(s) => (Some(s.code), Some(s.reason.clone()), s.message.clone()),
-        other => (None, None, other.to_string()),
-    };
+/// The API server's Status (code, reason and message), or the client's error (or why the
+/// write was cut short) when no answer came.
+fn said(e: &Failure) -> (Option<u16>, Option<String>, String) {
+    match e {
+        Failure::Api(kube::Error::Api(s)) => {
+            (Some(s.code), Some(s.reason.clone()), s.message.clone())
+        }
+        Failure::Api(other) => (None, None, other.to_string()),
+        Failure::Cut(why) => (None, None, why.clone()),
+    }
+}
+
+/// A failed write about `pod`.
+fn write_error(op: WriteOp, pod: &PodInfo, detail: Option<&str>, e: &Failure) -> ActuatorError {
+    let (code, reason, message) = said(e);
     ActuatorError::Write {
         op,
         pod: pod.key.clone(),

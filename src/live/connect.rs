@@ -11,7 +11,7 @@ use http::header::USER_AGENT;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use super::error::{Doing, LiveError, classify};
+use super::error::LiveError;
 use super::server_url;
 use super::tap::WatchTap;
 use crate::recording::SourceInfo;
@@ -40,24 +40,6 @@ impl Connection {
     /// http://p:3128)`), user info masked.
     pub fn server(&self) -> &str {
         &self.label
-    }
-
-    /// Asks `/version`: the first request, so an unreachable server or refused
-    /// credentials are reported before anything else.
-    pub async fn check_version(&mut self) -> Result<String, LiveError> {
-        let doing = Doing {
-            verb: "get",
-            kind: None,
-            namespace: None,
-            server: self.server(),
-        };
-        let info = self
-            .client
-            .apiserver_version()
-            .await
-            .map_err(|e| classify(&e, doing))?;
-        self.source.kubernetes_version = Some(info.git_version.clone());
-        Ok(info.git_version)
     }
 }
 

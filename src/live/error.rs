@@ -213,6 +213,47 @@ fn credential_fault(a: &kube::client::AuthError) -> String {
     }
 }
 
+/// Whether retrying may get over a failed request: the server's 5xx, 429 or 408, a
+/// connection cut or timed out, an answer that was not JSON (a proxy's error page). Not
+/// refused credentials or permissions, a 404, a connection refused (nothing listens at
+/// that address) or a TLS failure (invalid data on the connection).
+pub fn transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429 || s.code == 408,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => {
+            let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+            while let Some(c) = cur {
+                if let Some(io) = c.downcast_ref::<std::io::Error>()
+                    && matches!(
+                        io.kind(),
+                        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::InvalidData
+                    )
+                {
+                    return false;
+                }
+                cur = c.source();
+            }
+            true
+        }
+        kube::Error::SerdeError(_) | kube::Error::ReadEvents(_) => true,
+        _ => false,
+    }
+}
+
+/// A failed request's cause in a few words: the server's words and status ("etcdserver:
+/// request timed out (500 InternalError)"), or the innermost client error ("connection
+/// closed before message completed").
+pub fn cause(e: &kube::Error) -> String {
+    if let Some(a) = auth_error(e) {
+        return credential_fault(a);
+    }
+    match e {
+        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => root_cause(e),
+        other => chain(other),
+    }
+}
+
 /// The innermost cause: "Connection refused (os error 111)" rather than the layers of
 /// client wrappers around it.
 fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {

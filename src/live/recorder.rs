@@ -3,6 +3,11 @@
 //! last event. Changes that arrive while other kinds are still being listed wait until
 //! every kind is listed, so the file holds the initial objects first, then the events, in
 //! time order.
+//!
+//! A kind whose watch fails and never comes back before the end leaves changes missing
+//! (a watch that comes back resumes, or re-lists and records the differences: nothing is
+//! lost). Such gaps are written as gap markers at the end and returned in the stats, so
+//! that the summary, the exit code and a replay of the file all say so.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -13,9 +18,9 @@ use jiff::Timestamp;
 
 use super::connect::Connection;
 use super::error::LiveError;
-use super::watch::{Change, Update, WatchOptions, Watchers};
-use crate::recording::Header;
+use super::watch::{self, Change, Update, WatchOptions, Watchers};
 use crate::recording::writer::Writer;
+use crate::recording::{Gap, Header};
 
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -48,6 +53,9 @@ pub struct Stats {
     pub kinds: usize,
     pub reconnects: u64,
     pub elapsed: Duration,
+    /// Changes known to be missing: kinds whose watches failed until the end, from when.
+    /// Written to the file as gap markers too.
+    pub gaps: Vec<(Timestamp, Gap)>,
 }
 
 /// Something worth telling the person recording, beside the counters.
@@ -81,6 +89,9 @@ pub enum Note {
         kinds: Vec<&'static str>,
         warning: String,
     },
+    /// A request before the watches began failed and is retried ("GET /version failed:
+    /// ...; retrying in 1s").
+    Retrying(String),
 }
 
 /// Records until `stop` completes, the duration ends or access is refused. `progress` is
@@ -101,7 +112,7 @@ pub async fn record(
         )))
     };
     let version = tokio::select! {
-        v = conn.check_version() => v?,
+        v = watch::check_version(conn, |m| progress(&Stats::default(), Some(&Note::Retrying(m)))) => v?,
         () = &mut stop => return Err(stopped("connecting to")),
         () = sleep_until(deadline) => return Err(stopped("waiting for an answer from")),
     };
@@ -127,7 +138,7 @@ pub async fn record(
         namespace: opts.namespace.clone(),
     };
     let started_watchers = tokio::select! {
-        w = Watchers::start(conn, &watch_opts) => w,
+        w = Watchers::start(conn, &watch_opts, |m| progress(&Stats::default(), Some(&Note::Retrying(m)))) => w,
         () = &mut stop => Err(LiveError::Stopped(format!("stopped while asking {server} for its API groups"))),
         () = sleep_until(deadline) => Err(LiveError::Stopped(format!("--duration ended while asking {server} for its API groups"))),
     };
@@ -149,8 +160,8 @@ pub async fn record(
     let mut denied: Vec<LiveError> = Vec::new();
     let mut listed: Vec<&'static str> = Vec::new();
     let mut last_errors: Vec<(&'static str, String)> = Vec::new();
-    // Kinds since their last `Reconnecting`, until their watch is open again.
-    let mut reconnecting: Vec<&'static str> = Vec::new();
+    // Kinds since their last `Reconnecting` (from when), until their watch is open again.
+    let mut reconnecting: Vec<(&'static str, Timestamp)> = Vec::new();
     let result = loop {
         let update = tokio::select! {
             _ = &mut stop => break Ok(()),
@@ -180,6 +191,10 @@ pub async fn record(
                 match update {
                     Update::Synced { kind, objects } => {
                         listed.push(kind);
+                        // A list that failed before is no loss: the watch starts from it.
+                        if let Some(r) = reconnecting.iter_mut().find(|(k, _)| *k == kind) {
+                            r.1 = Timestamp::now();
+                        }
                         note = Some(Note::Synced { kind, objects });
                     }
                     Update::Unserved { kinds, warning } => {
@@ -232,7 +247,7 @@ pub async fn record(
                 modified,
                 deleted,
             } => {
-                reconnecting.retain(|k| *k != kind);
+                reconnecting.retain(|(k, _)| *k != kind);
                 note = Some(Note::Resynced {
                     kind,
                     added,
@@ -242,8 +257,8 @@ pub async fn record(
             }
             Update::Reconnecting { kind, error } => {
                 stats.reconnects += 1;
-                if !reconnecting.contains(&kind) {
-                    reconnecting.push(kind);
+                if !reconnecting.iter().any(|(k, _)| *k == kind) {
+                    reconnecting.push((kind, Timestamp::now()));
                 }
                 last_errors.retain(|(k, _)| *k != kind);
                 last_errors.push((kind, error.to_string()));
@@ -253,7 +268,7 @@ pub async fn record(
                 });
             }
             Update::Reconnected { kind } => {
-                if let Some(i) = reconnecting.iter().position(|k| *k == kind) {
+                if let Some(i) = reconnecting.iter().position(|(k, _)| *k == kind) {
                     reconnecting.remove(i);
                     note = Some(Note::Reconnected { kind });
                 }
@@ -293,6 +308,16 @@ pub async fn record(
         .filter(|k| !listed.contains(k))
         .collect();
     drop(watchers);
+    // Kinds listed whose watch was still down: what changed since it went down is lost.
+    let ended = Timestamp::now().max(last_at);
+    let down: Vec<(&'static str, Timestamp)> = reconnecting
+        .into_iter()
+        .filter(|(k, _)| listed.contains(k) && !missing.contains(k))
+        .collect();
+    for (from, gap) in gaps(down, ended, &last_errors) {
+        writer.gap(from, &gap).map_err(io)?;
+        stats.gaps.push((from, gap));
+    }
     stats.bytes = writer.bytes;
     stats.elapsed = clock.elapsed();
     writer.finish().map_err(io)?;
@@ -317,6 +342,52 @@ pub async fn record(
     Ok(stats)
 }
 
+/// Kinds whose outages began within this long of each other share one gap marker.
+const GAP_GROUPING: Duration = Duration::from_secs(1);
+
+/// The gaps left by kinds whose watches were down (since when) at `ended`: kinds that went
+/// down together (every watch failing at once, say) share one, from the earliest start.
+fn gaps(
+    mut down: Vec<(&'static str, Timestamp)>,
+    ended: Timestamp,
+    last_errors: &[(&'static str, String)],
+) -> Vec<(Timestamp, Gap)> {
+    down.sort_by_key(|(_, t)| *t);
+    let mut out: Vec<(Timestamp, Timestamp, Vec<&'static str>)> = Vec::new();
+    for (kind, since) in down {
+        match out.last_mut() {
+            Some((_, latest, kinds))
+                if since.duration_since(*latest).unsigned_abs() <= GAP_GROUPING =>
+            {
+                *latest = since;
+                kinds.push(kind);
+            }
+            _ => out.push((since, since, vec![kind])),
+        }
+    }
+    out.into_iter()
+        .map(|(from, _, mut kinds)| {
+            let error = kinds.iter().find_map(|k| {
+                last_errors
+                    .iter()
+                    .find(|(e, _)| e == k)
+                    .map(|(_, e)| format!("{k}: {e}"))
+            });
+            kinds.sort_unstable();
+            let reason = match error {
+                Some(e) => format!("the watch failed until the recording ended; last error: {e}"),
+                None => "the watch failed until the recording ended".to_string(),
+            };
+            let gap = Gap {
+                until: ended,
+                kinds: kinds.iter().map(|k| k.to_string()).collect(),
+                reason: Some(reason),
+            };
+            (from, gap)
+        })
+        .collect()
+}
+
 /// A recording kept beside live mode (`kubestep live --record`): the objects as first
 /// listed, at the start time, then every change as it arrives, each line flushed as
 /// `kubestep record` does. The caller writes the initial objects while the first lists
@@ -330,7 +401,7 @@ pub struct Tape {
 
 impl Tape {
     /// Creates the file and writes its header (server, context and Kubernetes version
-    /// from the connection, call `check_version` first; and the scheduler configuration
+    /// from the connection, call `watch::check_version` first; and the scheduler configuration
     /// kubestep runs with, so that replaying the file repeats kubestep's decisions).
     pub fn create(
         path: &Path,

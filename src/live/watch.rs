@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::connect::Connection;
-use super::error::{Doing, LiveError, classify, classify_watch};
+use super::error::{Doing, LiveError, cause, classify, classify_watch, transient};
 use super::kinds::{DRA, DRA_GROUP_VERSION, KINDS, Kind, POD_GROUP};
 use super::tap::WatchSignal;
 use crate::recording::EventType;
@@ -102,11 +102,33 @@ impl Drop for Watchers {
 impl Watchers {
     /// Starts a watcher for every kind (PodGroup only when its CRD is installed). The DRA
     /// kinds count as watched either way, so a cluster without resource.k8s.io/v1 gets
-    /// one `Unserved` for the four of them, first in the channel.
-    pub async fn start(conn: &Connection, opts: &WatchOptions) -> Result<Watchers, LiveError> {
+    /// one `Unserved` for the four of them, first in the channel. A discovery request that
+    /// fails as a retry may get over is retried with backoff, each retry told to `retrying`
+    /// ("GET /apis/resource.k8s.io/v1 failed: ...; retrying in 1s"), for as long as the
+    /// caller waits (its `--duration` or a signal), as lists and watches are.
+    pub async fn start(
+        conn: &Connection,
+        opts: &WatchOptions,
+        mut retrying: impl FnMut(String),
+    ) -> Result<Watchers, LiveError> {
         let mut kinds = KINDS.to_vec();
-        let dra_served = served(conn, DRA_GROUP_VERSION, DRA[0].plural, &DRA[0]).await?;
-        if pod_groups_served(conn).await? {
+        let dra_served = served(
+            conn,
+            DRA_GROUP_VERSION,
+            DRA[0].plural,
+            "the DRA kinds",
+            &mut retrying,
+        )
+        .await?;
+        if served(
+            conn,
+            &POD_GROUP.api_version(),
+            POD_GROUP.plural,
+            "podgroups",
+            &mut retrying,
+        )
+        .await?
+        {
             kinds.push(POD_GROUP);
         }
         // Bounded, so a slow consumer slows the watchers instead of growing memory.
@@ -260,30 +282,103 @@ pub fn unserved_consequence(kind: &str) -> Option<&'static str> {
     })
 }
 
-/// Whether the PodGroup CRD's group/version is served (404 means not installed).
-async fn pod_groups_served(conn: &Connection) -> Result<bool, LiveError> {
-    served(conn, &POD_GROUP.api_version(), POD_GROUP.plural, &POD_GROUP).await
-}
-
-/// Whether `group_version` is served with `plural` among its resources (404: it is not).
+/// Whether `group_version` is served with `plural` among its resources (404: it is not;
+/// the PodGroup CRD is not installed, say). `looking_for` names what the answer decides,
+/// for an error that ends the run.
 async fn served(
     conn: &Connection,
     group_version: &str,
     plural: &str,
-    kind: &Kind,
+    looking_for: &str,
+    retrying: &mut impl FnMut(String),
 ) -> Result<bool, LiveError> {
-    match conn.client.list_api_group_resources(group_version).await {
+    let request = format!("GET /apis/{group_version}");
+    let answer = with_retries(&request, retrying, || {
+        conn.client.list_api_group_resources(group_version)
+    })
+    .await;
+    match answer {
         Ok(list) => Ok(list.resources.iter().any(|r| r.name == plural)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-        Err(e) => Err(classify(
+        Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 401 || s.code == 403) => {
+            Err(classify(
+                &e,
+                Doing {
+                    verb: "get",
+                    kind: None,
+                    namespace: None,
+                    server: conn.server(),
+                },
+            ))
+        }
+        Err(e) => Err(LiveError::Api {
+            what: format!(
+                "{request} (discovery: whether {} serves {looking_for})",
+                conn.server()
+            ),
+            message: cause(&e),
+        }),
+    }
+}
+
+/// Asks `/version` (the first request, so an unreachable server or refused credentials
+/// are said before anything else) and notes the version in `conn.source`. A failure a
+/// retry may get over (a 5xx, a dropped connection) is retried with backoff, each retry
+/// told to `retrying`, for as long as the caller waits, as lists are; a refused connection
+/// (nothing listens there), 401 or 403 ends it at once.
+pub async fn check_version(
+    conn: &mut Connection,
+    mut retrying: impl FnMut(String),
+) -> Result<String, LiveError> {
+    let client = conn.client.clone();
+    let answer = with_retries("GET /version", &mut retrying, || client.apiserver_version()).await;
+    let info = answer.map_err(|e| {
+        classify(
             &e,
             Doing {
                 verb: "get",
-                kind: Some(kind),
+                kind: None,
                 namespace: None,
                 server: conn.server(),
             },
-        )),
+        )
+    })?;
+    conn.source.kubernetes_version = Some(info.git_version.clone());
+    Ok(info.git_version)
+}
+
+/// The first wait between retries; it doubles up to `RETRY_MAX`, as kube-rs's backoff
+/// for lists and watches does (from 0.8 s to 30 s).
+const RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Runs `attempt` until it succeeds or fails in a way a retry cannot get over; each retry
+/// is told to `retrying`. Only the caller's `--duration` or a signal ends it otherwise.
+async fn with_retries<T, F>(
+    request: &str,
+    retrying: &mut impl FnMut(String),
+    mut attempt: impl FnMut() -> F,
+) -> Result<T, kube::Error>
+where
+    F: std::future::Future<Output = Result<T, kube::Error>>,
+{
+    let mut wait = RETRY_FIRST;
+    loop {
+        match attempt().await {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                if !transient(&e) {
+                    return Err(e);
+                }
+                retrying(format!(
+                    "{request} failed: {}; retrying in {}s",
+                    cause(&e),
+                    wait.as_secs()
+                ));
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(RETRY_MAX);
+            }
+        }
     }
 }
 

@@ -222,6 +222,29 @@ struct State {
     list_fault: Option<(ListFault, Vec<String>)>,
     /// Requests are read and never answered.
     silent: bool,
+    /// Writes (other than access reviews) are read and never answered.
+    hang_writes: bool,
+    /// Every watch request is answered 500.
+    fail_watches: bool,
+    /// The next GET requests whose path starts with the prefix get the fault, as many
+    /// times as the count says.
+    request_faults: Vec<(String, RequestFault, usize)>,
+}
+
+/// How one request is answered when a fault is set for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestFault {
+    /// 500 Internal Server Error with a Status body.
+    InternalError,
+    /// The connection is closed without an answer.
+    Drop,
+}
+
+/// What `serve_connection` does with a request before `handle` sees it.
+enum Fault {
+    Hang,
+    Drop,
+    Reply(Reply),
 }
 
 /// How a list is answered when faults are on.
@@ -300,6 +323,9 @@ impl ApiServer {
                 unserved: Vec::new(),
                 list_fault: None,
                 silent: false,
+                hang_writes: false,
+                fail_watches: false,
+                request_faults: Vec::new(),
             }),
             changed: watch::channel(0).0,
             kill: watch::channel(0).0,
@@ -464,6 +490,26 @@ impl ApiServer {
         self.shared.lock().silent = true;
     }
 
+    /// Reads writes (binding, events, status patches, deletions; not access reviews) and
+    /// never answers them, or answers them again.
+    pub fn hang_writes(&self, on: bool) {
+        self.shared.lock().hang_writes = on;
+    }
+
+    /// Answers every watch request with 500 (lists still work), or lifts it.
+    pub fn fail_watches(&self, on: bool) {
+        self.shared.lock().fail_watches = on;
+    }
+
+    /// Answers the next `times` GET requests whose path starts with `prefix` (watches
+    /// aside) with `fault`.
+    pub fn fail_requests(&self, prefix: &str, fault: RequestFault, times: usize) {
+        self.shared
+            .lock()
+            .request_faults
+            .push((prefix.into(), fault, times));
+    }
+
     /// Requires `Authorization: Bearer TOKEN`; anything else gets 401.
     pub fn require_token(&self, token: &str) {
         self.shared.lock().token = Some(format!("Bearer {token}"));
@@ -544,6 +590,34 @@ impl ApiServer {
 }
 
 impl State {
+    /// The fault set for `req`, if any (the request is logged then, as `handle` would).
+    fn fault(&mut self, req: &HttpRequest) -> Option<Fault> {
+        let watch = req.param("watch").is_some_and(|w| w == "true" || w == "1");
+        let review = req.path.ends_with("/selfsubjectaccessreviews");
+        let fault = if self.hang_writes && req.method != "GET" && !review {
+            Fault::Hang
+        } else if self.fail_watches && watch {
+            Fault::Reply(internal_error())
+        } else {
+            let i = self.request_faults.iter().position(|(prefix, _, n)| {
+                *n > 0 && req.method == "GET" && !watch && req.path.starts_with(prefix.as_str())
+            })?;
+            let (_, f, n) = &mut self.request_faults[i];
+            *n -= 1;
+            match f {
+                RequestFault::InternalError => Fault::Reply(internal_error()),
+                RequestFault::Drop => Fault::Drop,
+            }
+        };
+        self.requests.push(Request {
+            method: req.method.clone(),
+            path: req.path.clone(),
+            query: req.query.clone(),
+            user_agent: req.header("user-agent").map(str::to_string),
+        });
+        Some(fault)
+    }
+
     fn upsert(&mut self, key: Key, mut obj: Value) -> u64 {
         self.rv += 1;
         let rv = self.rv;
@@ -727,7 +801,14 @@ async fn serve_connection(sock: TcpStream, s: Arc<Shared>) {
             // Holds the connection open and says nothing, for as long as the client waits.
             std::future::pending::<()>().await;
         }
-        let reply = handle(&req, &s);
+        // Bound first: the lock must not be held across the wait below.
+        let fault = s.lock().fault(&req);
+        let reply = match fault {
+            Some(Fault::Hang) => std::future::pending().await,
+            Some(Fault::Drop) => return,
+            Some(Fault::Reply(r)) => r,
+            None => handle(&req, &s),
+        };
         let ok = match reply {
             Reply::Json(code, body) => write_json(r.get_mut(), code, &body).await,
             Reply::Text(text) => {
@@ -808,6 +889,18 @@ fn status(code: u16, reason: &str, message: &str, details: Option<Value>) -> Val
         v["details"] = d;
     }
     v
+}
+
+fn internal_error() -> Reply {
+    Reply::Json(
+        500,
+        status(
+            500,
+            "InternalError",
+            "Internal error occurred: etcdserver: request timed out",
+            None,
+        ),
+    )
 }
 
 fn gone(message: &str) -> Value {
@@ -935,15 +1028,7 @@ fn handle(req: &HttpRequest, s: &Arc<Shared>) -> Reply {
         && (plurals.is_empty() || plurals.contains(&plural))
     {
         return match fault {
-            ListFault::InternalError => Reply::Json(
-                500,
-                status(
-                    500,
-                    "InternalError",
-                    "Internal error occurred: etcdserver: request timed out",
-                    None,
-                ),
-            ),
+            ListFault::InternalError => internal_error(),
             ListFault::NotJson => Reply::Text("<html><body>502 Bad Gateway</body></html>".into()),
         };
     }

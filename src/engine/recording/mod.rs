@@ -76,6 +76,38 @@ pub enum EventType {
     Deleted,
 }
 
+/// A time span in which the recorder knows changes are missing: the watches of `kinds`
+/// failed from the line's `at` until `until` (the recording's end, when they never came
+/// back). A line of its own, `{"at":..,"gap":{..}}`; replay warns about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gap {
+    pub until: Timestamp,
+    pub kinds: Vec<String>,
+    /// Why, in words (the last error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl Gap {
+    /// The warning a reader gives for a gap that starts at `at`.
+    pub fn warning(&self, at: Timestamp) -> String {
+        let span = self.until.duration_since(at).as_secs().max(0);
+        // To the second: the span is what matters, not the recorder's clock's precision.
+        let second = |t: Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let mut text = format!(
+            "gap in the recording: changes to {} from {} to {} ({span}s) were not recorded",
+            self.kinds.join(", "),
+            second(at),
+            second(self.until)
+        );
+        if let Some(r) = &self.reason {
+            text.push_str(&format!(" ({r})"));
+        }
+        text.push_str("; from then on the replay may not match the cluster");
+        text
+    }
+}
+
 /// One change, at a time, to one object.
 #[derive(Debug, Clone)]
 pub struct Event {

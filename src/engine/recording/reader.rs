@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{Event, EventType, Header, MAGIC, Recording, VERSION};
+use super::{Event, EventType, Gap, Header, MAGIC, Recording, VERSION};
 use crate::cluster::{manifest, object};
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,22 @@ pub enum ReadError {
 pub struct ReadOptions {
     /// Reject the recording at the first bad line instead of skipping it.
     pub strict: bool,
+}
+
+/// A gap marker line (see `Gap`).
+#[derive(Deserialize)]
+struct RawGap {
+    at: Timestamp,
+    gap: Gap,
+}
+
+/// What one line holds.
+enum Line {
+    Event(Event),
+    /// An object of a kind kubestep does not use.
+    Skipped,
+    /// The warning to give.
+    Gap(String),
 }
 
 #[derive(Deserialize)]
@@ -232,7 +248,7 @@ fn read_numbered(
     if let Some((_, t)) = numbers {
         total = t;
     }
-    let parsed: Vec<Result<Option<Event>, String>> = lines
+    let parsed: Vec<Result<Line, String>> = lines
         .par_iter()
         .with_min_len(256)
         .map(|(_, line)| parse_line(line))
@@ -240,8 +256,9 @@ fn read_numbered(
     rec.events.reserve_exact(parsed.len());
     for ((n, line), result) in lines.into_iter().zip(parsed) {
         match result {
-            Ok(Some(ev)) => rec.events.push(Event { line: n, ..ev }),
-            Ok(None) => rec.skipped += 1,
+            Ok(Line::Event(ev)) => rec.events.push(Event { line: n, ..ev }),
+            Ok(Line::Skipped) => rec.skipped += 1,
+            Ok(Line::Gap(warning)) => rec.warnings.push(format!("{file}:{n}: {warning}")),
             Err(message) => {
                 let truncated = n == total && !line.trim_end().ends_with('}');
                 let what = if truncated {
@@ -285,13 +302,18 @@ fn split_envelope(line: &str) -> Option<(Timestamp, EventType, &str)> {
     Some((at.parse().ok()?, kind, object))
 }
 
-fn parse_line(line: &str) -> Result<Option<Event>, String> {
+fn parse_line(line: &str) -> Result<Line, String> {
     // The object text from the fast split must itself be one JSON value; if it is not
     // (an unusual layout), the full parse below says what is wrong.
     let fast = split_envelope(line)
         .and_then(|(at, kind, text)| object::from_json_str(text).ok().map(|o| (at, kind, o)));
     let (at, kind, parsed) = match fast {
         Some((at, kind, o)) => (at, kind, Ok(o)),
+        // Gap markers are rare: looked for only off the fast path.
+        None if line.contains(r#""gap":"#) && !line.contains(r#""object":"#) => {
+            let raw: RawGap = from_json_line(line)?;
+            return Ok(Line::Gap(raw.gap.warning(raw.at)));
+        }
         None => {
             let raw: RawEvent = from_json_line(line)?;
             (raw.at, raw.kind, object::from_json_str(raw.object.get()))
@@ -302,14 +324,14 @@ fn parse_line(line: &str) -> Result<Option<Event>, String> {
             obj.normalize();
             // Packed here, on the parsing threads, or the whole recording would be held
             // unpacked at once; the cluster unpacks what it keeps whole (pending pods).
-            Ok(Some(Event {
+            Ok(Line::Event(Event {
                 at,
                 kind,
                 object: Box::new(obj.packed()),
                 line: 0,
             }))
         }
-        Ok(None) => Ok(None),
+        Ok(None) => Ok(Line::Skipped),
         Err(e) => Err(e.to_string()),
     }
 }
@@ -381,6 +403,24 @@ mod tests {
         format!(
             r#"{{"at":"{at}","type":"{t}","object":{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}},"status":{{"allocatable":{{"cpu":"4"}}}}}}}}"#
         )
+    }
+
+    #[test]
+    fn a_gap_marker_is_a_warning_naming_its_span_and_kinds() {
+        let text = [
+            HEADER.to_string(),
+            node_line("2026-01-01T00:00:05Z", "ADDED", "a"),
+            r#"{"at":"2026-01-01T00:00:10Z","gap":{"until":"2026-01-01T00:01:00Z","kinds":["Node","Pod"],"reason":"watch failed"}}"#.to_string(),
+        ]
+        .join("\n");
+        let r = read_str(&text, "r.jsonl", ReadOptions { strict: true }).unwrap();
+        assert_eq!(r.events.len(), 1);
+        assert_eq!(
+            r.warnings,
+            [
+                "r.jsonl:3: gap in the recording: changes to Node, Pod from 2026-01-01T00:00:10Z to 2026-01-01T00:01:00Z (50s) were not recorded (watch failed); from then on the replay may not match the cluster"
+            ]
+        );
     }
 
     #[test]

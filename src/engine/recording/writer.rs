@@ -8,7 +8,7 @@ use std::path::Path;
 use jiff::Timestamp;
 use serde_json::{Value, json};
 
-use super::{EventType, Header};
+use super::{EventType, Gap, Header};
 
 enum Sink {
     Plain(BufWriter<File>),
@@ -85,6 +85,11 @@ impl Writer {
         self.line(&json!({"at": at, "type": kind, "object": object}))?;
         self.events += 1;
         Ok(())
+    }
+
+    /// A gap marker: changes to `gap.kinds` from `at` to `gap.until` are missing.
+    pub fn gap(&mut self, at: Timestamp, gap: &Gap) -> std::io::Result<()> {
+        self.line(&json!({"at": at, "gap": gap}))
     }
 
     /// Finishes the file (the gzip trailer); returns the bytes of a memory recording.
