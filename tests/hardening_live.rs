@@ -472,3 +472,42 @@ fn watches_that_fail_until_the_end_leave_a_gap_that_is_reported() {
         .expect("read the recording");
     assert!(rec.events.iter().any(|e| e.object.key().contains("late")));
 }
+
+#[test]
+fn live_record_marks_watches_that_fail_until_the_end() {
+    let server = ApiServer::start();
+    server.apply(node("n1"));
+    server.fail_watches(true);
+    let dir = temp_dir("live-gap");
+    let kc = server.write_kubeconfig(&dir, None);
+    let file = dir.join("live.jsonl");
+    let child = Command::new(bin())
+        .args(["live", "--headless", "--kubeconfig"])
+        .arg(&kc)
+        .arg("--record")
+        .arg(&file)
+        .args(["--duration", "4s"])
+        .env_remove("KUBECONFIG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubestep live");
+    let watch_failed = |s: &ApiServer| s.requests().iter().any(|r| r.is_watch());
+    server.wait_until("a watch request", Duration::from_secs(30), watch_failed);
+    server.apply(pod("late", None));
+    let o = wait_bounded(child, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("is incomplete: changes to ") && stderr.contains("the file marks the gap"),
+        "{stderr}"
+    );
+    let rec = read_file(&file, ReadOptions { strict: true }).expect("read the recording");
+    assert!(
+        rec.warnings
+            .iter()
+            .any(|w| w.contains("gap in the recording") && w.contains("Pod")),
+        "{:?}",
+        rec.warnings
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

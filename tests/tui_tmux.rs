@@ -513,3 +513,73 @@ fn live_tui_shows_a_cut_watch_in_tmux() {
     t.wait_gone();
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// `kubestep live --active` in the terminal UI with three pods waiting at Permit and a
+/// server that hangs every write: q rejects them within one shutdown deadline and says
+/// what was not written, once the terminal is restored.
+#[test]
+fn live_tui_shutdown_writes_share_one_deadline_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    let server = ApiServer::start();
+    server.apply(
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}),
+    );
+    for p in ["held-a", "held-b", "held-c"] {
+        server.apply(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": p, "namespace": "team", "labels": {"kubestep.io/approval": "manual"}},
+            "spec": {"schedulerName": "kubestep", "containers": [{"name": "c", "image": "nginx"}]}}));
+    }
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-down-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    let kc = server.write_kubeconfig(&home, None);
+    let cfg = home.join("scheduler.yaml");
+    std::fs::write(
+        &cfg,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: kubestep\n  plugins:\n    permit:\n      enabled:\n      - name: ManualApproval\n",
+    )
+    .expect("config");
+    let t = Tmux {
+        name: format!("kubestep-down-{}", std::process::id()),
+    };
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let script = format!(
+        "KUBECONFIG= {} live --active --scheduler-name kubestep --kubeconfig {} --config {}; echo EXIT=$?; sleep 60",
+        env!("CARGO_BIN_EXE_kubestep"),
+        kc.display(),
+        cfg.display()
+    );
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "160",
+        "-y",
+        "40",
+        "-e",
+        &xdg,
+        "bash",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    t.wait_for("waiting 3");
+    // The writes of the binding cycles (nominations) are answered first.
+    let writes = server.writes().len();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(server.writes().len(), writes, "writes still coming");
+    server.hang_writes(true);
+    // Quitting with pods waiting asks first.
+    t.keys(&["q"]);
+    t.keys(&["y"]);
+    let s = t.wait_for("EXIT=");
+    assert!(s.contains("EXIT=0"), "{s}");
+    assert!(s.contains("rejected 3 pod(s) waiting at Permit"), "{s}");
+    assert!(s.contains("shutdown: 0 of "), "{s}");
+    assert!(s.contains("the 5s shutdown deadline passed"), "{s}");
+    let _ = std::fs::remove_dir_all(&home);
+}

@@ -266,6 +266,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         link.deadline = deadline;
         link.write_errors = write_errors;
         link.stop = Some(signals);
+        link.bounds = bounds;
         let ui = LiveUiOptions {
             theme: a.theme.clone(),
             log_file: a.log_file.clone(),
@@ -468,10 +469,12 @@ impl Headless<'_> {
                 self.handle(u)?;
             }
         }
+        // The tape first: finishing it may add a note (a gap in the recording).
+        let tape = self.mirror.finish_tape();
         for n in &self.mirror.notes {
             eprintln!("{n}");
         }
-        match self.mirror.finish_tape() {
+        match tape {
             Some(Ok((file, n))) => eprintln!("recorded {n} events to {}", file.display()),
             Some(Err(e)) => bail!(e),
             None => {}

@@ -88,6 +88,10 @@ pub struct Mirror {
     pub notes: Vec<String>,
     pub link: LinkStatus,
     tape: Option<Tape>,
+    /// Kinds whose watch is down, since when, and each kind's last error: what the
+    /// tape cannot hold if they are still down when it is finished (a gap marker).
+    down: Vec<(&'static str, jiff::Timestamp)>,
+    last_errors: Vec<(&'static str, String)>,
 }
 
 impl Mirror {
@@ -97,6 +101,8 @@ impl Mirror {
             notes: Vec::new(),
             link: LinkStatus::default(),
             tape,
+            down: Vec::new(),
+            last_errors: Vec::new(),
         }
     }
 
@@ -242,6 +248,21 @@ impl Mirror {
     /// state. Returns what is worth telling.
     pub fn update(&mut self, s: &mut Session, u: Update) -> Option<Said> {
         let said = self.link.observe(&u, Instant::now());
+        match &u {
+            Update::Reconnecting { kind, error } => {
+                let kind: &'static str = kind;
+                if !self.down.iter().any(|(k, _)| *k == kind) {
+                    self.down.push((kind, jiff::Timestamp::now()));
+                }
+                self.last_errors.retain(|(k, _)| *k != kind);
+                self.last_errors.push((kind, error.to_string()));
+            }
+            Update::Reconnected { kind } | Update::Resynced { kind, .. } => {
+                let kind: &'static str = kind;
+                self.down.retain(|(k, _)| *k != kind);
+            }
+            _ => {}
+        }
         match u {
             Update::Change(c) => {
                 let problem = self.record(&c);
@@ -266,8 +287,21 @@ impl Mirror {
 
     /// Closes the tape: the file and the events written, if there was one.
     pub fn finish_tape(&mut self) -> Option<Result<(PathBuf, u64), String>> {
-        let t = self.tape.take()?;
+        let mut t = self.tape.take()?;
         let file = t.file.clone();
+        // Kinds whose watch is still down: what changed since is not on the tape, and the
+        // file and the person are told so.
+        let down = std::mem::take(&mut self.down);
+        for (from, gap) in super::recorder::gaps(down, t.last_at(), &self.last_errors) {
+            self.notes.push(format!(
+                "{} is incomplete: changes to {} from {from} on were not recorded (their watches failed until the end; the file marks the gap)",
+                file.display(),
+                gap.kinds.join(", ")
+            ));
+            if let Err(e) = t.gap(from, &gap) {
+                return Some(Err(e.to_string()));
+            }
+        }
         Some(t.finish().map(|n| (file, n)).map_err(|e| e.to_string()))
     }
 

@@ -347,7 +347,7 @@ const GAP_GROUPING: Duration = Duration::from_secs(1);
 
 /// The gaps left by kinds whose watches were down (since when) at `ended`: kinds that went
 /// down together (every watch failing at once, say) share one, from the earliest start.
-fn gaps(
+pub(crate) fn gaps(
     mut down: Vec<(&'static str, Timestamp)>,
     ended: Timestamp,
     last_errors: &[(&'static str, String)],
@@ -441,6 +441,16 @@ impl Tape {
     }
 
     /// Closes the file (the gzip trailer); returns the events written.
+    /// The time of the last line written (the end of a gap that lasts to the end).
+    pub fn last_at(&self) -> Timestamp {
+        self.last_at.max(Timestamp::now())
+    }
+
+    /// Marks changes to some kinds as missing from `from` on (see `Gap`).
+    pub fn gap(&mut self, from: Timestamp, gap: &Gap) -> Result<(), RecordError> {
+        self.writer.gap(from, gap).map_err(|e| self.io(e))
+    }
+
     pub fn finish(self) -> Result<u64, RecordError> {
         let events = self.writer.events;
         let file = self.file.display().to_string();

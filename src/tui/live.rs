@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 
 use crate::session::{Session, StopReason};
-use kubestep_live::actuator::WriteErrors;
+use kubestep_live::actuator::{WriteBounds, WriteErrors};
 use kubestep_live::link::Health;
 use kubestep_live::mirror::{self, Mirror, SHUTDOWN_MESSAGE, Said};
 use kubestep_live::signals::Stop;
@@ -59,6 +59,8 @@ pub struct LiveLink {
     pub write_errors: WriteErrors,
     /// Signals received before or while the TUI runs: the App quits as on q.
     pub stop: Option<Stop>,
+    /// What bounds the active actuator's writes: shutdown's share one deadline.
+    pub bounds: WriteBounds,
 }
 
 impl LiveLink {
@@ -72,6 +74,7 @@ impl LiveLink {
             health: (Health::Connected, "connected".into()),
             write_errors: WriteErrors::default(),
             stop: None,
+            bounds: WriteBounds::default(),
         }
     }
 
@@ -90,18 +93,26 @@ impl LiveLink {
         let mut out = Vec::new();
         let waiting = s.core.waiting.len();
         if !self.mirror.shadow && waiting > 0 {
+            // The rejections' writes share one deadline, and a signal now ends them rather
+            // than the process, so what was not written is still said.
+            let shutting = self.stop.as_ref().map(Stop::shutting_down);
+            self.bounds.begin();
             self.mirror.release_waiting(s, SHUTDOWN_MESSAGE);
+            drop(shutting);
             out.push(format!(
                 "rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}"
             ));
+            out.extend(self.bounds.report());
         }
         while let Some(u) = self.updates.try_next() {
             if let Update::Change(_) = u {
                 self.mirror.update(s, u);
             }
         }
+        // The tape first: finishing it may add a note (a gap in the recording).
+        let tape = self.mirror.finish_tape();
         out.extend(self.mirror.notes.iter().cloned());
-        match self.mirror.finish_tape() {
+        match tape {
             Some(Ok((file, n))) => out.push(format!("recorded {n} events to {}", file.display())),
             Some(Err(e)) => out.push(format!("the recording could not be finished: {e}")),
             None => {}
