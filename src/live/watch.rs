@@ -301,15 +301,7 @@ async fn served(
         Ok(list) => Ok(list.resources.iter().any(|r| r.name == plural)),
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
         Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 401 || s.code == 403) => {
-            Err(classify(
-                &e,
-                Doing {
-                    verb: "get",
-                    kind: None,
-                    namespace: None,
-                    server: conn.server(),
-                },
-            ))
+            Err(get_failed(&e, conn))
         }
         Err(e) => Err(LiveError::Api {
             what: format!(
@@ -319,6 +311,17 @@ async fn served(
             message: cause(&e),
         }),
     }
+}
+
+/// A discovery GET that failed, in words.
+fn get_failed(e: &kube::Error, conn: &Connection) -> LiveError {
+    let doing = Doing {
+        verb: "get",
+        kind: None,
+        namespace: None,
+        server: conn.server(),
+    };
+    classify(e, doing)
 }
 
 /// Asks `/version` (the first request, so an unreachable server or refused credentials
@@ -332,17 +335,7 @@ pub async fn check_version(
 ) -> Result<String, LiveError> {
     let client = conn.client.clone();
     let answer = with_retries("GET /version", &mut retrying, || client.apiserver_version()).await;
-    let info = answer.map_err(|e| {
-        classify(
-            &e,
-            Doing {
-                verb: "get",
-                kind: None,
-                namespace: None,
-                server: conn.server(),
-            },
-        )
-    })?;
+    let info = answer.map_err(|e| get_failed(&e, conn))?;
     conn.source.kubernetes_version = Some(info.git_version.clone());
     Ok(info.git_version)
 }
