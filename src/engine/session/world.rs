@@ -163,11 +163,13 @@ impl WorldHistory {
         // Applying a change costs about a microsecond and a copy of the snapshot about
         // one per node: a checkpoint every two changes per node keeps both small. Changes
         // holding big objects (a pending pod's status written at each attempt) take one
-        // sooner, so that the budget can drop old changes with old checkpoints.
+        // sooner, once they hold a quarter of the budget and as much as a checkpoint
+        // costs, so that the budget can drop old changes with old checkpoints.
         let every = (snapshot.num_nodes() * 2).max(2048);
+        let checkpoint_bytes = self.checkpoints.back().map_or(0, |c| c.bytes);
         if self.checkpoints.is_empty()
             || self.ops_since_checkpoint >= every
-            || self.op_bytes_since_checkpoint >= self.budget / 4
+            || self.op_bytes_since_checkpoint >= (self.budget / 4).max(checkpoint_bytes)
         {
             let world = World {
                 pos,

@@ -59,10 +59,7 @@ impl Sizes {
     }
 
     pub(super) fn pod(&mut self, p: &PodInfo) -> usize {
-        match p.packed_bytes() {
-            Some(b) => b,
-            None => self.measured(("pod", p.key.as_str()), p.pod()),
-        }
+        p.packed_bytes().unwrap_or_else(|| pod_bytes(p.pod()))
     }
 
     /// The object's size in memory: about four times its JSON (typed objects hold every
@@ -75,6 +72,53 @@ impl Sizes {
             u32::try_from(json.saturating_mul(4)).unwrap_or(u32::MAX)
         }) as usize
     }
+}
+
+/// A whole pod's size in memory, estimated from what makes pods big without serializing
+/// it (every pod a replay binds is counted once, on the scheduling path).
+fn pod_bytes(pod: &k8s_openapi::api::core::v1::Pod) -> usize {
+    let strings = |m: &Option<std::collections::BTreeMap<String, String>>| {
+        m.iter()
+            .flatten()
+            .map(|(k, v)| k.len() + v.len() + 64)
+            .sum::<usize>()
+    };
+    let meta = &pod.metadata;
+    let mut n = 2048 + strings(&meta.labels) + strings(&meta.annotations);
+    n += meta.managed_fields.as_ref().map_or(0, |m| m.len() * 1024);
+    if let Some(spec) = &pod.spec {
+        let containers = spec
+            .containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten());
+        for c in containers {
+            n += 1536 + c.image.as_ref().map_or(0, String::len);
+            n += c
+                .command
+                .iter()
+                .chain(c.args.iter())
+                .flatten()
+                .map(|a| a.len() + 24)
+                .sum::<usize>();
+            n += c.env.as_ref().map_or(0, |e| e.len() * 160);
+            n += c.ports.as_ref().map_or(0, |p| p.len() * 96);
+            n += c.volume_mounts.as_ref().map_or(0, |v| v.len() * 128);
+        }
+        n += spec.volumes.as_ref().map_or(0, |v| v.len() * 384);
+        n += spec.tolerations.as_ref().map_or(0, |t| t.len() * 128);
+    }
+    if let Some(status) = &pod.status {
+        n += status.conditions.as_ref().map_or(0, |c| {
+            c.iter()
+                .map(|c| 192 + c.message.as_ref().map_or(0, String::len))
+                .sum()
+        });
+        n += status
+            .container_statuses
+            .as_ref()
+            .map_or(0, |c| c.len() * 768);
+    }
+    n
 }
 
 /// The length of `v` as JSON, counted without writing it anywhere.
