@@ -389,7 +389,8 @@ impl App {
 
     /// Where the panes are on the app's screen.
     pub fn areas(&self) -> super::layout::Areas {
-        super::layout::areas(self.size, self.left_width_for(self.size.0))
+        let footer = super::components::footer::height(self, self.size.0);
+        super::layout::areas(self.size, self.left_width_for(self.size.0), footer)
     }
 
     pub fn refresh_queue_order(&mut self) {

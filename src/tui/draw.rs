@@ -12,7 +12,8 @@ use super::layout;
 
 pub fn draw(f: &mut Frame, app: &App) {
     let size = (f.area().width, f.area().height);
-    let a = layout::areas(size, app.left_width_for(size.0));
+    let footer = c::footer::height(app, size.0);
+    let a = layout::areas(size, app.left_width_for(size.0), footer);
     c::header::draw(f, a.header, app);
     c::queue::draw(f, a.queue, app);
     c::timeline::draw(f, a.timeline, app);
@@ -35,15 +36,18 @@ fn main(f: &mut Frame, area: ratatui::layout::Rect, app: &App) {
     let t = &app.theme;
     let focused = app.focus == Pane::Main;
     let mut spans = Vec::new();
-    for (i, tab) in Tab::ALL.iter().enumerate() {
-        let style = if *tab == app.tab {
+    for (label, tab) in layout::tab_labels(area.width, app.tab)
+        .into_iter()
+        .zip(Tab::ALL)
+    {
+        let style = if tab == app.tab {
             t.selection
         } else if focused {
             t.focus
         } else {
             t.title
         };
-        spans.push(span(layout::tab_label(i, *tab), style));
+        spans.push(span(label, style));
         spans.push(span("│", t.border));
     }
     let block = c::pane(app, Line::from(spans), focused);

@@ -40,12 +40,14 @@ pub fn left_width(width: u16, chosen: Option<u16>, need: u16) -> u16 {
 /// The narrowest the left column gets.
 pub const MIN_LEFT: u16 = 20;
 
-pub fn areas(size: (u16, u16), left_w: u16) -> Areas {
+/// The panes on a screen of `size`, the left column `left_w` wide and the bottom line
+/// `footer_h` high (a long message takes more than one).
+pub fn areas(size: (u16, u16), left_w: u16, footer_h: u16) -> Areas {
     let full = Rect::new(0, 0, size.0, size.1);
     let [header, body, footer] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
-        Constraint::Length(1),
+        Constraint::Length(footer_h.max(1)),
     ])
     .areas(full);
     let [left, main] =
@@ -91,18 +93,46 @@ pub fn row_at(area: Rect, header: u16, footer: u16, y: u16, selected: usize) -> 
     Some(offset(selected, visible) + (y - top) as usize)
 }
 
-/// The tab titles as drawn on the main pane's top border.
-pub fn tab_label(i: usize, t: Tab) -> String {
-    format!(" {} {} ", i + 1, t.title())
+/// The tab titles as drawn on the top border of a main pane `width` wide: every title
+/// whole when they fit (padded, else tight), else the shown tab's title and the others'
+/// numbers, so every tab stays on screen and clickable (as k9s and lazygit keep theirs).
+pub fn tab_labels(width: u16, shown: Tab) -> Vec<String> {
+    let room = (width as usize).saturating_sub(2);
+    let fits =
+        |labels: &[String]| labels.iter().map(|l| l.chars().count() + 1).sum::<usize>() <= room;
+    let titled = |pad: &str| -> Vec<String> {
+        Tab::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{pad}{} {}{pad}", i + 1, t.title()))
+            .collect()
+    };
+    for pad in [" ", ""] {
+        let labels = titled(pad);
+        if fits(&labels) {
+            return labels;
+        }
+    }
+    Tab::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if *t == shown {
+                format!(" {} {} ", i + 1, t.title())
+            } else {
+                format!(" {} ", i + 1)
+            }
+        })
+        .collect()
 }
 
 /// Which tab's title is at column `x` of the main pane's top border.
-pub fn tab_at(main: Rect, x: u16) -> Option<Tab> {
+pub fn tab_at(main: Rect, x: u16, shown: Tab) -> Option<Tab> {
     let mut at = main.x + 1;
-    for (i, t) in Tab::ALL.iter().enumerate() {
-        let w = tab_label(i, *t).chars().count() as u16;
+    for (label, t) in tab_labels(main.width, shown).iter().zip(Tab::ALL) {
+        let w = label.chars().count() as u16;
         if x >= at && x < at + w {
-            return Some(*t);
+            return Some(t);
         }
         at += w + 1;
     }
@@ -115,7 +145,7 @@ mod tests {
 
     #[test]
     fn fits_80x24() {
-        let a = areas((80, 24), left_width(80, None, 0));
+        let a = areas((80, 24), left_width(80, None, 0), 1);
         assert_eq!(a.header.height, 1);
         assert_eq!(a.footer.y, 23);
         assert!(a.queue.height >= 3 && a.waiting.height >= 4);
@@ -131,7 +161,32 @@ mod tests {
         assert_eq!(row_at(r, 0, 0, 0, 0), None);
         assert_eq!(row_at(r, 0, 0, 11, 0), None);
         assert_eq!(row_at(r, 0, 0, 5, 15), Some(6 + 4));
-        assert_eq!(tab_at(Rect::new(30, 1, 50, 10), 32), Some(Tab::Filter));
+        assert_eq!(
+            tab_at(Rect::new(30, 1, 50, 10), 32, Tab::Filter),
+            Some(Tab::Filter)
+        );
+    }
+
+    #[test]
+    fn every_tab_label_is_on_a_narrow_bar() {
+        for width in [40u16, 48, 72, 120] {
+            for shown in Tab::ALL {
+                let labels = tab_labels(width, shown);
+                let used: usize = labels.iter().map(|l| l.chars().count() + 1).sum();
+                assert!(used + 2 <= width as usize, "{width}: {labels:?}");
+                assert_eq!(labels.len(), Tab::ALL.len());
+                let main = Rect::new(10, 1, width, 10);
+                let mut x = main.x + 1;
+                for (l, t) in labels.iter().zip(Tab::ALL) {
+                    assert_eq!(tab_at(main, x, shown), Some(t), "{width} {l}");
+                    x += l.chars().count() as u16 + 1;
+                }
+            }
+        }
+        assert!(tab_labels(48, Tab::Logs).contains(&" 6 Logs ".to_string()));
+        assert!(tab_labels(48, Tab::Logs).contains(&" 1 ".to_string()));
+        assert!(tab_labels(72, Tab::Filter).contains(&"7 What-if".to_string()));
+        assert!(tab_labels(100, Tab::Filter).contains(&" 7 What-if ".to_string()));
     }
 
     #[test]

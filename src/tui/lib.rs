@@ -218,3 +218,5 @@ pub fn run(opts: TuiOptions) -> anyhow::Result<()> {
 mod live_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_sizes;

@@ -321,7 +321,7 @@ impl NodeFilter {
         let exact: Vec<usize> = (0..plugins.len())
             .filter(|&c| {
                 plugins[c].eq_ignore_ascii_case(rest)
-                    || crate::components::matrix::abbrev(plugins[c]).eq_ignore_ascii_case(rest)
+                    || crate::components::matrix_view::abbrev(plugins[c]).eq_ignore_ascii_case(rest)
             })
             .collect();
         if !exact.is_empty() {

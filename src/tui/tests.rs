@@ -41,7 +41,7 @@ fn key(c: char) -> KeyEvent {
 }
 
 /// Types `keys` as a person would (`\n` is Enter, `\t` Tab, `\x1b` Esc).
-fn press(app: &mut App, keys: &str) {
+pub(crate) fn press(app: &mut App, keys: &str) {
     for c in keys.chars() {
         let k = match c {
             '\n' => KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE),
@@ -57,7 +57,7 @@ fn press(app: &mut App, keys: &str) {
 
 /// Applies the background worker's results until none is outstanding (blocking on the
 /// worker, not on a clock).
-fn settle(app: &mut App) {
+pub(crate) fn settle(app: &mut App) {
     while let Some(a) = app.background.wait_next() {
         app.update(a);
     }
@@ -80,7 +80,7 @@ fn terminal(app: &mut App) -> Terminal<TestBackend> {
     t
 }
 
-fn screen(app: &mut App) -> String {
+pub(crate) fn screen(app: &mut App) -> String {
     terminal(app).backend().to_string()
 }
 
@@ -772,7 +772,7 @@ fn mouse_focuses_and_selects() {
     app.update(Action::Click(l.main.x + 3, l.main.y + 4));
     assert_eq!(app.focus, Pane::Main);
     // The tab titles on the main pane's border.
-    let x = l.main.x + 1 + super::layout::tab_label(0, Tab::Filter).len() as u16 + 2;
+    let x = l.main.x + 1 + super::layout::tab_labels(l.main.width, Tab::Filter)[0].len() as u16 + 2;
     app.update(Action::Click(x, l.main.y));
     assert_eq!(app.tab, Tab::Scores);
     app.update(Action::ScrollDown(l.queue.x + 3, l.queue.y + 3));
@@ -823,7 +823,7 @@ fn small_terminal_80x24() {
 
 /// A generated cluster of `nodes` nodes and `pods` pending pods (scheduler_perf's basic
 /// shape), on a screen of `size`.
-fn basic_app(nodes: usize, pods: usize, size: (u16, u16)) -> App {
+pub(crate) fn basic_app(nodes: usize, pods: usize, size: (u16, u16)) -> App {
     basic_app_with(nodes, pods, size, Default::default())
 }
 

@@ -199,7 +199,7 @@ impl App {
             }
             Command::CommandLine => self.prompt(PromptKind::Command),
             Command::Copy => {
-                let text = super::components::explain::text(self).join("\n");
+                let text = super::components::explain::text(self, None).join("\n");
                 self.clipboard = Some(text);
                 self.info("explanation copied to the clipboard (OSC 52)");
             }
@@ -897,7 +897,7 @@ impl App {
         } else if hit(l.main) {
             self.focus = Pane::Main;
             if y == l.main.y
-                && let Some(t) = layout::tab_at(l.main, x)
+                && let Some(t) = layout::tab_at(l.main, x, self.tab)
             {
                 self.tab = t;
                 return;

@@ -100,7 +100,8 @@ fn extender_errors(e: &Explanation, out: &mut String) {
     }
 }
 
-fn verdict(e: &Explanation) -> String {
+/// The one-line verdict on a pod: schedulable where, gated, already bound, or why not.
+pub fn verdict(e: &Explanation) -> String {
     if let Some(pe) = &e.pre_enqueue {
         // Past the gate, what would stop it next (a missing claim stops PreFilter too).
         let what = if let Some(pf) = e.prefilter.as_ref().filter(|_| e.selected.is_empty()) {

@@ -7,7 +7,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 use super::span;
 use super::tabs::{TabInfo, TabPane};
@@ -59,10 +59,14 @@ impl TabPane for DetailTab {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        // YAML and long values wrap under their own key, not at column 0.
+        let w = area.width as usize;
+        let wrapped: Vec<Line> = lines(app)
+            .into_iter()
+            .flat_map(|l| super::wrap_line_hanging(l, w, 2))
+            .collect();
         f.render_widget(
-            Paragraph::new(lines(app))
-                .wrap(Wrap { trim: false })
-                .scroll((self.scroll.min(u16::MAX as usize) as u16, 0)),
+            Paragraph::new(wrapped).scroll((self.scroll.min(u16::MAX as usize) as u16, 0)),
             area,
         );
     }

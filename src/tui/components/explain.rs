@@ -13,17 +13,18 @@ use std::collections::BTreeMap;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
-use super::span;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
+use super::{span, wrap_hanging};
 use crate::app::{App, scroll_by};
 use crate::framework::cycle::FilterCell;
 use crate::moment;
 use crate::rows::first_failure;
 
-/// Node names listed per reason before "+N more".
-const NAMES: usize = 4;
+/// Characters of node names listed per reason when copying (the screen lists what fits
+/// in three lines) before "+N more".
+const COPY_NAMES: usize = 4000;
 
 /// The Explain tab (its state is the app's `explain` and `explain_scroll`).
 #[derive(Debug, Default)]
@@ -72,8 +73,10 @@ impl TabPane for ExplainTab {
     }
 }
 
-/// The explanation as plain lines (drawn with styles by `draw`, copied as is).
-pub fn text(app: &App) -> Vec<String> {
+/// The explanation as plain lines (drawn with styles by `draw`, copied as is); node
+/// names per reason fill about three lines of `width` (`None`: copying, many more).
+pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
+    let names_room = width.map_or(COPY_NAMES, |w| w.saturating_sub(8) * 3);
     let mut out = Vec::new();
     let Some(pod) = app.subject_pod() else {
         out.push("no pod yet: step one with n".into());
@@ -144,18 +147,10 @@ pub fn text(app: &App) -> Vec<String> {
                     let n: usize = reasons.values().map(Vec::len).sum();
                     out.push(format!("  {plugin}: {n} node(s)"));
                     for (reason, nodes) in reasons {
-                        let mut names: Vec<&str> = nodes.iter().take(NAMES).copied().collect();
-                        let more = nodes.len().saturating_sub(NAMES);
-                        let tail = if more > 0 {
-                            format!(", +{more} more")
-                        } else {
-                            String::new()
-                        };
-                        names.sort_unstable();
                         out.push(format!(
-                            "    {reason} — {}: {}{tail}",
+                            "    {reason} — {}: {}",
                             nodes.len(),
-                            names.join(", ")
+                            listed(nodes, names_room)
                         ));
                     }
                 }
@@ -184,7 +179,10 @@ pub fn text(app: &App) -> Vec<String> {
                             e.feasible.len()
                         )),
                         (None, Some(m)) => out.push(format!("  {m}")),
-                        _ => {}
+                        // Gated or already bound: the engine's own words.
+                        (None, None) => {
+                            out.push(format!("  {}", kubestep_engine::explain::text::verdict(e)))
+                        }
                     }
                     if let Some(n) = &e.nominated_node {
                         out.push(format!("  preemption: nominated node {n}"));
@@ -221,12 +219,34 @@ pub fn text(app: &App) -> Vec<String> {
     out
 }
 
+/// `nodes` sorted, as many as fit in `room` characters, then `+N more`.
+fn listed(nodes: &[&str], room: usize) -> String {
+    let mut sorted = nodes.to_vec();
+    sorted.sort_unstable();
+    let mut out = String::new();
+    for (i, n) in sorted.iter().enumerate() {
+        let more = sorted.len() - i;
+        // Keep room for the count of those left out.
+        let tail = if more > 1 { 12 } else { 0 };
+        if i > 0 && out.chars().count() + n.chars().count() + 2 + tail > room {
+            out.push_str(&format!(", +{more} more"));
+            return out;
+        }
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(n);
+    }
+    out
+}
+
 fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let lines: Vec<Line> = text(app)
+    let width = area.width as usize;
+    let lines: Vec<Line> = text(app, Some(width))
         .into_iter()
         .enumerate()
-        .map(|(i, l)| {
+        .flat_map(|(i, l)| {
             let style = if i == 0 || l.starts_with("0/") || l.ends_with(':') && !l.starts_with(' ')
             {
                 t.title
@@ -235,13 +255,14 @@ fn draw(f: &mut Frame, area: Rect, app: &App) {
             } else {
                 t.base
             };
-            Line::from(span(l, style))
+            // Continuations under the line's own text, not at column 0.
+            wrap_hanging(&l, width, 2)
+                .into_iter()
+                .map(move |part| Line::from(span(part, style)))
         })
         .collect();
     f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .scroll((app.explain_scroll.min(u16::MAX as usize) as u16, 0)),
+        Paragraph::new(lines).scroll((app.explain_scroll.min(u16::MAX as usize) as u16, 0)),
         area,
     );
 }

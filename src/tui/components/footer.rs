@@ -5,9 +5,11 @@ use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::span;
+use super::{fit, span, wrap_hanging};
 use crate::action::Command;
 use crate::app::{App, Level, Mode};
+use crate::theme::Theme;
+use ratatui::style::Style;
 
 const HINTS: [(Command, &str); 8] = [
     (Command::Step, "step"),
@@ -20,6 +22,53 @@ const HINTS: [(Command, &str); 8] = [
     (Command::Quit, "quit"),
 ];
 
+/// The most lines a message takes at the bottom; the rest is in Logs.
+const MOST: usize = 3;
+
+/// Rows the bottom line needs on a screen `width` wide: one, or more for a message that
+/// would be cut mid-sentence.
+pub fn height(app: &App, width: u16) -> u16 {
+    let text = match (&app.mode, &app.status) {
+        (Mode::Prompt { .. }, _) => return 1,
+        (Mode::ConfirmQuit, _) => confirm_quit(app),
+        (_, Some((_, msg))) => msg.clone(),
+        (_, None) => return 1,
+    };
+    message_lines(&text, width).len() as u16
+}
+
+/// What quitting with pods at Permit asks.
+fn confirm_quit(app: &App) -> String {
+    if app.is_live() {
+        format!(
+            "{} pod(s) wait at Permit: quitting rejects them (\"{}\"). Quit? (y/N)",
+            app.pods_waiting(),
+            kubestep_live::mirror::SHUTDOWN_MESSAGE
+        )
+    } else {
+        format!(
+            "{} pod(s) wait at Permit. Quit anyway? (y/N)",
+            app.pods_waiting()
+        )
+    }
+}
+
+/// A message wrapped to `width`, in at most `MOST` lines (the last cut with `…`).
+fn message_lines(msg: &str, width: u16) -> Vec<String> {
+    let w = width as usize;
+    if msg.chars().count() <= w {
+        return vec![msg.to_string()];
+    }
+    let mut lines = wrap_hanging(msg, w, 2);
+    if lines.len() > MOST {
+        lines.truncate(MOST);
+        if let Some(last) = lines.last_mut() {
+            *last = fit(&format!("{last} …"), w);
+        }
+    }
+    lines
+}
+
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let line = match &app.mode {
@@ -29,21 +78,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             f.set_cursor_position(Position::new(x.min(area.right().saturating_sub(1)), area.y));
             Line::from(vec![span(label, t.key), span(text.clone(), t.base)])
         }
-        Mode::ConfirmQuit if app.is_live() => Line::from(span(
-            format!(
-                "{} pod(s) wait at Permit: quitting rejects them (\"{}\"). Quit? (y/N)",
-                app.pods_waiting(),
-                kubestep_live::mirror::SHUTDOWN_MESSAGE
-            ),
-            t.warning,
-        )),
-        Mode::ConfirmQuit => Line::from(span(
-            format!(
-                "{} pod(s) wait at Permit. Quit anyway? (y/N)",
-                app.pods_waiting()
-            ),
-            t.warning,
-        )),
+        Mode::ConfirmQuit => return message(f, area, &confirm_quit(app), t.warning, t),
         _ => match &app.status {
             Some((level, msg)) => {
                 let style = match level {
@@ -51,7 +86,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     Level::Warning => t.warning,
                     Level::Error => t.error,
                 };
-                Line::from(span(msg.clone(), style))
+                return message(f, area, msg, style, t);
             }
             None => {
                 let mut spans: Vec<Span> = Vec::new();
@@ -73,4 +108,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         },
     };
     f.render_widget(Paragraph::new(line).style(t.base), area);
+}
+
+fn message(f: &mut Frame, area: Rect, msg: &str, style: Style, t: &Theme) {
+    let lines: Vec<Line> = message_lines(msg, area.width)
+        .into_iter()
+        .map(|l| Line::from(span(l, style)))
+        .collect();
+    f.render_widget(Paragraph::new(lines).style(t.base), area);
 }

@@ -65,6 +65,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         (None, true) => spans.push(span(format!("▶ running {} ", app.speed_label()), t.running)),
         (None, false) => spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused)),
     }
+    // Problems (config, theme, keys, bad input lines) right after the state: the edge
+    // of a narrow terminal cuts the end, never this.
+    if !app.warnings.is_empty() {
+        spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
+    }
     let time_at = spans.len();
     spans.push(span(
         format!("│ {clock} {} ", session_time(app, at)),
@@ -136,13 +141,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // Counts are shown whole or not at all; the rest may be cut by the edge.
     let used: usize = spans.iter().map(Span::width).sum();
     if used + counts_text.chars().count() > area.width as usize {
+        let spans = fit_spans(spans, area.width as usize);
         f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
         return;
     }
     spans.push(span(counts_text, t.header));
-    if !app.warnings.is_empty() {
-        spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
-    }
     if !app.session.breakpoints.is_empty() {
         spans.push(span(
             format!("│ ● {} bp ", app.session.breakpoints.len()),
@@ -150,5 +153,29 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         ));
     }
     spans.push(span(format!("│ {} │ {profile} ", app.source), t.header));
+    let spans = fit_spans(spans, area.width as usize);
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
+}
+
+/// `spans` cut to `w` columns, the cut marked with `…` (a pod name or plugin cut by the
+/// screen's edge must not read as a whole one).
+fn fit_spans(spans: Vec<Span<'static>>, w: usize) -> Vec<Span<'static>> {
+    let total: usize = spans.iter().map(Span::width).sum();
+    if total <= w {
+        return spans;
+    }
+    let mut out = Vec::new();
+    let mut used = 0;
+    for s in spans {
+        let n = s.content.chars().count();
+        if used + n < w {
+            used += n;
+            out.push(s);
+            continue;
+        }
+        let text = super::fit(s.content.trim_end(), w - used);
+        out.push(Span::styled(text, s.style));
+        break;
+    }
+    out
 }

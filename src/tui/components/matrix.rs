@@ -10,31 +10,14 @@
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
 
 use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{fit, pad, span, wrap};
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, PromptKind, clamp, step};
-use crate::framework::cycle::FilterCell;
 use crate::layout;
 use crate::moment;
-use crate::rows::{self, MatrixSort, first_failure};
+use crate::rows::{self, MatrixSort};
 use crate::session::Breakpoint;
-
-/// Column width of one plugin.
-const COL: usize = 4;
-
-/// `NodeResourcesFit` → `NRF`: capitals of the name (short, still recognisable).
-pub fn abbrev(name: &str) -> String {
-    let caps: String = name.chars().filter(|c| c.is_ascii_uppercase()).collect();
-    if caps.len() >= 2 {
-        caps
-    } else {
-        name.chars().take(3).collect()
-    }
-}
 
 /// The Filter tab's state: the matrix rows after the node filter and sort, and the
 /// selected cell.
@@ -64,7 +47,7 @@ impl TabPane for FilterTab {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
-        draw(self, f, area, app)
+        super::matrix_view::draw(self, f, area, app)
     }
 
     fn attempts(app: &App) -> Option<Vec<u64>> {
@@ -174,7 +157,11 @@ impl TabPane for FilterTab {
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
-        if let Some(i) = layout::row_at(main, 2, 2, y, app.matrix.row) {
+        let inner = super::inner(main);
+        let below = super::matrix_view::geometry(&app.matrix, app, inner)
+            .map_or(2, |g| g.footer_rows(inner));
+        let header = super::matrix_view::HEADER_ROWS;
+        if let Some(i) = layout::row_at(main, header, below, y, app.matrix.row) {
             app.matrix.row = i.min(app.matrix.order.len().saturating_sub(1));
         }
     }
@@ -228,222 +215,4 @@ pub fn chosen_node(app: &mut App) -> Option<String> {
         return None;
     };
     Some(node)
-}
-
-fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
-    let t = &app.theme;
-    let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
-    let Some(step) = app.moment() else {
-        return msg(f, "no attempt yet: press n to step the first pod");
-    };
-    let Some(a) = app.moment_attempt() else {
-        return msg(f, "this step belongs to no attempt");
-    };
-    let Some(m) = a.matrix else {
-        // Only say Filter did not run when the recomputed attempt says so.
-        let why = if let Some(e) = app.full_error(a.id) {
-            format!(
-                "no Filter matrix: attempt {} could not be recomputed: {e}",
-                a.id
-            )
-        } else if app.full_detail(a.id).is_none() {
-            format!(
-                "attempt {}'s Filter matrix is recomputed once the run pauses (it is not kept while running)",
-                a.id
-            )
-        } else if let Some(d) = app.full_detail(a.id)
-            && let (Some(hint), Some(batch)) = (&d.summary.hint, &d.summary.batch)
-        {
-            format!(
-                "no Filter matrix for this attempt: OpportunisticBatching gave it a hint and Filter ran on {hint} alone, which passed ({batch})"
-            )
-        } else {
-            "no Filter matrix for this attempt (Filter did not run over the nodes: PreFilter rejected the pod, the pod's nominated node passed alone, or the pod is waiting)".to_string()
-        };
-        return msg(f, &why);
-    };
-    let Some(cols) = moment::filter_columns(step, m) else {
-        return msg(
-            f,
-            &format!(
-                "{}: Filter has not run yet at this moment ({})",
-                a.pod,
-                step.point.as_str()
-            ),
-        );
-    };
-    let focused = app.focus == Pane::Main;
-    let mut lines: Vec<Line> = Vec::new();
-    let total = m.nodes.len();
-    // Upstream's search stopped early: the rest are kubestep's, marked (✓) and counted apart.
-    let examined = m.examined.filter(|&n| n < total);
-    let shown_of = match (tab.order.len() == total, examined) {
-        (true, None) => format!("{total}"),
-        (false, None) => format!("{}/{total}", tab.order.len()),
-        (true, Some(n)) => format!("{n} examined of {total}"),
-        (false, Some(n)) => format!("{}/{total}, {n} examined", tab.order.len()),
-    };
-    // The examined order is the default: with the examined count it goes without saying.
-    let title = match (examined, tab.sort) {
-        (Some(_), MatrixSort::Examined) => format!("Node ({shown_of})"),
-        _ => format!("Node ({shown_of}, {})", tab.sort.label()),
-    };
-    // The examined count may widen the name column (up to half the pane): it must show.
-    let mut name_w = (area.width as usize / 3).clamp(12, 44);
-    if examined.is_some() {
-        name_w = name_w
-            .max(title.chars().count())
-            .min((area.width as usize / 2).max(12));
-    }
-    let vis_cols = (area.width as usize).saturating_sub(name_w + 1) / COL;
-    let col_off = layout::offset(tab.col, vis_cols.max(1));
-    let shown: Vec<usize> = (col_off..m.plugins.len()).take(vis_cols).collect();
-    let mut head = vec![span(pad(&title, name_w + 1), t.title)];
-    for &c in &shown {
-        let style = if c == tab.col { t.selection } else { t.title };
-        head.push(span(pad(&abbrev(m.plugins[c]), COL), style));
-    }
-    lines.push(Line::from(head));
-    // How many nodes each plugin rejected (computed with the rows, not here).
-    let mut counts = vec![span(pad("✗ per plugin", name_w + 1), t.muted)];
-    for &c in &shown {
-        let n = tab.rejections.get(c).copied().unwrap_or(0);
-        let text = match n {
-            0 => "·".to_string(),
-            n if n < 1000 => n.to_string(),
-            n if n < 10_000 => format!("{}k", n / 1000),
-            _ => "9k+".to_string(),
-        };
-        let style = if n > 0 { t.verdict_fail } else { t.muted };
-        counts.push(span(pad(&text, COL), style));
-    }
-    lines.push(Line::from(counts));
-
-    // The selected cell, in words.
-    let cell_line = tab
-        .order
-        .get(tab.row)
-        .and_then(|&r| {
-            let c = tab.col;
-            let plugin = m.plugins.get(c)?;
-            let node = a.names.get(*m.nodes.get(r)?);
-            let what = if c >= cols {
-                "not run yet at this moment".to_string()
-            } else if !m.was_examined(r) {
-                let verdict = match m.cell(r, c) {
-                    FilterCell::Pass => "would pass".to_string(),
-                    FilterCell::Skipped => "skipped".to_string(),
-                    FilterCell::Reject { reasons, .. } => {
-                        format!("would reject: {}", reasons.join(", "))
-                    }
-                    FilterCell::Error { message } => format!("would fail: {message}"),
-                };
-                format!(
-                    "not examined: upstream's search stopped after {} nodes; kubestep's own run {verdict}",
-                    m.examined.unwrap_or(0)
-                )
-            } else {
-                match m.cell(r, c) {
-                    FilterCell::Pass => "✓ passed".to_string(),
-                    FilterCell::Skipped => "– skipped (PreFilter returned Skip)".to_string(),
-                    FilterCell::Reject { code, reasons } => {
-                        let first = if first_failure(m, r, cols) == Some(c) {
-                            " (upstream's first failure)"
-                        } else {
-                            ""
-                        };
-                        let note = m.note(r, c).map(|n| format!(" — {n}")).unwrap_or_default();
-                        format!("✗ {code:?}: {}{first}{note}", reasons.join(", "))
-                    }
-                    FilterCell::Error { message } => format!("! Error: {message}"),
-                }
-            };
-            Some(format!("{node} · {plugin}: {what}"))
-        })
-        .unwrap_or_else(|| "no node matches the filter".into());
-    // The cell's words (kubestep's note says which request failed and why) wrap rather
-    // than lose their end, up to a third of the pane: the table stays the point.
-    let width = area.width as usize;
-    let mut cell_lines = if cell_line.chars().count() <= width {
-        vec![cell_line]
-    } else {
-        wrap(&cell_line, width)
-    };
-    let cap = ((area.height as usize).saturating_sub(4) / 3).max(1);
-    if cell_lines.len() > cap {
-        cell_lines.truncate(cap);
-        if let Some(last) = cell_lines.last_mut() {
-            *last = fit(&format!("{last} …"), width);
-        }
-    }
-    let summary = match (a.outcome, a.message) {
-        (_, Some(msg)) => msg.to_string(),
-        (Some(o), None) => format!(
-            "{o}{}",
-            a.node.map(|n| format!(" on {n}")).unwrap_or_default()
-        ),
-        (None, None) => format!("attempt in progress at {}", step.point.as_str()),
-    };
-    // The summary (upstream's message) wraps too: its lines are kept free of rows.
-    let summary_h = wrap(&format!("Σ {summary}"), width).len().min(3);
-    let visible = (area.height as usize).saturating_sub(2 + cell_lines.len() + summary_h);
-    let offset = layout::offset(tab.row, visible);
-    for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
-        let first = first_failure(m, r, cols);
-        // Orders are rebuilt with the moment; a stale index is skipped, never indexed.
-        let Some(&node) = m.nodes.get(r) else {
-            continue;
-        };
-        let name = a.names.get(node);
-        let sel_row = i == tab.row;
-        let examined = m.was_examined(r);
-        let mut spans: Vec<Span> = vec![span(
-            format!("{} ", pad(name, name_w)),
-            if sel_row && focused {
-                t.selection
-            } else if examined {
-                t.base
-            } else {
-                t.muted
-            },
-        )];
-        for &c in &shown {
-            let (sym, mut style) = if c >= cols {
-                ("·".to_string(), t.muted)
-            } else if !examined {
-                let sym = match m.cell(r, c) {
-                    FilterCell::Pass => "(✓)",
-                    FilterCell::Skipped => "(–)",
-                    FilterCell::Reject { .. } => "(✗)",
-                    FilterCell::Error { .. } => "(!)",
-                };
-                (sym.to_string(), t.muted)
-            } else {
-                match m.cell(r, c) {
-                    FilterCell::Pass => ("✓".to_string(), t.verdict_pass),
-                    FilterCell::Skipped => ("–".to_string(), t.verdict_skip),
-                    FilterCell::Reject { .. } if first == Some(c) => {
-                        ("✗*".to_string(), t.first_failure)
-                    }
-                    FilterCell::Reject { .. } => ("✗".to_string(), t.verdict_fail),
-                    FilterCell::Error { .. } if first == Some(c) => {
-                        ("!*".to_string(), t.first_failure)
-                    }
-                    FilterCell::Error { .. } => ("!".to_string(), t.verdict_error),
-                }
-            };
-            if sel_row && c == tab.col && focused {
-                style = style.patch(t.selection);
-            }
-            spans.push(span(pad(&sym, COL), style));
-        }
-        lines.push(Line::from(spans));
-    }
-    while lines.len() < visible + 2 {
-        lines.push(Line::default());
-    }
-
-    lines.extend(cell_lines.into_iter().map(|l| Line::from(span(l, t.base))));
-    lines.push(Line::from(vec![span("Σ ", t.key), span(summary, t.title)]));
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }

@@ -10,11 +10,13 @@ pub mod header;
 pub mod help;
 pub mod logs;
 pub mod matrix;
+pub mod matrix_view;
 pub mod popups;
 pub mod queue;
 pub mod scores;
 pub mod state_tree;
 pub mod tabs;
+pub mod text;
 pub mod timeline;
 pub mod waiting;
 pub mod whatif;
@@ -26,6 +28,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::app::App;
+pub use text::{Shared, elide, fit, pad, pad_elided, wrap, wrap_hanging, wrap_line_hanging};
 
 /// A pane's bordered block; the focused pane's border and title use the focus slot.
 pub fn pane<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
@@ -37,47 +40,6 @@ pub fn pane<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'
         .border_style(border)
         .title(title.into().style(title_style))
         .style(t.base)
-}
-
-/// Cuts `s` to `w` characters, marking the cut with `…`.
-pub fn fit(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        return s.to_string();
-    }
-    if w == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(w - 1).collect();
-    out.push('…');
-    out
-}
-
-/// Words of `s` in lines of at most `w` characters (a word longer than `w` is cut).
-pub fn wrap(s: &str, w: usize) -> Vec<String> {
-    let w = w.max(8);
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    for word in s.split_whitespace() {
-        let n = cur.chars().count();
-        if n > 0 && n + 1 + word.chars().count() > w {
-            out.push(std::mem::take(&mut cur));
-        }
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-    }
-    if !cur.is_empty() || out.is_empty() {
-        out.push(cur);
-    }
-    out.into_iter().map(|l| fit(&l, w)).collect()
-}
-
-/// `s` padded or cut to exactly `w` characters.
-pub fn pad(s: &str, w: usize) -> String {
-    let f = fit(s, w);
-    let n = f.chars().count();
-    format!("{f}{}", " ".repeat(w.saturating_sub(n)))
 }
 
 pub fn span<'a>(s: impl Into<String>, style: Style) -> Span<'a> {

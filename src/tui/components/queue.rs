@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{fit, pad, pane, span};
+use super::{fit, pad_elided, pane, span};
 use crate::action::Pane;
 use crate::app::App;
 use crate::layout;
@@ -77,12 +77,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let visible = layout::visible_rows(area, 0, 0);
     let offset = layout::offset(q.selected, visible);
     let w = inner.width as usize;
-    let longest = q.longest.max(8);
-    // Names whole where they can be: the status keeps at least 14 columns.
-    let name_w = longest
-        .min(w.saturating_sub(14))
-        .max(8)
-        .min(w.saturating_sub(2));
+    let (name_w, info_w) = columns(w, q.longest.max(8));
     let lines: Vec<Line> = q
         .order
         .iter()
@@ -92,15 +87,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .filter_map(|(i, &r)| {
             let row = q.rows.get(r)?;
             let selected = i == q.selected;
-            let info_w = w.saturating_sub(name_w + 3);
-            let mut line = Line::from(vec![
+            let mut spans = vec![
                 span(
                     format!("{} ", row.state.symbol()),
                     state_style(t, row.state),
                 ),
-                span(pad(&row.pod, name_w), t.base),
-                span(format!(" {}", fit(&row.info, info_w)), t.muted),
-            ]);
+                span(pad_elided(&row.pod, name_w), t.base),
+            ];
+            if info_w > 0 {
+                spans.push(span(format!(" {}", fit(&row.info, info_w)), t.muted));
+            }
+            let mut line = Line::from(spans);
             if selected && focused {
                 line = line.style(t.selection);
             }
@@ -123,5 +120,38 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         f.render_widget(p, inner);
     } else {
         f.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+/// The name and status columns of a queue row `w` wide whose longest name is `longest`:
+/// names whole with the status beside them when both fit; names losing their middle for
+/// a status of [`MIN_INFO`] columns while at least [`MIN_NAME`] are left; else names
+/// alone (the symbol gives the state, the bottom border the selected pod's status).
+pub fn columns(w: usize, longest: usize) -> (usize, usize) {
+    let room = w.saturating_sub(3);
+    if longest + MIN_INFO <= room {
+        return (longest, room - longest);
+    }
+    if room >= MIN_NAME + MIN_INFO {
+        return (room - MIN_INFO, MIN_INFO);
+    }
+    (w.saturating_sub(2), 0)
+}
+
+const MIN_INFO: usize = 14;
+const MIN_NAME: usize = 24;
+
+#[cfg(test)]
+mod tests {
+    use super::columns;
+
+    #[test]
+    fn names_first_then_status() {
+        // 80 columns: a 30-column pane shows names alone.
+        assert_eq!(columns(28, 34), (26, 0));
+        // 120 columns: names lose their middle for a status column.
+        assert_eq!(columns(46, 36), (29, 14));
+        // Room for both whole.
+        assert_eq!(columns(60, 30), (30, 27));
     }
 }

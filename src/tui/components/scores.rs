@@ -9,11 +9,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::matrix::{abbrev, chosen_node};
+use super::matrix::chosen_node;
+use super::matrix_view::Columns;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{fit, pad, span};
+use super::{Shared, fit, pad, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
+use crate::framework::cycle::ScoreTable;
 use crate::layout;
 use crate::moment;
 use crate::rows;
@@ -151,7 +153,8 @@ impl TabPane for ScoresTab {
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
-        if let Some(i) = layout::row_at(main, 1, 1, y, app.scores.row) {
+        let below = geometry(app, super::inner(main)).map_or(1, |g| g.footer_rows());
+        if let Some(i) = layout::row_at(main, 1, below, y, app.scores.row) {
             app.scores.row = i.min(app.scores.order.len().saturating_sub(1));
         }
     }
@@ -191,39 +194,34 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         );
     }
     let focused = app.focus == Pane::Main;
-    let ncols = table.plugins.len() + table.extenders.len();
-    let name_w = (area.width as usize / 3).clamp(12, 40);
-    let vis_cols = (area.width as usize).saturating_sub(name_w + 16) / COL;
-    let col_off = layout::offset(tab.col, vis_cols.max(1));
-    let shown: Vec<usize> = (col_off..ncols).take(vis_cols).collect();
-    let names: Vec<&str> = table
-        .plugins
-        .iter()
-        .map(|p| p.name)
-        .chain(table.extenders.iter().map(|x| x.name.as_str()))
-        .collect();
+    let g = Geometry::new(tab, &a, table, area);
+    let (name_w, cols_w) = (g.name_w, &g.columns);
+    let names = &g.names;
+    let shown = cols_w.shown.clone();
     let best = table.totals.iter().copied().max().unwrap_or(0);
     let chosen = table.chosen;
 
     let mut lines: Vec<Line> = Vec::new();
-    let mut head = vec![span(
-        pad(
-            &format!("Node ({}) {}", table.nodes.len(), tab.mode.label()),
-            name_w + 1,
-        ),
-        t.title,
-    )];
+    let title = format!("Node ({}) {}", table.nodes.len(), tab.mode.label());
+    let mut head = vec![span(pad(&title, name_w + 1), t.title)];
+    if cols_w.left > 0 {
+        let mark = format!(" ←{} ", cols_w.left);
+        let room = (name_w + 1).saturating_sub(mark.chars().count());
+        head[0] = span(format!("{}{mark}", pad(&title, room)), t.title);
+    }
     for &c in &shown {
         let style = if c == tab.col { t.selection } else { t.title };
-        head.push(span(
-            format!("{:>w$}", fit(&abbrev(names[c]), COL - 1), w = COL),
-            style,
-        ));
+        let w = cols_w.width(&names[c]);
+        let h = fit(&cols_w.header(&names[c]), w - 1);
+        head.push(span(format!("{h:>w$}"), style));
     }
     head.push(span(format!("{:>8} {:>5}", "total", "rank"), t.title));
+    if cols_w.right > 0 {
+        head.push(span(format!(" +{}→", cols_w.right), t.muted));
+    }
     lines.push(Line::from(head));
-
-    let visible = (area.height as usize).saturating_sub(2);
+    let shared = Shared::of(table.nodes.iter().map(|&n| a.names.get(n)));
+    let visible = g.visible;
     let offset = layout::offset(tab.row, visible);
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let cols = table.breakdown(r);
@@ -239,7 +237,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         let mut spans: Vec<Span> = vec![span(
             format!(
                 "{mark}{} ",
-                pad(
+                shared.pad(
                     table.nodes.get(r).map_or("?", |&n| a.names.get(n)),
                     name_w - 1
                 )
@@ -266,7 +264,8 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
             } else {
                 t.base
             };
-            spans.push(span(format!("{v:>COL$}"), style));
+            let w = cols_w.width(&names[c]);
+            spans.push(span(format!("{v:>w$}"), style));
         }
         spans.push(span(
             format!("{total:>8} {:>5}", i + 1),
@@ -277,19 +276,89 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
     while lines.len() < visible + 1 {
         lines.push(Line::default());
     }
+    lines.extend(
+        g.legend
+            .iter()
+            .map(|l| Line::from(span(l.clone(), t.muted))),
+    );
+    lines.extend(
+        g.footer
+            .iter()
+            .map(|l| Line::from(span(l.clone(), t.title))),
+    );
+    f.render_widget(Paragraph::new(lines), area);
+}
+
+/// Where the score table's parts go: the name column, the plugin columns (full names or
+/// abbreviations with a legend), and the lines under the rows, for drawing and clicks.
+pub struct Geometry {
+    pub name_w: usize,
+    pub names: Vec<String>,
+    pub columns: Columns,
+    pub legend: Vec<String>,
+    pub footer: Vec<String>,
+    pub visible: usize,
+}
+
+impl Geometry {
+    fn new(tab: &ScoresTab, a: &moment::AttemptData, table: &ScoreTable, area: Rect) -> Geometry {
+        let width = area.width as usize;
+        let names: Vec<String> = table
+            .plugins
+            .iter()
+            .map(|p| p.name.to_string())
+            .chain(table.extenders.iter().map(|x| x.name.clone()))
+            .collect();
+        let longest = table
+            .nodes
+            .iter()
+            .map(|&n| a.names.get(n).chars().count() + 1)
+            .max()
+            .unwrap_or(0);
+        let name_w = longest.max(12).min((width / 3).clamp(12, 40));
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let columns = Columns::new(&refs, tab.col, width.saturating_sub(name_w + 15), COL);
+        let legend = columns.legend(&refs, width);
+        let footer = wrap_hanging(&summary(tab, a, table, &names), width, 2);
+        let visible = (area.height as usize).saturating_sub(1 + legend.len() + footer.len());
+        Geometry {
+            name_w,
+            names,
+            columns,
+            legend,
+            footer,
+            visible,
+        }
+    }
+
+    /// Lines under the rows.
+    fn footer_rows(&self) -> u16 {
+        (self.legend.len() + self.footer.len()).min(u16::MAX as usize) as u16
+    }
+}
+
+/// The chosen node, ties, and the selected column's weight.
+fn summary(
+    tab: &ScoresTab,
+    a: &moment::AttemptData,
+    table: &ScoreTable,
+    names: &[String],
+) -> String {
+    let best = table.totals.iter().copied().max().unwrap_or(0);
     let tied = table.totals.iter().filter(|x| **x == best).count();
-    let sel_col = names.get(tab.col).copied().unwrap_or("");
+    let sel_col = names.get(tab.col).map_or("", String::as_str);
     let weight = table.plugins.get(tab.col).map(|p| p.weight).or_else(|| {
         table
             .extenders
             .get(tab.col.wrapping_sub(table.plugins.len()))
             .map(|x| x.weight)
     });
-    let selected = chosen
+    let selected = table
+        .chosen
         .and_then(|c| table.nodes.get(c))
         .map(|&n| a.names.get(n))
         .unwrap_or("-");
-    let footer = format!(
+    format!(
         "★ {selected} (best {best}{}) · column {sel_col} weight {}",
         if tied > 1 {
             format!(", {tied} tied: upstream picks one at random")
@@ -297,7 +366,12 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
             String::new()
         },
         weight.map(|w| w.to_string()).unwrap_or_else(|| "-".into())
-    );
-    lines.push(Line::from(span(fit(&footer, area.width as usize), t.title)));
-    f.render_widget(Paragraph::new(lines), area);
+    )
+}
+
+/// The table's geometry in `inner`, when a score table is shown.
+fn geometry(app: &App, inner: Rect) -> Option<Geometry> {
+    let a = app.moment_attempt()?;
+    let table = a.scores?;
+    Some(Geometry::new(&app.scores, &a, table, inner))
 }

@@ -201,11 +201,11 @@ mod tests {
         let main = Rect::new(0, 0, 200, 10);
         let mut x = main.x + 1;
         let mut names = std::collections::HashSet::new();
-        for (i, tab) in Tab::ALL.into_iter().enumerate() {
+        let labels = layout::tab_labels(main.width, Tab::Filter);
+        for (label, tab) in labels.into_iter().zip(Tab::ALL) {
             let info = tab.info();
-            let label = layout::tab_label(i, tab);
             assert!(label.contains(info.title), "{label}");
-            assert_eq!(layout::tab_at(main, x), Some(tab), "{label}");
+            assert_eq!(layout::tab_at(main, x, Tab::Filter), Some(tab), "{label}");
             x += label.chars().count() as u16 + 1;
             let cmd = Command::ShowTab(tab);
             assert!(Command::ALL.contains(&cmd), "{tab:?}");

@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{fit, pane, span};
+use super::{elide, pane, span};
 use crate::action::Pane;
 use crate::app::App;
 use crate::layout;
@@ -65,7 +65,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 ("⏸", left, t.queue_waiting)
             };
             let plugin = if w < 44 {
-                super::matrix::abbrev(&r.plugin)
+                super::matrix_view::abbrev(&r.plugin)
             } else {
                 r.plugin.clone()
             };
@@ -73,7 +73,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             let name_w = w.saturating_sub(tail.chars().count() + 2);
             let mut line = Line::from(vec![
                 span(format!("{mark} "), style),
-                span(fit(&r.pod, name_w), t.base),
+                span(elide(&r.pod, name_w), t.base),
                 span(tail, t.muted),
             ]);
             if i == app.waiting_selected && focused {

@@ -12,7 +12,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::tabs::{TabInfo, TabPane};
-use super::{fit, pad, span};
+use super::{Shared, fit, pad_elided, span, wrap};
 use crate::action::{Command, Pane};
 use crate::app::{App, step};
 use crate::explain::Explanation;
@@ -59,61 +59,95 @@ impl TabPane for WhatIfTab {
     }
 }
 
-/// One side of the comparison as lines.
-pub fn side(e: &Result<Explanation, String>) -> Vec<String> {
+/// One side of the comparison as lines of at most `width` characters: node names lose
+/// what all of them share (or their middle), never a character to the border.
+pub fn side(e: &Result<Explanation, String>, width: usize) -> Vec<String> {
     let e = match e {
         Ok(e) => e,
-        Err(err) => return vec![format!("error: {err}")],
+        Err(err) => return wrap(&format!("error: {err}"), width),
     };
+    let mut ranked: Vec<(&String, i64)> = e
+        .scores
+        .iter()
+        .flat_map(|s| s.iter().map(|(n, s)| (n, s.total)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    ranked.truncate(8);
+    let shared = Shared::of(
+        ranked
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .chain(e.bound.as_deref()),
+    );
     let mut out = Vec::new();
     match (&e.bound, &e.message) {
         (Some(n), _) => {
             out.push("→ would bind to".into());
-            out.push(n.clone());
+            out.push(shared.shorten(n, width));
         }
-        (None, Some(m)) => out.push(m.clone()),
+        (None, Some(m)) => out.extend(wrap(m, width)),
         _ => out.push("no decision".into()),
     }
     out.push(format!("feasible {}/{}", e.feasible.len(), e.num_nodes));
-    if let Some(scores) = &e.scores {
-        let mut ranked: Vec<(&String, i64)> = scores.iter().map(|(n, s)| (n, s.total)).collect();
-        ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        for (n, total) in ranked.iter().take(8) {
-            let star = if e.selected.contains(n) { "★" } else { " " };
-            out.push(format!("{star}{total:>5} {n}"));
-        }
+    for (n, total) in ranked {
+        let star = if e.selected.contains(n) { "★" } else { " " };
+        let head = format!("{star}{total:>5} ");
+        let room = width.saturating_sub(head.chars().count());
+        out.push(format!("{head}{}", shared.shorten(n, room)));
     }
     out
 }
 
 fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let [left, _, right] = Layout::horizontal([
-        Constraint::Length(40.min(area.width / 3)),
-        Constraint::Length(1),
-        Constraint::Min(10),
-    ])
-    .areas(area);
+    // Plugin names whole where they fit beside the results; a narrow pane stacks the
+    // list over the results rather than cutting both to a few letters.
+    let longest = w
+        .plugins
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0) as u16;
+    let [left, right] = if area.width < 100 {
+        let [top, _, bottom] = Layout::vertical([
+            Constraint::Percentage(45),
+            Constraint::Length(1),
+            Constraint::Min(3),
+        ])
+        .areas(area);
+        [top, bottom]
+    } else {
+        let [left, _, right] = Layout::horizontal([
+            Constraint::Length((longest + 12).min(area.width * 11 / 20)),
+            Constraint::Length(1),
+            Constraint::Min(10),
+        ])
+        .areas(area);
+        [left, right]
+    };
     plugins(w, f, left, app);
 
     let keys = |c: Command| app.keymap.label(c);
     // The right side: what is edited, then the two sides (or how to get them).
+    let title = match (&w.job, &w.result) {
+        (Some((_, pod)), _) => format!("WHAT-IF · {pod} · re-running… (not in history)"),
+        (None, Some(Ok(c))) => format!("WHAT-IF · {} (not in history)", c.pod),
+        _ => "WHAT-IF (not in history)".to_string(),
+    };
     let mut head = vec![Line::from(span(
-        match (&w.job, &w.result) {
-            (Some((_, pod)), _) => format!("WHAT-IF · {pod} · re-running… (not in history)"),
-            (None, Some(Ok(c))) => format!("WHAT-IF · {} (not in history)", c.pod),
-            _ => "WHAT-IF (not in history)".to_string(),
-        },
+        fit(&title, right.width as usize),
         t.what_if,
     ))];
     if w.edits.fields.is_empty() {
-        head.push(Line::from(span(
-            format!("no field edits ({} adds one)", keys(Command::WhatIfField)),
-            t.muted,
-        )));
+        let none = format!("no field edits ({} adds one)", keys(Command::WhatIfField));
+        head.push(Line::from(span(fit(&none, right.width as usize), t.muted)));
     }
     for e in &w.edits.fields {
-        head.push(Line::from(span(format!("✎ {}", e.describe()), t.what_if)));
+        let edit = format!("✎ {}", e.describe());
+        head.push(Line::from(span(
+            fit(&edit, right.width as usize),
+            t.what_if,
+        )));
     }
     let [top, body] = Layout::vertical([
         Constraint::Length(head.len() as u16 + 1),
@@ -124,7 +158,7 @@ fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
 
     let Some(result) = &w.result else {
         let text = format!(
-            "Edit plugins on the left ({} toggles, {} / {} change a weight) or a field ({}), then {} re-runs the pod shown (or the selected queue pod) as it really is and with the edits, side by side, on copies. Nothing enters the session's history.",
+            "Edit the plugins in the list ({} toggles, {} / {} change a weight) or a field ({}), then {} re-runs the pod shown (or the selected queue pod) as it really is and with the edits, side by side, on copies. Nothing enters the session's history.",
             keys(Command::WhatIfToggle),
             keys(Command::WeightUp),
             keys(Command::WeightDown),
@@ -159,8 +193,9 @@ fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
         let inner = block.inner(area);
         f.render_widget(block, area);
         let mut l = vec![Line::from(span(fit(label, inner.width as usize), style))];
-        l.extend(side(res).into_iter().map(|s| Line::from(span(s, t.base))));
-        f.render_widget(Paragraph::new(l).wrap(Wrap { trim: false }), inner);
+        let lines = side(res, inner.width as usize);
+        l.extend(lines.into_iter().map(|s| Line::from(span(s, t.base))));
+        f.render_widget(Paragraph::new(l), inner);
     }
 }
 
@@ -186,6 +221,13 @@ fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     ];
     let visible = area.height.saturating_sub(lines.len() as u16) as usize;
     let offset = layout::offset(w.selected, visible);
+    let longest = w
+        .plugins
+        .iter()
+        .map(|p| p.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let name_w = longest.min((area.width as usize).saturating_sub(12));
     for (i, p) in w.plugins.iter().enumerate().skip(offset).take(visible) {
         let off = w.edits.disabled.contains(&p.name);
         let weight = match (p.weight, w.edits.weights.get(&p.name)) {
@@ -200,10 +242,7 @@ fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
             t.base
         };
         let mut line = Line::from(span(
-            format!(
-                "{mark} {} {weight}",
-                pad(&p.name, (area.width as usize).saturating_sub(12))
-            ),
+            format!("{mark} {} {weight}", pad_elided(&p.name, name_w)),
             style,
         ));
         if focused && i == w.selected {

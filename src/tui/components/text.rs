@@ -1,0 +1,364 @@
+//! Fitting text into columns: every cut is marked with `…`, so no name is ever shown
+//! shorter than it is without saying so. Names lose their middle (both ends tell pods
+//! and nodes apart: `ml/llm-f…worker-0`) or the part a whole list shares
+//! (`ip-10-0-1-21…` for `*.ec2.internal`).
+
+use std::ops::Range;
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+
+/// Cuts `s` to `w` characters, marking the cut with `…`.
+pub fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(w - 1).collect();
+    out.push('…');
+    out
+}
+
+/// `s` padded or cut to exactly `w` characters.
+pub fn pad(s: &str, w: usize) -> String {
+    let f = fit(s, w);
+    let n = f.chars().count();
+    format!("{f}{}", " ".repeat(w.saturating_sub(n)))
+}
+
+/// `s` in at most `w` characters, losing its middle: the start says where a name
+/// belongs (a namespace, a node pool), the end which one it is.
+pub fn elide(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w {
+        return s.to_string();
+    }
+    if w < 6 {
+        return fit(s, w);
+    }
+    // The end is the more telling half (replica suffixes, ordinals).
+    let tail = w / 2;
+    let head = w - 1 - tail;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(n - tail));
+    out
+}
+
+/// `elide` padded to exactly `w` characters.
+pub fn pad_elided(s: &str, w: usize) -> String {
+    let f = elide(s, w);
+    let n = f.chars().count();
+    format!("{f}{}", " ".repeat(w.saturating_sub(n)))
+}
+
+/// What every name of a list starts and ends with, cut at a separator so what is left
+/// reads as a name: `ip-10-0-1-21.ec2.internal` and `ip-10-0-3-47.ec2.internal` share
+/// the suffix `.ec2.internal`. Shortening drops these first.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shared {
+    /// Characters every name starts with.
+    pub prefix: usize,
+    /// Characters every name ends with.
+    pub suffix: usize,
+}
+
+const SEPARATORS: [char; 4] = ['.', '-', '/', '_'];
+
+impl Shared {
+    /// The shared start and end of `names` (nothing with fewer than two names).
+    pub fn of<'a>(names: impl IntoIterator<Item = &'a str>) -> Shared {
+        let mut it = names.into_iter();
+        let Some(first) = it.next() else {
+            return Shared::default();
+        };
+        let len = first.chars().count();
+        let (mut pre, mut suf, mut shortest, mut others) = (len, len, len, false);
+        for name in it {
+            pre = pre.min(
+                first
+                    .chars()
+                    .zip(name.chars())
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+            );
+            suf = suf.min(
+                first
+                    .chars()
+                    .rev()
+                    .zip(name.chars().rev())
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+            );
+            shortest = shortest.min(name.chars().count());
+            others = true;
+        }
+        if !others {
+            return Shared::default();
+        }
+        // Back to a separator inside the shared part: `ip-10-0-` not `ip-10-0-1`.
+        let chars: Vec<char> = first.chars().collect();
+        while pre > 0 && !SEPARATORS.contains(&chars[pre - 1]) {
+            pre -= 1;
+        }
+        while suf > 0 && !SEPARATORS.contains(&chars[len - suf]) {
+            suf -= 1;
+        }
+        // Something must remain of the shortest name.
+        if pre + suf >= shortest {
+            return Shared::default();
+        }
+        Shared {
+            prefix: pre,
+            suffix: suf,
+        }
+    }
+
+    /// `name` in at most `w` characters: whole if it fits, else without the shared end
+    /// (then start) marked `…`, else with its middle elided.
+    pub fn shorten(&self, name: &str, w: usize) -> String {
+        let n = name.chars().count();
+        if n <= w {
+            return name.to_string();
+        }
+        let chars: Vec<char> = name.chars().collect();
+        let (pre, suf) = if self.prefix + self.suffix < n {
+            (self.prefix, self.suffix)
+        } else {
+            (0, 0)
+        };
+        if suf > 0 {
+            let kept: String = chars[..n - suf].iter().collect();
+            if kept.chars().count() < w {
+                return format!("{kept}…");
+            }
+            if pre > 0 {
+                let core: String = chars[pre..n - suf].iter().collect();
+                if core.chars().count() + 2 <= w {
+                    return format!("…{core}…");
+                }
+            }
+        } else if pre > 0 {
+            let core: String = chars[pre..].iter().collect();
+            if core.chars().count() < w {
+                return format!("…{core}");
+            }
+        }
+        elide(name, w)
+    }
+
+    /// `shorten` padded to exactly `w` characters.
+    pub fn pad(&self, name: &str, w: usize) -> String {
+        let f = self.shorten(name, w);
+        let n = f.chars().count();
+        format!("{f}{}", " ".repeat(w.saturating_sub(n)))
+    }
+}
+
+/// Words of `s` in lines of at most `w` characters (a word longer than `w` is cut).
+pub fn wrap(s: &str, w: usize) -> Vec<String> {
+    let w = w.max(8);
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for word in s.split_whitespace() {
+        let n = cur.chars().count();
+        if n > 0 && n + 1 + word.chars().count() > w {
+            out.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+    }
+    if !cur.is_empty() || out.is_empty() {
+        out.push(cur);
+    }
+    out.into_iter().map(|l| fit(&l, w)).collect()
+}
+
+/// `s` wrapped to `w` columns with a hanging indent: continuation lines start under the
+/// line's own text (its leading spaces, plus `extra`), so a wrapped list item or YAML
+/// value stays visibly inside its parent. A word wider than the room is broken across
+/// lines (a long image name or node list loses nothing).
+pub fn wrap_hanging(s: &str, w: usize, extra: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    let (ranges, indent) = hanging_ranges(&chars, w, extra);
+    ranges
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let pad = if i == 0 { 0 } else { indent };
+            let mut line = " ".repeat(pad);
+            line.extend(&chars[r]);
+            line
+        })
+        .collect()
+}
+
+/// A styled line wrapped as `wrap_hanging` wraps text, each piece keeping its style.
+pub fn wrap_line_hanging(line: Line<'_>, w: usize, extra: usize) -> Vec<Line<'static>> {
+    let cells: Vec<(char, Style)> = line
+        .spans
+        .iter()
+        .flat_map(|sp| {
+            let style = line.style.patch(sp.style);
+            sp.content.chars().map(move |c| (c, style))
+        })
+        .collect();
+    let chars: Vec<char> = cells.iter().map(|(c, _)| *c).collect();
+    let (ranges, indent) = hanging_ranges(&chars, w, extra);
+    ranges
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            if i > 0 {
+                spans.push(Span::raw(" ".repeat(indent)));
+            }
+            let mut cur = String::new();
+            let mut style = None;
+            for &(c, st) in &cells[r] {
+                if style.is_some_and(|s| s != st) {
+                    spans.push(Span::styled(
+                        std::mem::take(&mut cur),
+                        style.unwrap_or_default(),
+                    ));
+                }
+                style = Some(st);
+                cur.push(c);
+            }
+            if !cur.is_empty() {
+                spans.push(Span::styled(cur, style.unwrap_or_default()));
+            }
+            Line::from(spans)
+        })
+        .collect()
+}
+
+/// The character ranges of each wrapped line of `chars` in `w` columns, and the indent
+/// of the lines after the first (which have `w - indent` columns).
+fn hanging_ranges(chars: &[char], w: usize, extra: usize) -> (Vec<Range<usize>>, usize) {
+    let w = w.max(8);
+    let n = chars.len();
+    if n <= w {
+        return (std::iter::once(0..n).collect(), 0);
+    }
+    let lead = chars.iter().take_while(|c| **c == ' ').count();
+    // Half the width at most, so deep lines still wrap into something readable.
+    let indent = (lead + extra).min(w / 2);
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut first = true;
+    while pos < n {
+        let room = if first { w } else { w - indent };
+        if n - pos <= room {
+            out.push(pos..n);
+            break;
+        }
+        // The last space within reach (one just past the room ends the line exactly),
+        // past the line's own indentation.
+        let floor = if first { lead } else { pos };
+        let brk = (pos + 1..=pos + room)
+            .rev()
+            .find(|&k| chars[k] == ' ' && k > floor);
+        match brk {
+            Some(k) => {
+                out.push(pos..k);
+                pos = k;
+                while pos < n && chars[pos] == ' ' {
+                    pos += 1;
+                }
+            }
+            None => {
+                out.push(pos..pos + room);
+                pos += room;
+            }
+        }
+        first = false;
+    }
+    (out, indent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elide_keeps_both_ends_and_marks_the_cut() {
+        assert_eq!(elide("ml/llm-finetune-worker-0", 16), "ml/llm-…worker-0");
+        assert_eq!(elide("short", 16), "short");
+        assert_eq!(elide("abcdefgh", 4), "abc…");
+        assert_eq!(elide("ml/llm-finetune-worker-0", 16).chars().count(), 16);
+    }
+
+    #[test]
+    fn shared_suffix_goes_first_for_nodes() {
+        let names = ["ip-10-0-1-21.ec2.internal", "ip-10-0-3-47.ec2.internal"];
+        let s = Shared::of(names);
+        assert_eq!(s.suffix, ".ec2.internal".len());
+        assert_eq!(s.prefix, "ip-10-0-".len());
+        assert_eq!(s.shorten(names[0], 15), "ip-10-0-1-21…");
+        assert_eq!(s.shorten(names[0], 40), names[0]);
+        // Too narrow even without the suffix: the shared start goes too.
+        assert_eq!(s.shorten(names[0], 7), "…1-21…");
+    }
+
+    #[test]
+    fn shared_prefix_alone_for_pools() {
+        let names = [
+            "gke-prod-default-pool-3f2a-x1",
+            "gke-prod-default-pool-9c1b-y2",
+        ];
+        let s = Shared::of(names);
+        assert_eq!(s.suffix, 0);
+        assert_eq!(s.shorten(names[0], 12), "…3f2a-x1");
+    }
+
+    #[test]
+    fn nothing_shared_with_one_name_or_none() {
+        assert_eq!(Shared::of(["a.b.c"]), Shared::default());
+        assert_eq!(Shared::of(Vec::<&str>::new()), Shared::default());
+        assert_eq!(Shared::of(["same", "same"]).shorten("same", 2), "s…");
+    }
+
+    #[test]
+    fn hanging_wrap_indents_continuations_and_loses_no_text() {
+        let s = "    Insufficient cpu — 2: ip-10-0-2-34.ec2.internal, ip-10-0-3-47.ec2.internal";
+        let lines = wrap_hanging(s, 40, 2);
+        assert!(lines.len() > 1);
+        for l in &lines[1..] {
+            assert!(l.starts_with("      "), "{l:?}");
+        }
+        for l in &lines {
+            assert!(l.chars().count() <= 40, "{l:?}");
+        }
+        let joined: String = lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ");
+        assert_eq!(joined, s.trim());
+        let long = format!("  image: {}", "x".repeat(100));
+        let lines = wrap_hanging(&long, 30, 2);
+        let chars: usize = lines.iter().map(|l| l.trim().chars().count()).sum();
+        assert_eq!(chars, "image:".len() + 100);
+        assert_eq!(wrap_hanging("fits", 30, 2), vec!["fits".to_string()]);
+    }
+
+    #[test]
+    fn styled_lines_wrap_like_text_and_keep_styles() {
+        use ratatui::style::Modifier;
+        let bold = Style::default().add_modifier(Modifier::BOLD);
+        let line = Line::from(vec![
+            Span::styled("  key: ", bold),
+            Span::raw("a value long enough to wrap over the edge of a narrow pane"),
+        ]);
+        let plain: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+        let lines = wrap_line_hanging(line, 24, 2);
+        let texts: Vec<String> = lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert_eq!(texts, wrap_hanging(&plain, 24, 2));
+        assert_eq!(lines[0].spans[0].style, bold);
+        assert!(lines[1].spans.iter().all(|s| s.style != bold));
+    }
+}

@@ -1,0 +1,83 @@
+//! Every tab at the sizes people's terminals have (80×24, 120×40), on the bundled demo
+//! recording and on a 5,000-node cluster: snapshots to review, and the rules checked
+//! directly — every tab on the tab bar, the matrix's abbreviations explained, cut columns
+//! and names marked.
+
+use super::action::{Action, Tab};
+use super::app::App;
+use super::keymap::Keymap;
+use super::tests::{basic_app, press, screen, settle};
+use super::theme::Theme;
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
+
+/// The bundled `demo` recording as `kubestep` with no arguments opens it.
+fn demo_recording(size: (u16, u16)) -> App {
+    let (session, _) = super::open_session(None, None, None).unwrap();
+    let mut app = App::new(session, "demo", Theme::mono(), Keymap::default());
+    app.update(Action::Resize(size.0, size.1));
+    app
+}
+
+/// Each tab's screen after `keys`, checked and returned with its name.
+fn every_tab(app: &mut App, keys: &str) -> Vec<(Tab, String)> {
+    press(app, keys);
+    settle(app);
+    let mut out = Vec::new();
+    for (i, tab) in Tab::ALL.into_iter().enumerate() {
+        press(app, &(i + 1).to_string());
+        settle(app);
+        let s = screen(app);
+        let bar = s.lines().nth(1).unwrap_or_default();
+        for (j, t) in Tab::ALL.into_iter().enumerate() {
+            assert!(
+                bar.contains(&format!("{}", j + 1)),
+                "tab {t:?} missing:\n{s}"
+            );
+        }
+        assert!(
+            bar.contains(tab.title()),
+            "{tab:?} not named on the bar:\n{s}"
+        );
+        out.push((tab, s));
+    }
+    out
+}
+
+/// The matrix's abbreviated headers come with what they stand for, and cut columns
+/// with a count.
+fn check_filter(s: &str) {
+    if s.contains("NRF") || s.contains(" NU ") {
+        assert!(s.contains("NU NodeUnschedulable"), "no legend:\n{s}");
+    }
+    if !s.contains("ImageLocality") && !s.contains("PTS") && s.contains("NU ") {
+        assert!(s.contains("→"), "columns cut without a mark:\n{s}");
+    }
+}
+
+#[test]
+fn every_tab_of_the_demo_at_80x24_and_120x40() {
+    for (w, h) in SIZES {
+        let mut app = demo_recording((w, h));
+        for (tab, s) in every_tab(&mut app, "fff") {
+            if tab == Tab::Filter {
+                check_filter(&s);
+            }
+            insta::assert_snapshot!(format!("demo_{w}x{h}_{}", tab.title()), s);
+        }
+    }
+}
+
+#[test]
+fn every_tab_of_5000_nodes_at_80x24_and_120x40() {
+    for (w, h) in SIZES {
+        let mut app = basic_app(5_000, 20, (w, h));
+        for (tab, s) in every_tab(&mut app, "ff") {
+            if tab == Tab::Filter {
+                check_filter(&s);
+                assert!(s.contains("5000"), "{s}");
+            }
+            insta::assert_snapshot!(format!("nodes5000_{w}x{h}_{}", tab.title()), s);
+        }
+    }
+}
