@@ -11,8 +11,8 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use std::collections::HashSet;
 
-use super::span;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
+use super::{fit, span};
 use crate::action::Pane;
 use crate::app::{App, step};
 use crate::framework::StateTree;
@@ -71,20 +71,32 @@ fn entry_name(label: &str) -> &str {
     label.split(':').next().unwrap_or(label)
 }
 
-fn item<'a>(t: &Theme, node: &'a StateTree, id: usize, changed: bool) -> TreeItem<'a, usize> {
+/// Columns the tree widget takes before an entry's text: its open/closed mark, plus two
+/// per level of depth.
+const MARK: usize = 2;
+const INDENT: usize = 2;
+
+/// One entry and its children, each label cut (marked `…`) to the `room` its depth leaves.
+fn item<'a>(
+    t: &Theme,
+    node: &'a StateTree,
+    id: usize,
+    changed: bool,
+    room: usize,
+) -> TreeItem<'a, usize> {
     let text: Line = if changed {
         Line::from(vec![
             span("± ", t.changed),
-            Span::styled(node.label.as_str(), t.changed),
+            Span::styled(fit(&node.label, room.saturating_sub(2)), t.changed),
         ])
     } else {
-        Line::from(Span::styled(node.label.as_str(), t.base))
+        Line::from(Span::styled(fit(&node.label, room), t.base))
     };
     let children: Vec<TreeItem<usize>> = node
         .children
         .iter()
         .enumerate()
-        .map(|(i, c)| item(t, c, i, false))
+        .map(|(i, c)| item(t, c, i, false, room.saturating_sub(INDENT)))
         .collect();
     // Identifiers are sibling positions, unique by construction.
     TreeItem::new(id, text.clone(), children).unwrap_or_else(|_| TreeItem::new_leaf(id, text))
@@ -146,6 +158,7 @@ fn draw(tab: &StateTab, f: &mut Frame, area: Rect, app: &App) {
                 n,
                 i,
                 step.changed.iter().any(|c| *c == entry_name(&n.label)),
+                (area.width as usize).saturating_sub(MARK),
             )
         })
         .collect();
