@@ -220,7 +220,18 @@ impl App {
             Command::Bottom => self.move_selection(isize::MAX / 2),
             // The tab shown's columns, whichever pane has the focus.
             Command::ColumnLeft | Command::ColumnRight => {
-                tabs::command(self, c);
+                if !tabs::command(self, c) {
+                    // These keys travelled in time once: say where that went.
+                    let k = &self.keymap;
+                    let msg = format!(
+                        "{} {} move across columns in the Filter and Scores tabs; {} {} travel in time",
+                        k.key(Command::ColumnLeft),
+                        k.key(Command::ColumnRight),
+                        k.key(Command::Back),
+                        k.key(Command::Forward)
+                    );
+                    self.info(msg);
+                }
             }
             Command::FocusNext | Command::FocusPrev => {
                 let i = Pane::ORDER
