@@ -4,9 +4,11 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::super::action::{Command, Pane, Tab};
-use super::super::app::App;
-use super::{demo_app, press};
+use super::super::action::{Action, Command, Pane, Tab};
+use super::super::app::{App, Mode};
+use super::super::keymap::Keymap;
+use super::super::theme::Theme;
+use super::{demo_app, press, screen};
 
 /// Sends one key with modifiers, as crossterm reports it.
 fn send(app: &mut App, code: KeyCode, mods: KeyModifiers) {
@@ -142,4 +144,86 @@ fn tab_moves_the_focus_in_screen_order() {
         back,
         [Pane::Main, Pane::Waiting, Pane::Timeline, Pane::Queue]
     );
+}
+
+/// The example scene with `step`, `continue`, `breakpoints` and `cancel` on other keys.
+fn remapped_app() -> App {
+    let keys: toml::Table =
+        "step = \"N\"\ncontinue = \"C\"\nbreakpoints = \"Z\"\ncancel = [\"ctrl-g\", \"esc\"]\n"
+            .parse()
+            .unwrap();
+    let mut warnings = Vec::new();
+    let keymap = Keymap::with_overrides(&keys, &mut warnings);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let session = super::super::example_session().unwrap();
+    let mut app = App::new(session, "demo", Theme::mono(), keymap);
+    app.update(Action::Resize(110, 32));
+    app
+}
+
+/// Hints that a default key would make wrong once remapped.
+fn assert_no_default_hints(s: &str) {
+    for stale in [
+        "press n",
+        "with n",
+        "n step",
+        "c run",
+        "c pauses",
+        "c runs",
+        "c lets",
+        "B lists",
+        "Esc closes",
+        "Esc clears",
+    ] {
+        assert!(!s.contains(stale), "{stale:?} in:\n{s}");
+    }
+}
+
+#[test]
+fn hints_name_the_keys_in_force_after_a_remap() {
+    let mut app = remapped_app();
+    assert_eq!(
+        super::super::start_status(&app),
+        format!(
+            "{} pods, {} nodes · N step · C run · ? help",
+            app.session.core.pods.len(),
+            app.session.core.sched.snapshot.num_nodes()
+        )
+    );
+    let s = screen(&mut app);
+    assert!(s.contains("no step yet: press N"), "{s}");
+    assert!(
+        s.contains("no attempt yet: press N to step the first pod"),
+        "{s}"
+    );
+    assert!(s.contains("N step") && s.contains("C run"), "{s}");
+    assert_no_default_hints(&s);
+    press(&mut app, "4");
+    let s = screen(&mut app);
+    assert!(s.contains("no pod yet: step one with N"), "{s}");
+    assert_no_default_hints(&s);
+    // Popups and help.
+    press(&mut app, "Z");
+    let s = screen(&mut app);
+    assert!(s.contains("C-g closes"), "{s}");
+    assert_no_default_hints(&s);
+    send(&mut app, KeyCode::Char('g'), KeyModifiers::CONTROL);
+    assert_eq!(app.mode, Mode::Normal);
+    press(&mut app, "?");
+    let s = screen(&mut app);
+    assert!(s.contains("C-g closes"), "{s}");
+    assert_no_default_hints(&s);
+    press(&mut app, "\x1b");
+    assert_eq!(app.mode, Mode::Normal);
+    // Status lines after steps, breakpoints and runs.
+    press(&mut app, "N:break Reserve\n");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(
+        msg.ends_with("(1 set; Z lists them, C runs to one)"),
+        "{msg}"
+    );
+    press(&mut app, "F");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.ends_with("(C pauses)"), "{msg}");
+    assert_no_default_hints(&msg);
 }

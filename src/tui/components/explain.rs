@@ -76,7 +76,8 @@ impl TabPane for ExplainTab {
 pub fn text(app: &App) -> Vec<String> {
     let mut out = Vec::new();
     let Some(pod) = app.subject_pod() else {
-        out.push("no pod yet: step one with n".into());
+        let step = app.keymap.key(crate::action::Command::Step);
+        out.push(format!("no pod yet: step one with {step}"));
         return out;
     };
     // The attempt shown if it is this pod's, else the pod's latest attempt.
