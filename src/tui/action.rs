@@ -14,7 +14,9 @@ pub enum Pane {
 }
 
 impl Pane {
-    pub const ORDER: [Pane; 4] = [Pane::Queue, Pane::Timeline, Pane::Main, Pane::Waiting];
+    /// Tab's order: as the panes sit on the screen (`layout::areas`), the left column
+    /// from top to bottom, then the main pane.
+    pub const ORDER: [Pane; 4] = [Pane::Queue, Pane::Timeline, Pane::Waiting, Pane::Main];
 }
 
 /// The tabs of the main pane, declared by the registry in `components/tabs.rs`.

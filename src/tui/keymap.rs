@@ -8,12 +8,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Command, Tab};
 
-/// A key as the keymap knows it: the code, plus Ctrl/Alt (Shift is in the character).
+/// A key as the keymap knows it: the code, plus Ctrl/Alt, and Shift for keys that are
+/// not characters (a character's Shift is in the character: `G`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key {
     pub code: KeyCodeOrd,
     pub ctrl: bool,
     pub alt: bool,
+    pub shift: bool,
 }
 
 /// `KeyCode` subset with an order, so help lists keys stably.
@@ -58,18 +60,23 @@ impl Key {
             KeyCode::Delete => KeyCodeOrd::Delete,
             _ => return None,
         };
+        // BackTab is Shift-Tab already: crossterm reports it with Shift as well.
+        let shift = !matches!(code, KeyCodeOrd::Char(_) | KeyCodeOrd::BackTab)
+            && e.modifiers.contains(KeyModifiers::SHIFT);
         Some(Key {
             code,
             ctrl: e.modifiers.contains(KeyModifiers::CONTROL),
             alt: e.modifiers.contains(KeyModifiers::ALT),
+            shift,
         })
     }
 
-    /// `n`, `G`, `ctrl-c`, `alt-x`, `space`, `enter`, `esc`, `tab`, `backtab`, `left`,
-    /// `pgup`, `home`, `f1`, ...
+    /// `n`, `G`, `ctrl-c`, `alt-x`, `shift-left`, `space`, `enter`, `esc`, `tab`,
+    /// `backtab`, `left`, `pgup`, `home`, `f1`, ...
     pub fn parse(s: &str) -> Result<Key, String> {
         let mut ctrl = false;
         let mut alt = false;
+        let mut shift = false;
         let mut rest = s;
         loop {
             let lower = rest.to_ascii_lowercase();
@@ -79,6 +86,9 @@ impl Key {
             } else if rest.len() > 1 && lower.starts_with("alt-") {
                 alt = true;
                 rest = &rest[4..];
+            } else if rest.len() > 1 && lower.starts_with("shift-") && lower != "shift-tab" {
+                shift = true;
+                rest = &rest[6..];
             } else {
                 break;
             }
@@ -110,7 +120,17 @@ impl Key {
                 _ => return Err(format!("unknown key {s:?}")),
             },
         };
-        Ok(Key { code, ctrl, alt })
+        if shift && matches!(code, KeyCodeOrd::Char(_)) {
+            return Err(format!(
+                "{s:?}: a character's Shift is the character itself (write \"N\", not \"shift-n\")"
+            ));
+        }
+        Ok(Key {
+            code,
+            ctrl,
+            alt,
+            shift,
+        })
     }
 
     pub fn label(&self) -> String {
@@ -140,6 +160,9 @@ impl Key {
         if self.alt {
             s.push_str("M-");
         }
+        if self.shift {
+            s.push_str("S-");
+        }
         s.push_str(&base);
         s
     }
@@ -154,8 +177,10 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::Sprint, &["F"]),
     (Command::Breakpoint, &["b"]),
     (Command::Breakpoints, &["B"]),
-    (Command::Back, &["left", "[", "h"]),
-    (Command::Forward, &["right", "]", "l"]),
+    // Time travel keeps the plain arrows and h/l free for moving inside grids; tmux and
+    // common terminals report Shift- and Alt-arrows alike (CSI 1;2 and 1;3).
+    (Command::Back, &["[", "shift-left", "alt-left"]),
+    (Command::Forward, &["]", "shift-right", "alt-right"]),
     (Command::Live, &["end", "0"]),
     (Command::JumpPod, &["p"]),
     (Command::SpeedUp, &["+", "="]),
@@ -164,14 +189,14 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::Copy, &["y"]),
     (Command::Help, &["?", "f1"]),
     (Command::Quit, &["q", "ctrl-c"]),
-    (Command::Up, &["up", "k"]),
-    (Command::Down, &["down", "j"]),
+    (Command::Up, &["k", "up"]),
+    (Command::Down, &["j", "down"]),
     (Command::PageUp, &["pgup", "ctrl-u"]),
     (Command::PageDown, &["pgdn", "ctrl-d"]),
     (Command::Top, &["g", "home"]),
     (Command::Bottom, &["G"]),
-    (Command::ColumnLeft, &["H", "<"]),
-    (Command::ColumnRight, &["L", ">"]),
+    (Command::ColumnLeft, &["h", "left", "H", "<"]),
+    (Command::ColumnRight, &["l", "right", "L", ">"]),
     (Command::FocusNext, &["tab"]),
     (Command::FocusPrev, &["backtab"]),
     (Command::Select, &["enter"]),
@@ -196,6 +221,9 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
 #[derive(Debug, Clone)]
 pub struct Keymap {
     bindings: BTreeMap<Key, Command>,
+    /// Each command's keys in the order configured (or by default): help lists them so,
+    /// and hints name the first.
+    ordered: BTreeMap<Command, Vec<Key>>,
 }
 
 impl Default for Keymap {
@@ -301,23 +329,45 @@ impl Keymap {
                 }
             }
         }
-        Keymap { bindings }
+        let ordered = per_command
+            .into_iter()
+            .map(|(cmd, mut keys)| {
+                let mut seen = Vec::new();
+                keys.retain(|k| {
+                    let first = !seen.contains(k);
+                    seen.push(*k);
+                    first && bindings.get(k) == Some(&cmd)
+                });
+                (cmd, keys)
+            })
+            .collect();
+        Keymap { bindings, ordered }
     }
 
     pub fn command(&self, e: &KeyEvent) -> Option<Command> {
         let k = Key::from_event(e)?;
-        self.bindings.get(&k).copied()
+        // An unbound Shift-key does what the key does (Shift-↑ moves up, as it used to).
+        self.bindings.get(&k).copied().or_else(|| {
+            k.shift
+                .then(|| self.bindings.get(&Key { shift: false, ..k }).copied())
+                .flatten()
+        })
     }
 
+    /// A command's keys, in the order configured (or by default).
     pub fn keys_for(&self, cmd: Command) -> Vec<Key> {
-        self.bindings
-            .iter()
-            .filter(|(_, c)| **c == cmd)
-            .map(|(k, _)| *k)
-            .collect()
+        self.ordered.get(&cmd).cloned().unwrap_or_default()
     }
 
-    /// `n` or `c/space`: the keys of a command, for hints.
+    /// The one key a hint names for a command (its first, as configured): `n`, `c`.
+    pub fn key(&self, cmd: Command) -> String {
+        match self.ordered.get(&cmd).and_then(|k| k.first()) {
+            Some(k) => k.label(),
+            None => format!("({} has no key)", cmd.name()),
+        }
+    }
+
+    /// `n` or `c/space`: the keys of a command, for help.
     pub fn label(&self, cmd: Command) -> String {
         self.keys_for(cmd)
             .iter()
@@ -374,6 +424,11 @@ mod tests {
         assert!(Key::parse("hyper-x").is_err());
         assert!(Key::parse("f13").is_err());
         assert!(Key::parse("").is_err());
+        let k = Key::parse("shift-left").unwrap();
+        assert!(k.shift && k.code == KeyCodeOrd::Left && k.label() == "S-←");
+        assert_eq!(Key::parse("shift-tab").unwrap().code, KeyCodeOrd::BackTab);
+        // A character's Shift is the character.
+        assert!(Key::parse("shift-n").is_err());
     }
 
     #[test]
@@ -395,8 +450,20 @@ mod tests {
         );
         assert_eq!(
             km.command(&ev(KeyCode::Left, KeyModifiers::NONE)),
+            Some(Command::ColumnLeft)
+        );
+        assert_eq!(
+            km.command(&ev(KeyCode::Left, KeyModifiers::SHIFT)),
             Some(Command::Back)
         );
+        assert_eq!(
+            km.command(&ev(KeyCode::Right, KeyModifiers::ALT)),
+            Some(Command::Forward)
+        );
+        // Help and hints list a command's keys in the order they were given.
+        assert_eq!(km.label(Command::ContinuePause), "c/space");
+        assert_eq!(km.key(Command::Back), "[");
+        assert_eq!(km.label(Command::Back), "[/S-←/M-←");
         // Every command appears in help.
         assert_eq!(km.help().len(), Command::ALL.len());
     }

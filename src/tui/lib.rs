@@ -178,13 +178,23 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     }
     app.warn_all(warnings);
     if app.status.is_none() {
-        app.info(format!(
-            "{} pods, {} nodes · n step · c run · ? help",
-            app.session.core.pods.len(),
-            app.session.core.sched.snapshot.num_nodes()
-        ));
+        let msg = start_status(&app);
+        app.info(msg);
     }
     Ok(app)
+}
+
+/// The first status line: what the session holds and how to start, in the keys in force.
+pub fn start_status(app: &app::App) -> String {
+    let k = |c| app.keymap.key(c);
+    format!(
+        "{} pods, {} nodes · {} step · {} run · {} help",
+        app.session.core.pods.len(),
+        app.session.core.sched.snapshot.num_nodes(),
+        k(action::Command::Step),
+        k(action::Command::ContinuePause),
+        k(action::Command::Help)
+    )
 }
 
 /// The theme and keymap from the user's config file and `--theme`, with the warnings

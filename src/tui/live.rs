@@ -222,11 +222,15 @@ pub fn app(
         } else {
             ""
         };
-        app.info(format!(
-            "live, {mode}: {} pods, {} nodes{waits} · c pause · ? help",
+        let k = |c| app.keymap.key(c);
+        let msg = format!(
+            "live, {mode}: {} pods, {} nodes{waits} · {} pause · {} help",
             app.session.core.pods.len(),
-            app.session.core.sched.snapshot.num_nodes()
-        ));
+            app.session.core.sched.snapshot.num_nodes(),
+            k(super::action::Command::ContinuePause),
+            k(super::action::Command::Help)
+        );
+        app.info(msg);
     }
     app
 }

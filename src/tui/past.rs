@@ -74,7 +74,7 @@ impl App {
         let Some(seq) = self.cursor else {
             return false;
         };
-        let end = self.keymap.label(super::action::Command::Live);
+        let end = self.keymap.key(super::action::Command::Live);
         self.error(format!(
             "{what} acts on pods waiting now, not at step {seq} shown: {end} returns to the present"
         ));

@@ -13,6 +13,10 @@ use super::keymap::Keymap;
 use super::theme::{self, Theme};
 use crate::session::PodStatus;
 
+/// Keys and panes as k9s / lazygit / vim users expect them (issue 26).
+#[path = "tests_keys.rs"]
+mod keys;
+
 const W: u16 = 110;
 const H: u16 = 32;
 

@@ -149,10 +149,15 @@ impl App {
                 self.sprint = true;
                 self.resume = true;
                 self.cursor = None;
+                let pause = self.keymap.key(Command::ContinuePause);
                 if self.sprint_through_waits.is_some() {
-                    self.info("running on to the Permit timeouts at full speed (c pauses)");
+                    self.info(format!(
+                        "running on to the Permit timeouts at full speed ({pause} pauses)"
+                    ));
                 } else {
-                    self.info("running to the next breakpoint or the end at full speed (c pauses)");
+                    self.info(format!(
+                        "running to the next breakpoint or the end at full speed ({pause} pauses)"
+                    ));
                 }
             }
             Command::ContinuePause => {
@@ -172,7 +177,12 @@ impl App {
                     self.cursor = None;
                     self.info(format!("running at {}", self.speed_label()));
                 } else if self.is_live() {
-                    self.info("paused: changes still arrive; n steps, c resumes");
+                    let msg = format!(
+                        "paused: changes still arrive; {} steps, {} resumes",
+                        self.keymap.key(Command::Step),
+                        self.keymap.key(Command::ContinuePause)
+                    );
+                    self.info(msg);
                 } else {
                     self.info("paused");
                 }
@@ -220,7 +230,18 @@ impl App {
             Command::Bottom => self.move_selection(isize::MAX / 2),
             // The tab shown's columns, whichever pane has the focus.
             Command::ColumnLeft | Command::ColumnRight => {
-                tabs::command(self, c);
+                if !tabs::command(self, c) {
+                    // These keys travelled in time once: say where that went.
+                    let k = &self.keymap;
+                    let msg = format!(
+                        "{} {} move across columns in the Filter and Scores tabs; {} {} travel in time",
+                        k.key(Command::ColumnLeft),
+                        k.key(Command::ColumnRight),
+                        k.key(Command::Back),
+                        k.key(Command::Forward)
+                    );
+                    self.info(msg);
+                }
             }
             Command::FocusNext | Command::FocusPrev => {
                 let i = Pane::ORDER
@@ -395,7 +416,11 @@ impl App {
         self.cursor = None;
         match steps {
             None => {
-                self.info("nothing to schedule now (c lets time pass: backoffs, Permit timeouts)")
+                let msg = format!(
+                    "nothing to schedule now ({} lets time pass: backoffs, Permit timeouts)",
+                    self.keymap.key(Command::ContinuePause)
+                );
+                self.info(msg)
             }
             Some(s) => {
                 if let Some(last) = s.last() {
@@ -453,7 +478,16 @@ impl App {
                 if self.session.settled() || (self.sprint && self.at_the_end()) {
                     self.stop_running();
                     match self.waits_left() {
-                        Some(w) => self.info(format!("paused: {w}: a allows, r rejects, F runs on to the timeout")),
+                        Some(w) => {
+                            let k = |c| self.keymap.key(c);
+                            let msg = format!(
+                                "paused: {w}: {} allows, {} rejects, {} runs on to the timeout",
+                                k(Command::Allow),
+                                k(Command::Reject),
+                                k(Command::Sprint)
+                            );
+                            self.info(msg)
+                        }
                         None => self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)"),
                     }
                 } else {
@@ -595,7 +629,8 @@ impl App {
                     self.info(format!("{pod} has not been attempted yet"));
                 } else {
                     self.info(format!(
-                        "{pod}: its {attempts} attempt(s) are no longer in the history (--history bounds it); Explain (4) re-runs it on the current cluster"
+                        "{pod}: its {attempts} attempt(s) are no longer in the history (--history bounds it); Explain ({}) re-runs it on the current cluster",
+                        self.keymap.key(Command::ShowTab(Tab::Explain))
                     ));
                 }
             }
@@ -824,8 +859,10 @@ impl App {
                 } else if let ScriptCommand::Break(b) = &cmd {
                     let n = self.session.breakpoints.len();
                     self.info(format!(
-                        "breakpoint set: {} ({n} set; B lists them, c runs to one)",
-                        b.describe()
+                        "breakpoint set: {} ({n} set; {} lists them, {} runs to one)",
+                        b.describe(),
+                        self.keymap.key(Command::Breakpoints),
+                        self.keymap.key(Command::ContinuePause)
                     ));
                 } else if cmd == ScriptCommand::Clear {
                     self.info("breakpoints cleared");

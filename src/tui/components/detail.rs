@@ -126,7 +126,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     let mut out: Vec<Line> = Vec::new();
     match target(app) {
         None => out.push(Line::from(span(
-            "nothing selected: Enter on a node (matrix, scores) or a pod",
+            format!(
+                "nothing selected: {} on a node (matrix, scores) or a pod",
+                app.keymap.key(crate::action::Command::Select)
+            ),
             t.muted,
         ))),
         Some(DetailTarget::Node(name)) => {

@@ -79,7 +79,8 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
     let names_room = width.map_or(COPY_NAMES, |w| w.saturating_sub(8) * 3);
     let mut out = Vec::new();
     let Some(pod) = app.subject_pod() else {
-        out.push("no pod yet: step one with n".into());
+        let step = app.keymap.key(crate::action::Command::Step);
+        out.push(format!("no pod yet: step one with {step}"));
         return out;
     };
     // The attempt shown if it is this pod's, else the pod's latest attempt.

@@ -257,6 +257,8 @@ pub fn draw(f: &mut Frame, app: &App, help: &HelpState) {
     }
     // The bottom line: the search being typed, or how to search and close.
     let search = app.keymap.label(Command::Filter);
+    // Enter and Esc end a search whatever the keymap says (as in every prompt).
+    let cancel = app.keymap.key(Command::Cancel);
     let bottom = if help.typing {
         Line::from(vec![
             span(format!("search {search} "), t.key),
@@ -272,12 +274,17 @@ pub fn draw(f: &mut Frame, app: &App, help: &HelpState) {
                 format!("search {:?}: {} match(es)", help.query, v.matches),
                 t.key,
             ),
-            span(format!(" · {search} edits · Esc clears"), t.muted),
+            span(format!(" · {search} edits · {cancel} clears"), t.muted),
         ])
     } else {
+        let k = |c| app.keymap.key(c);
         Line::from(span(
             format!(
-                "{search} search · j/k PgUp/PgDn scroll · Esc closes · keys: [keys] in $XDG_CONFIG_HOME/kubestep/config.toml"
+                "{search} search · {}/{} {}/{} scroll · {cancel} closes · keys: [keys] in $XDG_CONFIG_HOME/kubestep/config.toml",
+                k(Command::Down),
+                k(Command::Up),
+                k(Command::PageUp),
+                k(Command::PageDown)
             ),
             t.muted,
         ))

@@ -122,7 +122,11 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
     let Some(step) = app.moment() else {
-        return msg(f, "no attempt yet: press n to step the first pod");
+        let step = app.keymap.key(crate::action::Command::Step);
+        return msg(
+            f,
+            &format!("no attempt yet: press {step} to step the first pod"),
+        );
     };
     let Some(a) = app.moment_attempt() else {
         return msg(f, "this step belongs to no attempt");

@@ -3,9 +3,10 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Clear, Paragraph};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::{pane, span};
+use crate::action::Command;
 use crate::app::App;
 
 /// A centred rectangle of at most `w`×`h`.
@@ -18,8 +19,13 @@ pub fn centered(r: Rect, w: u16, h: u16) -> Rect {
 pub fn breakpoints(f: &mut Frame, app: &App, selected: usize) {
     let t = &app.theme;
     let area = centered(f.area(), 60, 14);
+    // `d` and Delete are the list's own keys (see `App::action_for_key`).
     let mut lines = vec![Line::from(span(
-        "b toggles on the selected point, plugin or pod · d deletes · Esc closes",
+        format!(
+            "{} toggles on the selected point, plugin or pod · d deletes · {} closes",
+            app.keymap.key(Command::Breakpoint),
+            app.keymap.key(Command::Cancel)
+        ),
         t.muted,
     ))];
     if app.session.breakpoints.is_empty() {
@@ -34,7 +40,10 @@ pub fn breakpoints(f: &mut Frame, app: &App, selected: usize) {
     }
     f.render_widget(Clear, area);
     f.render_widget(
-        Paragraph::new(lines).block(pane(app, " Breakpoints ", true)),
+        // Wrapped: the hint line is wider than the popup.
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(pane(app, " Breakpoints ", true)),
         area,
     );
 }
@@ -49,7 +58,11 @@ pub fn output(f: &mut Frame, app: &App, title: &str, lines: &[String], scroll: u
         .collect();
     f.render_widget(Clear, area);
     f.render_widget(
-        Paragraph::new(body).block(pane(app, format!(" :{title} · Esc closes "), true)),
+        Paragraph::new(body).block(pane(
+            app,
+            format!(" :{title} · {} closes ", app.keymap.key(Command::Cancel)),
+            true,
+        )),
         area,
     );
 }

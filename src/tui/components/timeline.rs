@@ -135,7 +135,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let Some(step) = step else {
-        f.render_widget(Paragraph::new(span("no step yet: press n", t.muted)), inner);
+        let hint = format!(
+            "no step yet: press {}",
+            app.keymap.key(crate::action::Command::Step)
+        );
+        f.render_widget(Paragraph::new(span(hint, t.muted)), inner);
         return;
     };
     let rows = attempt_rows(app, step);

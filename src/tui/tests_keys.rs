@@ -1,0 +1,229 @@
+//! Keys and panes as a k9s / lazygit / vim user expects them: moving inside grids, time
+//! travel on its own keys, Tab in screen order, help search by synonyms, hints that name
+//! the keys in force, the Logs tab, and play paced by pods per second.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::super::action::{Action, Command, Pane, Tab};
+use super::super::app::{App, Mode};
+use super::super::keymap::Keymap;
+use super::super::theme::Theme;
+use super::{demo_app, press, screen};
+
+/// Sends one key with modifiers, as crossterm reports it.
+fn send(app: &mut App, code: KeyCode, mods: KeyModifiers) {
+    if let Some(a) = app.action_for_key(&KeyEvent::new(code, mods)) {
+        app.update(a);
+    }
+}
+
+#[test]
+fn h_l_and_arrows_move_across_grid_columns_and_brackets_travel_in_time() {
+    let mut app = demo_app();
+    press(&mut app, "nnn1");
+    let cols = app
+        .moment_attempt()
+        .and_then(|a| a.matrix)
+        .map_or(0, |m| m.plugins.len());
+    assert!(cols >= 3, "{cols} columns");
+    assert_eq!(app.matrix.col, 0);
+    press(&mut app, "l");
+    assert_eq!(app.matrix.col, 1);
+    send(&mut app, KeyCode::Right, KeyModifiers::NONE);
+    assert_eq!(app.matrix.col, 2);
+    press(&mut app, "h");
+    assert_eq!(app.matrix.col, 1);
+    send(&mut app, KeyCode::Left, KeyModifiers::NONE);
+    assert_eq!(app.matrix.col, 0);
+    // j/k move rows in the same grid.
+    press(&mut app, "j");
+    assert_eq!(app.matrix.row, 1);
+    press(&mut app, "k");
+    assert_eq!(app.matrix.row, 0);
+    // None of that moved through time.
+    assert_eq!(app.cursor, None);
+
+    // Time travel: [ ], Shift-← →, Alt-← →.
+    let last = app.session.history.last().unwrap().seq;
+    press(&mut app, "[");
+    assert_eq!(app.cursor, Some(last - 1));
+    send(&mut app, KeyCode::Left, KeyModifiers::SHIFT);
+    assert_eq!(app.cursor, Some(last - 2));
+    send(&mut app, KeyCode::Left, KeyModifiers::ALT);
+    assert_eq!(app.cursor, Some(last - 3));
+    send(&mut app, KeyCode::Right, KeyModifiers::SHIFT);
+    assert_eq!(app.cursor, Some(last - 2));
+    send(&mut app, KeyCode::Right, KeyModifiers::ALT);
+    press(&mut app, "]");
+    assert_eq!(app.cursor, None);
+
+    // The Scores grid: h/l move its columns too.
+    press(&mut app, "f2");
+    assert_eq!(app.tab, Tab::Scores);
+    let cols = app
+        .moment_attempt()
+        .and_then(|a| a.scores)
+        .map_or(0, |t| t.plugins.len() + t.extenders.len());
+    assert!(cols >= 2, "{cols} score columns");
+    press(&mut app, "l");
+    assert_eq!(app.scores.col, 1);
+    press(&mut app, "h");
+    assert_eq!(app.scores.col, 0);
+
+    // A tab with no columns says where time travel went instead of doing nothing.
+    press(&mut app, "6l");
+    assert_eq!(app.cursor, None);
+    let (_, msg) = app.status.clone().unwrap();
+    assert_eq!(
+        msg,
+        "h l move across columns in the Filter and Scores tabs; [ ] travel in time"
+    );
+
+    // Help says so, from the keymap.
+    let help = super::super::components::help::text(&app, &Default::default(), 200).join("\n");
+    assert!(
+        help.lines()
+            .any(|l| l.contains("[/S-←/M-←") && l.contains("time travel: one step back")),
+        "{help}"
+    );
+    assert!(
+        help.lines()
+            .any(|l| l.contains("h/←/H/<") && l.contains("previous column")),
+        "{help}"
+    );
+}
+
+#[test]
+fn a_shifted_key_with_no_binding_of_its_own_does_what_the_key_does() {
+    let app = demo_app();
+    let km = &app.keymap;
+    let up = KeyEvent::new(KeyCode::Up, KeyModifiers::SHIFT);
+    assert_eq!(km.command(&up), Some(Command::Up));
+    // Shift-Tab stays BackTab (crossterm reports it with Shift).
+    let back = KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT);
+    assert_eq!(km.command(&back), Some(Command::FocusPrev));
+}
+
+/// Tab follows the screen: the left column top to bottom (queue, cycle, waiting), then
+/// the main pane; Shift-Tab goes back the same way.
+#[test]
+fn tab_moves_the_focus_in_screen_order() {
+    let mut app = demo_app();
+    let l = app.areas();
+    let at = |p: Pane| {
+        let r = match p {
+            Pane::Queue => l.queue,
+            Pane::Timeline => l.timeline,
+            Pane::Waiting => l.waiting,
+            Pane::Main => l.main,
+        };
+        (r.x, r.y)
+    };
+    assert_eq!(app.focus, Pane::Queue);
+    let mut seen = vec![app.focus];
+    for _ in 0..3 {
+        press(&mut app, "\t");
+        seen.push(app.focus);
+    }
+    assert_eq!(
+        seen,
+        [Pane::Queue, Pane::Timeline, Pane::Waiting, Pane::Main]
+    );
+    // That is the order of the panes' top-left corners, column by column.
+    let mut by_place = seen.clone();
+    by_place.sort_by_key(|p| at(*p));
+    assert_eq!(seen, by_place);
+    press(&mut app, "\t");
+    assert_eq!(app.focus, Pane::Queue, "wraps around");
+    let mut back = Vec::new();
+    for _ in 0..4 {
+        send(&mut app, KeyCode::BackTab, KeyModifiers::SHIFT);
+        back.push(app.focus);
+    }
+    assert_eq!(
+        back,
+        [Pane::Main, Pane::Waiting, Pane::Timeline, Pane::Queue]
+    );
+}
+
+/// The example scene with `step`, `continue`, `breakpoints` and `cancel` on other keys.
+fn remapped_app() -> App {
+    let keys: toml::Table =
+        "step = \"N\"\ncontinue = \"C\"\nbreakpoints = \"Z\"\ncancel = [\"ctrl-g\", \"esc\"]\n"
+            .parse()
+            .unwrap();
+    let mut warnings = Vec::new();
+    let keymap = Keymap::with_overrides(&keys, &mut warnings);
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let session = super::super::example_session().unwrap();
+    let mut app = App::new(session, "demo", Theme::mono(), keymap);
+    app.update(Action::Resize(110, 32));
+    app
+}
+
+/// Hints that a default key would make wrong once remapped.
+fn assert_no_default_hints(s: &str) {
+    for stale in [
+        "press n",
+        "with n",
+        "n step",
+        "c run",
+        "c pauses",
+        "c runs",
+        "c lets",
+        "B lists",
+        "Esc closes",
+        "Esc clears",
+    ] {
+        assert!(!s.contains(stale), "{stale:?} in:\n{s}");
+    }
+}
+
+#[test]
+fn hints_name_the_keys_in_force_after_a_remap() {
+    let mut app = remapped_app();
+    assert_eq!(
+        super::super::start_status(&app),
+        format!(
+            "{} pods, {} nodes · N step · C run · ? help",
+            app.session.core.pods.len(),
+            app.session.core.sched.snapshot.num_nodes()
+        )
+    );
+    let s = screen(&mut app);
+    assert!(s.contains("no step yet: press N"), "{s}");
+    assert!(
+        s.contains("no attempt yet: press N to step the first pod"),
+        "{s}"
+    );
+    assert!(s.contains("N step") && s.contains("C run"), "{s}");
+    assert_no_default_hints(&s);
+    press(&mut app, "4");
+    let s = screen(&mut app);
+    assert!(s.contains("no pod yet: step one with N"), "{s}");
+    assert_no_default_hints(&s);
+    // Popups and help.
+    press(&mut app, "Z");
+    let s = screen(&mut app);
+    assert!(s.contains("C-g closes"), "{s}");
+    assert_no_default_hints(&s);
+    send(&mut app, KeyCode::Char('g'), KeyModifiers::CONTROL);
+    assert_eq!(app.mode, Mode::Normal);
+    press(&mut app, "?");
+    let s = screen(&mut app);
+    assert!(s.contains("C-g closes"), "{s}");
+    assert_no_default_hints(&s);
+    press(&mut app, "\x1b");
+    assert_eq!(app.mode, Mode::Normal);
+    // Status lines after steps, breakpoints and runs.
+    press(&mut app, "N:break Reserve\n");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(
+        msg.ends_with("(1 set; Z lists them, C runs to one)"),
+        "{msg}"
+    );
+    press(&mut app, "F");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.ends_with("(C pauses)"), "{msg}");
+    assert_no_default_hints(&msg);
+}
