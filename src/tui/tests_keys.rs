@@ -5,7 +5,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::super::action::{Action, Command, Pane, Tab};
-use super::super::app::{App, Mode};
+use super::super::app::{App, HelpState, Mode};
+use super::super::components::help;
 use super::super::keymap::Keymap;
 use super::super::theme::Theme;
 use super::{demo_app, press, screen};
@@ -226,4 +227,75 @@ fn hints_name_the_keys_in_force_after_a_remap() {
     let (_, msg) = app.status.clone().unwrap();
     assert!(msg.ends_with("(C pauses)"), "{msg}");
     assert_no_default_hints(&msg);
+}
+
+/// Help's search as a person words it: "approve" finds allow (in the keys and in the
+/// command line), and says which synonym matched.
+#[test]
+fn help_search_finds_commands_by_their_synonyms() {
+    let app = demo_app();
+    let help = |query: &str| {
+        let h = HelpState {
+            query: query.into(),
+            ..Default::default()
+        };
+        help::text(&app, &h, 400)
+    };
+    let found = help("approve");
+    let entry = |lines: &[String], key: &str, text: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("{key} ")) && l.trim_end().ends_with(text))
+    };
+    assert!(
+        entry(
+            &found,
+            "a",
+            "allow the selected waiting pod for this plugin (also: approve)"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        entry(
+            &found,
+            "A",
+            "allow the selected waiting pod for every plugin (also: approve all)"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        entry(&found, "allow", "NS/NAME [PLUGIN] (also: approve)"),
+        "{found:#?}"
+    );
+    assert!(
+        !found.iter().any(|l| l.contains("step one plugin")),
+        "{found:#?}"
+    );
+    for (query, key, text) in [
+        ("accept", "a", "for this plugin (also: accept)"),
+        (
+            "deny",
+            "r",
+            "reject the selected waiting pod (asks a message) (also: deny)",
+        ),
+        (
+            "rewind",
+            "[/S-←/M-←",
+            "time travel: one step back (also: rewind)",
+        ),
+        (
+            "next",
+            "n",
+            "step: finish the current extension point (also: next)",
+        ),
+        ("go", "c/space", "continue / pause (also: go)"),
+        ("exit", "q/C-c", "quit (also: exit)"),
+        ("yank", "y", "copy the explanation (OSC 52) (also: yank)"),
+    ] {
+        let found = help(query);
+        assert!(entry(&found, key, text), "{query}: {found:#?}");
+    }
+    // Words a command already has need no synonym note.
+    let found = help("allow");
+    assert!(!found.iter().any(|l| l.contains("(also:")), "{found:#?}");
 }
