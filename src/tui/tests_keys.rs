@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::super::action::{Action, Command, Pane, Tab};
 use super::super::app::{App, HelpState, Mode};
 use super::super::components::help;
+use super::super::components::state_tree::visible_paths;
 use super::super::keymap::Keymap;
 use super::super::theme::Theme;
 use super::{demo_app, press, screen};
@@ -298,4 +299,48 @@ fn help_search_finds_commands_by_their_synonyms() {
     // Words a command already has need no synonym note.
     let found = help("allow");
     assert!(!found.iter().any(|l| l.contains("(also:")), "{found:#?}");
+}
+
+/// The CycleState tree has its first entry selected as soon as it is shown (Enter opens
+/// it without j/k first), and keeps a shown row selected as the step shown changes.
+#[test]
+fn the_state_tree_always_has_an_entry_selected() {
+    let mut app = demo_app();
+    press(&mut app, "nnnn3");
+    assert_eq!(app.tab, Tab::State);
+    assert_eq!(app.tree.selected, vec![0]);
+    press(&mut app, "\n");
+    assert!(
+        app.tree.opened.contains(&vec![0]),
+        "Enter opened the first entry"
+    );
+    // Into the open entry, then to the last row.
+    press(&mut app, "jG");
+    let rows = visible_paths(&app);
+    assert_eq!(&app.tree.selected, rows.last().unwrap());
+    let deep = app.tree.selected.clone();
+    // Back in time to where the tree is smaller: the selection moves to a row shown.
+    let mut smaller = false;
+    for _ in 0..20 {
+        press(&mut app, "[");
+        let rows = visible_paths(&app);
+        if rows.is_empty() {
+            continue;
+        }
+        assert!(
+            rows.contains(&app.tree.selected),
+            "{:?} not in {rows:?}",
+            app.tree.selected
+        );
+        if !rows.contains(&deep) {
+            smaller = true;
+            assert!(app.tree.selected <= deep);
+            break;
+        }
+    }
+    assert!(smaller, "no earlier step had a smaller CycleState");
+    // And back to the latest step: the entry chosen there is kept when still shown.
+    press(&mut app, "\x1b");
+    send(&mut app, KeyCode::End, KeyModifiers::NONE);
+    assert!(visible_paths(&app).contains(&app.tree.selected));
 }
