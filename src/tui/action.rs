@@ -268,6 +268,52 @@ impl Command {
         }
     }
 
+    /// Other words people look for the command by (help's search matches them): the
+    /// names k9s, lazygit, vim and debuggers use for the same thing.
+    pub fn synonyms(self) -> &'static [&'static str] {
+        use Command::*;
+        match self {
+            Step => &["next"],
+            StepPlugin => &["next plugin", "step into"],
+            FinishPod => &["complete", "step out"],
+            ContinuePause => &["run", "go", "play", "resume"],
+            Sprint => &["fast forward", "run to end"],
+            Breakpoint => &["break", "stop at"],
+            Breakpoints => &["list breaks"],
+            Back => &["rewind", "history", "previous", "undo step"],
+            Forward => &["history", "redo step"],
+            Live => &["now", "present", "latest"],
+            JumpPod => &["goto", "find pod"],
+            SpeedUp => &["faster"],
+            SpeedDown => &["slower"],
+            CommandLine => &["ex", "script", "colon"],
+            Copy => &["yank", "clipboard"],
+            Help => &["keys", "bindings"],
+            Quit => &["exit"],
+            Up | Down | PageUp | PageDown => &["scroll"],
+            Top => &["first", "beginning"],
+            Bottom => &["last", "follow"],
+            ColumnLeft | ColumnRight => &["sideways", "horizontal"],
+            FocusNext | FocusPrev => &["switch pane", "window"],
+            Select => &["open", "expand", "collapse"],
+            Filter => &["search", "find", "grep"],
+            Sort => &["order"],
+            ScoreView => &["normalize"],
+            Allow => &["approve", "permit", "accept"],
+            AllowAll => &["approve all", "permit all"],
+            Reject => &["deny", "refuse", "decline"],
+            WhatIfToggle => &["disable", "enable"],
+            WeightUp | WeightDown => &["priority", "importance"],
+            WhatIfRun => &["simulate", "compare"],
+            WhatIfField => &["modify", "change"],
+            WhatIfUndo => &["revert"],
+            Cancel => &["escape", "close", "dismiss"],
+            ShowTab(_) => &[],
+            PaneNarrower | PaneWider => &["resize", "width"],
+            JumpNode => &["goto node", "bound node"],
+        }
+    }
+
     pub fn from_name(s: &str) -> Option<Command> {
         Command::ALL.into_iter().find(|c| c.name() == s)
     }

@@ -5,7 +5,9 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::super::action::{Action, Command, Pane, Tab};
-use super::super::app::{App, Mode};
+use super::super::app::{App, HelpState, Mode};
+use super::super::components::help;
+use super::super::components::state_tree::visible_paths;
 use super::super::keymap::Keymap;
 use super::super::theme::Theme;
 use super::{demo_app, press, screen};
@@ -226,4 +228,119 @@ fn hints_name_the_keys_in_force_after_a_remap() {
     let (_, msg) = app.status.clone().unwrap();
     assert!(msg.ends_with("(C pauses)"), "{msg}");
     assert_no_default_hints(&msg);
+}
+
+/// Help's search as a person words it: "approve" finds allow (in the keys and in the
+/// command line), and says which synonym matched.
+#[test]
+fn help_search_finds_commands_by_their_synonyms() {
+    let app = demo_app();
+    let help = |query: &str| {
+        let h = HelpState {
+            query: query.into(),
+            ..Default::default()
+        };
+        help::text(&app, &h, 400)
+    };
+    let found = help("approve");
+    let entry = |lines: &[String], key: &str, text: &str| {
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("{key} ")) && l.trim_end().ends_with(text))
+    };
+    assert!(
+        entry(
+            &found,
+            "a",
+            "allow the selected waiting pod for this plugin (also: approve)"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        entry(
+            &found,
+            "A",
+            "allow the selected waiting pod for every plugin (also: approve all)"
+        ),
+        "{found:#?}"
+    );
+    assert!(
+        entry(&found, "allow", "NS/NAME [PLUGIN] (also: approve)"),
+        "{found:#?}"
+    );
+    assert!(
+        !found.iter().any(|l| l.contains("step one plugin")),
+        "{found:#?}"
+    );
+    for (query, key, text) in [
+        ("accept", "a", "for this plugin (also: accept)"),
+        (
+            "deny",
+            "r",
+            "reject the selected waiting pod (asks a message) (also: deny)",
+        ),
+        (
+            "rewind",
+            "[/S-←/M-←",
+            "time travel: one step back (also: rewind)",
+        ),
+        (
+            "next",
+            "n",
+            "step: finish the current extension point (also: next)",
+        ),
+        ("go", "c/space", "continue / pause (also: go)"),
+        ("exit", "q/C-c", "quit (also: exit)"),
+        ("yank", "y", "copy the explanation (OSC 52) (also: yank)"),
+    ] {
+        let found = help(query);
+        assert!(entry(&found, key, text), "{query}: {found:#?}");
+    }
+    // Words a command already has need no synonym note.
+    let found = help("allow");
+    assert!(!found.iter().any(|l| l.contains("(also:")), "{found:#?}");
+}
+
+/// The CycleState tree has its first entry selected as soon as it is shown (Enter opens
+/// it without j/k first), and keeps a shown row selected as the step shown changes.
+#[test]
+fn the_state_tree_always_has_an_entry_selected() {
+    let mut app = demo_app();
+    press(&mut app, "nnnn3");
+    assert_eq!(app.tab, Tab::State);
+    assert_eq!(app.tree.selected, vec![0]);
+    press(&mut app, "\n");
+    assert!(
+        app.tree.opened.contains(&vec![0]),
+        "Enter opened the first entry"
+    );
+    // Into the open entry, then to the last row.
+    press(&mut app, "jG");
+    let rows = visible_paths(&app);
+    assert_eq!(&app.tree.selected, rows.last().unwrap());
+    let deep = app.tree.selected.clone();
+    // Back in time to where the tree is smaller: the selection moves to a row shown.
+    let mut smaller = false;
+    for _ in 0..20 {
+        press(&mut app, "[");
+        let rows = visible_paths(&app);
+        if rows.is_empty() {
+            continue;
+        }
+        assert!(
+            rows.contains(&app.tree.selected),
+            "{:?} not in {rows:?}",
+            app.tree.selected
+        );
+        if !rows.contains(&deep) {
+            smaller = true;
+            assert!(app.tree.selected <= deep);
+            break;
+        }
+    }
+    assert!(smaller, "no earlier step had a smaller CycleState");
+    // And back to the latest step: the entry chosen there is kept when still shown.
+    press(&mut app, "\x1b");
+    send(&mut app, KeyCode::End, KeyModifiers::NONE);
+    assert!(visible_paths(&app).contains(&app.tree.selected));
 }

@@ -1,6 +1,7 @@
 //! Help (`?`): every key and what it does, generated from the keymap in force, grouped by
 //! pane and laid out in as many columns as the terminal holds (k9s-like). What does not
-//! fit scrolls, with the position on the border; `/` searches keys, names and descriptions.
+//! fit scrolls, with the position on the border; `/` searches keys, names, descriptions
+//! and the commands' synonyms (`approve` finds allow).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -71,6 +72,24 @@ fn matches(query: &str, hay: &[&str]) -> bool {
     hay.iter().any(|h| h.to_lowercase().contains(&q))
 }
 
+/// The synonym of `cmd` the search matched, when the command's own words did not: help
+/// shows it, so a hit on "approve" says why `allow` is listed.
+fn synonym_hit(query: &str, cmd: Command) -> Option<&'static str> {
+    let q = query.to_lowercase();
+    cmd.synonyms()
+        .iter()
+        .find(|s| !q.is_empty() && s.contains(q.as_str()))
+        .copied()
+}
+
+/// A description with the synonym that matched, if any.
+fn described(text: &str, synonym: Option<&str>) -> String {
+    match synonym {
+        Some(s) => format!("{text} (also: {s})"),
+        None => text.to_string(),
+    }
+}
+
 /// The groups as blocks of rows (each block is kept in one column when it can be).
 fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>, usize) {
     let text_w = col_w.saturating_sub(key_w + 1);
@@ -89,11 +108,13 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
     for (group, entries) in app.keymap.help_groups() {
         let mut block = vec![Row::Title(group.to_string())];
         for (keys, cmd) in entries {
-            if !matches(query, &[&keys, cmd.name(), cmd.describe(), group]) {
+            let own = matches(query, &[&keys, cmd.name(), cmd.describe(), group]);
+            let synonym = (!own).then(|| synonym_hit(query, cmd)).flatten();
+            if !own && synonym.is_none() {
                 continue;
             }
             found += 1;
-            entry(&keys, cmd.describe(), &mut block);
+            entry(&keys, &described(cmd.describe(), synonym), &mut block);
         }
         if block.len() > 1 {
             blocks.push(block);
@@ -118,11 +139,20 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
         .split(", ")
         .filter(|c| !c.is_empty());
     for c in commands {
-        if matches(query, &[c, "command line"]) {
+        let (name, args) = c.split_once(' ').unwrap_or((c, ""));
+        let own = matches(query, &[c, "command line"]);
+        // A script command named as a key command shares its synonyms.
+        let synonym = (!own)
+            .then(|| Command::from_name(name).and_then(|cmd| synonym_hit(query, cmd)))
+            .flatten();
+        if own || synonym.is_some() {
             found += 1;
             // The command's name in the key column, its arguments wrapped at the `|`s.
-            let (name, args) = c.split_once(' ').unwrap_or((c, ""));
-            entry(name, &args.replace('|', " | "), &mut block);
+            entry(
+                name,
+                &described(&args.replace('|', " | "), synonym),
+                &mut block,
+            );
         }
     }
     if block.len() > 1 {

@@ -46,6 +46,16 @@ impl TabPane for StateTab {
         moment_attempts(app)
     }
 
+    /// The selection follows the tree as the step shown changes it.
+    fn refresh(app: &mut App) {
+        keep_selection(app);
+    }
+
+    /// The tree arrives when the tab is first shown (its attempt is recomputed then).
+    fn after_update(app: &mut App) {
+        keep_selection(app);
+    }
+
     fn move_selection(app: &mut App, d: isize) {
         let visible = visible_paths(app);
         let i = visible
@@ -64,6 +74,19 @@ impl TabPane for StateTab {
             app.tree.opened.insert(sel);
         }
     }
+}
+
+/// Keeps the selection on a row the tree shows, so Enter always has an entry to open:
+/// the same entry while it is shown, else the nearest row above where it was (a sibling
+/// or its parent), else the first entry. With no tree shown the selection waits.
+fn keep_selection(app: &mut App) {
+    let visible = visible_paths(app);
+    if visible.is_empty() || visible.contains(&app.tree.selected) {
+        return;
+    }
+    // Rows are in index-path order, so "above" is "a smaller path".
+    let above = visible.iter().rfind(|p| **p <= app.tree.selected);
+    app.tree.selected = above.unwrap_or(&visible[0]).clone();
 }
 
 /// The entry name a step's `changed` list uses: the label up to its first colon.
