@@ -568,3 +568,49 @@ fn pending_lists_a_pod_of_another_scheduler_as_ignored() {
     assert!(line.contains("Ignored"), "{line}");
     assert!(line.contains("\"my-scheduler\""), "{line}");
 }
+
+/// The example cluster is bundled: its name works from any directory, as a file does from
+/// the source tree, and `kubestep recordings` lists it.
+#[test]
+fn the_example_cluster_is_bundled_by_name() {
+    let elsewhere = std::env::temp_dir();
+    let by_name = bin()
+        .args([
+            "explain",
+            "--cluster",
+            "example-cluster",
+            "--pod",
+            "ml/trainer-llm-0",
+        ])
+        .current_dir(&elsewhere)
+        .output()
+        .unwrap();
+    let by_file = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--pod",
+        "ml/trainer-llm-0",
+    ]);
+    assert_eq!(by_name.status.code(), Some(1), "{}", stderr(&by_name));
+    assert_eq!(stdout(&by_name), stdout(&by_file));
+    assert!(
+        stdout(&by_name).starts_with("ml/trainer-llm-0: unschedulable: 0/6 nodes are available")
+    );
+    let o = bin()
+        .args(["replay", "example-cluster", "--headless", "-o", "text"])
+        .current_dir(&elsewhere)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ml/trainer-llm-0"), "{}", stdout(&o));
+    let o = run(&["recordings"]);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("example-cluster "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    assert!(line.contains("Example cluster (a manifest"), "{line}");
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[1..3], ["6", "8"], "{line}");
+}
