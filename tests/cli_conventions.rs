@@ -170,6 +170,69 @@ fn works_as_the_kubectl_plugin() {
     }
 }
 
+/// Under kubectl, what kubestep says on standard error begins with the command the user
+/// typed: errors, warnings and notes alike.
+#[test]
+fn as_the_kubectl_plugin_errors_and_warnings_begin_kubectl_kubestep() {
+    let d = Dir::new("kubectl-stderr");
+    let plugin = d.0.join("kubectl-kubestep");
+    std::os::unix::fs::symlink(bin(), &plugin).unwrap();
+    let failing = [
+        "explain",
+        "--cluster",
+        "/nonexistent/cluster.yaml",
+        "--pod",
+        "a/b",
+    ];
+    let o = run_in(&d.0, &plugin, &failing);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kubectl kubestep: /nonexistent/cluster.yaml"),
+        "{err}"
+    );
+    // A note on standard error (a pod taken by a prefix of its name) and a warning
+    // (a recording's bad line, skipped).
+    let o = run_in(
+        &d.0,
+        &plugin,
+        &[
+            "explain",
+            "--cluster",
+            "example-cluster",
+            "--pod",
+            "ml/trainer-llm",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kubectl kubestep: --pod ml/trainer-llm: taken as ml/trainer-llm-0"),
+        "{err}"
+    );
+    let rec = d.0.join("bad-line.jsonl");
+    std::fs::write(
+        &rec,
+        "{\"kubestep\":\"recording\",\"version\":1,\"started\":\"2026-01-01T00:00:00Z\"}\nnot json\n",
+    )
+    .unwrap();
+    let o = run_in(
+        &d.0,
+        &plugin,
+        &["replay", &rec.display().to_string(), "--headless"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("kubectl kubestep: warning: "), "{err}");
+    assert!(!err.lines().any(|l| l.starts_with("kubestep:")), "{err}");
+    // Under its own name, the same failure begins `kubestep:`.
+    let o = run_in(&d.0, Path::new(bin()), &failing);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kubestep: /nonexistent/cluster.yaml"),
+        "{err}"
+    );
+}
+
 fn yaml_docs(s: &str) -> Vec<Value> {
     s.split("---\n")
         .filter(|d| !d.trim().is_empty())

@@ -114,15 +114,23 @@ pub fn invoked_as_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
         .is_some_and(|n| n == KUBECTL_PLUGIN)
 }
 
+/// The name the user invoked kubestep by, which begins its messages on standard error
+/// and its usage: `kubectl kubestep` under kubectl, so an error names the command typed.
+pub fn invoked_name() -> &'static str {
+    static NAME: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        if invoked_as_kubectl_plugin(std::env::args_os().next().as_deref()) {
+            "kubectl kubestep"
+        } else {
+            "kubestep"
+        }
+    })
+}
+
 /// clap's command, named as the user invoked it: usage and help read `kubectl kubestep`
 /// under kubectl.
 pub fn command() -> clap::Command {
-    let cmd = Cli::command();
-    if invoked_as_kubectl_plugin(std::env::args_os().next().as_deref()) {
-        cmd.bin_name("kubectl kubestep")
-    } else {
-        cmd.bin_name("kubestep")
-    }
+    Cli::command().bin_name(invoked_name())
 }
 
 /// Parses the command line (clap's errors, `--help` and `--version` exit here).
@@ -138,7 +146,7 @@ pub fn user_defaults(print_warnings: bool) -> kubestep::tui::config::UiConfig {
     let cfg = kubestep::tui::config::load_user(&mut warnings);
     if print_warnings {
         for w in warnings {
-            eprintln!("kubestep: warning: {w}");
+            eprintln!("{}: warning: {w}", invoked_name());
         }
     }
     cfg

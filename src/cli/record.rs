@@ -104,7 +104,8 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
         kinds.sort_unstable();
         kinds.dedup();
         eprintln!(
-            "kubestep: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
+            "{}: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
+            super::invoked_name(),
             output.display(),
             kinds.join(", "),
             from.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -126,7 +126,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         .context("--until")?;
     let rec = recording::open_with(&a.source, ReadOptions { strict: a.strict })?;
     for w in &rec.warnings {
-        eprintln!("kubestep: warning: {w}");
+        eprintln!("{}: warning: {w}", super::invoked_name());
     }
     let cfg = match &a.config {
         Some(p) => config::load_file(p)?,
