@@ -70,7 +70,13 @@ pub struct ExplainArgs {
     /// any size (read as a stream); `-` reads standard input. Repeatable. Or one recording
     /// (a file, or a bundled recording's name): the cluster as it is at the recording's
     /// last event.
-    #[arg(long, required = true, value_name = "FILE|RECORDING")]
+    #[arg(
+        long,
+        required = true,
+        value_name = "FILE|RECORDING",
+        value_parser = super::completion::RecordingSource,
+        hide_possible_values = true
+    )]
     cluster: Vec<String>,
     /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
     #[arg(long, value_name = "FILE")]

@@ -18,6 +18,7 @@ macro_rules! say_raw {
 }
 
 mod bench;
+mod completion;
 mod explain;
 mod live;
 mod live_args;
@@ -164,7 +165,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Completions { shell }) => {
             let mut cmd = command();
             let name = cmd.get_bin_name().unwrap_or("kubestep").replace(' ', "-");
-            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+            say_raw!("{}", completion::script(shell, &mut cmd, &name))?;
             Ok(ExitCode::SUCCESS)
         }
         None => tui::run(tui::TuiArgs::default()),

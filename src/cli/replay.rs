@@ -40,6 +40,7 @@ pub struct ReplayArgs {
     /// A recording (.jsonl or .jsonl.gz), the name of a bundled recording (see
     /// `kubestep recordings`), or a cluster manifest (YAML, JSON or a kubectl List, taken
     /// as a snapshot at time zero). A file that exists wins over a bundled name.
+    #[arg(value_parser = super::completion::RecordingSource, hide_possible_values = true)]
     source: String,
     /// Run without the terminal UI.
     #[arg(long)]
