@@ -22,6 +22,7 @@ mod completion;
 mod explain;
 mod live;
 mod live_args;
+mod progress;
 mod record;
 mod recordings;
 mod replay;

@@ -169,7 +169,7 @@ impl Progress {
                     "{kind}: re-listed ({added} added, {modified} modified, {deleted} deleted while away)"
                 ),
             };
-            let clear = if self.tty { "\r\x1b[2K" } else { "" };
+            let clear = if self.tty { super::progress::CLEAR } else { "" };
             let _ = writeln!(err, "{clear}{text}");
         }
         self.pending = true;
@@ -182,7 +182,7 @@ impl Progress {
             let on_disk = std::fs::metadata(&self.output).map(|m| m.len()).ok();
             let line = progress_line(s, on_disk);
             if self.tty {
-                let _ = write!(err, "\r\x1b[2K{line}");
+                let _ = write!(err, "{}{line}", super::progress::CLEAR);
             } else {
                 let _ = writeln!(err, "{line}");
             }
