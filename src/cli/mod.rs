@@ -20,6 +20,7 @@ macro_rules! say_raw {
 mod bench;
 mod completion;
 mod explain;
+mod krew;
 mod live;
 mod live_args;
 mod progress;
@@ -106,6 +107,9 @@ Examples:
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// For packagers: the krew (kubectl plugin index) manifest of this version.
+    #[command(hide = true)]
+    KrewManifest(krew::KrewArgs),
 }
 
 /// Whether this process was started as the kubectl plugin (`kubectl kubestep`): kubectl
@@ -177,5 +181,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Record(a)) => record::run(a),
         Some(Command::Live(a)) => live::run(a),
         Some(Command::Recordings(a)) => recordings::run(a),
+        Some(Command::KrewManifest(a)) => krew::run(a),
     }
 }
