@@ -34,7 +34,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("kubestep: {e:#}");
+            eprintln!("{}: {e:#}", cli::invoked_name());
             ExitCode::from(2)
         }
     }

@@ -170,6 +170,174 @@ fn works_as_the_kubectl_plugin() {
     }
 }
 
+/// Under kubectl, what kubestep says on standard error begins with the command the user
+/// typed: errors, warnings and notes alike.
+#[test]
+fn as_the_kubectl_plugin_errors_and_warnings_begin_kubectl_kubestep() {
+    let d = Dir::new("kubectl-stderr");
+    let plugin = d.0.join("kubectl-kubestep");
+    std::os::unix::fs::symlink(bin(), &plugin).unwrap();
+    let failing = [
+        "explain",
+        "--cluster",
+        "/nonexistent/cluster.yaml",
+        "--pod",
+        "a/b",
+    ];
+    let o = run_in(&d.0, &plugin, &failing);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kubectl kubestep: /nonexistent/cluster.yaml"),
+        "{err}"
+    );
+    // A note on standard error (a pod taken by a prefix of its name) and a warning
+    // (a recording's bad line, skipped).
+    let o = run_in(
+        &d.0,
+        &plugin,
+        &[
+            "explain",
+            "--cluster",
+            "example-cluster",
+            "--pod",
+            "ml/trainer-llm",
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kubectl kubestep: --pod ml/trainer-llm: taken as ml/trainer-llm-0"),
+        "{err}"
+    );
+    let rec = d.0.join("bad-line.jsonl");
+    std::fs::write(
+        &rec,
+        "{\"kubestep\":\"recording\",\"version\":1,\"started\":\"2026-01-01T00:00:00Z\"}\nnot json\n",
+    )
+    .unwrap();
+    let o = run_in(
+        &d.0,
+        &plugin,
+        &["replay", &rec.display().to_string(), "--headless"],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("kubectl kubestep: warning: "), "{err}");
+    assert!(!err.lines().any(|l| l.starts_with("kubestep:")), "{err}");
+    // Under its own name, the same failure begins `kubestep:`.
+    let o = run_in(&d.0, Path::new(bin()), &failing);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("kubestep: /nonexistent/cluster.yaml"),
+        "{err}"
+    );
+}
+
+/// Where a recording is taken (replay's and tui's SOURCE, explain --cluster, bench
+/// --recording), completions offer the bundled recordings' names and files alike.
+#[test]
+fn completions_offer_bundled_recordings_and_files() {
+    let d = Dir::new("complete");
+    let script = d.0.join("kubestep.bash");
+    let o = run(&["completions", "bash"]);
+    assert!(o.status.success());
+    std::fs::write(&script, &o.stdout).unwrap();
+    let cwd = d.0.join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(cwd.join("dev-cluster.yaml"), "").unwrap();
+    std::fs::write(cwd.join("demo-copy.jsonl"), "").unwrap();
+    // Completes the words given (the last one being typed) as bash would, printing the
+    // candidates one a line.
+    let complete = |words: &[&str]| -> Vec<String> {
+        let shell = format!(
+            "source {}\nCOMP_WORDS=({})\nCOMP_CWORD={}\n_kubestep kubestep \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
+            script.display(),
+            words
+                .iter()
+                .map(|w| format!("'{w}'"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            words.len() - 1
+        );
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(shell)
+            .current_dir(&cwd)
+            .output()
+            .expect("bash runs");
+        assert!(o.status.success(), "{o:?}");
+        let mut got: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+        got.sort();
+        got
+    };
+    assert_eq!(
+        complete(&["kubestep", "replay", "de"]),
+        ["demo", "demo-copy.jsonl", "dev-cluster.yaml"]
+    );
+    assert_eq!(
+        complete(&["kubestep", "replay", "dev"]),
+        ["dev-cluster.yaml"]
+    );
+    assert_eq!(
+        complete(&["kubestep", "tui", "example"]),
+        ["example-cluster"]
+    );
+    assert_eq!(
+        complete(&["kubestep", "explain", "--cluster", "d"]),
+        [
+            "demo",
+            "demo-copy.jsonl",
+            "dev-cluster.yaml",
+            "divergence",
+            "dra-gpus"
+        ]
+    );
+    assert_eq!(
+        complete(&["kubestep", "bench", "--recording", "lar"]),
+        ["large"]
+    );
+    // An option being typed is completed as an option, without files.
+    assert_eq!(
+        complete(&["kubestep", "replay", "--he"]),
+        ["--headless", "--help"]
+    );
+    // Elsewhere nothing changed: a subcommand's name, an option's fixed values.
+    assert_eq!(complete(&["kubestep", "rec"]), ["record", "recordings"]);
+    assert_eq!(
+        complete(&["kubestep", "replay", "demo", "--trace", "s"]),
+        ["steps"]
+    );
+    // zsh and fish: the names are offered, and files beside them.
+    let zsh = stdout(&run(&["completions", "zsh"]));
+    assert!(
+        zsh.contains("_alternative 'recordings:bundled recording:(demo taints-affinity"),
+        "{zsh}"
+    );
+    assert!(
+        zsh.contains("example-cluster)' 'files:file:_files'"),
+        "{zsh}"
+    );
+    // replay's and tui's SOURCE, explain --cluster, bench --recording.
+    assert_eq!(zsh.matches(":_kubestep_recordings' \\").count(), 4, "{zsh}");
+    let fish = stdout(&run(&["completions", "fish"]));
+    for sub in ["replay", "tui"] {
+        assert!(
+            fish.contains(&format!(
+                "-n \"__fish_kubestep_using_subcommand {sub}\" -F -a \"demo taints-affinity"
+            )),
+            "{sub}: {fish}"
+        );
+    }
+    for option in ["-l cluster", "-l recording"] {
+        let line = fish
+            .lines()
+            .find(|l| l.contains(option) && l.contains("-a \"demo"))
+            .unwrap_or_else(|| panic!("{option}: {fish}"));
+        assert!(line.contains(" -r -F -a \"demo"), "{line}");
+    }
+    assert!(fish.contains("example-cluster"), "{fish}");
+}
+
 fn yaml_docs(s: &str) -> Vec<Value> {
     s.split("---\n")
         .filter(|d| !d.trim().is_empty())

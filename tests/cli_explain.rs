@@ -125,7 +125,8 @@ fn invalid_quantity_names_object_and_field() {
     assert_bad_input(
         &o,
         &[
-            "bad-quantity.yaml:8:",
+            // The field's own line and column, not the document's first line (8).
+            "bad-quantity.yaml:17:18:",
             "Pod shop/web",
             "spec.containers[0].resources.requests.cpu",
             "\"two\"",
@@ -142,7 +143,76 @@ fn wrong_field_type_names_the_field() {
         "--pod",
         "default/web",
     ]);
-    assert_bad_input(&o, &["wrong-field.yaml:1:", "Pod web", "spec.containers"]);
+    assert_bad_input(&o, &["wrong-field.yaml:6:3:", "Pod web", "spec.containers"]);
+}
+
+/// A refused field is named at its own line and column, however deep it is and however
+/// the objects are written: YAML documents, a kubectl List in YAML (items cut out and
+/// dedented) or JSON, and a recording's line.
+#[test]
+fn a_refused_field_is_named_at_its_own_line_and_column() {
+    let dir = std::env::temp_dir().join(format!("kubestep-fieldline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nstatus:\n  allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}\n";
+    // (file text, the expected `file:line: column C:` and field)
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "depth2.yaml",
+            format!("{node}---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nspec:\n  unschedulable: yes-please\n"),
+            "depth2.yaml:13:3: Node n2: spec.unschedulable",
+        ),
+        (
+            "depth3.yaml",
+            format!("{node}---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\nspec:\n  taints:\n  - key: gpu\n    effect: NoSchedul\n"),
+            "depth3.yaml:15:5: Node n2: spec.taints[0].effect",
+        ),
+        (
+            "depth5.yaml",
+            format!("{node}---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: a\n    image: x\n  - name: b\n    image: x\n    resources:\n      limits:\n        memory: 1Gi\n        cpu: lots\n"),
+            "depth5.yaml:21:9: Pod p: spec.containers[1].resources.limits.cpu",
+        ),
+        (
+            "list.yaml",
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n1\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: p\n  spec:\n    tolerations:\n    - key: a\n      operator: Sometimes\n    containers: [{name: c, image: x}]\n".to_string(),
+            "list.yaml:15:7: Pod p: spec.tolerations[0].operator",
+        ),
+        (
+            "list.json",
+            "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n  {\"apiVersion\": \"v1\", \"kind\": \"Pod\",\n   \"metadata\": {\"name\": \"p\"},\n   \"spec\": {\"containers\": [{\"name\": \"c\", \"resources\": {\"requests\": {\"memory\": \"-1Gi\"}}}]}}\n]}\n".to_string(),
+            "list.json:4:69: Pod default/p: spec.containers[0].resources.requests.memory",
+        ),
+    ];
+    for (name, text, want) in &cases {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let o = run(&[
+            "explain",
+            "--cluster",
+            &path.display().to_string(),
+            "--pod",
+            "default/p",
+        ]);
+        assert_bad_input(&o, &[&format!("{}{want}", dir.join("").display())]);
+    }
+    // A recording: one object per line, so the column says where on it.
+    let rec = dir.join("rec.jsonl");
+    std::fs::write(
+        &rec,
+        "{\"kubestep\":\"recording\",\"version\":1,\"started\":\"2026-01-01T00:00:00Z\"}\n\
+         {\"at\":\"2026-01-01T00:00:00Z\",\"type\":\"ADDED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"spec\":{\"taints\":[{\"key\":\"a\",\"effect\":\"Sometimes\"}]}}}\n",
+    )
+    .unwrap();
+    let o = run(&[
+        "replay",
+        &rec.display().to_string(),
+        "--headless",
+        "--strict",
+    ]);
+    assert_bad_input(
+        &o,
+        &[":2: bad line: column 141: Node n1: spec.taints[0].effect: Unsupported value"],
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
@@ -567,4 +637,50 @@ fn pending_lists_a_pod_of_another_scheduler_as_ignored() {
         .unwrap_or_else(|| panic!("{}", stdout(&o)));
     assert!(line.contains("Ignored"), "{line}");
     assert!(line.contains("\"my-scheduler\""), "{line}");
+}
+
+/// The example cluster is bundled: its name works from any directory, as a file does from
+/// the source tree, and `kubestep recordings` lists it.
+#[test]
+fn the_example_cluster_is_bundled_by_name() {
+    let elsewhere = std::env::temp_dir();
+    let by_name = bin()
+        .args([
+            "explain",
+            "--cluster",
+            "example-cluster",
+            "--pod",
+            "ml/trainer-llm-0",
+        ])
+        .current_dir(&elsewhere)
+        .output()
+        .unwrap();
+    let by_file = run(&[
+        "explain",
+        "--cluster",
+        &example(),
+        "--pod",
+        "ml/trainer-llm-0",
+    ]);
+    assert_eq!(by_name.status.code(), Some(1), "{}", stderr(&by_name));
+    assert_eq!(stdout(&by_name), stdout(&by_file));
+    assert!(
+        stdout(&by_name).starts_with("ml/trainer-llm-0: unschedulable: 0/6 nodes are available")
+    );
+    let o = bin()
+        .args(["replay", "example-cluster", "--headless", "-o", "text"])
+        .current_dir(&elsewhere)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ml/trainer-llm-0"), "{}", stdout(&o));
+    let o = run(&["recordings"]);
+    let line = stdout(&o)
+        .lines()
+        .find(|l| l.starts_with("example-cluster "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", stdout(&o)));
+    assert!(line.contains("Example cluster (a manifest"), "{line}");
+    let cols: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cols[1..3], ["6", "8"], "{line}");
 }

@@ -174,6 +174,11 @@ fn without_a_script_it_runs_until_settled_and_waiting_pods_time_out() {
         "",
     );
     assert_eq!(code, 0, "{err}");
+    // Standard error is a pipe here: no progress line.
+    assert!(
+        !err.contains("pods bound") && !err.contains('\r'),
+        "{err:?}"
+    );
     let summary = lines.last().unwrap();
     // Nobody approved it within 15 minutes: the wait timed out, the pod was unreserved.
     let p = pod(summary, "payments/migrate-db");
@@ -247,4 +252,53 @@ fn a_reader_that_goes_away_ends_the_run_quietly() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+/// A long headless replay shows its progress on standard error when that is a terminal
+/// (one line redrawn in place, wiped at the end), and says nothing there otherwise.
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let bin = env!("CARGO_BIN_EXE_kubestep");
+    let out = Command::new(bin)
+        .args(["replay", "demo", "--headless", "-o", "text"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("pods bound") && !err.contains('\r'),
+        "{err:?}"
+    );
+    // script(1) gives the command a terminal and copies what it writes there to its own
+    // standard output; the replay's output goes to /dev/null, as a user would redirect it.
+    let probe = Command::new("script").arg("--version").output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped the terminal half: script(1) (util-linux) is not installed");
+        return;
+    }
+    let quoted = format!("'{}'", bin.replace('\'', "'\\''"));
+    let out = Command::new("script")
+        .args([
+            "-qec",
+            &format!("{quoted} replay demo --headless -o text > /dev/null"),
+            "/dev/null",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{tty:?}");
+    assert!(tty.contains("\r\x1b[2Kreplay demo: "), "{tty:?}");
+    // The demo's 49 pods and 72 events (`kubestep recordings`); those at its start are
+    // applied before the first line.
+    let applied: Vec<usize> = tty
+        .split("/49 pods bound, ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("/72 events applied, virtual +"))
+        .map(|(n, _)| n.parse().unwrap())
+        .collect();
+    assert!(!applied.is_empty(), "{tty:?}");
+    assert!(applied.iter().all(|&n| n > 0), "{tty:?}");
+    // Wiped at the end: what stays on the screen is the output alone.
+    assert!(tty.ends_with("\r\x1b[2K"), "{tty:?}");
 }

@@ -70,7 +70,13 @@ pub struct ExplainArgs {
     /// any size (read as a stream); `-` reads standard input. Repeatable. Or one recording
     /// (a file, or a bundled recording's name): the cluster as it is at the recording's
     /// last event.
-    #[arg(long, required = true, value_name = "FILE|RECORDING")]
+    #[arg(
+        long,
+        required = true,
+        value_name = "FILE|RECORDING",
+        value_parser = super::completion::RecordingSource,
+        hide_possible_values = true
+    )]
     cluster: Vec<String>,
     /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
     #[arg(long, value_name = "FILE")]
@@ -109,7 +115,7 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     };
     let pod = resolve_pod(pod_arg, &cluster)?;
     if let Some(w) = missing_priority_class(&pod, &cluster) {
-        eprintln!("kubestep: warning: {w}");
+        eprintln!("{}: warning: {w}", super::invoked_name());
     }
     kubestep::plugins::dynamic_resources::check_inputs(&cluster.listers, &pod)
         .map_err(|e| anyhow::anyhow!("{}: pod {}: {e}", a.cluster.join(", "), pod_key(&pod)))?;
@@ -207,7 +213,7 @@ fn load_cluster(
     };
     let rec = recording::open(source)?;
     for w in &rec.warnings {
-        eprintln!("kubestep: warning: {w}");
+        eprintln!("{}: warning: {w}", super::invoked_name());
     }
     let cfg = rec.scheduler_config(source)?;
     Ok((rec.cluster_at(rec.end()), cfg))
@@ -257,7 +263,11 @@ fn resolve_pod(
                 .filter(|p| p.key.starts_with(&key))
                 .collect();
             if let [one] = starting.as_slice() {
-                eprintln!("kubestep: --pod {arg}: taken as {}", one.key);
+                eprintln!(
+                    "{}: --pod {arg}: taken as {}",
+                    super::invoked_name(),
+                    one.key
+                );
                 if let Some(p) = cluster.full_pod(&one.key) {
                     return Ok(p);
                 }

@@ -18,9 +18,12 @@ macro_rules! say_raw {
 }
 
 mod bench;
+mod completion;
 mod explain;
+mod krew;
 mod live;
 mod live_args;
+mod progress;
 mod record;
 mod recordings;
 mod replay;
@@ -104,6 +107,9 @@ Examples:
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// For packagers: the krew (kubectl plugin index) manifest of this version.
+    #[command(hide = true)]
+    KrewManifest(krew::KrewArgs),
 }
 
 /// Whether this process was started as the kubectl plugin (`kubectl kubestep`): kubectl
@@ -114,15 +120,23 @@ pub fn invoked_as_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
         .is_some_and(|n| n == KUBECTL_PLUGIN)
 }
 
+/// The name the user invoked kubestep by, which begins its messages on standard error
+/// and its usage: `kubectl kubestep` under kubectl, so an error names the command typed.
+pub fn invoked_name() -> &'static str {
+    static NAME: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        if invoked_as_kubectl_plugin(std::env::args_os().next().as_deref()) {
+            "kubectl kubestep"
+        } else {
+            "kubestep"
+        }
+    })
+}
+
 /// clap's command, named as the user invoked it: usage and help read `kubectl kubestep`
 /// under kubectl.
 pub fn command() -> clap::Command {
-    let cmd = Cli::command();
-    if invoked_as_kubectl_plugin(std::env::args_os().next().as_deref()) {
-        cmd.bin_name("kubectl kubestep")
-    } else {
-        cmd.bin_name("kubestep")
-    }
+    Cli::command().bin_name(invoked_name())
 }
 
 /// Parses the command line (clap's errors, `--help` and `--version` exit here).
@@ -138,7 +152,7 @@ pub fn user_defaults(print_warnings: bool) -> kubestep::tui::config::UiConfig {
     let cfg = kubestep::tui::config::load_user(&mut warnings);
     if print_warnings {
         for w in warnings {
-            eprintln!("kubestep: warning: {w}");
+            eprintln!("{}: warning: {w}", invoked_name());
         }
     }
     cfg
@@ -156,7 +170,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Completions { shell }) => {
             let mut cmd = command();
             let name = cmd.get_bin_name().unwrap_or("kubestep").replace(' ', "-");
-            clap_complete::generate(shell, &mut cmd, name, &mut std::io::stdout());
+            say_raw!("{}", completion::script(shell, &mut cmd, &name))?;
             Ok(ExitCode::SUCCESS)
         }
         None => tui::run(tui::TuiArgs::default()),
@@ -167,5 +181,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Record(a)) => record::run(a),
         Some(Command::Live(a)) => live::run(a),
         Some(Command::Recordings(a)) => recordings::run(a),
+        Some(Command::KrewManifest(a)) => krew::run(a),
     }
 }

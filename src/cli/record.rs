@@ -104,7 +104,8 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
         kinds.sort_unstable();
         kinds.dedup();
         eprintln!(
-            "kubestep: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
+            "{}: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
+            super::invoked_name(),
             output.display(),
             kinds.join(", "),
             from.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -168,7 +169,7 @@ impl Progress {
                     "{kind}: re-listed ({added} added, {modified} modified, {deleted} deleted while away)"
                 ),
             };
-            let clear = if self.tty { "\r\x1b[2K" } else { "" };
+            let clear = if self.tty { super::progress::CLEAR } else { "" };
             let _ = writeln!(err, "{clear}{text}");
         }
         self.pending = true;
@@ -181,7 +182,7 @@ impl Progress {
             let on_disk = std::fs::metadata(&self.output).map(|m| m.len()).ok();
             let line = progress_line(s, on_disk);
             if self.tty {
-                let _ = write!(err, "\r\x1b[2K{line}");
+                let _ = write!(err, "{}{line}", super::progress::CLEAR);
             } else {
                 let _ = writeln!(err, "{line}");
             }

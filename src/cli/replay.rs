@@ -40,6 +40,7 @@ pub struct ReplayArgs {
     /// A recording (.jsonl or .jsonl.gz), the name of a bundled recording (see
     /// `kubestep recordings`), or a cluster manifest (YAML, JSON or a kubectl List, taken
     /// as a snapshot at time zero). A file that exists wins over a bundled name.
+    #[arg(value_parser = super::completion::RecordingSource, hide_possible_values = true)]
     source: String,
     /// Run without the terminal UI.
     #[arg(long)]
@@ -124,9 +125,21 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--until")?;
+    let started = std::time::Instant::now();
+    let mut progress = super::progress::TtyLine::on_stderr(std::time::Duration::from_millis(250));
+    if let Some(p) = progress.as_mut() {
+        p.draw(&format!("replay {}: reading…", a.source));
+    }
     let rec = recording::open_with(&a.source, ReadOptions { strict: a.strict })?;
+    if let Some(p) = progress.as_mut() {
+        p.clear();
+    }
+    // Counted only for the progress line: the recording's pods, whose bindings it shows.
+    let totals = progress
+        .as_ref()
+        .map(|_| (rec.counts().pods, rec.events.len()));
     for w in &rec.warnings {
-        eprintln!("kubestep: warning: {w}");
+        eprintln!("{}: warning: {w}", super::invoked_name());
     }
     let cfg = match &a.config {
         Some(p) => config::load_file(p)?,
@@ -160,7 +173,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         None => {
             // Printed as the steps happen: a long recording's trace never sits in memory.
             let mut failed = None;
-            session.run_until_with(
+            session.run_until_observed(
                 deadline,
                 Some(&mut |v| match out.print(&v) {
                     Ok(()) => std::ops::ControlFlow::Continue(()),
@@ -169,7 +182,17 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
                         std::ops::ControlFlow::Break(())
                     }
                 }),
+                &mut |s| {
+                    if let (Some(p), Some((pods, events))) = (progress.as_mut(), totals)
+                        && p.due()
+                    {
+                        p.draw(&progress_line(&a.source, s, pods, events, start, started));
+                    }
+                },
             );
+            if let Some(p) = progress.as_mut() {
+                p.clear();
+            }
             if let Some(e) = failed {
                 return Err(e);
             }
@@ -227,6 +250,29 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     );
     super::exit_without_freeing(session);
     Ok(ExitCode::SUCCESS)
+}
+
+/// The progress line of a headless replay: pods bound of the recording's pods, events
+/// applied, virtual time since the recording's start, wall time since kubestep started.
+fn progress_line(
+    source: &str,
+    s: &Session,
+    pods: usize,
+    events: usize,
+    start: jiff::Timestamp,
+    started: std::time::Instant,
+) -> String {
+    use super::progress::{clock_offset, count};
+    format!(
+        "replay {source}: {}/{} pods bound, {}/{} events applied, virtual {}, {:.1}s",
+        count(s.bound_pods()),
+        count(pods),
+        // The events at the start are applied before the feed holds the rest.
+        count(events.saturating_sub(s.core.feed.len())),
+        count(events),
+        clock_offset(clock::since(s.now(), start)),
+        started.elapsed().as_secs_f64()
+    )
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {

@@ -18,8 +18,10 @@ Examples:
 Keys: ? in the UI lists every key (searchable with /). Theme, history size and keys
 can be set in $XDG_CONFIG_HOME/kubestep/config.toml.")]
 pub struct TuiArgs {
-    /// A cluster manifest (YAML, JSON or a kubectl List); the demo without it.
-    pub source: Option<PathBuf>,
+    /// A recording (a file or a bundled recording's name) or a cluster manifest (YAML,
+    /// JSON or a kubectl List); the demo without it.
+    #[arg(value_parser = super::completion::RecordingSource, hide_possible_values = true)]
+    pub source: Option<String>,
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Theme: dark, light, high-contrast, ansi16, mono, or a theme file.
@@ -35,7 +37,7 @@ pub struct TuiArgs {
 
 pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
     tui::run(TuiOptions {
-        source: a.source,
+        source: a.source.map(PathBuf::from),
         config: a.config,
         theme: a.theme,
         log_file: a.log_file,

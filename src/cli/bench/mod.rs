@@ -65,7 +65,12 @@ pub struct BenchArgs {
     #[arg(long)]
     json: bool,
     /// The recording for --workload load and replay: a file or a bundled name.
-    #[arg(long, default_value = "large")]
+    #[arg(
+        long,
+        default_value = "large",
+        value_parser = super::completion::RecordingSource,
+        hide_possible_values = true
+    )]
     recording: String,
     /// Write the workload (basic, anti-affinity or topology-spread) as a recording to
     /// FILE instead of running it: its nodes, its init pods bound, its measured pods

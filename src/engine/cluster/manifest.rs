@@ -1,6 +1,7 @@
 //! Reading Kubernetes objects from manifests: multi-document YAML, JSON, or a `List` as
-//! `kubectl get -o yaml|json` prints it. Every error names the file, the line where the
-//! document starts, the object and the field.
+//! `kubectl get -o yaml|json` prints it. Every error names the file, the line (the
+//! field's own, and its column, when the error names a field written in the file; else
+//! where the document starts), the object and the field.
 
 use std::path::Path;
 
@@ -18,12 +19,65 @@ pub enum ManifestError {
         line: usize,
         message: String,
     },
-    #[error("{file}:{line}: {error}")]
+    #[error("{file}:{line}{}: {error}", column_suffix(*.column))]
     Object {
         file: String,
         line: usize,
+        /// 0 when not known.
+        column: usize,
         error: Box<ObjectError>,
     },
+}
+
+/// `:COLUMN` after the line (as the scheduler configuration's errors and compilers write
+/// it), or nothing for an unknown column.
+fn column_suffix(column: usize) -> String {
+    if column == 0 {
+        String::new()
+    } else {
+        format!(":{column}")
+    }
+}
+
+/// Where a document's text lies in its file, for pointing an object's error at its field.
+#[derive(Clone, Copy)]
+pub(super) struct DocAt<'a> {
+    pub file: &'a str,
+    pub text: &'a str,
+    /// The file's line and column of the text's first character.
+    pub line: usize,
+    pub column: usize,
+    /// Every line of the text starts `column - 1` characters into the file's line (a YAML
+    /// List item, cut out and dedented), not only the first (JSON).
+    pub every_line_shifted: bool,
+}
+
+impl DocAt<'_> {
+    /// `error` located: at its field's line and column when the text has the field (or
+    /// what encloses it); else at the document's start. `prefix` is the path of the
+    /// object within the text (`items[3].` for a List's item).
+    pub(super) fn object_error(&self, error: ObjectError, prefix: &str) -> ManifestError {
+        let path = format!("{prefix}{}", error.field);
+        let path = path.trim_end_matches('.');
+        let (line, column) = match super::locate::field_position(self.text, path) {
+            Some(p) => {
+                let (l, c) = (p.line as usize, p.column as usize);
+                let shift = if l == 1 || self.every_line_shifted {
+                    self.column.saturating_sub(1)
+                } else {
+                    0
+                };
+                (self.line + l - 1, c + shift)
+            }
+            None => (self.line, 0),
+        };
+        ManifestError::Object {
+            file: self.file.to_string(),
+            line,
+            column,
+            error: Box::new(error),
+        }
+    }
 }
 
 /// A parsed object and where it came from.
@@ -71,13 +125,16 @@ pub(super) fn yaml_error(e: &serde_saphyr::Error, chunk_start: usize) -> (usize,
     (chunk_start + rel.saturating_sub(1), first_line)
 }
 
+/// The objects of one document (a List's items one by one); `prefix` is the document's
+/// path within `at.text` (empty at the top).
 pub(super) fn collect(
     v: Value,
-    file: &str,
-    line: usize,
+    at: &DocAt,
+    prefix: &str,
     out: &mut Vec<Located<Object>>,
     notes: &mut Notes,
 ) -> Result<(), ManifestError> {
+    let (file, line) = (at.file, at.line);
     let kind = v
         .get("kind")
         .and_then(Value::as_str)
@@ -88,8 +145,14 @@ pub(super) fn collect(
             Value::Object(mut m) => m.remove("items").unwrap_or(Value::Null),
             _ => Value::Null,
         };
-        for item in items.as_array().cloned().unwrap_or_default() {
-            collect(item, file, line, out, notes)?;
+        for (i, item) in items
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
+            collect(item, at, &format!("{prefix}items[{i}]."), out, notes)?;
         }
         return Ok(());
     }
@@ -102,13 +165,7 @@ pub(super) fn collect(
         Ok(None) => notes.0.push(format!(
             "{file}:{line}: skipped {kind} (kubestep does not use this kind)"
         )),
-        Err(error) => {
-            return Err(ManifestError::Object {
-                file: file.to_string(),
-                line,
-                error: Box::new(error),
-            });
-        }
+        Err(error) => return Err(at.object_error(error, prefix)),
     }
     Ok(())
 }

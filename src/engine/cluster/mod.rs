@@ -3,6 +3,7 @@
 
 mod enums;
 mod lean;
+pub mod locate;
 pub mod manifest;
 pub mod object;
 pub mod stream;

@@ -307,8 +307,8 @@ fn parse_line(line: &str) -> Result<Line, String> {
     // (an unusual layout), the full parse below says what is wrong.
     let fast = split_envelope(line)
         .and_then(|(at, kind, text)| object::from_json_str(text).ok().map(|o| (at, kind, o)));
-    let (at, kind, parsed) = match fast {
-        Some((at, kind, o)) => (at, kind, Ok(o)),
+    let (at, kind, parsed, object_text) = match fast {
+        Some((at, kind, o)) => (at, kind, Ok(o), ""),
         // Gap markers are rare: looked for only off the fast path.
         None if line.contains(r#""gap":"#) && !line.contains(r#""object":"#) => {
             let raw: RawGap = from_json_line(line)?;
@@ -316,7 +316,8 @@ fn parse_line(line: &str) -> Result<Line, String> {
         }
         None => {
             let raw: RawEvent = from_json_line(line)?;
-            (raw.at, raw.kind, object::from_json_str(raw.object.get()))
+            let text = raw.object.get();
+            (raw.at, raw.kind, object::from_json_str(text), text)
         }
     };
     match parsed {
@@ -332,8 +333,22 @@ fn parse_line(line: &str) -> Result<Line, String> {
             }))
         }
         Ok(None) => Ok(Line::Skipped),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(match field_column(line, object_text, &e.field) {
+            Some(c) => format!("column {c}: {e}"),
+            None => e.to_string(),
+        }),
     }
+}
+
+/// The column in `line` of `field` of the object written at `object` (a slice of `line`),
+/// as `from_json_line` gives columns.
+fn field_column(line: &str, object: &str, field: &str) -> Option<usize> {
+    let offset = (object.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+    if offset + object.len() > line.len() {
+        return None;
+    }
+    let pos = crate::cluster::locate::field_position(object, field)?;
+    (pos.line == 1).then_some(offset + pos.column as usize)
 }
 
 /// One JSON line decoded, its error as `column C: FIELD: what`. serde_json would say "at

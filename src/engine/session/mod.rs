@@ -1334,6 +1334,12 @@ impl Session {
         self.core.apply_change(c);
     }
 
+    /// Pods bound so far (by kubestep or, in a replay, by the recording), without
+    /// walking them.
+    pub fn bound_pods(&self) -> usize {
+        self.core.bound
+    }
+
     /// Every pod's status, sorted by key (the headless summary).
     pub fn summary(&self) -> Vec<PodRecord> {
         self.core

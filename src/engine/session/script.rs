@@ -267,7 +267,18 @@ impl Session {
     pub fn run_until_with(
         &mut self,
         deadline: jiff::Timestamp,
+        sink: Option<&mut dyn FnMut(Value) -> ControlFlow<()>>,
+    ) {
+        self.run_until_observed(deadline, sink, &mut |_| {});
+    }
+
+    /// `run_until_with`, showing the session to `observe` after every few attempts (and
+    /// each timer), for progress reports; `observe` should be cheap or throttle itself.
+    pub fn run_until_observed(
+        &mut self,
+        deadline: jiff::Timestamp,
         mut sink: Option<&mut dyn FnMut(Value) -> ControlFlow<()>>,
+        observe: &mut dyn FnMut(&Session),
     ) {
         if sink.is_some() {
             self.history
@@ -277,6 +288,7 @@ impl Session {
             // A few attempts at a time, so lines go out as they happen and a full trace
             // finds every attempt's world still kept.
             let r = self.continue_attempts(CHUNK);
+            observe(self);
             if let Some(sink) = sink.as_mut() {
                 let tapped = self.history.take_tapped();
                 let mut flow = ControlFlow::Continue(());

@@ -22,7 +22,8 @@ use super::object::{self, Object};
 /// Text is handed to the parsing threads in batches of about this size.
 const BATCH_BYTES: usize = 4 << 20;
 
-/// One document's text and where it starts.
+/// One document's text and where it starts. `column`: in JSON, where the first line
+/// starts; in YAML, where every line starts (a List's item is dedented).
 pub(super) struct Piece<'a> {
     pub text: &'a [u8],
     pub line: usize,
@@ -345,6 +346,13 @@ fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
     };
     let mut out = Parsed::default();
     let mut notes = Notes::default();
+    let doc = manifest::DocAt {
+        file,
+        text,
+        line,
+        column,
+        every_line_shifted: format == Format::Yaml,
+    };
     match format {
         Format::Json if !is_list_kind(object::sniff_kind(text).unwrap_or("")) => {
             match object::from_json_str(text) {
@@ -372,11 +380,7 @@ fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
                             format!("column {col}: {}", strip_at(&e.to_string())),
                         ));
                     }
-                    return Err(ManifestError::Object {
-                        file: file.to_string(),
-                        line,
-                        error: Box::new(error),
-                    });
+                    return Err(doc.object_error(error, ""));
                 }
             }
         }
@@ -387,7 +391,7 @@ fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
                     format!("column {}: {}", e.column(), strip_at(&e.to_string())),
                 )
             })?;
-            manifest::collect(v, file, line, &mut out.objects, &mut notes)?;
+            manifest::collect(v, &doc, "", &mut out.objects, &mut notes)?;
         }
         Format::Yaml => {
             let v: Value = serde_saphyr::from_str_with_options(text, manifest::yaml_options())
@@ -396,7 +400,7 @@ fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
                     syntax(l, message)
                 })?;
             if !v.is_null() {
-                manifest::collect(v, file, line, &mut out.objects, &mut notes)?;
+                manifest::collect(v, &doc, "", &mut out.objects, &mut notes)?;
             }
         }
     }

@@ -74,15 +74,18 @@ fn a_syntax_error_in_an_item_names_its_line_and_column() {
 }
 
 #[test]
-fn an_object_error_names_the_item_line_object_and_field() {
+fn an_object_error_names_the_field_line_column_object_and_field() {
     let bad = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
   "status": {"allocatable": {"cpu": "lots"}}}"#;
     let text = list(&[node("n1"), bad.to_string()]);
-    let err = load_str(&text, false).unwrap_err().to_string();
-    assert!(
-        err.starts_with("d.json:5: Node n2: status.allocatable"),
-        "{err}"
-    );
+    // The item starts on line 5; its refused field is on line 6.
+    for lean in [false, true] {
+        let err = load_str(&text, lean).unwrap_err().to_string();
+        assert!(
+            err.starts_with("d.json:6:30: Node n2: status.allocatable.cpu: invalid quantity"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

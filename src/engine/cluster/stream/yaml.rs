@@ -120,7 +120,7 @@ fn finish_item(doc: &mut Doc, sink: &mut Sink) -> Result<(), SplitError> {
     sink.push(Piece {
         text: &text,
         line: doc.item_line,
-        column: 1,
+        column: ind + 1,
     })
 }
 
