@@ -345,12 +345,12 @@ fn help_at_80x24_scrolls_with_a_position() {
 }
 
 #[test]
-fn help_in_columns_at_160x48_fits_whole() {
+fn help_in_columns_at_200x50_fits_whole() {
     let mut app = demo_app();
-    app.update(Action::Resize(160, 48));
+    app.update(Action::Resize(200, 50));
     let screens = help_screens(&mut app);
-    assert_eq!(screens.len(), 1, "help scrolls at 160x48:\n{}", screens[0]);
-    insta::assert_snapshot!("help_160x48", &screens[0]);
+    assert_eq!(screens.len(), 1, "help scrolls at 200x50:\n{}", screens[0]);
+    insta::assert_snapshot!("help_200x50", &screens[0]);
 }
 
 #[test]

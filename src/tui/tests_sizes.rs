@@ -81,3 +81,26 @@ fn every_tab_of_5000_nodes_at_80x24_and_120x40() {
         }
     }
 }
+
+/// Help spells out every column abbreviation of the profiles in force, and its search
+/// finds them by either form.
+#[test]
+fn help_has_the_plugin_column_legend() {
+    let mut app = demo_recording((80, 24));
+    press(&mut app, "?/NRBA");
+    let s = screen(&mut app);
+    assert!(s.contains("Plugin columns"), "{s}");
+    assert!(
+        s.lines()
+            .any(|l| l.contains("NRBA") && l.contains("NodeResourcesBalancedAllocation")),
+        "{s}"
+    );
+    press(&mut app, "\x1b\x1b?/legend");
+    let s = screen(&mut app);
+    for (short, name) in [("NU", "NodeUnschedulable"), ("PTS", "PodTopologySpread")] {
+        assert!(
+            s.lines().any(|l| l.contains(short) && l.contains(name)),
+            "{short} {name}:\n{s}"
+        );
+    }
+}

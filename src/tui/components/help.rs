@@ -130,6 +130,19 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
     if block.len() > 1 {
         blocks.push(block);
     }
+    // The Filter and Score tabs' column headers, spelled out for the profiles in force
+    // (one wrapped entry: a legend, not a key per line).
+    let legend: Vec<String> = column_plugins(app)
+        .into_iter()
+        .map(|name| format!("{} {name}", super::matrix_view::abbrev(name)))
+        .filter(|l| matches(query, &[l, "plugin columns", "abbreviations", "legend"]))
+        .collect();
+    if !legend.is_empty() {
+        found += legend.len();
+        let mut block = vec![Row::Title("Plugin columns (Filter, Score)".into())];
+        entry("", &legend.join(" · "), &mut block);
+        blocks.push(block);
+    }
     let mut block = vec![Row::Title(format!(
         "Command line ({})",
         app.keymap.label(Command::CommandLine)
@@ -159,6 +172,22 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
         blocks.push(block);
     }
     (blocks, found)
+}
+
+/// Every Filter and Score plugin of the session's profiles, once, in profile order.
+fn column_plugins(app: &App) -> Vec<&'static str> {
+    use crate::framework::ExtensionPoint;
+    let mut out: Vec<&'static str> = Vec::new();
+    for fwk in &app.session.core.sched.frameworks {
+        for ep in [ExtensionPoint::Filter, ExtensionPoint::Score] {
+            for e in fwk.plugins(ep) {
+                if !out.contains(&e.name) {
+                    out.push(e.name);
+                }
+            }
+        }
+    }
+    out
 }
 
 fn view(app: &App, help: &HelpState, w: usize, h: usize) -> View {
