@@ -267,7 +267,7 @@ fn bad_lines_are_named_and_skipped_or_refused_with_strict() {
     assert!(e.contains(&format!("{path}:3: bad line skipped")), "{e}");
     assert!(
         e.contains(&format!(
-            "{path}:4: bad line skipped: Pod web/bad-cpu: spec.containers[0].resources.requests.cpu"
+            "{path}:4: bad line skipped: column 213: Pod web/bad-cpu: spec.containers[0].resources.requests.cpu"
         )),
         "{e}"
     );
