@@ -249,8 +249,8 @@ impl App {
     /// in the header's ⚠ nor shown on the status line.
     pub fn note_all(&mut self, notes: Vec<String>) {
         for n in &notes {
-            tracing::info!("{n}");
-            self.logs.push(format!("NOTE  {n}"));
+            tracing::info!(target: super::logs::SHOWN, "{n}");
+            self.logs.push(super::logs::line("NOTE", n));
         }
         self.notes += notes.len();
     }
@@ -259,8 +259,8 @@ impl App {
     /// counted in the header, and the first one shown in the status line.
     pub fn warn_all(&mut self, warnings: Vec<String>) {
         for w in &warnings {
-            tracing::warn!("{w}");
-            self.logs.push(format!("WARN  {w}"));
+            tracing::warn!(target: super::logs::SHOWN, "{w}");
+            self.logs.push(super::logs::line("WARN", w));
         }
         if let Some(first) = warnings.first() {
             let more = if warnings.len() > 1 {

@@ -13,29 +13,74 @@ use tracing_subscriber::layer::Context;
 /// Lines kept for the pane.
 pub const CAPACITY: usize = 2_000;
 
+/// The target of events the app has already put in the pane itself (notes, warnings):
+/// the log file gets them, the pane's layer leaves them out so they are not there twice.
+pub const SHOWN: &str = "kubestep::pane";
+
+/// A line's level, as the pane starts it: the text begins at a fixed column, so wrapped
+/// lines hang under it.
+pub const LEVEL_WIDTH: usize = 6;
+
+/// `NOTE  text`, `WARN  text`: a level word padded to `LEVEL_WIDTH`, then the text.
+pub fn line(level: &str, text: &str) -> String {
+    format!("{level:<w$}{text}", w = LEVEL_WIDTH)
+}
+
+#[derive(Debug, Default)]
+struct Ring {
+    lines: VecDeque<String>,
+    /// Lines dropped off the front: a line's number is this plus its index, so a place
+    /// in the log stays put as old lines go.
+    dropped: u64,
+}
+
 /// Shared between the layer (writer) and the UI (reader).
 #[derive(Debug, Clone, Default)]
 pub struct LogBuffer {
-    lines: Arc<Mutex<VecDeque<String>>>,
+    ring: Arc<Mutex<Ring>>,
 }
 
 impl LogBuffer {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn push(&self, line: String) {
-        let mut l = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        if l.len() == CAPACITY {
-            l.pop_front();
+        let mut r = self.lock();
+        if r.lines.len() == CAPACITY {
+            r.lines.pop_front();
+            r.dropped += 1;
         }
-        l.push_back(line);
+        r.lines.push_back(line);
     }
 
     /// The last `n` lines, oldest first.
     pub fn tail(&self, n: usize) -> Vec<String> {
-        let l = self.lines.lock().unwrap_or_else(|e| e.into_inner());
-        l.iter().skip(l.len().saturating_sub(n)).cloned().collect()
+        let r = self.lock();
+        r.lines
+            .iter()
+            .skip(r.lines.len().saturating_sub(n))
+            .cloned()
+            .collect()
+    }
+
+    /// The numbers of the first line kept and of the line after the newest.
+    pub fn bounds(&self) -> (u64, u64) {
+        let r = self.lock();
+        (r.dropped, r.dropped + r.lines.len() as u64)
+    }
+
+    /// Up to `n` lines from line number `from` (or from the first kept, when `from` has
+    /// gone), with the number of the first returned.
+    pub fn from(&self, from: u64, n: usize) -> (u64, Vec<String>) {
+        let r = self.lock();
+        let start = from.max(r.dropped);
+        let skip = (start - r.dropped).min(r.lines.len() as u64) as usize;
+        (start, r.lines.iter().skip(skip).take(n).cloned().collect())
     }
 
     pub fn len(&self) -> usize {
-        self.lines.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.lock().lines.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -69,16 +114,28 @@ impl Visit for Fields {
 
 impl<S: Subscriber> Layer<S> for RingLayer {
     fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let target = event.metadata().target();
+        if target == SHOWN {
+            return;
+        }
         let mut f = Fields(String::new());
         event.record(&mut f);
         let level = match *event.metadata().level() {
             Level::ERROR => "ERROR",
-            Level::WARN => "WARN ",
-            Level::INFO => "INFO ",
+            Level::WARN => "WARN",
+            Level::INFO => "INFO",
             Level::DEBUG => "DEBUG",
             Level::TRACE => "TRACE",
         };
-        let line = format!("{level} {}: {}", event.metadata().target(), f.0);
+        // kubestep's own module paths say nothing to a reader; another library's crate
+        // name says where a line came from (kube_client, hyper).
+        let krate = target.split("::").next().unwrap_or(target);
+        let text = if krate.starts_with("kubestep") {
+            f.0
+        } else {
+            format!("{krate}: {}", f.0)
+        };
+        let line = line(level, &text);
         self.buffer
             .push(kubestep_engine::redact::text(&line).into_owned());
     }
@@ -253,5 +310,40 @@ mod tests {
             t[0].starts_with("INFO ") && t[0].contains("stepped pod=shop/a"),
             "{t:?}"
         );
+    }
+
+    /// The pane's lines read as sentences: no module path of kubestep's, a library's
+    /// crate named, and what the app shows itself (target `SHOWN`) left out.
+    #[test]
+    fn layer_lines_have_no_module_paths_and_no_copies() {
+        let buffer = LogBuffer::default();
+        let sub = tracing_subscriber::registry().with(RingLayer {
+            buffer: buffer.clone(),
+        });
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!(target: "kubestep_tui::app", "running at ×1");
+            tracing::warn!(target: "kube_client::client::builder", "connection reset");
+            tracing::info!(target: SHOWN, "already in the pane");
+        });
+        assert_eq!(
+            buffer.tail(5),
+            ["INFO  running at ×1", "WARN  kube_client: connection reset"]
+        );
+    }
+
+    #[test]
+    fn line_numbers_stay_put_as_old_lines_go() {
+        let buffer = LogBuffer::default();
+        for i in 0..CAPACITY + 5 {
+            buffer.push(format!("line {i}"));
+        }
+        assert_eq!(buffer.bounds(), (5, CAPACITY as u64 + 5));
+        let (first, lines) = buffer.from(7, 2);
+        assert_eq!((first, lines), (7, vec!["line 7".into(), "line 8".into()]));
+        // A line that has gone: from the first kept.
+        let (first, lines) = buffer.from(0, 1);
+        assert_eq!((first, lines), (5, vec!["line 5".to_string()]));
+        // Past the end: nothing.
+        assert!(buffer.from(u64::MAX, 3).1.is_empty());
     }
 }

@@ -344,3 +344,82 @@ fn the_state_tree_always_has_an_entry_selected() {
     send(&mut app, KeyCode::End, KeyModifiers::NONE);
     assert!(visible_paths(&app).contains(&app.tree.selected));
 }
+
+/// The screen right of the left column, above the footer.
+fn main_pane(app: &mut App) -> String {
+    let m = app.areas().main;
+    let s = screen(app);
+    s.lines()
+        .skip(m.y as usize)
+        .take(m.height as usize)
+        .map(|l| l.chars().skip(m.x as usize).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Logs: each note once, no module paths, long lines wrapped under their text, and `G`
+/// follows new lines until the person scrolls up (`g` goes to the oldest).
+#[test]
+fn logs_wrap_follow_and_show_each_message_once() {
+    use tracing_subscriber::prelude::*;
+    let mut app = demo_app();
+    app.update(Action::Resize(80, 24));
+    let layer = super::super::logs::RingLayer {
+        buffer: app.logs.clone(),
+    };
+    let sub = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(sub, || {
+        app.note_all(vec!["Pod batch/x: priority 1000 from PriorityClass default-priority, a note long enough to wrap twice in the Logs tab at eighty columns".into()]);
+        app.warn_all(vec![
+            "config c.toml: line 2: theme: expected a string".into(),
+        ]);
+        press(&mut app, "6");
+        for i in 0..40 {
+            app.info(format!("status {i}"));
+        }
+    });
+    let all = app.logs.tail(100);
+    assert_eq!(
+        all.iter().filter(|l| l.contains("batch/x")).count(),
+        1,
+        "{all:#?}"
+    );
+    assert_eq!(
+        all.iter().filter(|l| l.contains("c.toml")).count(),
+        1,
+        "{all:#?}"
+    );
+    assert!(!all.iter().any(|l| l.contains("kubestep_")), "{all:#?}");
+    // Following: the newest at the bottom.
+    assert_eq!(app.logs_tab.top, None);
+    let s = screen(&mut app);
+    assert!(s.contains("INFO  status 39"), "{s}");
+    // Back to the oldest: the note wraps, hanging under its text.
+    press(&mut app, "g");
+    assert_eq!(app.logs_tab.top, Some(0));
+    let s = screen(&mut app);
+    insta::assert_snapshot!("logs_80x24_top", s);
+    assert!(s.contains("line 1 of 42 · G follows new lines"), "{s}");
+    assert!(s.contains("│      tab at eighty columns "), "{s}");
+    // Nothing cut in the Logs tab (right of the left column).
+    let x = app.areas().main.x as usize;
+    assert!(
+        !s.lines().any(|l| l.chars().skip(x).any(|c| c == '…')),
+        "{s}"
+    );
+    // Scrolled back, new lines do not move the view.
+    let log = |app: &mut App, text: &str| app.logs.push(super::super::logs::line("INFO", text));
+    log(&mut app, "status 40");
+    assert!(!main_pane(&mut app).contains("status 40"));
+    // G follows again: the new line shows, and so do later ones.
+    press(&mut app, "G");
+    assert_eq!(app.logs_tab.top, None);
+    assert!(main_pane(&mut app).contains("status 40"));
+    log(&mut app, "status 41");
+    assert!(main_pane(&mut app).contains("status 41"));
+    // One line up stops following; scrolling down to the end follows again.
+    press(&mut app, "k");
+    assert!(app.logs_tab.top.is_some());
+    press(&mut app, "j");
+    assert_eq!(app.logs_tab.top, None);
+}
