@@ -51,9 +51,11 @@ pub fn parse(server: &str, tls: bool) -> Result<ServerUrl, String> {
     }
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
-    if !authority.contains('@') && path.contains('@') {
+    // An '@' past the host means user info holding '/', '?' or '#' (even when an
+    // earlier '@' made the host look found): the rest may be a password, never shown.
+    if path.contains('@') {
         return Err(
-            "has a user name or password holding '/', '?' or '#': write them percent-encoded (%2F, %3F, %23)"
+            "has '@' after its host: a user name or password holding '/', '?' or '#' must be written percent-encoded (%2F, %3F, %23)"
                 .into(),
         );
     }
