@@ -69,6 +69,17 @@ impl Columns {
         }
     }
 
+    /// The name column's header `w` wide: `title`, ending in `←N` when columns are
+    /// scrolled out on the left.
+    pub fn name_head(&self, title: &str, w: usize) -> String {
+        if self.left == 0 {
+            return pad(title, w);
+        }
+        let mark = format!(" ←{} ", self.left);
+        let room = w.saturating_sub(mark.chars().count());
+        format!("{}{mark}", pad(title, room))
+    }
+
     pub fn header(&self, plugin: &str) -> String {
         if self.full {
             plugin.to_string()
@@ -169,13 +180,7 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     let (name_w, cols_w, visible) = (g.name_w, &g.columns, g.visible);
     let mut lines: Vec<Line> = Vec::new();
     let shown = cols_w.shown.clone();
-    let mut head = vec![span(pad(&g.title, name_w + 1), t.title)];
-    if cols_w.left > 0 {
-        // The cut columns on the left, over the name column's last characters.
-        let mark = format!(" ←{} ", cols_w.left);
-        let room = (name_w + 1).saturating_sub(mark.chars().count());
-        head[0] = span(format!("{}{mark}", pad(&g.title, room)), t.title);
-    }
+    let mut head = vec![span(cols_w.name_head(&g.title, name_w + 1), t.title)];
     for &c in &shown {
         let style = if c == tab.col { t.selection } else { t.title };
         let p = m.plugins[c];
@@ -314,9 +319,10 @@ impl Geometry {
             .iter()
             .flat_map(|c| match (examined, tab.sort) {
                 (Some(_), MatrixSort::Examined) => vec![format!("Node ({c})"), c.clone()],
+                // The sort is also on the status line: a narrow pane keeps the count.
                 _ => vec![
                     format!("Node ({c}, {})", tab.sort.label()),
-                    format!("{c}, {}", tab.sort.label()),
+                    format!("Node ({c})"),
                 ],
             })
             .collect();

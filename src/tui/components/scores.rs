@@ -12,7 +12,7 @@ use ratatui::widgets::Paragraph;
 use super::matrix::chosen_node;
 use super::matrix_view::Columns;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{Shared, fit, pad, span, wrap_hanging};
+use super::{Shared, fit, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::framework::cycle::ScoreTable;
@@ -203,12 +203,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
 
     let mut lines: Vec<Line> = Vec::new();
     let title = format!("Node ({}) {}", table.nodes.len(), tab.mode.label());
-    let mut head = vec![span(pad(&title, name_w + 1), t.title)];
-    if cols_w.left > 0 {
-        let mark = format!(" ←{} ", cols_w.left);
-        let room = (name_w + 1).saturating_sub(mark.chars().count());
-        head[0] = span(format!("{}{mark}", pad(&title, room)), t.title);
-    }
+    let mut head = vec![span(cols_w.name_head(&title, name_w + 1), t.title)];
     for &c in &shown {
         let style = if c == tab.col { t.selection } else { t.title };
         let w = cols_w.width(&names[c]);
