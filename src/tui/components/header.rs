@@ -66,8 +66,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         (None, false) => spans.push(span(format!("⏸ paused {} ", app.speed_label()), t.paused)),
     }
     let time_at = spans.len();
+    // Where a replay's virtual time runs to.
+    let end = match (app.end, &app.live) {
+        (Some(e), None) => format!(" / {}", session_time(app, e)),
+        _ => String::new(),
+    };
     spans.push(span(
-        format!("│ {clock} {} ", session_time(app, at)),
+        format!("│ {clock} {}{end} ", session_time(app, at)),
         t.header,
     ));
     if let (Some(c), Some(last)) = (app.cursor, app.session.history.last()) {
