@@ -502,7 +502,7 @@ impl App {
         let factor = SPEEDS[self.speed.min(SPEEDS.len() - 1)].1;
         let fast = self.fast();
         // Virtual time this tick may pass while nothing runs.
-        let mut owed = dt * factor;
+        let mut owed = dt.saturating_mul(factor);
         if !fast {
             self.pace.earn(dt, PODS_PER_SEC * f64::from(factor));
         }
