@@ -583,3 +583,144 @@ fn live_tui_shutdown_writes_share_one_deadline_in_tmux() {
     assert!(s.contains("the 5s shutdown deadline passed"), "{s}");
     let _ = std::fs::remove_dir_all(&home);
 }
+
+/// The fixed scene of `demo_in_tmux` written under `dir`: (scene, scheduler config).
+fn write_scene(dir: &std::path::Path) -> (String, String) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).unwrap();
+    let scene = dir.join("scene.yaml");
+    let text = format!(
+        "{}\n---\n{}",
+        read("recordings/example-cluster.yaml"),
+        read("src/tui/demo-approval.yaml")
+    );
+    std::fs::write(&scene, text).unwrap();
+    let cfg = dir.join("scheduler.yaml");
+    std::fs::write(&cfg, read("src/tui/demo-config.yaml")).unwrap();
+    (scene.display().to_string(), cfg.display().to_string())
+}
+
+/// Keys as tmux delivers them: h/l and ←/→ move across the Filter matrix's columns,
+/// Shift-←/→ and Alt-←/→ (and [ ]) travel in time; help finds "approve"; the Logs tab
+/// follows; and with `step = "N"` in the config the hints say N.
+#[test]
+fn grid_keys_time_travel_and_remapped_hints_in_tmux() {
+    if tmux_missing() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_kubestep");
+    let home = std::env::temp_dir().join(format!("kubestep-tmux-keys-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(home.join("kubestep"));
+    std::fs::write(home.join("kubestep/config.toml"), "[keys]\nstep = \"N\"\n").unwrap();
+    let (scene, cfg) = write_scene(&home);
+    let t = Tmux {
+        name: format!("kubestep-keys-{}", std::process::id()),
+    };
+    let xdg = format!("XDG_CONFIG_HOME={}", home.display());
+    let out = t.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        &t.name,
+        "-x",
+        "110",
+        "-y",
+        "32",
+        "-e",
+        &xdg,
+        bin,
+        "tui",
+        &scene,
+        "--config",
+        &cfg,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    // The remapped key in every hint.
+    let s = t.wait_for("N step · c run · ? help");
+    assert!(s.contains("no step yet: press N"), "{s}");
+    assert!(s.contains("press N to step the first pod"), "{s}");
+    assert!(!s.contains("press n"), "{s}");
+
+    // Into the first pod's Filter: the matrix's selected cell names its plugin.
+    t.keys(&["N", "N", "N"]);
+    t.wait_for("· NodeUnschedulable:");
+    t.keys(&["l"]);
+    t.wait_for("· NodeName:");
+    t.keys(&["Right"]);
+    let s = t.wait_for("· TaintToleration:");
+    assert!(!s.contains('⏪'), "columns moved, not time:\n{s}");
+    t.keys(&["h"]);
+    t.wait_for("· NodeName:");
+    t.keys(&["Left"]);
+    t.wait_for("· NodeUnschedulable:");
+
+    // Time travel on Shift- and Alt-arrows, as tmux sends them: the header's
+    // "⏪ step SHOWN/LAST".
+    let shown = |s: &str| -> (u64, u64) {
+        let at = s.find("⏪ step ").expect("travelling") + "⏪ step ".len();
+        let (a, b) = s[at..].split_once('/').unwrap();
+        let b: String = b.chars().take_while(char::is_ascii_digit).collect();
+        (a.parse().unwrap(), b.parse().unwrap())
+    };
+    t.keys(&["S-Left"]);
+    let (a, last) = shown(&t.wait_for("⏪ step "));
+    assert_eq!(a, last - 1);
+    t.keys(&["M-Left"]);
+    t.wait_for(&format!("⏪ step {}/{last}", last - 2));
+    t.keys(&["S-Right"]);
+    t.wait_for(&format!("⏪ step {}/{last}", last - 1));
+    t.keys(&["M-Right"]);
+    let start = Instant::now();
+    while t.screen().contains('⏪') && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!t.screen().contains('⏪'), "{}", t.screen());
+    t.keys(&["["]);
+    t.wait_for(&format!("⏪ step {}/{last}", last - 1));
+    t.keys(&["]"]);
+
+    // Help's search by a synonym.
+    t.keys(&["?"]);
+    t.wait_for("Help");
+    t.keys(&["/", "a", "p", "p", "r", "o", "v", "e"]);
+    let s = t.wait_for("search / approve");
+    assert!(s.contains("(also: approve)"), "{s}");
+    t.keys(&["Escape"]);
+    t.wait_for("step one plugin");
+    t.keys(&["Escape"]);
+    let start = Instant::now();
+    while t.screen().contains("step one plugin") && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Logs: each line once, without module paths; scrolled up it says how to follow.
+    t.keys(&["6"]);
+    let s = t.wait_for("INFO  ");
+    assert!(!s.contains("kubestep_tui::"), "{s}");
+    // More lines than the pane holds: each step logs one; the last ones find nothing to
+    // schedule (a pod waits at Permit).
+    t.keys(&["N"; 30]);
+    t.wait_for("nothing to schedule now");
+    t.keys(&["g"]);
+    t.wait_for("G follows new lines");
+    t.keys(&["G"]);
+    let start = Instant::now();
+    while t.screen().contains("G follows new lines") && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !t.screen().contains("G follows new lines"),
+        "{}",
+        t.screen()
+    );
+    // h/l where no grid is: where time travel went.
+    t.keys(&["l"]);
+    t.wait_for("h l move across columns in the Filter and Scores tabs; [ ] travel in time");
+
+    // The steps above left a pod waiting at Permit: quitting asks first.
+    t.keys(&["q"]);
+    t.wait_for("Quit anyway? (y/N)");
+    t.keys(&["y"]);
+    t.wait_gone();
+    let _ = std::fs::remove_dir_all(&home);
+}

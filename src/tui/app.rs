@@ -21,24 +21,68 @@ use super::moment::{self, AttemptData};
 use super::rows::{self, QueueRow, QueueSort, WaitingRow};
 use super::theme::Theme;
 
-/// Replay speeds: steps per tick and virtual seconds per real second.
-pub const SPEEDS: [(&str, usize, u32); 7] = [
-    ("×1", 1, 1),
-    ("×2", 2, 2),
-    ("×5", 5, 5),
-    ("×10", 10, 10),
-    ("×50", 50, 50),
-    ("×200", 200, 200),
-    ("max", 2_000, 600),
+/// Replay speeds: each plays `PODS_PER_SEC` times its factor pods a second while there
+/// is work (virtual time stands still while the scheduler works), and lets virtual time
+/// pass at its factor while there is none. `max` runs pods as fast as the engine goes.
+pub const SPEEDS: [(&str, u32); 7] = [
+    ("×1", 1),
+    ("×2", 2),
+    ("×5", 5),
+    ("×10", 10),
+    ("×50", 50),
+    ("×200", 200),
+    ("max", 600),
 ];
+
+/// Pod attempts a second at ×1: slow enough to watch each pod go through its extension
+/// points, fast enough that 10,000 pods arriving at once take minutes at ×50, not hours.
+pub const PODS_PER_SEC: f64 = 5.0;
 
 /// The index in `SPEEDS` of the fastest speed not above `factor` (the slowest when below
 /// them all), `+`/`-` move from there.
 pub fn speed_index(factor: f64) -> usize {
     SPEEDS
         .iter()
-        .rposition(|(_, _, f)| f64::from(*f) <= factor)
+        .rposition(|(_, f)| f64::from(*f) <= factor)
         .unwrap_or(0)
+}
+
+/// Play's pace: how many pod attempts it may still run, in steps' worth, and how many
+/// steps an attempt takes (learnt as it plays), so a speed means pods a second whatever
+/// the pods' attempts are made of.
+#[derive(Debug, Clone, Default)]
+pub struct Pace {
+    /// Pod attempts play may run now (fractions: an attempt's steps run over ticks).
+    pub credit: f64,
+    /// Steps run and attempts ended while playing.
+    pub steps: u64,
+    pub attempts: u64,
+}
+
+impl Pace {
+    /// The part of an attempt one step is: one over the steps an attempt takes (a dozen
+    /// extension points until some attempts have ended).
+    pub fn step_cost(&self) -> f64 {
+        if self.attempts == 0 {
+            1.0 / 12.0
+        } else {
+            self.attempts as f64 / self.steps.max(1) as f64
+        }
+    }
+
+    /// Credit for `dt` of real time at `pods_per_sec`, kept to a quarter second's worth
+    /// (and at least a step's) so time spent waiting for timers does not end in a burst.
+    pub fn earn(&mut self, dt: std::time::Duration, pods_per_sec: f64) {
+        let cap = (pods_per_sec / 4.0).max(self.step_cost());
+        self.credit = (self.credit + dt.as_secs_f64() * pods_per_sec).min(cap);
+    }
+
+    /// One step ran; `ended` when it ended its attempt.
+    pub fn spend(&mut self, ended: bool) {
+        self.credit -= self.step_cost();
+        self.steps += 1;
+        self.attempts += u64::from(ended);
+    }
 }
 
 /// What a line of input is for.
@@ -131,6 +175,9 @@ pub struct App {
     pub source: String,
     /// When the session started: times show as offsets from it.
     pub start: jiff::Timestamp,
+    /// When the recording's last change happens, if after the start: where virtual time
+    /// runs to (play goes on past it only for timers: backoffs, Permit timeouts).
+    pub end: Option<jiff::Timestamp>,
     pub theme: Theme,
     pub keymap: Keymap,
     pub warnings: Vec<String>,
@@ -144,6 +191,7 @@ pub struct App {
     /// pressed again where only they were left).
     pub sprint_through_waits: Option<jiff::Timestamp>,
     pub speed: usize,
+    pub pace: Pace,
     /// Time travel: the seq of the step shown, or `None` for the latest.
     pub cursor: Option<u64>,
     pub focus: Pane,
@@ -194,10 +242,12 @@ impl App {
         // Time travel shows each step's queue: history keeps it from now on.
         session.history.queues.keep = true;
         let start = session.now();
+        let end = session.core.feed.iter().map(|e| e.at).max();
         let mut app = App {
             session,
             source: source.to_string(),
             start,
+            end: end.filter(|e| *e > start),
             theme,
             keymap,
             warnings: Vec::new(),
@@ -207,6 +257,7 @@ impl App {
             sprint: false,
             sprint_through_waits: None,
             speed: 0,
+            pace: Pace::default(),
             cursor: None,
             focus: Pane::Queue,
             tab: Tab::ALL[0],
@@ -413,6 +464,21 @@ impl App {
     /// Running whole attempts against a time budget rather than a few steps a tick.
     pub fn fast(&self) -> bool {
         self.running && !self.is_live() && (self.sprint || self.speed >= SPEEDS.len() - 1)
+    }
+
+    /// The speed and what it means: `×5: 25 pods/s, virtual time 5× real time`.
+    pub fn speed_words(&self) -> String {
+        let i = self.speed.min(SPEEDS.len() - 1);
+        let (label, factor) = SPEEDS[i];
+        if self.sprint && self.running {
+            return self.speed_label().to_string();
+        }
+        let pods = if i == SPEEDS.len() - 1 {
+            "pods as fast as the engine goes".to_string()
+        } else {
+            format!("{} pods/s", PODS_PER_SEC * f64::from(factor))
+        };
+        format!("{label}: {pods}, virtual time {factor}× real time")
     }
 
     pub fn speed_label(&self) -> &'static str {

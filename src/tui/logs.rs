@@ -258,7 +258,7 @@ mod tests {
         use crate::app::{SPEEDS, speed_index};
         assert_eq!(speed_index(1.0), 0);
         assert_eq!(speed_index(0.5), 0);
-        assert_eq!(SPEEDS[speed_index(7.0)].2, 5);
+        assert_eq!(SPEEDS[speed_index(7.0)].1, 5);
         assert_eq!(SPEEDS[speed_index(1e9)].0, "max");
     }
 

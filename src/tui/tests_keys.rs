@@ -423,3 +423,150 @@ fn logs_wrap_follow_and_show_each_message_once() {
     press(&mut app, "j");
     assert_eq!(app.logs_tab.top, None);
 }
+
+/// A replay of `nodes` nodes and `pods` pods, the pods arriving one every `every` from
+/// the start (`every` zero: all at once).
+fn arrivals_app(nodes: usize, pods: usize, every: std::time::Duration) -> App {
+    use crate::cluster::Object;
+    use crate::recording::{Event, EventType, Header, Recording};
+    use kubestep_engine::testing::workloads::{Workload, make_nodes, make_pods};
+    let start = jiff::Timestamp::UNIX_EPOCH;
+    let mut events: Vec<Event> = make_nodes(nodes, 7)
+        .into_iter()
+        .map(|n| Event {
+            at: start,
+            kind: EventType::Added,
+            object: Box::new(Object::Node(Box::new(n))),
+            line: 0,
+        })
+        .collect();
+    for (i, p) in make_pods(Workload::Basic, pods, 7, "default", 0)
+        .into_iter()
+        .enumerate()
+    {
+        events.push(Event {
+            at: crate::session::clock::add(start, every * i as u32),
+            kind: EventType::Added,
+            object: Box::new(Object::Pod(Box::new(p))),
+            line: 0,
+        });
+    }
+    let rec = Recording {
+        header: Header::new(start),
+        events,
+        warnings: Vec::new(),
+        skipped: 0,
+    };
+    let session = crate::session::Session::from_recording(
+        rec,
+        kubestep_engine::config::default_configuration(),
+        Default::default(),
+        Box::new(crate::session::LocalActuator),
+    )
+    .unwrap();
+    let mut app = App::new(session, "arrivals", Theme::mono(), Keymap::default());
+    app.update(Action::Resize(120, 40));
+    app
+}
+
+fn bound(app: &App) -> usize {
+    app.session
+        .core
+        .pods
+        .values()
+        .filter(|r| r.status == crate::session::PodStatus::Bound)
+        .count()
+}
+
+/// Plays `seconds` of real time in ticks of `tick` (as the terminal loop sends them).
+fn play_for(app: &mut App, seconds: f64, tick: std::time::Duration) {
+    let n = (seconds / tick.as_secs_f64()).round() as usize;
+    for _ in 0..n {
+        app.update(Action::Tick(tick));
+    }
+}
+
+/// With every pod there at the start, virtual time stands still while they are
+/// scheduled: play is paced in pods a second, `PODS_PER_SEC` at ×1 times the speed's
+/// factor, and ×1 still shows each pod's extension points one after another.
+#[test]
+fn play_paces_pods_per_second_while_virtual_time_stands_still() {
+    use super::super::app::{PODS_PER_SEC, SPEEDS};
+    let tick = std::time::Duration::from_millis(100);
+    for (speed, seconds) in [(0, 10.0), (1, 5.0), (3, 2.0)] {
+        let mut app = arrivals_app(50, 1_000, std::time::Duration::ZERO);
+        app.speed = speed;
+        press(&mut app, "c");
+        play_for(&mut app, seconds, tick);
+        let factor = f64::from(SPEEDS[speed].1);
+        let rate = bound(&app) as f64 / seconds;
+        let want = PODS_PER_SEC * factor;
+        assert!(
+            (rate - want).abs() <= want * 0.2,
+            "{}: {rate} pods/s, want about {want}",
+            SPEEDS[speed].0
+        );
+        assert_eq!(app.session.now(), app.start, "virtual time stood still");
+    }
+    // ×1: one tick runs part of an attempt, not whole pods.
+    let mut app = arrivals_app(50, 10, std::time::Duration::ZERO);
+    press(&mut app, "c");
+    app.update(Action::Tick(tick));
+    assert!(app.session.current.is_some(), "a pod is mid-attempt");
+    assert_eq!(bound(&app), 0);
+}
+
+/// Pods arriving over five minutes: at max speed play passes virtual time at 600× and
+/// fires every arrival it passes in one tick (not one arrival a tick, which took the
+/// large recording two minutes); the header says where virtual time ends.
+#[test]
+fn play_at_max_passes_every_timer_due_within_a_tick_and_the_header_shows_the_end() {
+    let mut app = arrivals_app(20, 300, std::time::Duration::from_secs(1));
+    assert_eq!(
+        app.end,
+        Some(crate::session::clock::add(
+            app.start,
+            std::time::Duration::from_secs(299)
+        ))
+    );
+    let s = screen(&mut app);
+    assert!(s.contains("│ virtual +00:00:00.0 / +00:04:59.0 │"), "{s}");
+    press(&mut app, "++++++c");
+    assert!(app.fast());
+    let tick = super::super::terminal::FAST_TICK;
+    let mut ticks = 0;
+    while app.running && ticks < 10_000 {
+        app.update(Action::Tick(tick));
+        ticks += 1;
+    }
+    assert!(!app.running);
+    assert_eq!(bound(&app), 300);
+    // 299 virtual seconds at 600× is half a second of ticks, give or take a tick per
+    // attempt burst.
+    let real = ticks as f64 * tick.as_secs_f64();
+    assert!(
+        real < 1.0,
+        "{ticks} ticks ({real} s) to play 5 virtual minutes at max"
+    );
+    // Where the header has room for it beside the pod shown.
+    app.update(Action::Resize(200, 40));
+    let s = screen(&mut app);
+    assert!(s.contains("│ virtual +00:04:59.0 / +00:04:59.0 │"), "{s}");
+}
+
+#[test]
+fn speed_keys_say_what_a_speed_means() {
+    let mut app = demo_app();
+    press(&mut app, "+");
+    let (_, msg) = app.status.clone().unwrap();
+    assert_eq!(msg, "replay speed ×2: 10 pods/s, virtual time 2× real time");
+    press(&mut app, "+++++");
+    let (_, msg) = app.status.clone().unwrap();
+    assert_eq!(
+        msg,
+        "replay speed max: pods as fast as the engine goes, virtual time 600× real time"
+    );
+    press(&mut app, "------c");
+    let (_, msg) = app.status.clone().unwrap();
+    assert_eq!(msg, "running at ×1: 5 pods/s, virtual time 1× real time");
+}

@@ -9,7 +9,7 @@ use crate::session::script::{self, Command as ScriptCommand};
 use crate::session::{Breakpoint, Point, StopReason, clock};
 
 use super::action::{Action, Command, Pane, Tab};
-use super::app::{App, HelpState, Level, Mode, PromptKind, SPEEDS, clamp, step};
+use super::app::{App, HelpState, Level, Mode, PODS_PER_SEC, PromptKind, SPEEDS, clamp, step};
 use super::components::detail::DetailTarget;
 use super::components::matrix::FilterTab;
 use super::components::scores::ScoresTab;
@@ -175,7 +175,7 @@ impl App {
                     self.info("live: scheduling as changes arrive");
                 } else if self.running {
                     self.cursor = None;
-                    self.info(format!("running at {}", self.speed_label()));
+                    self.info(format!("running at {}", self.speed_words()));
                 } else if self.is_live() {
                     let msg = format!(
                         "paused: changes still arrive; {} steps, {} resumes",
@@ -205,7 +205,7 @@ impl App {
                 } else {
                     self.speed.saturating_sub(1)
                 };
-                self.info(format!("replay speed {}", self.speed_label()));
+                self.info(format!("replay speed {}", self.speed_words()));
             }
             Command::CommandLine => self.prompt(PromptKind::Command),
             Command::Copy => {
@@ -447,7 +447,8 @@ impl App {
         self.refresh();
     }
 
-    /// Real time passing: in running mode, a few steps, or (when idle) virtual time.
+    /// Real time passing: in running mode, pods at the speed's pace, and virtual time
+    /// while nothing is left to run at the current time.
     fn tick(&mut self, dt: Duration) {
         if self.is_live() {
             self.live_tick();
@@ -456,15 +457,10 @@ impl App {
         if !self.running {
             return;
         }
-        let (_, steps, factor) = SPEEDS[self.speed.min(SPEEDS.len() - 1)];
         let resume = std::mem::take(&mut self.resume);
         let fast = self.fast();
         self.session.history.queues.coarse = fast;
-        let outcome = if fast {
-            self.run_fast(resume)
-        } else {
-            self.session.continue_steps(steps, resume)
-        };
+        let outcome = self.play(dt, resume);
         match outcome {
             Some(StopReason::Breakpoint(b)) => {
                 self.stop_running();
@@ -474,10 +470,10 @@ impl App {
                 self.running = false;
                 self.status = Some((Level::Error, format!("stopped: {m}")));
             }
+            // Play ends where nothing more can happen.
             Some(StopReason::Idle) => {
-                if self.session.settled() || (self.sprint && self.at_the_end()) {
-                    self.stop_running();
-                    match self.waits_left() {
+                self.stop_running();
+                match self.waits_left() {
                         Some(w) => {
                             let k = |c| self.keymap.key(c);
                             let msg = format!(
@@ -488,18 +484,7 @@ impl App {
                             );
                             self.info(msg)
                         }
-                        None => self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)"),
-                    }
-                } else {
-                    let now = self.session.now();
-                    let target = clock::add(now, dt * factor);
-                    let t = self
-                        .session
-                        .next_timer()
-                        .filter(|t| *t <= target)
-                        .unwrap_or(target);
-                    self.session.core.clock.set(t);
-                    self.session.fire_timers_pub();
+                    None => self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)"),
                 }
             }
             _ => {}
@@ -507,24 +492,59 @@ impl App {
         self.refresh();
     }
 
-    /// Whole attempts for up to `FAST_BUDGET` of wall time, so the screen and the keys
-    /// keep up; a sprint also jumps the virtual clock to the next thing that happens.
-    fn run_fast(&mut self, resume: bool) -> Option<StopReason> {
+    /// One tick of play, for up to `FAST_BUDGET` of wall time so the screen and the keys
+    /// keep up: pods at the speed's pace (whole attempts at full speed), and, whenever
+    /// nothing can run at the current time, virtual time at the speed's factor, firing
+    /// every timer (arrivals, backoffs, Permit timeouts) it passes; a sprint jumps to the
+    /// next timer. `Idle` when play has reached its end.
+    fn play(&mut self, dt: Duration, resume: bool) -> Option<StopReason> {
         let deadline = std::time::Instant::now() + super::terminal::FAST_BUDGET;
+        let factor = SPEEDS[self.speed.min(SPEEDS.len() - 1)].1;
+        let fast = self.fast();
+        // Virtual time this tick may pass while nothing runs.
+        let mut owed = dt.saturating_mul(factor);
+        if !fast {
+            self.pace.earn(dt, PODS_PER_SEC * f64::from(factor));
+        }
         let mut resume = resume;
         loop {
-            match self.session.continue_attempts_from(16, resume) {
+            let outcome = if fast {
+                self.session.continue_attempts_from(16, resume)
+            } else if self.pace.credit > 0.0 {
+                let r = self.session.continue_steps(1, resume);
+                if r.is_none() {
+                    self.pace.spend(self.session.current.is_none());
+                }
+                r
+            } else if self.session.has_work() {
+                // This tick's pods have run.
+                return None;
+            } else {
+                Some(StopReason::Idle)
+            };
+            resume = false;
+            match outcome {
                 None => {}
-                Some(StopReason::Idle) if self.sprint && !self.at_the_end() => {
-                    let Some(t) = self.session.next_timer() else {
+                Some(StopReason::Idle) => {
+                    if self.session.settled() || (self.sprint && self.at_the_end()) {
                         return Some(StopReason::Idle);
+                    }
+                    let now = self.session.now();
+                    let next = self.session.next_timer();
+                    let t = match next {
+                        Some(t) if self.sprint => t,
+                        _ if owed.is_zero() => return None,
+                        _ => {
+                            let target = clock::add(now, owed);
+                            next.filter(|t| *t <= target).unwrap_or(target)
+                        }
                     };
+                    owed = owed.saturating_sub(clock::since(t, now));
                     self.session.core.clock.set(t);
                     self.session.fire_timers_pub();
                 }
                 other => return other,
             }
-            resume = false;
             if std::time::Instant::now() >= deadline {
                 return None;
             }

@@ -71,8 +71,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         spans.push(span(format!("│ ⚠ {} ", app.warnings.len()), t.warning));
     }
     let time_at = spans.len();
+    // Where a replay's virtual time runs to.
+    let end = match (app.end, &app.live) {
+        (Some(e), None) => format!(" / {}", session_time(app, e)),
+        _ => String::new(),
+    };
     spans.push(span(
-        format!("│ {clock} {} ", session_time(app, at)),
+        format!("│ {clock} {}{end} ", session_time(app, at)),
         t.header,
     ));
     if let (Some(c), Some(last)) = (app.cursor, app.session.history.last()) {
