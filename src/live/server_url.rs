@@ -51,7 +51,10 @@ pub fn parse(server: &str, tls: bool) -> Result<ServerUrl, String> {
     }
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(end);
-    if !authority.contains('@') && path.contains('@') {
+    // An `@` after the first '/', '?' or '#' is a password's (or user's) unescaped
+    // character cut the URL there, whether or not an `@` came before it (`:@a#pw@h`):
+    // taking the rest as the path would show the password.
+    if path.contains('@') {
         return Err(
             "has a user name or password holding '/', '?' or '#': write them percent-encoded (%2F, %3F, %23)"
                 .into(),
@@ -255,6 +258,8 @@ mod tests {
         for (server, said) in [
             ("http://admin:hun/ter2SECRET@127.0.0.1:1", "'/', '?' or '#'"),
             ("http://admin:hun?ter2SECRET@127.0.0.1:1", "'/', '?' or '#'"),
+            (":@A#SECRET@127.0.0.1", "'/', '?' or '#'"),
+            ("http://u@a:p/wSECRET@h:1", "'/', '?' or '#'"),
             ("ftp://h:1", "scheme ftp"),
             ("http://a b@h", "white space"),
             ("http://u:pwSECRET@h:port", "not a number"),
