@@ -265,9 +265,12 @@ fn bad_lines_are_named_and_skipped_or_refused_with_strict() {
     let o = run(&["replay", path, "--headless"]);
     let e = stderr(&o);
     assert!(e.contains(&format!("{path}:3: bad line skipped")), "{e}");
+    // The column is the refused field's, on its line.
+    let bad_cpu = pod_line(1, "bad-cpu", "lots");
+    let column = bad_cpu.find("\"cpu\"").unwrap() + 1;
     assert!(
         e.contains(&format!(
-            "{path}:4: bad line skipped: column 213: Pod web/bad-cpu: spec.containers[0].resources.requests.cpu"
+            "{path}:4: bad line skipped: column {column}: Pod web/bad-cpu: spec.containers[0].resources.requests.cpu"
         )),
         "{e}"
     );

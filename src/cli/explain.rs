@@ -46,14 +46,18 @@ impl From<Nodes> for text::NodeRows {
 #[command(after_long_help = "\
 Examples:
   # A pod of the bundled example cluster
-  kubestep explain --cluster recordings/example-cluster.yaml --pod ml/trainer-llm-0
+  kubestep explain --cluster example-cluster --pod ml/trainer-llm-0
 
   # Why is a pod of your cluster Pending? (kubectl's output piped in)
   kubectl get nodes,pods -A -o json | kubestep explain --cluster - --pod shop/checkout-0
 
   # Your cluster as kubectl prints it, and a pod manifest not yet applied
-  kubectl get nodes,pods,pv,pvc,storageclasses,csinodes,pdb,priorityclasses -A -o yaml > cluster.yaml
+  kubectl get nodes,pods,namespaces,pv,pvc,storageclasses,csinodes,pdb,priorityclasses,services,replicasets,statefulsets,replicationcontrollers -A -o yaml > cluster.yaml
   kubestep explain --cluster cluster.yaml --pod new-pod.yaml -o yaml
+
+  # With dynamic resource allocation objects (Kubernetes 1.34+)
+  kubectl get deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A -o yaml > dra.yaml
+  kubestep explain --cluster cluster.yaml --cluster dra.yaml --pending
 
   # With your scheduler's configuration
   kubestep explain --cluster cluster.yaml --config scheduler-config.yaml --pod shop/checkout-0 -o json

@@ -257,6 +257,8 @@ mod tests {
         for (server, said) in [
             ("http://admin:hun/ter2SECRET@127.0.0.1:1", "'/', '?' or '#'"),
             ("http://admin:hun?ter2SECRET@127.0.0.1:1", "'/', '?' or '#'"),
+            (":@A#SECRET@127.0.0.1", "'/', '?' or '#'"),
+            ("http://u@a:p/wSECRET@h:1", "'/', '?' or '#'"),
             ("ftp://h:1", "scheme ftp"),
             ("http://a b@h", "white space"),
             ("http://u:pwSECRET@h:port", "not a number"),
