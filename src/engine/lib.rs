@@ -5,6 +5,7 @@
 //! Cargo.toml): the live link and the TUI are crates that depend on it, never the reverse.
 
 pub mod api;
+pub mod backend;
 pub mod cluster;
 pub mod config;
 pub mod explain;

@@ -2,6 +2,7 @@
 //! taints and tolerations, node affinity, storage (PV / PVC helpers, CSI translation).
 
 pub mod csi_translation;
+pub mod dra;
 pub mod labels;
 pub mod node_affinity;
 pub mod pod_resources;

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 use crate::api::node_affinity::{NodeSelectorTermMatcher, is_empty_term};
 use crate::api::pod_resources::{self, HUGEPAGES_PREFIX};
 use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
-use crate::framework::queue::hints::access::pod_tolerations;
+use crate::framework::hints::access::pod_tolerations;
 use crate::framework::{CycleState, NodeInfo, PodInfo, Resource, Snapshot};
 use crate::plugins::{node_affinity, node_ports, noderesources::fit, taint_toleration};
 

@@ -153,7 +153,7 @@ fn freed_devices(
     pod: &Arc<Pod>,
     base: &Explanation,
 ) -> Vec<Hint> {
-    use crate::plugins::dynamic_resources::objects::CLAIM;
+    use crate::api::dra::CLAIM;
     let mut out = Vec::new();
     for (node, held) in base.held_devices.iter().take(MAX_DEVICE_NODES) {
         let claims: BTreeSet<&str> = held.iter().map(|(_, c)| c.as_str()).collect();

@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::framework::node_info::NodeInfo;
-use crate::framework::preemption::NodeVictims;
 use crate::framework::snapshot::Snapshot;
+use crate::framework::types::NodeVictims;
 use crate::framework::types::PodInfo;
 
 /// The lowest score an extender may give.

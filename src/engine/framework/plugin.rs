@@ -12,16 +12,18 @@ use jiff::Timestamp;
 
 use super::cycle_state::CycleState;
 use super::diagnosis::NodeToStatus;
+use super::hints::ClusterEventWithHint;
 use super::listers::Listers;
 use super::node_info::NodeInfo;
 use super::nominator::Nominator;
 use super::profile::Framework;
-use super::queue::hints::ClusterEventWithHint;
 use super::queued::QueuedPodInfo;
 use super::snapshot::Snapshot;
 use super::status::Status;
 use super::types::PodInfo;
 use super::waiting::WaitingPods;
+// Where Permit waits are kept decides their cap; plugins name it from here.
+pub use super::waiting::MAX_PERMIT_TIMEOUT;
 
 /// A plugin's own state between cycles, as `Plugin::save_state` gives it.
 pub type PluginState = Arc<dyn std::any::Any + Send + Sync>;
@@ -29,8 +31,6 @@ pub type PluginState = Arc<dyn std::any::Any + Send + Sync>;
 /// Scores are in [MIN_NODE_SCORE, MAX_NODE_SCORE] after NormalizeScore.
 pub const MAX_NODE_SCORE: i64 = 100;
 pub const MIN_NODE_SCORE: i64 = 0;
-/// Permit waits are capped at 15 minutes.
-pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// What plugins can see of the scheduler: the framework they run in, the snapshot taken
 /// for this cycle, object listers, nominated pods, waiting pods, the time and the
@@ -123,7 +123,7 @@ pub trait Plugin: Send + Sync {
     /// with equal signatures get equal results; `Some(Err)` when it cannot sign this pod.
     /// `None`: the plugin has no SignPod, and a profile running it at PreFilter, Filter,
     /// PreScore or Score never batches (as upstream, for out-of-tree plugins).
-    fn sign_pod(&self, _pod: &PodInfo) -> Option<super::batch::SignResult> {
+    fn sign_pod(&self, _pod: &PodInfo) -> Option<super::signature::SignResult> {
         None
     }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {

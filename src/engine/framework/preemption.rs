@@ -39,7 +39,7 @@ use super::node_info::NodeInfo;
 use super::nominator::Nominator;
 use super::plugin::{Handle, PostFilterResult};
 use super::status::{Code, Status};
-use super::types::PodInfo;
+use super::types::{NodeVictims, PodInfo};
 use crate::api::labels::Selector;
 use crate::config::field::go_quote;
 use crate::framework::extender::{CallOutcome, ExtenderCall};
@@ -120,13 +120,6 @@ impl PdbInfo {
 /// cache in no particular order; the order does not change any decision.
 pub fn list_pdbs(listers: &Listers) -> Vec<PdbInfo> {
     listers.pdbs.values().map(|p| PdbInfo::new(p)).collect()
-}
-
-/// The victims a plugin picked on one node (upstream's `SelectVictimsOnNode` results).
-#[derive(Debug, Clone, Default)]
-pub struct NodeVictims {
-    pub pods: Vec<Arc<PodInfo>>,
-    pub num_pdb_violations: i64,
 }
 
 /// A tie-breaking criterion over candidates: higher is better (upstream's score funcs).

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use super::hints::ProfileHints;
 use super::plugin::{MAX_NODE_SCORE, Plugin};
-use super::queue::hints::ProfileHints;
 use super::types::PodInfo;
 use crate::config::{PluginArgs, PluginSet, Profile};
 

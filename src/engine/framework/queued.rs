@@ -6,7 +6,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::cycle_state::{RenderState, StateTree};
-use super::queue::events::EventType;
+use super::events::EventType;
 use super::types::PodInfo;
 
 #[derive(Debug, Clone)]

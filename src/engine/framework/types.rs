@@ -335,6 +335,13 @@ impl PodInfo {
     }
 }
 
+/// The victims a plugin picked on one node (upstream's `SelectVictimsOnNode` results).
+#[derive(Debug, Clone, Default)]
+pub struct NodeVictims {
+    pub pods: Vec<Arc<PodInfo>>,
+    pub num_pdb_violations: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

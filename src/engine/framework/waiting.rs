@@ -11,9 +11,11 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::plugin::MAX_PERMIT_TIMEOUT;
 use super::status::{Code, Status};
 use super::types::PodInfo;
+
+/// Permit waits are capped at 15 minutes.
+pub const MAX_PERMIT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// One waiting pod, as the debugger shows it.
 #[derive(Debug, Clone)]

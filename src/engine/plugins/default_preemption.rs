@@ -19,15 +19,14 @@ use std::sync::Arc;
 
 use jiff::Timestamp;
 
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::QueueingHint;
 use crate::framework::plugin::{
     Handle, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
 };
-use crate::framework::preemption::{
-    Evaluator, Interface, NodeVictims, PdbInfo, sort_by_importance,
-};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::QueueingHint;
+use crate::framework::preemption::{Evaluator, Interface, PdbInfo, sort_by_importance};
+use crate::framework::types::NodeVictims;
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 
 pub const NAME: &str = "DefaultPreemption";

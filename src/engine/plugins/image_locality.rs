@@ -28,7 +28,7 @@ fn calculate_priority(sum: i64, num_containers: usize) -> i64 {
 }
 
 impl Plugin for ImageLocality {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::image_names(pod)]))
     }
     fn name(&self) -> &'static str {

@@ -12,10 +12,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 use crate::api::labels::Selector;
 use crate::config::{BadValue, FieldError, FieldPath, PluginArgs};
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::queue_if_own_update;
 use crate::framework::plugin::{Handle, MAX_PERMIT_TIMEOUT, PermitPlugin, Plugin};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::queue_if_own_update;
 use crate::framework::waiting::{WaitingPods, go_duration};
 use crate::framework::{Code, CycleState, PodInfo, RenderState, StateTree, Status};
 use crate::plugins::helper::RawArgs;

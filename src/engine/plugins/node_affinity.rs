@@ -10,13 +10,13 @@ use super::helper::default_normalize;
 use crate::api::node_affinity::{
     NodeSelectorMatcher, PreferredSchedulingTerms, RequiredNodeAffinity,
 };
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{as_nodes, required, skip_or_queue};
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     ScorePlugin,
 };
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{as_nodes, required, skip_or_queue};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 use k8s_openapi::api::core::v1::{Node, Pod};
 
@@ -151,7 +151,7 @@ fn describe_required(pod: &PodInfo) -> Vec<String> {
 }
 
 impl Plugin for NodeAffinity {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(crate::plugins::signers::node_affinity(pod)))
     }
     fn name(&self) -> &'static str {

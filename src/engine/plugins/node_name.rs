@@ -1,8 +1,8 @@
 //! NodeName: a pod that names a node fits only that node.
 
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
 
 pub const NAME: &str = "NodeName";
@@ -12,7 +12,7 @@ pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
 pub struct NodeName;
 
 impl Plugin for NodeName {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::node_name(pod)]))
     }
     fn name(&self) -> &'static str {

@@ -2,13 +2,13 @@
 
 use crate::api::pod_resources;
 use crate::api::pod_resources::HostPort;
-use crate::framework::node_info::HostPortInfo;
-use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{
     as_pods, pod_node_name, pod_nominated, required, skip_or_queue,
 };
+use crate::framework::node_info::HostPortInfo;
+use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
 pub const NAME: &str = "NodePorts";
@@ -33,7 +33,7 @@ impl RenderState for PreFilterState {
 }
 
 impl Plugin for NodePorts {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::host_ports(pod)]))
     }
     fn name(&self) -> &'static str {

@@ -4,12 +4,12 @@
 use k8s_openapi::api::core::v1::Taint;
 
 use crate::api::taints::tolerations_tolerate;
-use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{
     as_nodes, as_pods, pod_tolerations, pod_uid, required, skip_or_queue,
 };
+use crate::framework::plugin::{FilterPlugin, Handle, Plugin};
 use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
 use k8s_openapi::api::core::v1::Node;
 
@@ -21,7 +21,7 @@ pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 pub struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::tolerations(pod)]))
     }
     fn name(&self) -> &'static str {

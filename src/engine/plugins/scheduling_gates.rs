@@ -1,10 +1,10 @@
 //! SchedulingGates: a pod with `spec.schedulingGates` waits at PreEnqueue until they are
 //! all removed.
 
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::queue_if_own_update;
 use crate::framework::plugin::{Handle, Plugin, PreEnqueuePlugin};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::queue_if_own_update;
 use crate::framework::{PodInfo, Status};
 
 pub const NAME: &str = "SchedulingGates";

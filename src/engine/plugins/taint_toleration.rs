@@ -7,13 +7,13 @@ use super::helper::default_normalize;
 use crate::api::taints::{
     EFFECT_PREFER_NO_SCHEDULE, find_untolerated, is_no_schedule_or_no_execute, tolerations_tolerate,
 };
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{
+    as_nodes, as_pods, node_taints, pod_uid, required, skip_or_queue,
+};
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PreScorePlugin, ScorePlugin,
-};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
-    as_nodes, as_pods, node_taints, pod_uid, required, skip_or_queue,
 };
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 use k8s_openapi::api::core::v1::Node;
@@ -64,7 +64,7 @@ impl RenderState for PreScoreState {
 }
 
 impl Plugin for TaintToleration {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::tolerations(pod)]))
     }
     fn name(&self) -> &'static str {

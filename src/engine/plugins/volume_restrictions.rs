@@ -10,14 +10,12 @@ use k8s_openapi::api::core::v1::{Pod, Volume};
 use crate::api::volume::{
     READ_WRITE_ONCE_POD, RESOURCE_PVC, not_found, pod_volumes, pvc_access_modes,
 };
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{as_pods, mounts_claim, new_pvc, required, skip_or_queue};
 use crate::framework::listers::ns_key;
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
-};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
-    as_pods, mounts_claim, new_pvc, required, skip_or_queue,
 };
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
@@ -155,7 +153,7 @@ fn satisfy_volume_conflicts(pod: &Pod, node: &NodeInfo) -> bool {
 }
 
 impl Plugin for VolumeRestrictions {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
     }
     fn name(&self) -> &'static str {

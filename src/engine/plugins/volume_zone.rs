@@ -12,12 +12,10 @@ use crate::api::volume::{
     RESOURCE_PVC, RESOURCE_STORAGE_CLASS, label_zones_to_set, not_found, pod_volumes, pv_labels,
     pv_name, pvc_class, pvc_volume_name,
 };
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{as_objects, mounts_claim, new_pvc, required, skip_or_queue};
 use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
-    as_objects, mounts_claim, new_pvc, required, skip_or_queue,
-};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 use k8s_openapi::api::storage::v1::StorageClass;
 
@@ -134,7 +132,7 @@ fn pv_topologies_for_pod(h: &Handle, pod: &PodInfo) -> Result<Vec<PvTopology>, S
 }
 
 impl Plugin for VolumeZone {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
     }
     fn name(&self) -> &'static str {

@@ -29,11 +29,11 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
 use serde::Serialize;
 
+use crate::backend::queue::{self, SchedulingQueue};
 use crate::cluster::{Change, ClusterState, Object, Stored};
 use crate::config::KubeSchedulerConfiguration;
 use crate::framework::CycleOutcome;
 use crate::framework::batch::BatchProbe;
-use crate::framework::queue::{self, SchedulingQueue};
 use crate::framework::waiting::WaitingPods;
 use crate::framework::{Code, Handle, PodInfo, Status};
 use scheduler::{Scheduler, SetupError};

@@ -82,7 +82,7 @@ impl Session {
             .cluster
             .pod_info(&key)
             .is_some_and(|old| old.node_name().is_empty() && old.uid == uid)
-            && self.core.queue.queue_of(uid) == Some(crate::framework::queue::QueueName::Active)
+            && self.core.queue.queue_of(uid) == Some(crate::backend::queue::QueueName::Active)
     }
 
     /// Applies one event from a recording or a watch.

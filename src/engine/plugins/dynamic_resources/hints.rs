@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
 use super::objects;
+use crate::framework::events::{ActionType as A, EventObject, EventResource as R};
+use crate::framework::hints::access::{as_objects, as_pods, required, skip_or_queue};
+use crate::framework::hints::{ClusterEventWithHint, HintResult};
 use crate::framework::plugin::Handle;
-use crate::framework::queue::events::{ActionType as A, EventObject, EventResource as R};
-use crate::framework::queue::hints::access::{as_objects, as_pods, required, skip_or_queue};
-use crate::framework::queue::hints::{ClusterEventWithHint, HintResult};
 use crate::framework::types::PodInfo;
 
 /// Node additions and label or allocatable changes (slices may select nodes by label),

@@ -30,12 +30,12 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
 use crate::api::node_affinity::NodeSelectorMatcher;
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PluginState, PostFilterPlugin, PostFilterResult,
     PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
 };
-use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::queued::{ObjectWrite, ObjectWrites};
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 use crate::plugins::helper::default_normalize;
@@ -133,7 +133,7 @@ fn state(cs: &CycleState) -> Result<&StateData, Status> {
 }
 
 impl Plugin for DynamicResources {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         let claims = pod
             .pod()
             .spec

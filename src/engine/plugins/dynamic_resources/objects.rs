@@ -1,5 +1,5 @@
 //! The resource.k8s.io/v1 objects the plugin reads. The cluster keeps them as JSON (custom
-//! kinds, so the cluster and recordings need no DRA knowledge); they are typed here.
+//! kinds, checked at load by `cluster::object`); they are typed here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,30 +9,10 @@ use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceClass, DeviceRequest, ResourceClaim, ResourceClaimTemplate,
     ResourceSlice,
 };
-use serde_json::Value;
 
-use crate::cluster::object::{ObjectError, typed};
 use crate::framework::listers::{Listers, ns_key};
 
-pub const CLAIM: &str = "ResourceClaim";
-pub const TEMPLATE: &str = "ResourceClaimTemplate";
-pub const CLASS: &str = "DeviceClass";
-pub const SLICE: &str = "ResourceSlice";
-
-/// Refuses a malformed DRA object at load time, naming the field (other kinds pass).
-pub fn check(
-    kind: &str,
-    v: &Value,
-    err: &dyn Fn(&str, String) -> ObjectError,
-) -> Result<(), ObjectError> {
-    match kind {
-        CLAIM => typed::<ResourceClaim>(v.clone(), err).map(drop),
-        TEMPLATE => typed::<ResourceClaimTemplate>(v.clone(), err).map(drop),
-        CLASS => typed::<DeviceClass>(v.clone(), err).map(drop),
-        SLICE => typed::<ResourceSlice>(v.clone(), err).map(drop),
-        _ => Ok(()),
-    }
-}
+pub use crate::api::dra::{CLAIM, CLASS, SLICE, TEMPLATE};
 
 fn get<T: serde::de::DeserializeOwned>(l: &Listers, kind: &str, key: &str) -> Option<T> {
     serde_json::from_value((**l.custom_object(kind, key)?).clone()).ok()

@@ -51,7 +51,7 @@ impl RenderState for PreScoreState {
 }
 
 impl Plugin for BalancedAllocation {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::resources(pod)]))
     }
     fn name(&self) -> &'static str {

@@ -11,15 +11,15 @@ use super::resource_allocation::{
 };
 use crate::api::pod_resources::is_scalar_resource_name;
 use crate::api::pod_resources::{self, is_extended_resource_name};
+use crate::framework::events::EventObject;
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::HintResult;
+use crate::framework::hints::access::{
+    as_nodes, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
+};
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
-};
-use crate::framework::queue::events::EventObject;
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::HintResult;
-use crate::framework::queue::hints::access::{
-    as_nodes, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
 };
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Resource, StateTree, Status};
 use k8s_openapi::api::core::v1::Pod;
@@ -206,7 +206,7 @@ impl Fit {
 }
 
 impl Plugin for Fit {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         // DRAExtendedResource (which would make pods unsignable here) is off in v1.35.
         Some(Ok(vec![crate::plugins::signers::resources(pod)]))
     }

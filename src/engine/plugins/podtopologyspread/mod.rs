@@ -6,10 +6,10 @@
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::plugin::{
     FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
-use crate::framework::queue::hints::ClusterEventWithHint;
 
 pub mod common;
 pub mod filtering;
@@ -70,7 +70,7 @@ impl Plugin for PodTopologySpread {
     fn sign_pod(
         &self,
         pod: &crate::framework::PodInfo,
-    ) -> Option<crate::framework::batch::SignResult> {
+    ) -> Option<crate::framework::signature::SignResult> {
         let own = pod
             .pod()
             .spec
@@ -134,7 +134,7 @@ mod tests {
         let spread = pod(json!({"metadata": {"name": "q"}, "spec": {"containers": [],
             "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
                 "whenUnsatisfiable": "DoNotSchedule"}]}}));
-        let err = |r: Option<crate::framework::batch::SignResult>| r.unwrap().unwrap_err();
+        let err = |r: Option<crate::framework::signature::SignResult>| r.unwrap().unwrap_err();
         assert_eq!(
             err(PodTopologySpread::default().sign_pod(&plain)),
             "pods with default topology constraints are not signable"

@@ -8,10 +8,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde_json::{Value, json};
 
-use super::events::{ActionType as A, EventResource as R, EventType};
 use super::*;
 use crate::config::Plugins;
 use crate::config::defaults::default_profile;
+use crate::framework::events::{ActionType as A, EventResource as R, EventType};
 use crate::framework::listers::Listers;
 use crate::framework::{PodInfo, Snapshot};
 use crate::plugins::registry::in_tree;

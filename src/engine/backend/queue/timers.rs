@@ -4,8 +4,8 @@
 use jiff::{SignedDuration, Timestamp};
 
 use super::backoff::{self, BACKOFF_WINDOW, backoff_expiry, is_backing_off, truncate_to_window};
-use super::events::{BACKOFF_COMPLETE, matches_any};
 use super::{ClusterEvent, Profile, SchedulingQueue, UNSCHEDULABLE_FLUSH_PERIOD};
+use crate::framework::events::{BACKOFF_COMPLETE, matches_any};
 use crate::framework::plugin::Handle;
 use crate::framework::profile::Framework;
 use crate::framework::queued::QueuedPodInfo;

@@ -256,8 +256,8 @@ mod tests {
     use crate::config::Plugins;
     use crate::config::defaults::default_profile;
     use crate::framework::Snapshot;
+    use crate::framework::events::events_for_node_change;
     use crate::framework::listers::Listers;
-    use crate::framework::queue::events::events_for_node_change;
     use crate::plugins::registry::in_tree;
     use crate::plugins::testing::{Env, pod};
     use ActionType as A;

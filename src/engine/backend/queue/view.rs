@@ -8,7 +8,7 @@ use jiff::Timestamp;
 
 use super::SchedulingQueue;
 use super::backoff::is_backing_off;
-use super::events::EventType;
+use crate::framework::events::EventType;
 use crate::framework::profile::Framework;
 use crate::framework::queued::QueuedPodInfo;
 use crate::framework::types::PodInfo;

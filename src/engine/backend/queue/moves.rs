@@ -6,12 +6,12 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::backoff::{backoff_expiry, is_backing_off};
-use super::events::matches_any;
-use super::hints;
 use super::{
     ClusterEvent, EventObject, Profile, ProfileHints, QueueName, QueueingHint, SchedulingQueue,
     Strategy, active_order, handle_for, queue_sort,
 };
+use crate::framework::events::matches_any;
+use crate::framework::hints;
 use crate::framework::plugin::Handle;
 use crate::framework::profile::{ExtensionPoint, Framework};
 use crate::framework::queued::QueuedPodInfo;

@@ -28,8 +28,6 @@ use crate::framework::queued::QueuedPodInfo;
 use crate::framework::types::PodInfo;
 
 pub mod backoff;
-pub mod events;
-pub mod hints;
 mod moves;
 mod ordered;
 #[cfg(test)]
@@ -37,15 +35,17 @@ mod tests;
 mod timers;
 pub mod view;
 
-pub use events::{
+pub use crate::framework::events::{
     ActionType, ClusterEvent, EventObject, EventResource, EventType, PreCheck,
     events_for_node_change, events_for_object, events_for_pod_change,
 };
-pub use hints::{ClusterEventWithHint, ProfileHints, QueueingHint, QueueingHintFn};
+pub use crate::framework::hints::{
+    ClusterEventWithHint, ProfileHints, QueueingHint, QueueingHintFn,
+};
 pub use view::{QueueMove, QueueName, QueueView};
 
+use crate::framework::events::{self, FORCE_ACTIVATE, SCHEDULE_ATTEMPT_FAILURE};
 use backoff::backoff_expiry;
-use events::{FORCE_ACTIVATE, SCHEDULE_ATTEMPT_FAILURE};
 use ordered::OrderedQueue;
 
 /// Default `podInitialBackoffSeconds`.
