@@ -30,4 +30,6 @@ pub mod volumebinding;
 #[cfg(test)]
 pub mod conformance_cases;
 #[cfg(test)]
+mod hint_map_tests;
+#[cfg(test)]
 pub mod testing;

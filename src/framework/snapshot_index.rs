@@ -590,7 +590,7 @@ impl fmt::Debug for IndexCell<PodGroups> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::Snapshot;
+    use crate::Snapshot;
     use k8s_openapi::api::core::v1::Node;
     use serde_json::json;
     use std::collections::BTreeMap;

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use super::{EventObject, HintResult, QueueingHint};
 use crate::api::labels::{Labels, empty_labels};
 use crate::api::volume::pod_volumes;
-use crate::framework::types::PodInfo;
+use crate::types::PodInfo;
 
 /// The objects before and after an event.
 pub type OldNew<T> = (Option<T>, Option<T>);

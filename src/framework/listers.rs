@@ -11,8 +11,8 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSINode, StorageClass};
 
+use crate::PodInfo;
 use crate::api::labels::{Labels, empty_labels};
-use crate::framework::PodInfo;
 
 /// Objects by key: `namespace/name` for namespaced kinds, `name` otherwise.
 #[derive(Debug, Clone, Default)]

@@ -1,7 +1,12 @@
 //! The scheduling framework: kube-scheduler's vocabulary (Status, CycleState, NodeInfo,
-//! Snapshot, plugins per extension point, Framework per profile) and the scheduling cycle.
+//! Snapshot, plugins per extension point, cluster events and queueing hints, Framework per
+//! profile) and the scheduling cycle, with the object helpers (`api`) and configuration
+//! (`config`) beneath it. This crate names no plugin: the plugins live in the crate above
+//! and are handed in through a `Registry`.
 
+pub mod api;
 pub mod batch;
+pub mod config;
 pub mod cycle;
 pub mod cycle_state;
 pub mod diagnosis;
@@ -24,6 +29,9 @@ pub mod snapshot_index;
 pub mod status;
 pub mod types;
 pub mod waiting;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use cycle::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};
 pub use cycle_state::{CycleState, RenderState, StateTree};

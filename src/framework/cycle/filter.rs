@@ -13,20 +13,20 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Detail, Phase, PluginRun, SchedulingCycle};
-use crate::framework::batch::{self, BatchDecision, NoHint};
-use crate::framework::cycle_state::CycleState;
-use crate::framework::node_info::NodeInfo;
-use crate::framework::plugin::{FilterPlugin, Handle};
-use crate::framework::profile::ExtensionPoint;
-use crate::framework::runtime::filter_status;
-use crate::framework::status::{Code, Status};
+use crate::batch::{self, BatchDecision, NoHint};
+use crate::cycle_state::CycleState;
+use crate::node_info::NodeInfo;
+use crate::plugin::{FilterPlugin, Handle};
+use crate::profile::ExtensionPoint;
+use crate::runtime::filter_status;
+use crate::status::{Code, Status};
 
 /// The Filter point's own step (no plugin), last of the point: whether the search found
 /// a feasible node.
 pub const FILTER_VERDICT: &str = "(feasible nodes)";
 /// The step that says whether the batch gave a hint (OpportunisticBatching).
 pub const BATCH_STEP: &str = "(batch)";
-use crate::framework::types::PodInfo;
+use crate::types::PodInfo;
 
 const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
@@ -643,9 +643,9 @@ impl SchedulingCycle {
             .percentage_of_nodes_to_score
             .unwrap_or(env.percentage_of_nodes_to_score);
         let mut num_to_find = num_feasible_nodes_to_find(percentage, n);
-        let has_scoring = env.framework.has_score_plugins()
-            || crate::framework::extender::has_prioritizers(env.extenders);
-        if !crate::framework::extender::has_filters(env.extenders) && !has_scoring {
+        let has_scoring =
+            env.framework.has_score_plugins() || crate::extender::has_prioritizers(env.extenders);
+        if !crate::extender::has_filters(env.extenders) && !has_scoring {
             num_to_find = 1;
         }
         let column_mode =
@@ -911,7 +911,7 @@ impl SchedulingCycle {
             // schedulable again.
             self.diagnosis
                 .unschedulable_plugins
-                .insert(crate::framework::extender::EXTENDER_NAME.to_string());
+                .insert(crate::extender::EXTENDER_NAME.to_string());
         }
         self.after_filter(env);
     }

@@ -8,10 +8,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use crate::framework::node_info::NodeInfo;
-use crate::framework::snapshot::Snapshot;
-use crate::framework::types::NodeVictims;
-use crate::framework::types::PodInfo;
+use crate::node_info::NodeInfo;
+use crate::snapshot::Snapshot;
+use crate::types::NodeVictims;
+use crate::types::PodInfo;
 
 /// The lowest score an extender may give.
 pub const MIN_EXTENDER_PRIORITY: i64 = 0;
@@ -90,7 +90,7 @@ pub struct HostPriority {
 }
 
 /// JSON `null` leaves a Go field at its zero value.
-pub(crate) fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+pub fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -257,7 +257,7 @@ impl WaitingPods {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::pod;
+    use crate::testing::pod;
     use serde_json::json;
 
     fn t(s: i64) -> Timestamp {

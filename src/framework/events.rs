@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::api::pod_resources;
 use crate::api::quantity::Quantity;
-use crate::framework::types::PodInfo;
+use crate::types::PodInfo;
 
 /// The kind of object an event is about (upstream `EventResource`). `AssignedPod` and
 /// `UnschedulablePod` only appear on incoming events; plugins register `Pod`, which
@@ -757,7 +757,7 @@ pub fn events_for_object(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plugins::testing::pod;
+    use crate::testing::pod;
     use ActionType as A;
     use EventResource as R;
     use serde_json::{Value, json};

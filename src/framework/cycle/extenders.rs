@@ -13,14 +13,14 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::{CycleEnv, PluginRun, SchedulingCycle};
-use crate::framework::extender::{
+use crate::extender::{
     CallOutcome, Extender, ExtenderCall, ExtenderError, Filtered, HostPriority,
     MAX_EXTENDER_PRIORITY, TieBreaker,
 };
-use crate::framework::node_info::NodeInfo;
-use crate::framework::plugin::MAX_NODE_SCORE;
-use crate::framework::snapshot::Snapshot;
-use crate::framework::status::{Code, Status};
+use crate::node_info::NodeInfo;
+use crate::plugin::MAX_NODE_SCORE;
+use crate::snapshot::Snapshot;
+use crate::status::{Code, Status};
 
 /// One extender's scores over the feasible nodes (kept next to the plugins' in the
 /// score table).
@@ -368,7 +368,7 @@ fn resolve(
     ext: &dyn Extender,
     snapshot: &Snapshot,
     current: &[FeasibleNode],
-    r: crate::framework::extender::FilterResult,
+    r: crate::extender::FilterResult,
 ) -> Result<Resolved, ExtenderError> {
     let mut next = Vec::with_capacity(r.nodes.len());
     for f in r.nodes {

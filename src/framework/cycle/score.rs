@@ -6,11 +6,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Phase, PluginRun, SchedulingCycle};
-use crate::framework::extender::MAX_EXTENDER_PRIORITY;
-use crate::framework::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
-use crate::framework::profile::ExtensionPoint;
-use crate::framework::select::{Scored, select_host};
-use crate::framework::status::Status;
+use crate::extender::MAX_EXTENDER_PRIORITY;
+use crate::plugin::{MAX_NODE_SCORE, MIN_NODE_SCORE, NodeScore};
+use crate::profile::ExtensionPoint;
+use crate::select::{Scored, select_host};
+use crate::status::Status;
 
 /// One score plugin's scores over the feasible nodes.
 #[derive(Debug, Clone, Serialize)]
@@ -176,8 +176,8 @@ impl SchedulingCycle {
             return self.enter(Phase::NormalizeScore);
         }
         let h = env.handle();
-        let plugins: Vec<(&'static str, &dyn crate::framework::plugin::ScorePlugin)> = table
-            .plugins[first..last]
+        let plugins: Vec<(&'static str, &dyn crate::plugin::ScorePlugin)> = table.plugins
+            [first..last]
             .iter()
             .filter_map(|ps| {
                 let e = env
@@ -193,7 +193,7 @@ impl SchedulingCycle {
         let nodes = &table.nodes;
         let returned = self.extender_feasible_nodes.as_deref();
         let width = plugins.len();
-        let refs: Vec<&crate::framework::NodeInfo> = (0..nodes.len())
+        let refs: Vec<&crate::NodeInfo> = (0..nodes.len())
             .map(|i| match returned.and_then(|r| r.get(i)) {
                 Some(n) => n,
                 None => &env.snapshot.list()[nodes[i]],

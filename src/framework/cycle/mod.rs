@@ -80,14 +80,14 @@ pub struct CycleEnv<'a> {
     pub snapshot: &'a Snapshot,
     pub listers: &'a Listers,
     pub nominator: &'a Nominator,
-    pub waiting: &'a crate::framework::waiting::WaitingPods,
+    pub waiting: &'a crate::waiting::WaitingPods,
     /// The engine's clock for this cycle (see `Handle::now`).
     pub now: jiff::Timestamp,
     /// The configuration's global percentageOfNodesToScore (0 = adaptive).
     pub percentage_of_nodes_to_score: i32,
     pub pool: Option<&'a rayon::ThreadPool>,
     /// The configured scheduler extenders, ignorable ones last (`&[]` for none).
-    pub extenders: &'a [std::sync::Arc<dyn crate::framework::extender::Extender>],
+    pub extenders: &'a [std::sync::Arc<dyn crate::extender::Extender>],
 }
 
 impl<'a> CycleEnv<'a> {
@@ -199,9 +199,9 @@ pub struct SchedulingCycle {
     /// After a filtering extender that is not nodeCacheCapable: the NodeInfos built from
     /// the node objects it returned, parallel to `feasible`. Upstream scores these (they
     /// carry no pods); see [`SchedulingCycle::feasible_node`].
-    pub extender_feasible_nodes: Option<Vec<crate::framework::node_info::NodeInfo>>,
+    pub extender_feasible_nodes: Option<Vec<crate::node_info::NodeInfo>>,
     /// Every extender call of this cycle, in order.
-    pub extender_calls: Vec<crate::framework::extender::ExtenderCall>,
+    pub extender_calls: Vec<crate::extender::ExtenderCall>,
     pub matrix: Option<FilterMatrix>,
     pub post_filter: Option<(Option<PostFilterResult>, Status)>,
     pub scores: Option<ScoreTable>,
@@ -212,7 +212,7 @@ pub struct SchedulingCycle {
     /// What the cycle decided about the batch, once PreFilter has passed.
     pub batch: Option<BatchDecision>,
     /// The scored nodes by name, for the batch to keep (only for a pod with a signature).
-    pub ranking: Vec<(String, crate::framework::select::Scored)>,
+    pub ranking: Vec<(String, crate::select::Scored)>,
     /// The nominated node (or the batch's hint) has been tried.
     nominated_checked: bool,
 }

@@ -47,7 +47,7 @@ pub struct Handle<'a> {
     /// failure times) read this instead, so runs stay repeatable.
     pub now: Timestamp,
     /// The configured scheduler extenders (upstream `Handle.Extenders`).
-    pub extenders: &'a [std::sync::Arc<dyn crate::framework::extender::Extender>],
+    pub extenders: &'a [std::sync::Arc<dyn crate::extender::Extender>],
     /// The caller only asks what a plugin would answer (live shadow mode's Permit): the
     /// plugin must leave its own state and the waiting pods as they are.
     pub simulation: bool,

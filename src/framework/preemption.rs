@@ -42,7 +42,7 @@ use super::status::{Code, Status};
 use super::types::{NodeVictims, PodInfo};
 use crate::api::labels::Selector;
 use crate::config::field::go_quote;
-use crate::framework::extender::{CallOutcome, ExtenderCall};
+use crate::extender::{CallOutcome, ExtenderCall};
 
 /// The error when the snapshot has no nodes at all.
 pub const ERR_NO_NODES_AVAILABLE: &str = "no nodes available";
@@ -1092,7 +1092,7 @@ mod tests {
 
     #[test]
     fn errors_of_the_dry_run_become_an_error_status() {
-        let fw = crate::plugins::registry::minimal_framework();
+        let fw = crate::testing::minimal_framework();
         let snapshot = super::super::Snapshot::new(nodes(&["n1", "n2"]), []);
         let listers = Listers::default();
         let nominator = Nominator::default();
@@ -1101,7 +1101,7 @@ mod tests {
             snapshot: &snapshot,
             listers: &listers,
             nominator: &nominator,
-            waiting: &crate::framework::waiting::NO_WAITING,
+            waiting: &crate::waiting::NO_WAITING,
             now: jiff::Timestamp::UNIX_EPOCH,
             extenders: &[],
             simulation: false,
