@@ -107,7 +107,11 @@ fn each_module_names_only_the_floors_below_it() {
         }
     }
     assert!(files_seen > 100, "only {files_seen} files read");
-    assert!(broken.is_empty(), "imports past a floor:\n{}", broken.join("\n"));
+    assert!(
+        broken.is_empty(),
+        "imports past a floor:\n{}",
+        broken.join("\n")
+    );
 }
 
 #[test]
@@ -116,6 +120,9 @@ fn a_line_names_the_modules_it_reaches() {
         named("use crate::framework::x; // crate::session"),
         ["framework"]
     );
-    assert_eq!(named("let a = crate::plugins::y(crate::cluster::z);"), ["plugins", "cluster"]);
+    assert_eq!(
+        named("let a = crate::plugins::y(crate::cluster::z);"),
+        ["plugins", "cluster"]
+    );
     assert!(named("macro_rules! m { () => { $crate::x } }").is_empty());
 }

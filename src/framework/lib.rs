@@ -12,6 +12,7 @@ pub mod cycle_state;
 pub mod diagnosis;
 pub mod events;
 pub mod extender;
+pub mod factory;
 pub mod hints;
 pub mod listers;
 pub mod node_info;

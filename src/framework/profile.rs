@@ -8,34 +8,7 @@ use super::hints::ProfileHints;
 use super::plugin::{MAX_NODE_SCORE, Plugin};
 use super::types::PodInfo;
 use crate::config::{PluginArgs, PluginSet, Profile};
-
-/// What a plugin factory is given.
-pub struct FactoryContext<'a> {
-    pub args: Option<&'a PluginArgs>,
-    pub profile_name: &'a str,
-}
-
-pub type PluginFactory = fn(&FactoryContext) -> Result<Arc<dyn Plugin>, String>;
-
-/// Plugin names to factories.
-#[derive(Clone, Default)]
-pub struct Registry {
-    factories: BTreeMap<&'static str, PluginFactory>,
-}
-
-impl Registry {
-    pub fn register(&mut self, name: &'static str, f: PluginFactory) {
-        self.factories.insert(name, f);
-    }
-
-    pub fn get(&self, name: &str) -> Option<PluginFactory> {
-        self.factories.get(name).copied()
-    }
-
-    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.factories.keys().copied()
-    }
-}
+pub use crate::factory::{BuildError, FactoryContext, PluginFactory, Registry};
 
 /// A plugin enabled at an extension point.
 #[derive(Clone)]

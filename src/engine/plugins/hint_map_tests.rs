@@ -67,7 +67,7 @@ fn hint_map_of_the_default_profile() {
     let with_extenders = ProfileHints::build(&f, true);
     assert_eq!(with_extenders.plugin_events(EXTENDER_NAME).len(), 10);
     // A plugin that declares no registrations gets every event.
-    let unknown = registrations(&crate::plugins::queue_sort::PrioritySort);
+    let unknown = registrations(&crate::plugins::queuesort::PrioritySort);
     assert_eq!(unknown.len(), 10);
     assert!(
         unknown

@@ -52,6 +52,39 @@ pub const PLUGINS_WITH_ARGS: [&str; 8] = [
     "VolumeBinding",
 ];
 
+/// An in-tree args type and the `PluginArgs` variant that holds it, so a plugin's factory
+/// can ask for its own args by type (`FactoryContext::args`).
+pub trait TypedArgs: Clone + Default {
+    /// The kind upstream names in its errors (`NodeResourcesFitArgs`).
+    const KIND: &'static str;
+    fn of(args: &PluginArgs) -> Option<&Self>;
+}
+
+macro_rules! typed_args {
+    ($($variant:ident => $ty:ident),* $(,)?) => {$(
+        impl TypedArgs for $ty {
+            const KIND: &'static str = stringify!($ty);
+            fn of(args: &PluginArgs) -> Option<&Self> {
+                match args {
+                    PluginArgs::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+typed_args! {
+    DefaultPreemption => DefaultPreemptionArgs,
+    InterPodAffinity => InterPodAffinityArgs,
+    NodeAffinity => NodeAffinityArgs,
+    NodeResourcesBalancedAllocation => NodeResourcesBalancedAllocationArgs,
+    NodeResourcesFit => NodeResourcesFitArgs,
+    PodTopologySpread => PodTopologySpreadArgs,
+    VolumeBinding => VolumeBindingArgs,
+    DynamicResources => DynamicResourcesArgs,
+}
+
 impl PluginArgs {
     /// The defaulted args of a plugin that has an args type, or `None` for other plugins.
     pub fn default_for(plugin: &str) -> Option<PluginArgs> {

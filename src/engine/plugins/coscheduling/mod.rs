@@ -25,6 +25,14 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
     ]
 }
 
+/// Built from `CoschedulingArgs`, decoded here (it has no in-tree args type).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args = CoschedulingArgs::from_plugin_args(ctx.args)?;
+    Ok(std::sync::Arc::new(Coscheduling::new(args)?))
+}
+
 #[cfg(test)]
 mod tests;
 

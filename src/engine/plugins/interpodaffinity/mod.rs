@@ -127,6 +127,21 @@ pub fn describe_term(t: &AffinityTerm) -> String {
     s
 }
 
+/// Built from validated `InterPodAffinityArgs`.
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::InterPodAffinityArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(
+        crate::config::validation::validate_inter_pod_affinity_args(&root, &args),
+    )?;
+    Ok(std::sync::Arc::new(InterPodAffinity::new(
+        args.hard_pod_affinity_weight,
+        args.ignore_preferred_terms_of_existing_pods,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -137,6 +137,14 @@ impl ScorePlugin for BalancedAllocation {
     }
 }
 
+/// Built from `NodeResourcesBalancedAllocationArgs` (the resources it balances).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::NodeResourcesBalancedAllocationArgs = ctx.args()?;
+    Ok(std::sync::Arc::new(BalancedAllocation::new(args.resources)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

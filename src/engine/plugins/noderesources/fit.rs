@@ -459,6 +459,50 @@ fn requested_resources_increased(req: &Resource, before: &Resource, after: &Reso
         .any(|(name, _)| after.scalar(name) > before.scalar(name))
 }
 
+/// Built from validated `NodeResourcesFitArgs`: the scoring strategy becomes the scorer
+/// (a RequestedToCapacityRatio shape scaled from 0..10 to 0..100).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    use super::resource_allocation::{MAX_CUSTOM_PRIORITY_SCORE, ShapePoint, Strategy};
+    use crate::config::ScoringStrategyType;
+    let args: crate::config::NodeResourcesFitArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(crate::config::validate_node_resources_fit_args(
+        &args, &root,
+    ))?;
+    let s = &args.scoring_strategy;
+    let strategy = match &s.type_ {
+        ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
+        ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
+        ScoringStrategyType::RequestedToCapacityRatio => {
+            let shape = s
+                .requested_to_capacity_ratio
+                .as_ref()
+                .map_or(&[][..], |r| &r.shape[..]);
+            let scale = crate::framework::plugin::MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE;
+            Strategy::RequestedToCapacityRatio(
+                shape
+                    .iter()
+                    .map(|p| ShapePoint {
+                        utilization: i64::from(p.utilization),
+                        score: i64::from(p.score) * scale,
+                    })
+                    .collect(),
+            )
+        }
+        ScoringStrategyType::Other(t) => {
+            return Err(format!("scoring strategy {t} is not supported").into());
+        }
+    };
+    Ok(std::sync::Arc::new(Fit::new(FitArgs {
+        ignored_resources: args.ignored_resources.clone(),
+        ignored_resource_groups: args.ignored_resource_groups.clone(),
+        strategy,
+        resources: s.resources.clone(),
+    })))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -106,6 +106,22 @@ impl Plugin for PodTopologySpread {
     }
 }
 
+/// Built from validated `PodTopologySpreadArgs` (default constraints, and whether they are
+/// the system's).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::PodTopologySpreadArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(
+        crate::config::validation::validate_pod_topology_spread_args(&root, &args),
+    )?;
+    Ok(std::sync::Arc::new(PodTopologySpread::new(
+        args.default_constraints.clone(),
+        args.is_system_defaulted(),
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -429,6 +429,16 @@ impl PreBindPlugin for VolumeBinding {
     }
 }
 
+/// Built from `VolumeBindingArgs` (its `bindTimeoutSeconds`).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::VolumeBindingArgs = ctx.args()?;
+    Ok(std::sync::Arc::new(VolumeBinding::new(
+        args.bind_timeout_seconds,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::binder::{

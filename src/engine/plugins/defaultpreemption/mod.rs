@@ -405,6 +405,21 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
     )]
 }
 
+/// Built from validated `DefaultPreemptionArgs` (how many candidates the dry run seeks).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::DefaultPreemptionArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(
+        crate::config::validation::validate_default_preemption_args(&root, &args),
+    )?;
+    Ok(std::sync::Arc::new(DefaultPreemption::new(
+        args.min_candidate_nodes_percentage,
+        args.min_candidate_nodes_absolute,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

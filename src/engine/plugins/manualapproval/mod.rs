@@ -236,6 +236,14 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
     )]
 }
 
+/// Built from `ManualApprovalArgs`, decoded here (kubestep's own plugin).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args = ManualApprovalArgs::from_plugin_args(ctx.args)?;
+    Ok(std::sync::Arc::new(ManualApproval::new(&args)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,23 @@ pub mod describe;
 pub(crate) mod hints;
 pub mod objects;
 mod state;
+
+/// Built from the profile's `DynamicResourcesArgs` (the defaults without them): its
+/// `filterTimeout`, when the feature gate is on and the timeout is not zero.
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::DynamicResourcesArgs = ctx.args()?;
+    let filter_timeout = args
+        .filter_timeout
+        .filter(|t| crate::config::gates::DRA_SCHEDULER_FILTER_TIMEOUT && !t.is_zero())
+        .and_then(|t| t.to_std());
+    Ok(Arc::new(DynamicResources {
+        filter_timeout,
+        ..Default::default()
+    }))
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -65,32 +82,6 @@ pub struct DynamicResources {
 pub const ERR_FILTER_TIMEOUT: &str = "timed out trying to allocate devices";
 
 impl DynamicResources {
-    /// Built from the profile's `DynamicResourcesArgs` (the defaults without them).
-    pub fn from_args(
-        ctx: &crate::framework::profile::FactoryContext,
-    ) -> Result<std::sync::Arc<dyn crate::framework::plugin::Plugin>, String> {
-        use crate::config::PluginArgs;
-        let args = match ctx.args {
-            None => crate::config::DynamicResourcesArgs::default(),
-            Some(a) if a.is_absent() => crate::config::DynamicResourcesArgs::default(),
-            Some(PluginArgs::DynamicResources(a)) => a.clone(),
-            Some(other) => {
-                return Err(format!(
-                    "want args to be of type DynamicResourcesArgs, got {}",
-                    other.kind().unwrap_or("unknown args")
-                ));
-            }
-        };
-        let filter_timeout = args
-            .filter_timeout
-            .filter(|t| crate::config::gates::DRA_SCHEDULER_FILTER_TIMEOUT && !t.is_zero())
-            .and_then(|t| t.to_std());
-        Ok(std::sync::Arc::new(DynamicResources {
-            filter_timeout,
-            ..Default::default()
-        }))
-    }
-
     fn lock(&self) -> MutexGuard<'_, Assumed> {
         self.assumed.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -391,6 +391,23 @@ fn queueing_hints(added: Option<NodeSelectorMatcher>) -> Vec<ClusterEventWithHin
     )]
 }
 
+/// Built from `NodeAffinityArgs` (its `addedAffinity`); NodeAffinity words a wrong args
+/// type its own way.
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    use crate::framework::factory::BuildError;
+    let args: crate::config::NodeAffinityArgs = ctx.args().map_err(|e| match e {
+        BuildError::WrongArgs { want, got } => {
+            BuildError::Plugin(format!("args are not of type {want}, got {got}"))
+        }
+        e => e,
+    })?;
+    Ok(std::sync::Arc::new(NodeAffinity::new(
+        args.added_affinity.as_ref(),
+    )?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
