@@ -88,7 +88,9 @@ mod tests {
     use crate::framework::factory::FactoryContext;
 
     fn build(name: &str, args: Option<&PluginArgs>) -> Result<(), String> {
-        let factory = in_tree().get(name).ok_or(format!("{name} not registered"))?;
+        let factory = in_tree()
+            .get(name)
+            .ok_or(format!("{name} not registered"))?;
         let ctx = FactoryContext {
             args,
             profile_name: "default-scheduler",
@@ -110,7 +112,10 @@ mod tests {
             };
             let err = build(name, other.as_ref()).expect_err(name);
             let kind = own.kind().unwrap_or_default();
-            assert!(err.contains(&format!("of type {kind}, got ")), "{name}: {err}");
+            assert!(
+                err.contains(&format!("of type {kind}, got ")),
+                "{name}: {err}"
+            );
         }
     }
 
