@@ -51,7 +51,7 @@ const IN_TREE: &[(&str, PluginFactory)] = &[
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
     for (name, factory) in IN_TREE {
-        r.register(*name, *factory);
+        r.register(name, *factory);
     }
     r
 }
