@@ -15,6 +15,7 @@ pub mod extender;
 pub mod factory;
 pub mod hints;
 pub mod listers;
+mod new_framework;
 pub mod node_info;
 pub mod nominator;
 pub mod plugin;

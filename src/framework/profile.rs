@@ -1,14 +1,16 @@
 //! Framework: one configured profile — its plugins at each extension point, in order, with
 //! score weights — built as upstream's `NewFramework` does (multiPoint expansion included).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::hints::ProfileHints;
-use super::plugin::{MAX_NODE_SCORE, Plugin};
+use super::plugin::Plugin;
 use super::types::PodInfo;
 use crate::config::{PluginArgs, PluginSet, Profile};
 pub use crate::factory::{BuildError, FactoryContext, PluginFactory, Registry};
+use crate::new_framework as build;
+pub use crate::new_framework::FrameworkError;
 
 /// A plugin enabled at an extension point.
 #[derive(Clone)]
@@ -74,7 +76,7 @@ impl ExtensionPoint {
         }
     }
 
-    fn implemented_by(self, p: &dyn Plugin) -> bool {
+    pub(crate) fn implemented_by(self, p: &dyn Plugin) -> bool {
         match self {
             ExtensionPoint::PreFilter => p.as_pre_filter().is_some(),
             ExtensionPoint::Filter => p.as_filter().is_some(),
@@ -91,7 +93,7 @@ impl ExtensionPoint {
         }
     }
 
-    fn config_set(self, p: &crate::config::Plugins) -> &PluginSet {
+    pub(crate) fn config_set(self, p: &crate::config::Plugins) -> &PluginSet {
         match self {
             ExtensionPoint::PreFilter => &p.pre_filter,
             ExtensionPoint::Filter => &p.filter,
@@ -135,185 +137,14 @@ impl std::fmt::Debug for Framework {
     }
 }
 
-/// Upstream `MaxTotalScore` (math.MaxInt64).
-const MAX_TOTAL_SCORE: i64 = i64::MAX;
-
 impl Framework {
-    pub fn new(registry: &Registry, profile: &Profile) -> Result<Framework, String> {
-        let plugins = &profile.plugins;
-        let mut needed = BTreeSet::new();
-        for ep in ExtensionPoint::ALL {
-            needed.extend(
-                ep.config_set(plugins)
-                    .enabled
-                    .iter()
-                    .map(|p| p.name.as_str()),
-            );
-        }
-        needed.extend(plugins.multi_point.enabled.iter().map(|p| p.name.as_str()));
-
-        let mut args: BTreeMap<String, PluginArgs> = BTreeMap::new();
-        for pc in &profile.plugin_config {
-            if args.insert(pc.name.clone(), pc.args.clone()).is_some() {
-                return Err(format!("repeated config for plugin {}", pc.name));
-            }
-        }
-
-        let mut instances: BTreeMap<&str, (&'static str, Arc<dyn Plugin>)> = BTreeMap::new();
-        for name in registry.names() {
-            if !needed.contains(name) {
-                continue;
-            }
-            let factory = registry
-                .get(name)
-                .ok_or_else(|| format!("plugin {name:?} not registered"))?;
-            let ctx = FactoryContext {
-                args: args.get(name),
-                profile_name: &profile.scheduler_name,
-            };
-            let p = factory(&ctx).map_err(|e| format!("initializing plugin {name:?}: {e}"))?;
-            instances.insert(name, (name, p));
-        }
-
-        let mut points: BTreeMap<ExtensionPoint, Vec<PluginEntry>> = BTreeMap::new();
-        for ep in ExtensionPoint::ALL {
-            let mut list: Vec<PluginEntry> = Vec::new();
-            for p in &ep.config_set(plugins).enabled {
-                let Some((name, inst)) = instances.get(p.name.as_str()) else {
-                    return Err(format!(
-                        "{} {:?} does not exist",
-                        ep.interface_name(),
-                        p.name
-                    ));
-                };
-                if !ep.implemented_by(inst.as_ref()) {
-                    return Err(format!(
-                        "plugin {:?} does not extend {} plugin",
-                        p.name,
-                        ep.interface_name()
-                    ));
-                }
-                if list.iter().any(|e| e.name == *name) {
-                    return Err(format!(
-                        "plugin {:?} already registered as {:?}",
-                        p.name,
-                        ep.interface_name()
-                    ));
-                }
-                list.push(PluginEntry {
-                    name,
-                    plugin: inst.clone(),
-                });
-            }
-            points.insert(ep, list);
-        }
-
-        if !plugins.multi_point.enabled.is_empty() {
-            for ep in ExtensionPoint::ALL {
-                let set = ep.config_set(plugins);
-                if set.disabled.iter().any(|p| p.name == "*") {
-                    continue;
-                }
-                let disabled: BTreeSet<&str> =
-                    set.disabled.iter().map(|p| p.name.as_str()).collect();
-                let enabled: Vec<&str> = set.enabled.iter().map(|p| p.name.as_str()).collect();
-                let mut overrides: Vec<&str> = Vec::new();
-                let mut multi: Vec<&str> = Vec::new();
-                for mp in &plugins.multi_point.enabled {
-                    let Some((_, inst)) = instances.get(mp.name.as_str()) else {
-                        return Err(format!(
-                            "{} {:?} does not exist",
-                            ep.interface_name(),
-                            mp.name
-                        ));
-                    };
-                    if !ep.implemented_by(inst.as_ref()) || disabled.contains(mp.name.as_str()) {
-                        continue;
-                    }
-                    if enabled.contains(&mp.name.as_str()) {
-                        if !overrides.contains(&mp.name.as_str()) {
-                            overrides.push(&mp.name);
-                        }
-                        continue;
-                    }
-                    if multi.contains(&mp.name.as_str()) {
-                        return Err(format!(
-                            "plugin {:?} already registered as {:?}",
-                            mp.name,
-                            ep.interface_name()
-                        ));
-                    }
-                    multi.push(&mp.name);
-                }
-                // Overridden plugins (explicit order), then multiPoint-only ones, then the
-                // remaining explicit ones.
-                let ordered = enabled
-                    .iter()
-                    .filter(|n| overrides.contains(n))
-                    .chain(multi.iter())
-                    .chain(enabled.iter().filter(|n| !overrides.contains(n)));
-                let mut list = Vec::new();
-                for n in ordered {
-                    if let Some((name, inst)) = instances.get(n) {
-                        list.push(PluginEntry {
-                            name,
-                            plugin: inst.clone(),
-                        });
-                    }
-                }
-                points.insert(ep, list);
-            }
-        }
-
-        let queue_sort = points.get(&ExtensionPoint::QueueSort).map_or(0, Vec::len);
-        if queue_sort != 1 {
-            return Err(format!(
-                "only one queue sort plugin required for profile with scheduler name {:?}, but got {queue_sort}",
-                profile.scheduler_name
-            ));
-        }
-        if points.get(&ExtensionPoint::Bind).is_none_or(Vec::is_empty) {
-            return Err(format!(
-                "at least one bind plugin is needed for profile with scheduler name {:?}",
-                profile.scheduler_name
-            ));
-        }
-
-        // The first mention wins: explicit score weights, then multiPoint's.
-        let mut score_weights: BTreeMap<&'static str, i64> = BTreeMap::new();
-        let mut total: i64 = 0;
-        for p in plugins
-            .score
-            .enabled
-            .iter()
-            .chain(plugins.multi_point.enabled.iter())
-        {
-            let Some((name, inst)) = instances.get(p.name.as_str()) else {
-                continue;
-            };
-            if inst.as_score().is_none() || score_weights.contains_key(name) {
-                continue;
-            }
-            let w = if p.weight == 0 {
-                1
-            } else {
-                i64::from(p.weight)
-            };
-            score_weights.insert(name, w);
-            if w.saturating_mul(MAX_NODE_SCORE) > MAX_TOTAL_SCORE - total {
-                return Err("total score of Score plugins could overflow".to_string());
-            }
-            total += w * MAX_NODE_SCORE;
-        }
-        for e in points.get(&ExtensionPoint::Score).into_iter().flatten() {
-            if score_weights.get(e.name).copied().unwrap_or(0) == 0 {
-                return Err(format!(
-                    "score plugin {:?} is not configured with weight",
-                    e.name
-                ));
-            }
-        }
-
+    pub fn new(registry: &Registry, profile: &Profile) -> Result<Framework, FrameworkError> {
+        let args = build::plugin_args(profile)?;
+        let instances = build::instantiate(registry, profile, &args)?;
+        let mut points = build::explicit_points(&profile.plugins, &instances)?;
+        build::expand_multi_point(&profile.plugins, &instances, &mut points)?;
+        build::check_required(&points, &profile.scheduler_name)?;
+        let score_weights = build::score_weights(&profile.plugins, &instances, &points)?;
         Ok(Framework {
             profile_name: profile.scheduler_name.clone(),
             percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,

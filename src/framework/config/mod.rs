@@ -108,31 +108,29 @@ impl KubeSchedulerConfiguration {
     }
 
     /// Where an error found while building profile `profile` points: `FILE:LINE:COL: FIELD`
-    /// for the entry that names the plugin the message quotes (an extension point's list
-    /// when the message names its interface, e.g. `FilterPlugin "X" does not exist`), or
-    /// for the profile's score plugins when their weights overflow; `FILE: profiles[N]`
-    /// when the file does not say.
-    pub fn profile_error_location(&self, profile: usize, message: &str) -> String {
+    /// for the entry that names `plugin` (in the list of extension point `point`, an
+    /// interface name such as `FilterPlugin`, when given), or for the profile's score
+    /// plugins when `score` (their weights overflow); `FILE: profiles[N]` when the file
+    /// does not say.
+    pub fn profile_error_location(
+        &self,
+        profile: usize,
+        plugin: Option<&str>,
+        point: Option<&str>,
+        score: bool,
+    ) -> String {
         let src = &self.source;
-        let quoted = message
-            .split('"')
-            .nth(1)
-            .filter(|_| message.matches('"').count() >= 2);
         // "FilterPlugin", "PreScorePlugin": the field is the interface name without
         // "Plugin", starting lower case.
-        let point = message
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .find(|w| w.len() > "Plugin".len() && w.ends_with("Plugin"))
-            .map(|w| {
-                let w = &w[..w.len() - "Plugin".len()];
-                let mut c = w.chars();
-                c.next()
-                    .map(|f| f.to_ascii_lowercase().to_string() + c.as_str())
-                    .unwrap_or_default()
-            });
-        let field = match quoted {
+        let point = point.and_then(|w| w.strip_suffix("Plugin")).map(|w| {
+            let mut c = w.chars();
+            c.next()
+                .map(|f| f.to_ascii_lowercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        });
+        let field = match plugin {
             Some(plugin) => src.plugin_entry(profile, plugin, point.as_deref()).cloned(),
-            None if message.contains("Score plugins") => Some(
+            None if score => Some(
                 FieldPath::new("profiles")
                     .index(profile)
                     .child("plugins")
