@@ -3,7 +3,7 @@
 //! bounded time and memory.
 
 use k8s_openapi::api::resource::v1::Device;
-use kubestep_engine::plugins::dynamic_resources::cel::{compile, matches};
+use kubestep_engine::plugins::dynamicresources::cel::{compile, matches};
 use proptest::prelude::*;
 
 /// A string-valued expression.

@@ -10,10 +10,9 @@ use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use kubestep::config;
 use kubestep::recording::{self, ReadOptions};
 use kubestep::session::script::{self, Command};
-use kubestep::session::{LocalActuator, Session, SessionOptions, clock, trace};
+use kubestep::session::{Session, SessionOptions, clock, trace};
 
 use super::trace_text;
 
@@ -141,12 +140,6 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     for w in &rec.warnings {
         eprintln!("{}: warning: {w}", super::invoked_name());
     }
-    let cfg = match &a.config {
-        Some(p) => config::load_file(p)?,
-        None => rec
-            .scheduler_config(&a.source)?
-            .unwrap_or_else(config::default_configuration),
-    };
     let start = rec.start();
     let deadline = match until {
         Some(d) => clock::add(start, d),
@@ -159,7 +152,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    let mut session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))?;
+    let mut session = Session::open_replay(rec, &a.source, a.config.as_deref(), opts)?;
     session.trace_level = a.trace.into();
     session.core.sched.set_seed(a.seed);
     session.core.sched.scheduler_log = scheduler_log;

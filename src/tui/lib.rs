@@ -37,7 +37,7 @@ use anyhow::Context;
 
 #[cfg(test)]
 use crate::cluster::{ClusterState, manifest};
-use crate::session::{LocalActuator, Session, SessionOptions};
+use crate::session::{Session, SessionOptions};
 use kubestep_engine::config as sched_config;
 #[cfg(test)]
 use kubestep_engine::config::KubeSchedulerConfiguration;
@@ -77,8 +77,8 @@ fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedule
     })
 }
 
-/// The one place a source becomes a Session: a recording file, a bundled recording's name
-/// or a manifest (`recording::open`); without one, the bundled `demo`.
+/// A source (a recording file, a bundled recording's name or a manifest; without one the
+/// bundled `demo`) as the UI opens it, through `Session::open_replay`.
 ///
 /// Also returns what reading the source said (bad lines skipped, kinds not used).
 pub fn open_session(
@@ -91,18 +91,11 @@ pub fn open_session(
         .unwrap_or_else(|| "demo".to_string());
     let rec = crate::recording::open(&name)?;
     let read = rec.warnings.clone();
-    let cfg = match config {
-        Some(p) => kubestep_engine::config::load_file(p)?,
-        None => rec
-            .scheduler_config(&name)?
-            .unwrap_or_else(kubestep_engine::config::default_configuration),
-    };
     let opts = SessionOptions {
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    let session = Session::from_recording(rec, cfg, opts, Box::new(LocalActuator))
-        .context("starting the session")?;
+    let session = Session::open_replay(rec, &name, config, opts).context("starting the session")?;
     Ok((session, read))
 }
 
@@ -128,7 +121,7 @@ pub fn example_session() -> anyhow::Result<Session> {
         cluster,
         cfg,
         SessionOptions::default(),
-        Box::new(LocalActuator),
+        Box::new(crate::session::LocalActuator),
     )
     .context("starting the session")
 }

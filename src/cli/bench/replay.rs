@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::decision::peak_rss_mib;
 use kubestep::recording::reader::{ReadOptions, read_bytes};
 use kubestep::recording::{self, Recording};
-use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions, clock};
+use kubestep::session::{PodStatus, Session, SessionOptions, clock};
 use kubestep::testing::workloads::synthetic;
 
 #[derive(Debug, Clone, Serialize)]
@@ -98,15 +98,10 @@ pub fn replay(source: &str) -> Result<ReplayReport, String> {
 
 fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, String> {
     let counts = rec.counts();
-    let cfg = rec
-        .scheduler_config(name)
-        .map_err(|e| e.to_string())?
-        .unwrap_or_else(kubestep::config::default_configuration);
     let deadline = clock::add(rec.end(), Duration::from_secs(600));
     let started = Instant::now();
-    let mut s =
-        Session::from_recording(rec, cfg, SessionOptions::default(), Box::new(LocalActuator))
-            .map_err(|e| e.to_string())?;
+    let mut s = Session::open_replay(rec, name, None, SessionOptions::default())
+        .map_err(|e| e.to_string())?;
     let setup_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
     s.run_until_with(deadline, None);

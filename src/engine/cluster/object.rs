@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use std::sync::Arc;
 
+use crate::api::dra;
 use crate::api::quantity::Quantity;
 use crate::framework::PodInfo;
 
@@ -299,7 +300,7 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
         "ReplicationController" => Object::ReplicationController(Box::new(typed(v, &err)?)),
         _ => {
             // DRA kinds stay JSON, but a malformed one is refused here, naming its field.
-            crate::plugins::dynamic_resources::objects::check(&kind, &v, &err)?;
+            check_dra(&kind, &v, &err)?;
             let meta: ObjectMeta = typed(
                 v.get("metadata").cloned().unwrap_or(Value::Null),
                 &|f: &str, m| err(&format!("metadata.{f}"), m),
@@ -635,6 +636,24 @@ impl Object {
             ),
             _ => Ok(()),
         }
+    }
+}
+
+/// Refuses a malformed DRA object at load time, naming the field (other kinds pass).
+fn check_dra(
+    kind: &str,
+    v: &Value,
+    err: &dyn Fn(&str, String) -> ObjectError,
+) -> Result<(), ObjectError> {
+    use k8s_openapi::api::resource::v1::{
+        DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+    };
+    match kind {
+        dra::CLAIM => typed::<ResourceClaim>(v.clone(), err).map(drop),
+        dra::TEMPLATE => typed::<ResourceClaimTemplate>(v.clone(), err).map(drop),
+        dra::CLASS => typed::<DeviceClass>(v.clone(), err).map(drop),
+        dra::SLICE => typed::<ResourceSlice>(v.clone(), err).map(drop),
+        _ => Ok(()),
     }
 }
 

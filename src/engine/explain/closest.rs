@@ -13,9 +13,9 @@ use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 use crate::api::node_affinity::{NodeSelectorTermMatcher, is_empty_term};
 use crate::api::pod_resources::{self, HUGEPAGES_PREFIX};
 use crate::api::taints::{is_no_schedule_or_no_execute, tolerations_tolerate};
-use crate::framework::queue::hints::access::pod_tolerations;
+use crate::framework::hints::access::pod_tolerations;
 use crate::framework::{CycleState, NodeInfo, PodInfo, Resource, Snapshot};
-use crate::plugins::{node_affinity, node_ports, noderesources::fit, taint_toleration};
+use crate::plugins::{nodeaffinity, nodeports, noderesources::fit, tainttoleration};
 
 /// At most this many distinct taints are listed for one reason; the rest are counted.
 const MAX_TAINTS_LISTED: usize = 5;
@@ -164,9 +164,9 @@ pub fn closest(
         .filter_map(|((plugin, reason), nodes)| {
             let fact = match plugin {
                 fit::NAME => resource_fact(reason, request, &nodes)?,
-                taint_toleration::NAME => taint_fact(pod, &nodes)?,
-                node_ports::NAME => ports_fact(pod, &nodes)?,
-                node_affinity::NAME if reason == node_affinity::ERR_REASON_POD => {
+                tainttoleration::NAME => taint_fact(pod, &nodes)?,
+                nodeports::NAME => ports_fact(pod, &nodes)?,
+                nodeaffinity::NAME if reason == nodeaffinity::ERR_REASON_POD => {
                     selector_fact(pod, &nodes)?
                 }
                 _ => return None,

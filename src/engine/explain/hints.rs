@@ -118,7 +118,7 @@ pub fn what_if_with(
         .as_ref()
         .and_then(|s| s.node_selector.as_ref())
         .is_some_and(|s| !s.is_empty());
-    if has_selector && rejected_by(base, crate::plugins::node_affinity::NAME) {
+    if has_selector && rejected_by(base, crate::plugins::nodeaffinity::NAME) {
         let mut p = (**pod).clone();
         if let Some(s) = p.spec.as_mut() {
             s.node_selector = None;
@@ -153,7 +153,7 @@ fn freed_devices(
     pod: &Arc<Pod>,
     base: &Explanation,
 ) -> Vec<Hint> {
-    use crate::plugins::dynamic_resources::objects::CLAIM;
+    use crate::api::dra::CLAIM;
     let mut out = Vec::new();
     for (node, held) in base.held_devices.iter().take(MAX_DEVICE_NODES) {
         let claims: BTreeSet<&str> = held.iter().map(|(_, c)| c.as_str()).collect();
@@ -211,7 +211,7 @@ fn rejected_by(e: &Explanation, plugin: &str) -> bool {
 fn untolerated_taints(e: &Explanation) -> Vec<(String, String, String)> {
     e.closest
         .iter()
-        .filter(|c| c.plugin == crate::plugins::taint_toleration::NAME)
+        .filter(|c| c.plugin == crate::plugins::tainttoleration::NAME)
         .flat_map(|c| match &c.fact {
             Fact::Taints { taints, .. } => taints.as_slice(),
             _ => &[],

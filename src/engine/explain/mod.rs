@@ -550,11 +550,11 @@ fn build(
         extenders: cycle.extender_calls.clone(),
         closest,
         notes,
-        dynamic_resources: crate::plugins::dynamic_resources::explain_state(
+        dynamic_resources: crate::plugins::dynamicresources::explain_state(
             &cycle.state,
             &cycle.pod,
         ),
-        held_devices: crate::plugins::dynamic_resources::held_devices(&cycle.state),
+        held_devices: crate::plugins::dynamicresources::held_devices(&cycle.state),
         what_if: Vec::new(),
     }
 }

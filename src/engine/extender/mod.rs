@@ -18,8 +18,8 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use crate::config;
 use crate::framework::extender::{Extender, ExtenderError, FilterResult, Filtered, HostPriority};
 use crate::framework::node_info::NodeInfo;
-use crate::framework::preemption::NodeVictims;
 use crate::framework::snapshot::Snapshot;
+use crate::framework::types::NodeVictims;
 use crate::framework::types::PodInfo;
 
 pub use http::DEFAULT_EXTENDER_TIMEOUT;

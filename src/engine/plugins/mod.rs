@@ -4,30 +4,32 @@
 //! that maps plugin names to them.
 
 pub mod coscheduling;
-pub mod default_binder;
-pub mod default_preemption;
-pub mod dynamic_resources;
+pub mod defaultbinder;
+pub mod defaultpreemption;
+pub mod dynamicresources;
 pub mod helper;
-pub mod image_locality;
+pub mod imagelocality;
 pub mod interpodaffinity;
-pub mod manual_approval;
-pub mod node_affinity;
-pub mod node_name;
-pub mod node_ports;
-pub mod node_unschedulable;
+pub mod manualapproval;
+pub mod nodeaffinity;
+pub mod nodename;
+pub mod nodeports;
 pub mod noderesources;
+pub mod nodeunschedulable;
 pub mod nodevolumelimits;
 pub mod podtopologyspread;
-pub mod queue_sort;
+pub mod queuesort;
 pub mod registry;
-pub mod scheduling_gates;
+pub mod schedulinggates;
 pub mod signers;
-pub mod taint_toleration;
-pub mod volume_restrictions;
-pub mod volume_zone;
+pub mod tainttoleration;
 pub mod volumebinding;
+pub mod volumerestrictions;
+pub mod volumezone;
 
 #[cfg(test)]
 pub mod conformance_cases;
+#[cfg(test)]
+mod hint_map_tests;
 #[cfg(test)]
 pub mod testing;

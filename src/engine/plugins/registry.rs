@@ -1,239 +1,58 @@
-//! The in-tree registry: plugin name → factory that builds the plugin from its args.
+//! The in-tree registry: one line per plugin, its name and its factory. Each plugin's
+//! module builds it from its own args (`factory`); plugins without args use `plain`.
 
-use std::sync::Arc;
+use crate::config::{PluginRef, PluginSet, Plugins, Profile};
+use crate::framework::factory::{PluginFactory, plain};
+use crate::framework::profile::{Framework, Registry};
 
 use super::*;
-use crate::config::{
-    self, FieldPath, PluginArgs, PluginRef, PluginSet, Plugins, Profile, ScoringStrategyType,
-};
-use crate::framework::plugin::{MAX_NODE_SCORE, Plugin};
-use crate::framework::profile::{FactoryContext, Framework, Registry};
-use noderesources::resource_allocation::{MAX_CUSTOM_PRIORITY_SCORE, ShapePoint, Strategy};
-
-type Built = Result<Arc<dyn Plugin>, String>;
-
-fn simple<P: Plugin + Default + 'static>(_: &FactoryContext) -> Built {
-    Ok(Arc::new(P::default()))
-}
-
-/// Upstream's message when a plugin gets args of another type.
-fn wrong_args(want: &str, got: &PluginArgs) -> String {
-    format!(
-        "want args to be of type {want}, got {}",
-        got.kind().unwrap_or("unknown args")
-    )
-}
-
-fn node_affinity(ctx: &FactoryContext) -> Built {
-    let added = match ctx.args {
-        None => None,
-        Some(PluginArgs::NodeAffinity(a)) => a.added_affinity.as_ref(),
-        Some(PluginArgs::Other(v)) if v.is_null() => None,
-        Some(other) => {
-            return Err(format!(
-                "args are not of type NodeAffinityArgs, got {}",
-                other.kind().unwrap_or("unknown args")
-            ));
-        }
-    };
-    Ok(Arc::new(node_affinity::NodeAffinity::new(added)?))
-}
-
-fn fit(ctx: &FactoryContext) -> Built {
-    let args = match ctx.args {
-        None => config::NodeResourcesFitArgs::default(),
-        Some(a) if a.is_absent() => config::NodeResourcesFitArgs::default(),
-        Some(PluginArgs::NodeResourcesFit(a)) => a.clone(),
-        Some(other) => return Err(wrong_args("NodeResourcesFitArgs", other)),
-    };
-    let errs = config::validate_node_resources_fit_args(&args, &FieldPath::root());
-    if !errs.is_empty() {
-        return Err(errs
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join(", "));
-    }
-    let s = &args.scoring_strategy;
-    let strategy = match &s.type_ {
-        ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
-        ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
-        ScoringStrategyType::RequestedToCapacityRatio => {
-            let shape = s
-                .requested_to_capacity_ratio
-                .as_ref()
-                .map(|r| r.shape.as_slice())
-                .unwrap_or(&[]);
-            Strategy::RequestedToCapacityRatio(
-                shape
-                    .iter()
-                    .map(|p| ShapePoint {
-                        utilization: i64::from(p.utilization),
-                        score: i64::from(p.score) * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
-                    })
-                    .collect(),
-            )
-        }
-        ScoringStrategyType::Other(t) => {
-            return Err(format!("scoring strategy {t} is not supported"));
-        }
-    };
-    Ok(Arc::new(noderesources::Fit::new(
-        noderesources::fit::FitArgs {
-            ignored_resources: args.ignored_resources.clone(),
-            ignored_resource_groups: args.ignored_resource_groups.clone(),
-            strategy,
-            resources: s.resources.clone(),
-        },
-    )))
-}
-
-fn balanced_allocation(ctx: &FactoryContext) -> Built {
-    let resources = match ctx.args {
-        None => noderesources::resource_allocation::default_resources(),
-        Some(a) if a.is_absent() => noderesources::resource_allocation::default_resources(),
-        Some(PluginArgs::NodeResourcesBalancedAllocation(a)) => a.resources.clone(),
-        Some(other) => return Err(wrong_args("NodeResourcesBalancedAllocationArgs", other)),
-    };
-    Ok(Arc::new(noderesources::BalancedAllocation::new(resources)))
-}
-
-fn volume_binding(ctx: &FactoryContext) -> Built {
-    let timeout = match ctx.args {
-        None => config::VolumeBindingArgs::default().bind_timeout_seconds,
-        Some(a) if a.is_absent() => config::VolumeBindingArgs::default().bind_timeout_seconds,
-        Some(PluginArgs::VolumeBinding(a)) => a.bind_timeout_seconds,
-        Some(other) => return Err(wrong_args("VolumeBindingArgs", other)),
-    };
-    Ok(Arc::new(volumebinding::VolumeBinding::new(timeout)))
-}
-
-fn default_preemption(ctx: &FactoryContext) -> Built {
-    let args = match ctx.args {
-        None => config::DefaultPreemptionArgs::default(),
-        Some(a) if a.is_absent() => config::DefaultPreemptionArgs::default(),
-        Some(PluginArgs::DefaultPreemption(a)) => a.clone(),
-        Some(other) => return Err(wrong_args("DefaultPreemptionArgs", other)),
-    };
-    let errs = config::validation::validate_default_preemption_args(&FieldPath::root(), &args);
-    if !errs.is_empty() {
-        return Err(errs
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join(", "));
-    }
-    Ok(Arc::new(default_preemption::DefaultPreemption::new(
-        args.min_candidate_nodes_percentage,
-        args.min_candidate_nodes_absolute,
-    )))
-}
-
-fn validation_error(errs: &[config::FieldError]) -> Option<String> {
-    (!errs.is_empty()).then(|| {
-        errs.iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    })
-}
-
-fn pod_topology_spread(ctx: &FactoryContext) -> Built {
-    let args = match ctx.args {
-        None => config::PodTopologySpreadArgs::default(),
-        Some(a) if a.is_absent() => config::PodTopologySpreadArgs::default(),
-        Some(PluginArgs::PodTopologySpread(a)) => a.clone(),
-        Some(other) => return Err(wrong_args("PodTopologySpreadArgs", other)),
-    };
-    let errs = config::validation::validate_pod_topology_spread_args(&FieldPath::root(), &args);
-    if let Some(e) = validation_error(&errs) {
-        return Err(e);
-    }
-    Ok(Arc::new(podtopologyspread::PodTopologySpread::new(
-        args.default_constraints.clone(),
-        args.is_system_defaulted(),
-    )))
-}
-
-fn inter_pod_affinity(ctx: &FactoryContext) -> Built {
-    let args = match ctx.args {
-        None => config::InterPodAffinityArgs::default(),
-        Some(a) if a.is_absent() => config::InterPodAffinityArgs::default(),
-        Some(PluginArgs::InterPodAffinity(a)) => a.clone(),
-        Some(other) => return Err(wrong_args("InterPodAffinityArgs", other)),
-    };
-    let errs = config::validation::validate_inter_pod_affinity_args(&FieldPath::root(), &args);
-    if let Some(e) = validation_error(&errs) {
-        return Err(e);
-    }
-    Ok(Arc::new(interpodaffinity::InterPodAffinity::new(
-        args.hard_pod_affinity_weight,
-        args.ignore_preferred_terms_of_existing_pods,
-    )))
-}
-
-fn coscheduling(ctx: &FactoryContext) -> Built {
-    let args = coscheduling::CoschedulingArgs::from_plugin_args(ctx.args)?;
-    Ok(Arc::new(coscheduling::Coscheduling::new(args)?))
-}
-
-fn manual_approval(ctx: &FactoryContext) -> Built {
-    let args = manual_approval::ManualApprovalArgs::from_plugin_args(ctx.args)?;
-    Ok(Arc::new(manual_approval::ManualApproval::new(&args)?))
-}
 
 /// Every plugin kubestep implements: kube-scheduler's in-tree plugins, and the out-of-tree
 /// ones a profile may enable (Coscheduling, ManualApproval).
+const IN_TREE: &[(&str, PluginFactory)] = &[
+    (queuesort::NAME, plain::<queuesort::PrioritySort>),
+    (
+        schedulinggates::NAME,
+        plain::<schedulinggates::SchedulingGates>,
+    ),
+    (
+        nodeunschedulable::NAME,
+        plain::<nodeunschedulable::NodeUnschedulable>,
+    ),
+    (nodename::NAME, plain::<nodename::NodeName>),
+    (
+        tainttoleration::NAME,
+        plain::<tainttoleration::TaintToleration>,
+    ),
+    (nodeaffinity::NAME, nodeaffinity::factory),
+    (nodeports::NAME, plain::<nodeports::NodePorts>),
+    (noderesources::fit::NAME, noderesources::fit::factory),
+    (
+        noderesources::balanced_allocation::NAME,
+        noderesources::balanced_allocation::factory,
+    ),
+    (podtopologyspread::NAME, podtopologyspread::factory),
+    (interpodaffinity::NAME, interpodaffinity::factory),
+    (imagelocality::NAME, plain::<imagelocality::ImageLocality>),
+    (
+        volumerestrictions::NAME,
+        plain::<volumerestrictions::VolumeRestrictions>,
+    ),
+    (nodevolumelimits::NAME, plain::<nodevolumelimits::CsiLimits>),
+    (volumebinding::NAME, volumebinding::factory),
+    (volumezone::NAME, plain::<volumezone::VolumeZone>),
+    (dynamicresources::NAME, dynamicresources::factory),
+    (defaultpreemption::NAME, defaultpreemption::factory),
+    (defaultbinder::NAME, plain::<defaultbinder::DefaultBinder>),
+    (coscheduling::NAME, coscheduling::factory),
+    (manualapproval::NAME, manualapproval::factory),
+];
+
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();
-    r.register(queue_sort::NAME, simple::<queue_sort::PrioritySort>);
-    r.register(
-        scheduling_gates::NAME,
-        simple::<scheduling_gates::SchedulingGates>,
-    );
-    r.register(
-        node_unschedulable::NAME,
-        simple::<node_unschedulable::NodeUnschedulable>,
-    );
-    r.register(node_name::NAME, simple::<node_name::NodeName>);
-    r.register(
-        taint_toleration::NAME,
-        simple::<taint_toleration::TaintToleration>,
-    );
-    r.register(node_affinity::NAME, node_affinity);
-    r.register(node_ports::NAME, simple::<node_ports::NodePorts>);
-    r.register(noderesources::fit::NAME, fit);
-    r.register(
-        noderesources::balanced_allocation::NAME,
-        balanced_allocation,
-    );
-    r.register(podtopologyspread::NAME, pod_topology_spread);
-    r.register(interpodaffinity::NAME, inter_pod_affinity);
-    r.register(
-        image_locality::NAME,
-        simple::<image_locality::ImageLocality>,
-    );
-    r.register(
-        volume_restrictions::NAME,
-        simple::<volume_restrictions::VolumeRestrictions>,
-    );
-    r.register(
-        nodevolumelimits::NAME,
-        simple::<nodevolumelimits::CsiLimits>,
-    );
-    r.register(volumebinding::NAME, volume_binding);
-    r.register(volume_zone::NAME, simple::<volume_zone::VolumeZone>);
-    r.register(
-        dynamic_resources::NAME,
-        dynamic_resources::DynamicResources::from_args,
-    );
-    r.register(default_preemption::NAME, default_preemption);
-    r.register(
-        default_binder::NAME,
-        simple::<default_binder::DefaultBinder>,
-    );
-    r.register(coscheduling::NAME, coscheduling);
-    r.register(manual_approval::NAME, manual_approval);
+    for (name, factory) in IN_TREE {
+        r.register(name, *factory);
+    }
     r
 }
 
@@ -250,8 +69,8 @@ pub fn minimal_framework() -> Framework {
         scheduler_name: "default-scheduler".into(),
         percentage_of_nodes_to_score: None,
         plugins: Plugins {
-            queue_sort: set(queue_sort::NAME),
-            bind: set(default_binder::NAME),
+            queue_sort: set(queuesort::NAME),
+            bind: set(defaultbinder::NAME),
             ..Default::default()
         },
         plugin_config: Vec::new(),
@@ -259,5 +78,51 @@ pub fn minimal_framework() -> Framework {
     match Framework::new(&in_tree(), &profile) {
         Ok(f) => f,
         Err(e) => unreachable!("the minimal profile is valid: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{PLUGINS_WITH_ARGS, PluginArgs};
+    use crate::framework::factory::FactoryContext;
+
+    fn build(name: &str, args: Option<&PluginArgs>) -> Result<(), String> {
+        let factory = in_tree()
+            .get(name)
+            .ok_or(format!("{name} not registered"))?;
+        let ctx = FactoryContext {
+            args,
+            profile_name: "default-scheduler",
+        };
+        factory(&ctx).map(drop).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn each_plugin_with_args_reads_its_own_and_refuses_others() {
+        for name in PLUGINS_WITH_ARGS {
+            let own = PluginArgs::default_for(name).expect("an args type");
+            assert_eq!(build(name, None), Ok(()), "{name} without args");
+            assert_eq!(build(name, Some(&own)), Ok(()), "{name} with its defaults");
+            // Another plugin's args: the factory names its own args kind.
+            let other = if name == "VolumeBinding" {
+                PluginArgs::default_for("DefaultPreemption")
+            } else {
+                PluginArgs::default_for("VolumeBinding")
+            };
+            let err = build(name, other.as_ref()).expect_err(name);
+            let kind = own.kind().unwrap_or_default();
+            assert!(
+                err.contains(&format!("of type {kind}, got ")),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_registered_plugin_builds_without_args() {
+        for name in in_tree().names() {
+            assert_eq!(build(name, None), Ok(()), "{name}");
+        }
     }
 }

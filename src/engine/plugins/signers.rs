@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
 
-use crate::framework::batch::{SignFragment, signer};
+use crate::framework::signature::{SignFragment, signer};
 use crate::framework::types::PodInfo;
 
 fn spec(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodSpec> {

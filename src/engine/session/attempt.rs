@@ -663,7 +663,13 @@ impl Attempt {
     /// scheduler, not kubestep, binds it.
     fn keep_in_queue(&self, core: &mut Core) {
         let now = core.clock.now();
-        let h = super::handle_of(&core.sched, &core.cluster, &core.waiting, now, self.profile);
+        let h = super::core_state::handle_of(
+            &core.sched,
+            &core.cluster,
+            &core.waiting,
+            now,
+            self.profile,
+        );
         let fwk = &core.sched.frameworks[self.profile];
         let qpi = self.qpi.clone();
         match &self.cycle.outcome {

@@ -9,7 +9,7 @@ use crate::framework::cycle::{CycleEnv, CycleOutcome, FilterCell, SchedulingCycl
 use crate::framework::plugin::PostFilterResult;
 use crate::framework::preemption::{DEFAULT_CRITERIA, DryRunVerdict, PreemptionTrace};
 use crate::framework::status::Code;
-use crate::plugins::default_preemption::STATE_KEY as PREEMPTION_STATE;
+use crate::plugins::defaultpreemption::STATE_KEY as PREEMPTION_STATE;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::{Core, PodRecord, Session};
-use crate::framework::queue::QueueName;
+use crate::backend::queue::QueueName;
 use crate::framework::queued::QueuedPodInfo;
 
 /// Where a queued pod was.

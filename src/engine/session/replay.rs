@@ -3,6 +3,7 @@
 //! binds itself (whose cycles kubestep runs and compares, but does not bind).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -10,10 +11,38 @@ use k8s_openapi::api::core::v1::Pod;
 use super::scheduler::SetupError;
 use super::{Actuator, Feed, Session, SessionOptions};
 use crate::cluster::{ClusterState, Object, node_name};
-use crate::config::KubeSchedulerConfiguration;
+use crate::config::{self, ConfigError, KubeSchedulerConfiguration};
 use crate::recording::{Event, EventType, Recording};
 
+/// A replay's scheduler configuration: the `--config` file when given, else the one the
+/// recording's header carries, else upstream's defaults.
+pub fn replay_config(
+    rec: &Recording,
+    name: &str,
+    file: Option<&Path>,
+) -> Result<KubeSchedulerConfiguration, ConfigError> {
+    match file {
+        Some(p) => config::load_file(p),
+        None => Ok(rec
+            .scheduler_config(name)?
+            .unwrap_or_else(config::default_configuration)),
+    }
+}
+
 impl Session {
+    /// The one place a recording becomes a session that replays it on its own copy of the
+    /// cluster (the terminal UI, `replay --headless`, `bench`): its configuration as
+    /// [`replay_config`] decides, decisions applied locally. `name` prefixes errors.
+    pub fn open_replay(
+        rec: Recording,
+        name: &str,
+        config_file: Option<&Path>,
+        opts: SessionOptions,
+    ) -> Result<Session, SetupError> {
+        let cfg = replay_config(&rec, name, config_file)?;
+        Session::from_recording(rec, cfg, opts, Box::new(super::LocalActuator))
+    }
+
     /// A session replaying `rec`: events at or before the header's `started` make the
     /// initial cluster; the rest are applied when the clock reaches them.
     pub fn from_recording(
@@ -82,7 +111,7 @@ impl Session {
             .cluster
             .pod_info(&key)
             .is_some_and(|old| old.node_name().is_empty() && old.uid == uid)
-            && self.core.queue.queue_of(uid) == Some(crate::framework::queue::QueueName::Active)
+            && self.core.queue.queue_of(uid) == Some(crate::backend::queue::QueueName::Active)
     }
 
     /// Applies one event from a recording or a watch.

@@ -16,6 +16,7 @@ use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::extender::{Extender, ExtenderError};
 use crate::framework::listers::Listers;
 use crate::framework::nominator::Nominator;
+use crate::framework::profile::FrameworkError;
 use crate::framework::waiting::{NO_WAITING, WaitingPods};
 use crate::framework::{Framework, PodInfo, Snapshot};
 use crate::plugins::registry;
@@ -101,11 +102,16 @@ pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>,
                 return Err(config.locate_errors(errs).into());
             }
         }
-        let f = Framework::new(&reg, p).map_err(|message| SetupError::Profile {
-            location: config.profile_error_location(i, &message),
+        let f = Framework::new(&reg, p).map_err(|e| SetupError::Profile {
+            location: config.profile_error_location(
+                i,
+                e.plugin(),
+                e.point(),
+                e == FrameworkError::ScoreOverflow,
+            ),
             index: i,
             profile: p.scheduler_name.clone(),
-            message,
+            message: e.to_string(),
         })?;
         out.push(f);
     }

@@ -76,7 +76,7 @@ pub fn queue(session: &Session) -> Value {
         .core
         .queue
         .view(&session.core.sched.frameworks[0], session.now());
-    let events = |e: &[crate::framework::queue::events::EventType]| -> Vec<String> {
+    let events = |e: &[crate::framework::events::EventType]| -> Vec<String> {
         e.iter().map(|t| format!("{t:?}")).collect()
     };
     json!({

@@ -13,7 +13,7 @@ use super::span;
 use super::tabs::{TabInfo, TabPane};
 use crate::app::{App, scroll_by};
 use crate::theme::Theme;
-use kubestep_engine::plugins::dynamic_resources::describe;
+use kubestep_engine::plugins::dynamicresources::describe;
 
 /// What the Detail tab shows.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,6 +25,14 @@ fn queueing_hints() -> Vec<ClusterEventWithHint> {
     ]
 }
 
+/// Built from `CoschedulingArgs`, decoded here (it has no in-tree args type).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args = CoschedulingArgs::from_plugin_args(ctx.args)?;
+    Ok(std::sync::Arc::new(Coscheduling::new(args)?))
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -41,13 +49,13 @@ pub use pod_group::{KIND, POD_GROUP_LABEL, PodGroup, full_name, group_label};
 use crate::api::pod_resources::{self, ResourceList};
 use crate::api::quantity::Quantity;
 use crate::config::{BadValue, FieldError, FieldPath, PluginArgs};
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     Handle, PermitPlugin, Plugin, PostFilterPlugin, PostFilterResult, PreFilterPlugin,
     PreFilterResult, QueueSortPlugin, ReservePlugin,
 };
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::queued::{PODS_TO_ACTIVATE_KEY, PodsToActivate, QueuedPodInfo};
 use crate::framework::{
     Code, CycleState, NodeInfo, NodeToStatus, PodInfo, RenderState, Snapshot, StateTree, Status,

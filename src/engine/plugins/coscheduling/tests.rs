@@ -655,7 +655,7 @@ profiles:
             .err()
             .unwrap();
     assert_eq!(
-        err,
+        err.to_string(),
         "initializing plugin \"Coscheduling\": podGroupBackoffSeconds: Invalid value: -5: must be greater than 0"
     );
 }

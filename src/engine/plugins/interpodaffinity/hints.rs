@@ -2,12 +2,12 @@
 //! affinity or lift the anti-affinity that rejected a pod.
 
 use crate::api::labels::empty_labels;
-use crate::framework::queue::events::{ActionType as A, EventObject, EventResource as R};
-use crate::framework::queue::hints::access::{
+use crate::framework::events::{ActionType as A, EventObject, EventResource as R};
+use crate::framework::hints::access::{
     as_nodes, as_pods, node_labels, pod_labels, pod_namespace, pod_node_name, required,
     skip_or_queue,
 };
-use crate::framework::queue::hints::{ClusterEventWithHint, HintResult};
+use crate::framework::hints::{ClusterEventWithHint, HintResult};
 use crate::framework::types::{AffinityTerm, PodInfo};
 use k8s_openapi::api::core::v1::Pod;
 

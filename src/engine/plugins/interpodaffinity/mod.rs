@@ -3,11 +3,11 @@
 //! of both sides, and existing pods' required affinity, score them.
 
 use crate::api::labels::{Selector, empty_labels};
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
-use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::types::AffinityTerm;
 
 pub mod filtering;
@@ -62,7 +62,7 @@ impl Plugin for InterPodAffinity {
     fn sign_pod(
         &self,
         pod: &crate::framework::PodInfo,
-    ) -> Option<crate::framework::batch::SignResult> {
+    ) -> Option<crate::framework::signature::SignResult> {
         let aff = pod.pod().spec.as_ref().and_then(|s| s.affinity.as_ref());
         if aff.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some()) {
             return Some(Err("pods with InterPodAffinity are not signable".into()));
@@ -127,6 +127,21 @@ pub fn describe_term(t: &AffinityTerm) -> String {
     s
 }
 
+/// Built from validated `InterPodAffinityArgs`.
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::InterPodAffinityArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(
+        crate::config::validation::validate_inter_pod_affinity_args(&root, &args),
+    )?;
+    Ok(std::sync::Arc::new(InterPodAffinity::new(
+        args.hard_pod_affinity_weight,
+        args.ignore_preferred_terms_of_existing_pods,
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,7 +201,7 @@ mod tests {
             "pods with InterPodAffinity are not signable"
         );
         let f = pl.sign_pod(&plain).unwrap().unwrap();
-        assert_eq!(f[0].key, crate::framework::batch::signer::LABELS);
+        assert_eq!(f[0].key, crate::framework::signature::signer::LABELS);
         assert_eq!(f[0].value, json!({"app": "web"}));
         // Existing pods' preferred terms ignored: the labels no longer matter.
         let ignoring = InterPodAffinity::new(DEFAULT_HARD_POD_AFFINITY_WEIGHT, true);

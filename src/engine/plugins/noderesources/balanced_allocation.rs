@@ -51,7 +51,7 @@ impl RenderState for PreScoreState {
 }
 
 impl Plugin for BalancedAllocation {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::resources(pod)]))
     }
     fn name(&self) -> &'static str {
@@ -135,6 +135,14 @@ impl ScorePlugin for BalancedAllocation {
         }
         None
     }
+}
+
+/// Built from `NodeResourcesBalancedAllocationArgs` (the resources it balances).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::NodeResourcesBalancedAllocationArgs = ctx.args()?;
+    Ok(std::sync::Arc::new(BalancedAllocation::new(args.resources)))
 }
 
 #[cfg(test)]

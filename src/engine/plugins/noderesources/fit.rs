@@ -11,15 +11,15 @@ use super::resource_allocation::{
 };
 use crate::api::pod_resources::is_scalar_resource_name;
 use crate::api::pod_resources::{self, is_extended_resource_name};
+use crate::framework::events::EventObject;
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::HintResult;
+use crate::framework::hints::access::{
+    as_nodes, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
+};
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
-};
-use crate::framework::queue::events::EventObject;
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::HintResult;
-use crate::framework::queue::hints::access::{
-    as_nodes, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
 };
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Resource, StateTree, Status};
 use k8s_openapi::api::core::v1::Pod;
@@ -206,7 +206,7 @@ impl Fit {
 }
 
 impl Plugin for Fit {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         // DRAExtendedResource (which would make pods unsignable here) is off in v1.35.
         Some(Ok(vec![crate::plugins::signers::resources(pod)]))
     }
@@ -457,6 +457,50 @@ fn requested_resources_increased(req: &Resource, before: &Resource, after: &Reso
         .iter()
         .filter(|(_, v)| **v != 0)
         .any(|(name, _)| after.scalar(name) > before.scalar(name))
+}
+
+/// Built from validated `NodeResourcesFitArgs`: the scoring strategy becomes the scorer
+/// (a RequestedToCapacityRatio shape scaled from 0..10 to 0..100).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    use super::resource_allocation::{MAX_CUSTOM_PRIORITY_SCORE, ShapePoint, Strategy};
+    use crate::config::ScoringStrategyType;
+    let args: crate::config::NodeResourcesFitArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(crate::config::validate_node_resources_fit_args(
+        &args, &root,
+    ))?;
+    let s = &args.scoring_strategy;
+    let strategy = match &s.type_ {
+        ScoringStrategyType::LeastAllocated => Strategy::LeastAllocated,
+        ScoringStrategyType::MostAllocated => Strategy::MostAllocated,
+        ScoringStrategyType::RequestedToCapacityRatio => {
+            let shape = s
+                .requested_to_capacity_ratio
+                .as_ref()
+                .map_or(&[][..], |r| &r.shape[..]);
+            let scale = crate::framework::plugin::MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE;
+            Strategy::RequestedToCapacityRatio(
+                shape
+                    .iter()
+                    .map(|p| ShapePoint {
+                        utilization: i64::from(p.utilization),
+                        score: i64::from(p.score) * scale,
+                    })
+                    .collect(),
+            )
+        }
+        ScoringStrategyType::Other(t) => {
+            return Err(format!("scoring strategy {t} is not supported").into());
+        }
+    };
+    Ok(std::sync::Arc::new(Fit::new(FitArgs {
+        ignored_resources: args.ignored_resources.clone(),
+        ignored_resource_groups: args.ignored_resource_groups.clone(),
+        strategy,
+        resources: s.resources.clone(),
+    })))
 }
 
 #[cfg(test)]

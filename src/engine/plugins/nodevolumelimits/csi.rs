@@ -18,12 +18,12 @@ use crate::api::volume::{
     RESOURCE_PVC, not_found, pod_volumes, pvc_class, pvc_name, pvc_namespace, pvc_volume_name,
     volume_claim_of, volume_is_for,
 };
-use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{
     as_objects, as_pods, new_pvc, required, skip_or_queue, uses_claim,
 };
+use crate::framework::plugin::{FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::{CycleState, NodeInfo, PodInfo, Status};
 use k8s_openapi::api::storage::v1::VolumeAttachment;
 
@@ -214,7 +214,7 @@ impl CsiLimits {
 }
 
 impl Plugin for CsiLimits {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
     }
     fn name(&self) -> &'static str {

@@ -8,13 +8,13 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use super::PodTopologySpread;
 use super::common::{DO_NOT_SCHEDULE, SpreadConstraint};
 use crate::api::labels::Labels;
-use crate::framework::plugin::Handle;
-use crate::framework::queue::events::{ActionType as A, EventObject, EventResource as R};
-use crate::framework::queue::hints::access::{
+use crate::framework::events::{ActionType as A, EventObject, EventResource as R};
+use crate::framework::hints::access::{
     as_nodes, as_pods, node_labels, pod_labels, pod_namespace, pod_node_name, pod_uid,
     skip_or_queue,
 };
-use crate::framework::queue::hints::{ClusterEventWithHint, HintResult};
+use crate::framework::hints::{ClusterEventWithHint, HintResult};
+use crate::framework::plugin::Handle;
 use crate::framework::types::PodInfo;
 
 /// PodTopologySpread's EnqueueExtensions; `pl` carries the profile's default constraints.

@@ -6,10 +6,10 @@
 
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::plugin::{
     FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
 };
-use crate::framework::queue::hints::ClusterEventWithHint;
 
 pub mod common;
 pub mod filtering;
@@ -70,7 +70,7 @@ impl Plugin for PodTopologySpread {
     fn sign_pod(
         &self,
         pod: &crate::framework::PodInfo,
-    ) -> Option<crate::framework::batch::SignResult> {
+    ) -> Option<crate::framework::signature::SignResult> {
         let own = pod
             .pod()
             .spec
@@ -106,6 +106,22 @@ impl Plugin for PodTopologySpread {
     }
 }
 
+/// Built from validated `PodTopologySpreadArgs` (default constraints, and whether they are
+/// the system's).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::PodTopologySpreadArgs = ctx.args()?;
+    let root = crate::config::FieldPath::root();
+    crate::framework::factory::BuildError::check(
+        crate::config::validation::validate_pod_topology_spread_args(&root, &args),
+    )?;
+    Ok(std::sync::Arc::new(PodTopologySpread::new(
+        args.default_constraints.clone(),
+        args.is_system_defaulted(),
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,7 +150,7 @@ mod tests {
         let spread = pod(json!({"metadata": {"name": "q"}, "spec": {"containers": [],
             "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "zone",
                 "whenUnsatisfiable": "DoNotSchedule"}]}}));
-        let err = |r: Option<crate::framework::batch::SignResult>| r.unwrap().unwrap_err();
+        let err = |r: Option<crate::framework::signature::SignResult>| r.unwrap().unwrap_err();
         assert_eq!(
             err(PodTopologySpread::default().sign_pod(&plain)),
             "pods with default topology constraints are not signable"

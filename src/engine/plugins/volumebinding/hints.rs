@@ -5,9 +5,9 @@ use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, Stor
 
 use crate::api::quantity::Quantity;
 use crate::api::volume::{MIGRATED_PLUGINS_ANNOTATION, pod_volumes};
-use crate::framework::queue::events::{ActionType as A, EventResource as R};
-use crate::framework::queue::hints::ClusterEventWithHint;
-use crate::framework::queue::hints::access::{
+use crate::framework::events::{ActionType as A, EventResource as R};
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::hints::access::{
     as_objects, meta_name, new_pvc, required, skip_or_queue, uses_claim,
 };
 

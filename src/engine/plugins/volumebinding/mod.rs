@@ -6,4 +6,4 @@ pub mod binder;
 mod hints;
 pub mod volume_binding;
 
-pub use volume_binding::{NAME, VolumeBinding, binding_updates};
+pub use volume_binding::{NAME, VolumeBinding, binding_updates, factory};

@@ -15,11 +15,11 @@ use crate::api::volume::{
     CLAIM_LOST, RESOURCE_PVC, not_found, pod_volumes, pv_name, pvc_key, pvc_name, pvc_phase,
     pvc_volume_name, volume_claim, volume_is_for_pod,
 };
+use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     ReservePlugin, ScorePlugin,
 };
-use crate::framework::queue::hints::ClusterEventWithHint;
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
 pub const NAME: &str = "VolumeBinding";
@@ -230,7 +230,7 @@ impl VolumeBinding {
 }
 
 impl Plugin for VolumeBinding {
-    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::batch::SignResult> {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         Some(Ok(vec![crate::plugins::signers::volumes(pod)]))
     }
     fn name(&self) -> &'static str {
@@ -427,6 +427,16 @@ impl PreBindPlugin for VolumeBinding {
         inner.bound_on = Some(node.to_string());
         Status::success()
     }
+}
+
+/// Built from `VolumeBindingArgs` (its `bindTimeoutSeconds`).
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::VolumeBindingArgs = ctx.args()?;
+    Ok(std::sync::Arc::new(VolumeBinding::new(
+        args.bind_timeout_seconds,
+    )))
 }
 
 #[cfg(test)]

@@ -1,0 +1,834 @@
+//! DynamicResources (DRA with structured parameters, resource.k8s.io/v1). PreEnqueue waits
+//! for claims that do not exist; PreFilter reads the pod's claims, pins it to the nodes of
+//! claims already allocated and checks device classes; Filter runs the structured
+//! allocator per node; Reserve assumes the chosen devices so later pods do not get them;
+//! PreBind marks the claims allocated and reserved for the pod; Score favours earlier
+//! `firstAvailable` alternatives.
+//!
+//! Upstream's claim controller creates claims from ResourceClaimTemplates; kubestep stands
+//! in for it (see `objects::pod_claims`). What the plugin writes to claims (PreBind's
+//! allocation and reservation, Unreserve's and PostFilter's undoing) goes into the
+//! attempt's CycleState as `ObjectWrites`, which the session carries out: into the
+//! replayed cluster, or to the API server in live active mode. Between cycles the plugin
+//! remembers allocations in flight and its own writes (`assume`).
+
+pub mod allocator;
+mod assume;
+pub mod cel;
+pub mod describe;
+pub(crate) mod hints;
+pub mod objects;
+mod state;
+
+/// Built from the profile's `DynamicResourcesArgs` (the defaults without them): its
+/// `filterTimeout`, when the feature gate is on and the timeout is not zero.
+pub fn factory(
+    ctx: &crate::framework::factory::FactoryContext,
+) -> crate::framework::factory::Built {
+    let args: crate::config::DynamicResourcesArgs = ctx.args()?;
+    let filter_timeout = args
+        .filter_timeout
+        .filter(|t| crate::config::gates::DRA_SCHEDULER_FILTER_TIMEOUT && !t.is_zero())
+        .and_then(|t| t.to_std());
+    Ok(Arc::new(DynamicResources {
+        filter_timeout,
+        ..Default::default()
+    }))
+}
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
+
+use crate::api::node_affinity::NodeSelectorMatcher;
+use crate::framework::hints::ClusterEventWithHint;
+use crate::framework::listers::Listers;
+use crate::framework::plugin::{
+    FilterPlugin, Handle, NodeScore, Plugin, PluginState, PostFilterPlugin, PostFilterResult,
+    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
+};
+use crate::framework::queued::{ObjectWrite, ObjectWrites};
+use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
+use crate::plugins::helper::default_normalize;
+use allocator::{Allocator, InUse, Outcome, allocated_ids, gather_pools};
+use assume::{Assumed, Written};
+use state::{NodeResult, StateData};
+
+pub const NAME: &str = "DynamicResources";
+const STATE_KEY: &str = "DynamicResources";
+/// Upstream `resourceapi.ResourceClaimReservedForMaxSize`.
+const RESERVED_FOR_MAX: usize = 256;
+/// Upstream `resourceapi.Finalizer`: set on a claim the scheduler allocates.
+const CLAIM_FINALIZER: &str = "resource.kubernetes.io/delete-protection";
+/// Upstream `resourceapi.FirstAvailableDeviceRequestMaxSize`.
+const FIRST_AVAILABLE_MAX: i64 = 8;
+
+#[derive(Debug, Default)]
+pub struct DynamicResources {
+    assumed: Mutex<Assumed>,
+    /// `filterTimeout`: how long Filter may search one node's devices (`None` or zero:
+    /// no limit). Wall-clock, as upstream's; at the 10s default no search kubestep runs
+    /// comes near it, so replays stay deterministic in practice.
+    filter_timeout: Option<std::time::Duration>,
+}
+
+/// Upstream's reason when the device search on a node outlives `filterTimeout`.
+pub const ERR_FILTER_TIMEOUT: &str = "timed out trying to allocate devices";
+
+impl DynamicResources {
+    fn lock(&self) -> MutexGuard<'_, Assumed> {
+        self.assumed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The claim has a `reservedFor` entry for the pod.
+fn reserved_for(c: &ResourceClaim, uid: &str) -> bool {
+    c.status
+        .as_ref()
+        .and_then(|s| s.reserved_for.as_ref())
+        .is_some_and(|r| r.iter().any(|r| r.uid == uid))
+}
+
+/// Hands a claim's new state to the session to write (see `ObjectWrites`).
+fn write_claim(cs: &mut CycleState, what: String, claim: &ResourceClaim) -> Arc<AtomicBool> {
+    let done = Arc::new(AtomicBool::new(false));
+    let object = serde_json::to_value(claim).unwrap_or_default();
+    ObjectWrites::push(
+        cs,
+        ObjectWrite {
+            what,
+            object: Arc::new(object),
+            written: done.clone(),
+        },
+    );
+    done
+}
+
+fn has_claims(pod: &PodInfo) -> bool {
+    pod.pod()
+        .spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .is_some_and(|c| !c.is_empty())
+}
+
+fn state(cs: &CycleState) -> Result<&StateData, Status> {
+    cs.read::<StateData>(STATE_KEY)
+        .map_err(|e| Status::error(e.to_string()))
+}
+
+impl Plugin for DynamicResources {
+    fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
+        let claims = pod
+            .pod()
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_ref());
+        if claims.is_some_and(|c| !c.is_empty()) {
+            return Some(Err("pods with dra resource claims are not signable".into()));
+        }
+        Some(Ok(Vec::new()))
+    }
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
+        Some(hints::events())
+    }
+    fn save_state(&self) -> Option<PluginState> {
+        Some(std::sync::Arc::new(self.lock().clone()))
+    }
+    fn restore_state(&self, s: &PluginState) {
+        if let Some(a) = s.downcast_ref::<Assumed>() {
+            *self.lock() = a.clone();
+        }
+    }
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        Some(self)
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        Some(self)
+    }
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        Some(self)
+    }
+}
+
+impl PreEnqueuePlugin for DynamicResources {
+    fn pre_enqueue(&self, h: &Handle, pod: &PodInfo) -> Status {
+        if !has_claims(pod) {
+            return Status::success();
+        }
+        match objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new()) {
+            Ok(_) => Status::success(),
+            Err(e) => Status::unresolvable(e),
+        }
+    }
+}
+
+/// Upstream `validateDeviceClass`.
+fn check_class(h: &Handle, class: &str, request: &str) -> Option<Status> {
+    if class.is_empty() {
+        return Some(Status::error(format!(
+            "request {request}: unsupported request type"
+        )));
+    }
+    objects::class(h.listers, class).is_none().then(|| {
+        Status::unresolvable(format!(
+            "request {request}: device class {class} does not exist"
+        ))
+    })
+}
+
+impl PreFilterPlugin for DynamicResources {
+    fn pre_filter(
+        &self,
+        h: &Handle,
+        cs: &mut CycleState,
+        pod: &PodInfo,
+    ) -> (Option<PreFilterResult>, Status) {
+        cs.write(STATE_KEY, StateData::default());
+        if !has_claims(pod) {
+            return (None, Status::skip());
+        }
+        let view = self.lock().view(h.listers);
+        let claims = match objects::pod_claims(h.listers, pod.pod(), &view.claims) {
+            Ok(c) => c,
+            Err(e) => return (None, Status::unresolvable(e)),
+        };
+        let mut s = StateData::default();
+        for c in &claims {
+            match c.allocation() {
+                Some(a) => {
+                    let reserved = c
+                        .claim
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.reserved_for.as_ref());
+                    let full = reserved.is_some_and(|r| r.len() >= RESERVED_FOR_MAX);
+                    let for_pod = reserved.into_iter().flatten().any(|r| r.uid == pod.uid);
+                    if full && !for_pod {
+                        return (None, Status::unresolvable("resourceclaim in use"));
+                    }
+                    s.pinned
+                        .push(a.node_selector.as_ref().map(NodeSelectorMatcher::new));
+                }
+                None => {
+                    // Upstream waits for an allocation in flight to be written.
+                    if view.in_flight.contains_key(&c.key) {
+                        return (
+                            None,
+                            Status::unresolvable(format!(
+                                "resource claim {} is in the process of being allocated",
+                                c.key
+                            )),
+                        );
+                    }
+                    s.pinned.push(None);
+                    s.to_allocate.push(s.pinned.len() - 1);
+                    for r in c.requests() {
+                        let bad = match (&r.exactly, &r.first_available) {
+                            (Some(e), _) => check_class(h, &e.device_class_name, &r.name),
+                            (None, Some(fa)) if !fa.is_empty() => fa.iter().find_map(|sub| {
+                                check_class(
+                                    h,
+                                    &sub.device_class_name,
+                                    &format!("{}/{}", r.name, sub.name),
+                                )
+                            }),
+                            _ => Some(Status::unresolvable(format!(
+                                "resource claim {}, request {}: unknown request type",
+                                c.key, r.name
+                            ))),
+                        };
+                        if let Some(st) = bad {
+                            return (None, st);
+                        }
+                    }
+                }
+            }
+        }
+        if !s.to_allocate.is_empty() {
+            // Devices held by any claim (kubestep's writes standing for the cluster's
+            // copies) or by an allocation in flight.
+            let mut all: BTreeMap<String, Arc<ResourceClaim>> = objects::all_claims(h.listers)
+                .into_iter()
+                .map(|(k, c)| (k, Arc::new(c)))
+                .collect();
+            all.extend(view.claims.iter().map(|(k, c)| (k.clone(), c.clone())));
+            let mut in_use: InUse = all
+                .iter()
+                .filter_map(|(k, c)| Some((k, c.status.as_ref()?.allocation.as_ref()?)))
+                .flat_map(|(k, a)| allocated_ids(a).map(move |d| (d, k.clone())))
+                .collect();
+            for (k, a) in &view.in_flight {
+                in_use.extend(allocated_ids(a).map(|d| (d, k.clone())));
+            }
+            s.in_use = in_use;
+            s.slices = std::sync::Arc::new(objects::slices(h.listers));
+            s.classes = std::sync::Arc::new(objects::all_classes(h.listers));
+        }
+        s.claims = claims;
+        cs.write(STATE_KEY, s);
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for DynamicResources {
+    fn filter(&self, _h: &Handle, cs: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let s = match state(cs) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if s.claims.is_empty() {
+            return Status::success();
+        }
+        let n = node.node();
+        let unavailable: Vec<usize> = s
+            .pinned
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.as_ref().is_some_and(|m| !m.matches_node(n)))
+            .map(|(i, _)| i)
+            .collect();
+        let name = node.name().to_string();
+        if !s.to_allocate.is_empty() {
+            let claims: Vec<(&str, &k8s_openapi::api::resource::v1::ResourceClaim)> = s
+                .to_allocate
+                .iter()
+                .map(|&i| (s.claims[i].key.as_str(), &*s.claims[i].claim))
+                .collect();
+            let classes = |c: &str| s.classes.get(c).cloned();
+            let alloc = Allocator {
+                claims: &claims,
+                classes: &classes,
+                in_use: &s.in_use,
+                pools: gather_pools(&s.slices, n),
+                node: n,
+                deadline: self.filter_timeout.map(|t| std::time::Instant::now() + t),
+            };
+            match alloc.allocate() {
+                Outcome::Error(e) => return Status::error(e),
+                Outcome::TimedOut => {
+                    s.record(name, NodeResult::Failed(None));
+                    return Status::unresolvable(ERR_FILTER_TIMEOUT);
+                }
+                Outcome::InvalidPools => {
+                    s.record(name, NodeResult::Failed(None));
+                    return Status::unresolvable("invalid resource pools were encountered");
+                }
+                Outcome::Unsatisfiable(why) => {
+                    s.record(name, NodeResult::Failed(why));
+                    return Status::unresolvable("cannot allocate all claims");
+                }
+                Outcome::Allocated(a) if unavailable.is_empty() => {
+                    s.record(name.clone(), NodeResult::Allocated(a));
+                }
+                Outcome::Allocated(_) => {}
+            }
+        }
+        if !unavailable.is_empty() {
+            s.mark_unavailable(&unavailable);
+            s.record(name, NodeResult::Unavailable(unavailable));
+            return Status::unresolvable("resourceclaim not available on the node");
+        }
+        Status::success()
+    }
+
+    fn rejection_note(&self, cs: &CycleState, node: &str) -> Option<String> {
+        state(cs).ok()?.note(node)
+    }
+}
+
+/// The plugin's CycleState as a tree, for a pod with resource claims (explain shows it).
+pub fn explain_state(cs: &CycleState, pod: &PodInfo) -> Option<crate::framework::StateTree> {
+    if !has_claims(pod) {
+        return None;
+    }
+    use crate::framework::RenderState;
+    state(cs).ok().map(RenderState::render)
+}
+
+/// Per node Filter rejected for want of devices: the matching devices other claims hold
+/// (`driver/pool/device`, claim).
+pub fn held_devices(cs: &CycleState) -> BTreeMap<String, Vec<(String, String)>> {
+    let Ok(s) = state(cs) else {
+        return BTreeMap::new();
+    };
+    s.failed_nodes()
+        .into_iter()
+        .filter_map(|n| {
+            let held = s.shortfall(&n)?.held;
+            (!held.is_empty()).then(|| {
+                let v = held.into_iter().map(|(d, c)| (d.to_string(), c)).collect();
+                (n, v)
+            })
+        })
+        .collect()
+}
+
+impl PostFilterPlugin for DynamicResources {
+    /// Upstream deallocates one claim that is allocated but not available on some node
+    /// and that no other pod holds, so that the next attempt can allocate it elsewhere:
+    /// status.allocation, reservedFor and devices cleared in one status update. Upstream
+    /// picks at random among such claims (a Go map); kubestep takes the first in the
+    /// pod's order.
+    fn post_filter(
+        &self,
+        _h: &Handle,
+        cs: &mut CycleState,
+        pod: &PodInfo,
+        _statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        let s = match state(cs) {
+            Ok(s) => s,
+            Err(e) => return (None, e),
+        };
+        if s.claims.is_empty() {
+            return (None, Status::unschedulable("no new claims to deallocate"));
+        }
+        let mut target = None;
+        for i in s.unavailable() {
+            let c = &s.claims[i];
+            let reserved = c
+                .claim
+                .status
+                .as_ref()
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default();
+            let only_this_pod = reserved.len() == 1 && reserved[0].uid == pod.uid;
+            if reserved.is_empty() || only_this_pod {
+                target = Some((c.key.clone(), (*c.claim).clone()));
+                break;
+            }
+        }
+        let Some((key, mut claim)) = target else {
+            return (None, Status::unschedulable("still not schedulable"));
+        };
+        let base = claim.metadata.resource_version.clone();
+        if let Some(st) = claim.status.as_mut() {
+            st.reserved_for = None;
+            st.allocation = None;
+            st.devices = None;
+        }
+        let done = write_claim(cs, format!("deallocate claim {key}"), &claim);
+        self.lock().wrote(
+            &key,
+            Written {
+                claim: Arc::new(claim),
+                base,
+                done,
+                allocated: false,
+                pods: BTreeSet::new(),
+            },
+        );
+        (
+            None,
+            Status::unschedulable("deallocation of ResourceClaim completed"),
+        )
+    }
+}
+
+impl ScorePlugin for DynamicResources {
+    /// Node by node as `score`, but a pod without claims (most pods) reads the state once
+    /// and scores 0 everywhere.
+    fn score_nodes(
+        &self,
+        h: &Handle,
+        cs: &CycleState,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        out: &mut [i64],
+    ) -> Option<(usize, Status)> {
+        match state(cs) {
+            Ok(s) if s.claims.is_empty() => {
+                out.iter_mut().for_each(|v| *v = 0);
+                None
+            }
+            Err(e) if !nodes.is_empty() => {
+                out.iter_mut().for_each(|v| *v = 0);
+                Some((0, e))
+            }
+            _ => crate::framework::plugin::score_each(self, h, cs, pod, nodes, out),
+        }
+    }
+
+    fn score(
+        &self,
+        _h: &Handle,
+        cs: &CycleState,
+        _pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> (i64, Status) {
+        let s = match state(cs) {
+            Ok(s) => s,
+            Err(e) => return (0, e),
+        };
+        // A pod without claims scores 0 everywhere, as upstream's early return; and every
+        // node is asked, so it must cost nothing.
+        if s.claims.is_empty() {
+            return (0, Status::success());
+        }
+        let Some(allocs) = s.allocations(node.name()) else {
+            return (0, Status::success());
+        };
+        let mut score = 0;
+        for (&ci, a) in s.to_allocate.iter().zip(&allocs) {
+            let picked: BTreeSet<&str> = a
+                .devices
+                .iter()
+                .flat_map(|d| d.results.iter().flatten())
+                .map(|r| r.request.as_str())
+                .filter(|r| r.contains('/'))
+                .collect();
+            for r in s.claims[ci].requests() {
+                for (i, sub) in r.first_available.iter().flatten().enumerate() {
+                    if picked.contains(format!("{}/{}", r.name, sub.name).as_str()) {
+                        score += FIRST_AVAILABLE_MAX - i as i64;
+                    }
+                }
+            }
+        }
+        (score, Status::success())
+    }
+
+    fn has_normalize(&self) -> bool {
+        true
+    }
+
+    fn normalize_score(
+        &self,
+        _h: &Handle,
+        _cs: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore],
+    ) -> Status {
+        default_normalize(scores, false);
+        Status::success()
+    }
+}
+
+impl ReservePlugin for DynamicResources {
+    /// The allocations chosen for the node are in flight until PreBind writes them: other
+    /// pods do not get their devices, and a pod sharing a claim waits (upstream's
+    /// `SignalClaimPendingAllocation`).
+    fn reserve(&self, _h: &Handle, cs: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let s = match state(cs) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if s.to_allocate.is_empty() {
+            return Status::success();
+        }
+        let Some(allocs) = s.allocations(node) else {
+            return Status::error("claim allocation not found for node");
+        };
+        let mut assumed = self.lock();
+        for (&ci, a) in s.to_allocate.iter().zip(allocs) {
+            assumed.start(&s.claims[ci].key, a, &pod.key);
+        }
+        drop(assumed);
+        s.set_reserved(node);
+        Status::success()
+    }
+
+    /// A pod without claims: upstream's Reserve returns at once; kubestep keeps such
+    /// pods' steps as they were before DRA was modelled.
+    fn nothing_to_reserve(&self, cs: &CycleState) -> bool {
+        state(cs).is_ok_and(|s| s.claims.is_empty())
+    }
+
+    /// An allocation in flight ends once its claim shows an allocation (see `assume.rs`).
+    fn holds_until_observed(&self) -> bool {
+        true
+    }
+
+    /// Allocations in flight are dropped; a claim PreBind reserved for the pod gets the
+    /// pod taken out of `reservedFor` again (upstream's strategic-merge patch; the
+    /// allocation stays).
+    fn unreserve(&self, _h: &Handle, cs: &mut CycleState, pod: &PodInfo, _node: &str) {
+        let Ok(s) = state(cs) else { return };
+        let mut writes = Vec::new();
+        {
+            let mut assumed = self.lock();
+            for &ci in &s.to_allocate {
+                assumed.end(&s.claims[ci].key);
+            }
+            for c in &s.claims {
+                if c.allocation().is_none() || !reserved_for(&c.claim, &pod.uid) {
+                    continue;
+                }
+                // PreBind's write that never happened has nothing to undo.
+                if !s.pre_bind_written(&c.key) {
+                    assumed.forget(&c.key);
+                    continue;
+                }
+                let mut claim = (*c.claim).clone();
+                if let Some(rf) = claim.status.as_mut().and_then(|s| s.reserved_for.as_mut()) {
+                    rf.retain(|r| r.uid != pod.uid);
+                }
+                let prev = assumed.written(&c.key).cloned();
+                writes.push((c.key.clone(), claim, prev));
+            }
+        }
+        s.set_reserved_none();
+        for (key, claim, prev) in writes {
+            let base = claim.metadata.resource_version.clone();
+            // Upstream patches without a precondition: the write carries no version.
+            let mut unconditional = claim.clone();
+            unconditional.metadata.resource_version = None;
+            let done = write_claim(cs, format!("unreserve claim {key}"), &unconditional);
+            let (allocated, mut pods) = prev.map(|w| (w.allocated, w.pods)).unwrap_or_default();
+            pods.retain(|(uid, _)| *uid != pod.uid);
+            self.lock().wrote(
+                &key,
+                Written {
+                    claim: Arc::new(claim),
+                    base,
+                    done,
+                    allocated,
+                    pods,
+                },
+            );
+        }
+    }
+}
+
+impl PreBindPlugin for DynamicResources {
+    fn pre_bind_pre_flight(
+        &self,
+        _h: &Handle,
+        cs: &CycleState,
+        _pod: &PodInfo,
+        _node: &str,
+    ) -> Status {
+        match state(cs) {
+            Err(e) => e,
+            Ok(s) if s.claims.is_empty() => Status::skip(),
+            Ok(_) => Status::success(),
+        }
+    }
+
+    /// A pod without claims (PreBindPreFlight skips it): no step, as before DRA was
+    /// modelled.
+    fn nothing_to_bind(&self, cs: &CycleState) -> bool {
+        state(cs).is_ok_and(|s| s.claims.is_empty())
+    }
+
+    /// Upstream's `bindClaim` for each claim not yet reserved for the pod: the claim as it
+    /// stands now, the allocation Reserve kept (with the delete-protection finalizer) and
+    /// the pod appended to `reservedFor`, in one status update. The session carries the
+    /// update out (see `ObjectWrites`); a failed write fails PreBind.
+    fn pre_bind(&self, h: &Handle, cs: &mut CycleState, pod: &PodInfo, node: &str) -> Status {
+        let s = match state(cs) {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        if s.claims.is_empty() {
+            return Status::success();
+        }
+        let allocs = if s.to_allocate.is_empty() {
+            Vec::new()
+        } else {
+            match s.allocations(node) {
+                Some(a) => a,
+                None => return Status::error("claim allocation not found for node"),
+            }
+        };
+        let view = self.lock().view(h.listers);
+        let mut updates = Vec::new();
+        for (i, c) in s.claims.iter().enumerate() {
+            if reserved_for(&c.claim, &pod.uid) {
+                continue;
+            }
+            let allocation = s
+                .to_allocate
+                .iter()
+                .position(|&ci| ci == i)
+                .and_then(|j| allocs.get(j).cloned());
+            // The claim as the API server has it now: kubestep's last write, the
+            // cluster's, or the one kubestep makes from a template.
+            let mut claim = match view.claims.get(&c.key) {
+                Some(w) => (**w).clone(),
+                None => objects::claim(h.listers, &c.key).unwrap_or_else(|| (*c.claim).clone()),
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Status::error(format!("claim {} got deleted in the meantime", c.key));
+            }
+            let allocated = allocation.is_some();
+            let status = claim.status.get_or_insert_with(Default::default);
+            if let Some(a) = allocation {
+                if status.allocation.is_some() {
+                    return Status::error(format!(
+                        "claim {} got allocated elsewhere in the meantime",
+                        c.key
+                    ));
+                }
+                status.allocation = Some(a);
+            }
+            status
+                .reserved_for
+                .get_or_insert_with(Vec::new)
+                .push(ResourceClaimConsumerReference {
+                    resource: "pods".into(),
+                    name: pod.name.clone(),
+                    uid: pod.uid.clone(),
+                    api_group: None,
+                });
+            if allocated {
+                let f = claim.metadata.finalizers.get_or_insert_with(Vec::new);
+                if !f.iter().any(|f| f == CLAIM_FINALIZER) {
+                    f.push(CLAIM_FINALIZER.into());
+                }
+            }
+            updates.push((i, c.key.clone(), allocated, claim));
+        }
+        let mut done_flags = Vec::new();
+        for (i, key, allocated, claim) in updates {
+            let what = if allocated {
+                format!("add allocation and reservation to claim {key}")
+            } else {
+                format!("add reservation to claim {key}")
+            };
+            let base = claim.metadata.resource_version.clone();
+            let claim = Arc::new(claim);
+            let done = write_claim(cs, what, &claim);
+            let mut assumed = self.lock();
+            let (was_allocated, mut pods) = assumed
+                .written(&key)
+                .cloned()
+                .map(|w| (w.allocated, w.pods))
+                .unwrap_or_default();
+            pods.insert((pod.uid.clone(), pod.key.clone()));
+            assumed.end(&key);
+            assumed.wrote(
+                &key,
+                Written {
+                    claim: claim.clone(),
+                    base,
+                    done: done.clone(),
+                    allocated: allocated || was_allocated,
+                    pods,
+                },
+            );
+            drop(assumed);
+            done_flags.push((i, key, claim, done));
+        }
+        if let Ok(s) = cs.read_mut::<StateData>(STATE_KEY) {
+            for (i, key, claim, done) in done_flags {
+                // Unreserve works with the claim as PreBind wrote it.
+                s.claims[i].claim = claim;
+                s.set_pre_bind_write(key, done);
+            }
+            s.set_bound(node);
+        }
+        Status::success()
+    }
+}
+
+/// Checks what `explain` would otherwise report as a bare scheduling error: every class
+/// the pod's unallocated claims name exists, and every selector (class and request)
+/// compiles and evaluates on every published device. The error names the object, the
+/// field and the expression. Claims that do not exist yet are not an input error (the pod
+/// waits at PreEnqueue, as upstream).
+pub fn check_inputs(l: &Listers, pod: &Pod) -> Result<(), String> {
+    let Ok(claims) = objects::pod_claims(l, pod, &BTreeMap::new()) else {
+        return Ok(());
+    };
+    let slices = objects::slices(l);
+    for c in claims.iter().filter(|c| c.allocation().is_none()) {
+        let what = match &c.from_template {
+            Some(t) => format!("claim {} (from ResourceClaimTemplate {t})", c.key),
+            None => format!("claim {}", c.key),
+        };
+        for r in c.requests() {
+            let subs: Vec<(
+                String,
+                String,
+                &[k8s_openapi::api::resource::v1::DeviceSelector],
+            )> = match (&r.exactly, &r.first_available) {
+                (Some(e), _) => vec![(
+                    format!("spec.devices.requests[name={}].exactly", r.name),
+                    e.device_class_name.clone(),
+                    e.selectors.as_deref().unwrap_or(&[]),
+                )],
+                (None, Some(fa)) => fa
+                    .iter()
+                    .map(|s| {
+                        (
+                            format!(
+                                "spec.devices.requests[name={}].firstAvailable[name={}]",
+                                r.name, s.name
+                            ),
+                            s.device_class_name.clone(),
+                            s.selectors.as_deref().unwrap_or(&[]),
+                        )
+                    })
+                    .collect(),
+                _ => {
+                    return Err(format!(
+                        "{what}, spec.devices.requests[name={}]: neither exactly nor firstAvailable is set",
+                        r.name
+                    ));
+                }
+            };
+            for (field, class_name, sels) in subs {
+                let Some(class) = objects::class(l, &class_name) else {
+                    return Err(format!(
+                        "{what}, {field}.deviceClassName: DeviceClass {class_name:?} does not exist (kube-scheduler keeps the pod unschedulable: request {}: device class {class_name} does not exist)",
+                        r.name
+                    ));
+                };
+                let class_sels = class.spec.selectors.as_deref().unwrap_or(&[]);
+                let owners = [
+                    (format!("DeviceClass {class_name}, spec"), class_sels),
+                    (format!("{what}, {field}"), sels),
+                ];
+                for (owner, sels) in owners {
+                    for (i, s) in sels.iter().enumerate() {
+                        let at = format!("{owner}.selectors[{i}].cel.expression");
+                        let Some(expr) = &s.cel else {
+                            return Err(format!("{at}: no CEL expression"));
+                        };
+                        let src = &expr.expression;
+                        // The first line: upstream's message (the source line and
+                        // caret that follow it are the expression, given at the end).
+                        let compiled = cel::compile(src).map_err(|e| {
+                            let e = e.lines().next().unwrap_or_default();
+                            format!("{at}: CEL compile error: {e} (expression: {src})")
+                        })?;
+                        for sl in &slices {
+                            for d in sl.spec.devices.iter().flatten() {
+                                if let Err(e) = cel::matches(&compiled, &sl.spec.driver, d) {
+                                    return Err(format!(
+                                        "{at}: CEL runtime error on device {}/{}/{} (request {}): {e} (expression: {src})",
+                                        sl.spec.driver, sl.spec.pool.name, d.name, r.name
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
