@@ -242,7 +242,7 @@ impl App {
         // Time travel shows each step's queue: history keeps it from now on.
         session.history.queues.keep = true;
         let start = session.now();
-        let end = session.core.feed.iter().map(|e| e.at).max();
+        let end = session.last_change_at();
         let mut app = App {
             session,
             source: source.to_string(),
@@ -458,7 +458,7 @@ impl App {
 
     /// Pods waiting at Permit right now.
     pub fn pods_waiting(&self) -> usize {
-        self.session.core.waiting.len()
+        self.session.waiting().len()
     }
 
     /// Running whole attempts against a time budget rather than a few steps a tick.

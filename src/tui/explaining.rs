@@ -63,13 +63,13 @@ impl App {
             }
             return;
         }
-        let Some(p) = self.session.core.cluster.full_pod(&pod) else {
+        let Some(p) = self.session.cluster().full_pod(&pod) else {
             self.explain = None;
             return;
         };
         // The worker gets its own copies: the session goes on changing meanwhile.
-        let cluster = self.session.core.cluster.clone();
-        let cfg = self.session.core.sched.config.clone();
+        let cluster = self.session.cluster().clone();
+        let cfg = self.session.config().clone();
         let job = self.background.submit(JobKind::Explain, move |job| {
             let result =
                 crate::explain::explain(&cluster, &cfg, Arc::clone(&p)).map_err(|e| e.to_string());

@@ -230,7 +230,7 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
     ];
     let (mut app, _tx) = live_app(objects, false, &spy);
     tick(&mut app);
-    assert_eq!(app.session.core.waiting.len(), 2);
+    assert_eq!(app.session.waiting().len(), 2);
     let s = screen(&app);
     assert!(s.contains("▶ live active (default-scheduler)"), "{s}");
     assert!(!s.contains("simulated"), "{s}");
@@ -239,7 +239,7 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
     let first = app.waiting[0].pod.clone();
     press(&mut app, "a");
     assert_eq!(spy.calls(), [format!("bind {first} n1")]);
-    assert_eq!(app.session.core.waiting.len(), 1);
+    assert_eq!(app.session.waiting().len(), 1);
 
     // Quit asks first, naming what quitting does; then the other pod is rejected.
     press(&mut app, "q");
@@ -258,8 +258,8 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
         calls[1].ends_with("kubestep is shutting down."),
         "{calls:?}"
     );
-    assert!(app.session.core.waiting.is_empty());
-    assert!(app.session.core.parked.is_empty());
+    assert!(app.session.waiting().is_empty());
+    assert!(app.session.parked().is_empty());
     let second = if first == "team/first" {
         "team/second"
     } else {
@@ -283,7 +283,7 @@ fn shadow_mode_counts_parked_pods_as_awaiting_and_shows_a_cut_watch() {
     let (mut app, tx) = live_app(objects, true, &spy);
     tick(&mut app);
     // Two pods kubestep would bind wait for the cluster's scheduler; one fits nowhere.
-    let c = app.session.core.counts();
+    let c = app.session.counts();
     assert_eq!((c.unschedulable, c.awaiting), (1, 2), "{c:?}");
     let rows = &app.queue.rows;
     let marked = |state| rows.iter().filter(|r| r.state == state).count() as u32;

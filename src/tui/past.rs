@@ -37,7 +37,7 @@ impl App {
             let (rows, _) = rows::queue_rows(&self.session, &m, self.session.now(), false);
             self.queue.rows = rows;
             self.waiting = m.waiting;
-            self.counts = self.session.core.counts();
+            self.counts = self.session.counts();
             self.past = None;
             return;
         };

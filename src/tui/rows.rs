@@ -183,8 +183,7 @@ pub fn queue_rows(
         });
     }
     let bound = s
-        .core
-        .pods
+        .records()
         .values()
         .filter(|r| r.status == PodStatus::Bound && (!past || r.version <= m.records_version));
     for r in bound {

@@ -75,8 +75,7 @@ fn terminal(app: &mut App) -> Terminal<TestBackend> {
     for a in app.session.history.attempts.iter_mut() {
         std::sync::Arc::make_mut(a).pre_enqueue = zero;
     }
-    let s = &mut app.session;
-    for a in s.current.iter_mut().chain(s.core.parked.values_mut()) {
+    for a in app.session.open_attempts_mut() {
         a.qpi.pre_enqueue = zero;
     }
     let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
@@ -91,7 +90,7 @@ pub(crate) fn screen(app: &mut App) -> String {
 /// Finishes pods until `pod` waits at Permit.
 fn until_waiting(app: &mut App, pod: &str) {
     for _ in 0..10 {
-        if app.session.core.pods.get(pod).map(|r| r.status) == Some(PodStatus::Waiting) {
+        if app.session.record(pod).map(|r| r.status) == Some(PodStatus::Waiting) {
             return;
         }
         press(app, "f");
@@ -139,7 +138,7 @@ fn waiting_pod_allow() {
     insta::assert_snapshot!("waiting_before_allow", screen(&mut app));
     assert_eq!(app.waiting.len(), 1);
     press(&mut app, "a");
-    let r = &app.session.core.pods[GATE];
+    let r = &app.session.records()[GATE];
     assert_eq!(r.status, PodStatus::Bound, "{r:?}");
     assert!(app.waiting.is_empty());
     insta::assert_snapshot!("waiting_after_allow", screen(&mut app));
@@ -150,13 +149,13 @@ fn waiting_pod_reject_with_message() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
     press(&mut app, "rnot today\n");
-    let r = &app.session.core.pods[GATE];
+    let r = &app.session.records()[GATE];
     assert_eq!(r.status, PodStatus::Unschedulable, "{r:?}");
     assert!(
         r.message.as_deref().unwrap_or("").contains("not today"),
         "{r:?}"
     );
-    assert!(app.session.core.waiting.is_empty());
+    assert!(app.session.waiting().is_empty());
     insta::assert_snapshot!("waiting_after_reject", screen(&mut app));
 }
 
@@ -570,7 +569,7 @@ fn waiting_list_in_the_past_and_allow_refused_there() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
     press(&mut app, "a");
-    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    assert_eq!(app.session.records()[GATE].status, PodStatus::Bound);
     // Back to when the gate was parked at Permit: it waits there again, with the time
     // it had left then, in the queue and in the waiting list.
     back_until(&mut app, |s| {
@@ -593,7 +592,7 @@ fn waiting_list_in_the_past_and_allow_refused_there() {
     let (_, msg) = app.status.clone().unwrap();
     assert!(msg.contains("allow acts on pods waiting now"), "{msg}");
     assert_eq!(app.cursor, past);
-    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    assert_eq!(app.session.records()[GATE].status, PodStatus::Bound);
     insta::assert_snapshot!(screen(&mut app));
 }
 
@@ -625,7 +624,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
     let mut app = demo_app();
     press(&mut app, "ff");
     let steps = app.session.history.steps.len();
-    let cluster_pod = app.session.core.cluster.pod(TRAINER).cloned();
+    let cluster_pod = app.session.cluster().pod(TRAINER).cloned();
     let gpu_node = "ip-10-0-3-31.eu-west-1.compute.internal";
     // The toleration the explain hint suggests, typed at the what-if prompt.
     press(&mut app, &format!("p{TRAINER}\n"));
@@ -659,8 +658,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
     assert_eq!(app.whatif.edits.fields.len(), 2);
     let real = app
         .session
-        .core
-        .cluster
+        .cluster()
         .nodes()
         .iter()
         .find(|n| n.metadata.name.as_deref() == Some(gpu_node))
@@ -710,7 +708,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
     );
     // None of it touched the session.
     assert_eq!(app.session.history.steps.len(), steps);
-    assert_eq!(app.session.core.cluster.pod(TRAINER).cloned(), cluster_pod);
+    assert_eq!(app.session.cluster().pod(TRAINER).cloned(), cluster_pod);
 }
 
 #[test]
@@ -910,7 +908,7 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     assert_eq!(app.pods_waiting(), 1);
     // F again runs on through the timeout, as a headless run does: the wait ends
     // (rejected), the pod is retried and waits anew, and the sprint stops there.
-    let first_wait = app.session.core.waiting.list()[0].since;
+    let first_wait = app.session.waiting().list()[0].since;
     let msg = sprint(&mut app);
     let timed_out = app
         .session
@@ -919,7 +917,7 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
         .iter()
         .any(|a| a.pod == GATE && a.message.as_deref().is_some_and(|m| m.contains("timeout")));
     assert!(timed_out, "{msg}");
-    let waits = app.session.core.waiting.list();
+    let waits = app.session.waiting().list();
     assert!(waits.iter().all(|w| w.since > first_wait), "{msg}");
     // The queue of the last step is kept exactly; steps run at full speed say so.
     let last = app.session.history.last().unwrap().seq;
@@ -1105,7 +1103,7 @@ fn jumping_to_a_pod_the_history_forgot_says_so_and_explains_that_pod() {
     let mut app = basic_app_with(20, 5, (120, 40), opts);
     press(&mut app, "fffff");
     assert_eq!(
-        app.session.core.pods["default/pod-000001"].status,
+        app.session.records()["default/pod-000001"].status,
         PodStatus::Bound
     );
     press(&mut app, "pdefault/pod-000001\n");

@@ -188,8 +188,8 @@ fn hints_name_the_keys_in_force_after_a_remap() {
         super::super::start_status(&app),
         format!(
             "{} pods, {} nodes · N step · C run · ? help",
-            app.session.core.pods.len(),
-            app.session.core.sched.snapshot.num_nodes()
+            app.session.records().len(),
+            app.session.snapshot().num_nodes()
         )
     );
     let s = screen(&mut app);
@@ -471,8 +471,7 @@ fn arrivals_app(nodes: usize, pods: usize, every: std::time::Duration) -> App {
 
 fn bound(app: &App) -> usize {
     app.session
-        .core
-        .pods
+        .records()
         .values()
         .filter(|r| r.status == crate::session::PodStatus::Bound)
         .count()

@@ -540,7 +540,7 @@ impl App {
                         }
                     };
                     owed = owed.saturating_sub(clock::since(t, now));
-                    self.session.core.clock.set(t);
+                    self.session.set_time(t);
                     self.session.fire_timers_pub();
                 }
                 other => return other,
@@ -557,20 +557,16 @@ impl App {
     fn at_the_end(&mut self) -> bool {
         let through = self.sprint_through_waits;
         let s = &mut self.session;
-        let c = s.core.counts();
+        let c = s.counts();
         let now = s.now();
-        !s.has_work()
-            && s.core.feed.is_empty()
-            && c.backoff == 0
-            && through.is_none_or(|t| now >= t)
+        !s.has_work() && s.feed_is_empty() && c.backoff == 0 && through.is_none_or(|t| now >= t)
     }
 
     /// When the last of the current Permit waits times out (a pod retried after it may
     /// wait again: that is a new wait, and the sprint stops there).
     fn last_permit_deadline(&self) -> Option<jiff::Timestamp> {
         self.session
-            .core
-            .waiting
+            .waiting()
             .list()
             .iter()
             .filter(|w| w.outcome.is_none())
@@ -580,7 +576,7 @@ impl App {
 
     /// The pods still waiting at Permit, and when the first wait times out, in words.
     fn waits_left(&self) -> Option<String> {
-        let waiting = &self.session.core.waiting;
+        let waiting = self.session.waiting();
         let first = waiting.list().into_iter().next()?;
         let n = waiting.len();
         let timeout = waiting
@@ -644,7 +640,7 @@ impl App {
                 // The pod becomes the subject, so Explain re-runs this pod, not the one
                 // of the step shown.
                 self.pinned_pod = Some((pod.to_string(), self.moment().map(|s| s.seq)));
-                let attempts = self.session.core.pods.get(pod).map_or(0, |r| r.attempts);
+                let attempts = self.session.record(pod).map_or(0, |r| r.attempts);
                 if attempts == 0 {
                     self.info(format!("{pod} has not been attempted yet"));
                 } else {
@@ -661,14 +657,12 @@ impl App {
     fn jump_to_pod_matching(&mut self, text: &str) {
         let exact = self
             .session
-            .core
-            .pods
+            .records()
             .contains_key(text)
             .then(|| text.to_string());
         let found = exact.or_else(|| {
             self.session
-                .core
-                .pods
+                .records()
                 .keys()
                 .find(|k| super::rows::fuzzy(text, k))
                 .cloned()
@@ -798,10 +792,9 @@ impl App {
     /// After allow / reject: when the wait is over and no other pod is mid-attempt, run
     /// the parked attempt on (bind, or Unreserve and requeue) so the result shows at once.
     fn resume_waiting(&mut self, msg: String) {
-        let decided = self.session.core.parked.keys().any(|uid| {
+        let decided = self.session.parked().keys().any(|uid| {
             self.session
-                .core
-                .waiting
+                .waiting()
                 .get(uid)
                 .is_none_or(|w| w.outcome.is_some())
         });
@@ -820,7 +813,7 @@ impl App {
                 ));
             }
             if let Some(p) = steps.last().and_then(|s| s.pod.clone())
-                && let Some(r) = self.session.core.pods.get(&*p)
+                && let Some(r) = self.session.record(&*p)
             {
                 msg.push_str(&format!(
                     " ({:?}{})",

@@ -106,7 +106,7 @@ fn sets(p: &mut Plugins) -> [&mut PluginSet; 13] {
 
 /// Filter and Score plugins of the session's first profile.
 pub fn plugin_rows(s: &Session) -> Vec<PluginRow> {
-    let fwk = &s.core.sched.frameworks[0];
+    let fwk = &s.frameworks()[0];
     let mut rows: Vec<PluginRow> = Vec::new();
     for (ep, label) in [
         (ExtensionPoint::Filter, "Filter"),
@@ -162,8 +162,7 @@ pub fn compare_job(
     edits: &Edits,
 ) -> Result<CompareJob, String> {
     let object = s
-        .core
-        .cluster
+        .cluster()
         .full_pod(pod)
         .ok_or_else(|| format!("pod {pod} is not in the cluster"))?;
     let name = if alt_name.is_empty() {
@@ -174,8 +173,8 @@ pub fn compare_job(
     Ok(CompareJob {
         pod: pod.to_string(),
         object,
-        cluster: s.core.cluster.clone(),
-        base: s.core.sched.config.clone(),
+        cluster: s.cluster().clone(),
+        base: s.config().clone(),
         alt: edits.apply(alt),
         alt_label: format!("WHAT-IF{name}: {}", edits.describe()),
         fields: edits.fields.clone(),

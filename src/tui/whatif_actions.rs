@@ -55,7 +55,7 @@ impl App {
 
     /// A field edit typed at the prompt: checked, added, and the pod re-run with it.
     pub(super) fn add_field_edit(&mut self, text: &str) {
-        match super::whatif_fields::parse(text, &self.session.core.cluster) {
+        match super::whatif_fields::parse(text, self.session.cluster()) {
             Ok(edit) => {
                 let added = edit.describe();
                 self.whatif.edits.fields.push(edit);
@@ -91,7 +91,7 @@ impl App {
         };
         let (name, alt) = match &self.whatif.alt {
             Some((n, c)) => (n.clone(), c.clone()),
-            None => (String::new(), self.session.core.sched.config.clone()),
+            None => (String::new(), self.session.config().clone()),
         };
         let job = super::whatif::compare_job(&self.session, &pod, &alt, &name, &self.whatif.edits);
         match job {

@@ -133,7 +133,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             t.muted,
         ))),
         Some(DetailTarget::Node(name)) => {
-            let Some(ni) = app.session.core.sched.snapshot.get(&name) else {
+            let Some(ni) = app.session.snapshot().get(&name) else {
                 out.push(Line::from(span(
                     format!("node {name} is no longer in the cluster"),
                     t.warning,
@@ -187,7 +187,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             for (k, v) in ni.labels().iter() {
                 out.push(Line::from(span(format!("  {k}={v}"), t.base)));
             }
-            let dra = describe::node_lines(&app.session.core.cluster.listers, ni.node());
+            let dra = describe::node_lines(&app.session.cluster().listers, ni.node());
             if !dra.is_empty() {
                 out.push(Line::from(span("dynamic resources", t.title)));
                 out.extend(
@@ -224,7 +224,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 )));
             }
             let now = if past.is_some() { "now: " } else { "" };
-            if let Some(r) = app.session.core.pods.get(&key) {
+            if let Some(r) = app.session.record(&key) {
                 out.push(Line::from(span(
                     format!(
                         "{now}status {:?}{} · attempts {}{}",
@@ -242,10 +242,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                     t.base,
                 )));
             }
-            let pod = app.session.core.cluster.full_pod(&key);
+            let pod = app.session.cluster().full_pod(&key);
             let claims = pod
                 .as_ref()
-                .map(|p| describe::pod_claim_lines(&app.session.core.cluster.listers, p))
+                .map(|p| describe::pod_claim_lines(&app.session.cluster().listers, p))
                 .unwrap_or_default();
             if !claims.is_empty() {
                 out.push(Line::from(span(format!("{now}resource claims"), t.title)));

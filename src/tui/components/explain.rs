@@ -95,7 +95,7 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
             .id;
         moment::attempt(&app.session, app.full_detail(id), id)
     });
-    let record = app.session.core.pods.get(&pod);
+    let record = app.session.record(&pod);
     match record {
         Some(r) => out.push(format!(
             "{pod}: {:?}{}",

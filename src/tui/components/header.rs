@@ -37,9 +37,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let profile = app
         .moment_attempt()
         .map(|a| a.profile.to_string())
-        .unwrap_or_else(|| app.session.core.sched.frameworks[0].profile_name.clone());
+        .unwrap_or_else(|| app.session.frameworks()[0].profile_name.clone());
     // Live mode's session clock follows the wall clock.
-    let clock = if app.session.core.clock.is_virtual() && !app.is_live() {
+    let clock = if app.session.clock().is_virtual() && !app.is_live() {
         "virtual"
     } else {
         "wall"

@@ -178,7 +178,7 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
 fn column_plugins(app: &App) -> Vec<&'static str> {
     use crate::framework::ExtensionPoint;
     let mut out: Vec<&'static str> = Vec::new();
-    for fwk in &app.session.core.sched.frameworks {
+    for fwk in app.session.frameworks() {
         for ep in [ExtensionPoint::Filter, ExtensionPoint::Score] {
             for e in fwk.plugins(ep) {
                 if !out.contains(&e.name) {

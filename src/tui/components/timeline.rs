@@ -105,7 +105,7 @@ fn attempt_rows(app: &App, step: &StepRecord) -> Vec<PointRow> {
         After::Continues(next.point)
     } else if let Some(a) = app.session.current.as_ref().filter(|a| Some(a.id) == id) {
         After::Continues(a.point())
-    } else if app.session.core.parked.values().any(|a| Some(a.id) == id) {
+    } else if app.session.parked().values().any(|a| Some(a.id) == id) {
         After::Parked
     } else {
         After::Ended
