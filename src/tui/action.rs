@@ -339,7 +339,7 @@ pub enum Action {
     ScrollDown(u16, u16),
     Resize(u16, u16),
     /// The background worker's explanation of a pod (see `explaining`).
-    Explained(Box<super::explaining::ExplainDone>),
+    Explained(Box<crate::components::explain::worker::ExplainDone>),
     /// The background worker's what-if comparison (see `whatif_actions`).
-    Compared(Box<super::whatif_actions::CompareDone>),
+    Compared(Box<crate::components::whatif::actions::CompareDone>),
 }

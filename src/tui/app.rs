@@ -9,16 +9,16 @@ use std::sync::Arc;
 
 use super::action::{Pane, Tab};
 use super::components::detail::DetailTab;
+use super::components::filter::FilterTab;
 use super::components::logs::LogsTab;
-use super::components::matrix::FilterTab;
+use super::components::queue::pods::{self, QueueRow, QueueSort, WaitingRow};
 use super::components::scores::ScoresTab;
 use super::components::state_tree::StateTab;
 use super::components::tabs;
 use super::components::whatif::WhatIfTab;
 use super::keymap::Keymap;
 use super::logs::LogBuffer;
-use super::moment::{self, AttemptData};
-use super::rows::{self, QueueRow, QueueSort, WaitingRow};
+use super::step_shown::{self, AttemptData};
 use super::theme::Theme;
 
 /// Replay speeds: each plays `PODS_PER_SEC` times its factor pods a second while there
@@ -211,7 +211,7 @@ pub struct App {
     pub waiting: Vec<WaitingRow>,
     pub waiting_selected: usize,
     /// Set while the queue and waiting panes show a past step.
-    pub past: Option<super::past::PastQueue>,
+    pub past: Option<crate::components::queue::past::PastQueue>,
     pub timeline_selected: usize,
     /// A pod jumped to (`p`) whose steps the history no longer has, with the step shown
     /// then: the panes' subject while that step stays shown.
@@ -220,7 +220,7 @@ pub struct App {
     pub matrix: FilterTab,
     pub scores: ScoresTab,
     pub tree: StateTab,
-    pub explain: Option<super::explaining::ExplainCache>,
+    pub explain: Option<crate::components::explain::worker::ExplainCache>,
     pub explain_scroll: usize,
     pub detail: DetailTab,
     pub logs_tab: LogsTab,
@@ -238,7 +238,7 @@ pub struct App {
 
 impl App {
     pub fn new(mut session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
-        let plugins = super::whatif::plugin_rows(&session);
+        let plugins = crate::components::whatif::compare::plugin_rows(&session);
         // Time travel shows each step's queue: history keeps it from now on.
         session.history.queues.keep = true;
         let start = session.now();
@@ -338,13 +338,13 @@ impl App {
 
     /// The step shown (past or latest).
     pub fn moment(&self) -> Option<&StepRecord> {
-        moment::step_at(&self.session, self.cursor)
+        step_shown::step_at(&self.session, self.cursor)
     }
 
     /// The attempt of the step shown.
     pub fn moment_attempt(&self) -> Option<AttemptData<'_>> {
         let id = self.moment()?.attempt?;
-        moment::attempt(&self.session, self.full_detail(id), id)
+        step_shown::attempt(&self.session, self.full_detail(id), id)
     }
 
     /// An attempt recomputed in full, when the panes asked for it.
@@ -452,7 +452,7 @@ impl App {
             .map(|r| r.pod.chars().count())
             .max()
             .unwrap_or(0);
-        self.queue.order = rows::queue_order(&self.queue.rows, &self.queue.filter, self.queue.sort);
+        self.queue.order = pods::queue_order(&self.queue.rows, &self.queue.filter, self.queue.sort);
         clamp(&mut self.queue.selected, self.queue.order.len());
     }
 

@@ -14,22 +14,15 @@ pub mod background;
 pub mod components;
 pub mod config;
 pub mod draw;
-pub mod explaining;
 pub mod keymap;
 pub mod layout;
 pub mod live;
 pub mod logs;
-pub mod moment;
-pub mod past;
 pub mod quit_keys;
-pub mod rows;
+pub mod step_shown;
 pub mod terminal;
 pub mod theme;
 pub mod update;
-pub mod verdicts;
-pub mod whatif;
-pub mod whatif_actions;
-pub mod whatif_fields;
 
 use std::path::{Path, PathBuf};
 

@@ -287,8 +287,14 @@ fn shadow_mode_counts_parked_pods_as_awaiting_and_shows_a_cut_watch() {
     assert_eq!((c.unschedulable, c.awaiting), (1, 2), "{c:?}");
     let rows = &app.queue.rows;
     let marked = |state| rows.iter().filter(|r| r.state == state).count() as u32;
-    assert_eq!(marked(super::rows::QState::Unschedulable), c.unschedulable);
-    assert_eq!(marked(super::rows::QState::Deferred), c.awaiting);
+    assert_eq!(
+        marked(crate::components::queue::pods::QState::Unschedulable),
+        c.unschedulable
+    );
+    assert_eq!(
+        marked(crate::components::queue::pods::QState::Deferred),
+        c.awaiting
+    );
     let s = screen(&app);
     // Shadow mode holds nothing at Permit: its waiting count gives way to awaiting.
     assert!(

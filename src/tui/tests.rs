@@ -230,9 +230,9 @@ fn a_stale_explanation_is_dropped() {
     let e = c.outcome.as_ref().unwrap().result.as_ref().unwrap();
     assert_eq!(e.pod, CHECKOUT);
     // An answer to the old job, arriving late, changes nothing.
-    let late = super::explaining::ExplainDone {
+    let late = crate::components::explain::worker::ExplainDone {
         job: first,
-        outcome: super::explaining::Explained {
+        outcome: crate::components::explain::worker::Explained {
             result: Err("late".into()),
             hints: Vec::new(),
         },
@@ -1003,9 +1003,15 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
     assert_eq!(app.matrix.order.len(), 6);
     // Sort: rejected first, then by the selected column's plugin.
     press(&mut app, "o");
-    assert_eq!(app.matrix.sort, super::rows::MatrixSort::Rejected);
+    assert_eq!(
+        app.matrix.sort,
+        crate::components::filter::order::MatrixSort::Rejected
+    );
     press(&mut app, "o");
-    assert_eq!(app.matrix.sort, super::rows::MatrixSort::ByPlugin);
+    assert_eq!(
+        app.matrix.sort,
+        crate::components::filter::order::MatrixSort::ByPlugin
+    );
     app.matrix.col = 0;
     for _ in 0..tt {
         press(&mut app, "L");

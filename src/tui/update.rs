@@ -11,7 +11,7 @@ use crate::session::{Breakpoint, Point, StopReason, clock};
 use super::action::{Action, Command, Pane, Tab};
 use super::app::{App, HelpState, Level, Mode, PODS_PER_SEC, PromptKind, SPEEDS, clamp, step};
 use super::components::detail::DetailTarget;
-use super::components::matrix::FilterTab;
+use super::components::filter::FilterTab;
 use super::components::scores::ScoresTab;
 use super::components::tabs;
 use super::layout;
@@ -585,7 +585,7 @@ impl App {
                 let left = crate::session::clock::since(d, self.session.now());
                 format!(
                     " (the first timeout in {})",
-                    crate::rows::short_duration(left)
+                    crate::components::text::short_duration(left)
                 )
             })
             .unwrap_or_default();
@@ -664,7 +664,7 @@ impl App {
             self.session
                 .records()
                 .keys()
-                .find(|k| super::rows::fuzzy(text, k))
+                .find(|k| crate::components::text::fuzzy(text, k))
                 .cloned()
         });
         match found {

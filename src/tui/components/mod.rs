@@ -5,12 +5,11 @@
 
 pub mod detail;
 pub mod explain;
+pub mod filter;
 pub mod footer;
 pub mod header;
 pub mod help;
 pub mod logs;
-pub mod matrix;
-pub mod matrix_view;
 pub mod popups;
 pub mod queue;
 pub mod scores;

@@ -9,17 +9,16 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::matrix::chosen_node;
-use super::matrix_view::Columns;
+use super::filter::chosen_node;
+use super::filter::draw::Columns;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{Shared, fit, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::framework::cycle::ScoreTable;
 use crate::layout;
-use crate::moment;
-use crate::rows;
 use crate::session::Breakpoint;
+use crate::step_shown;
 
 const COL: usize = 6;
 
@@ -92,7 +91,7 @@ impl TabPane for ScoresTab {
         if app.scores.key == Some(key) {
             return;
         }
-        let order = rows::score_order(t.1);
+        let order = score_order(t.1);
         let cols = t.1.plugins.len() + t.1.extenders.len();
         app.scores.order = order;
         app.scores.key = Some(key);
@@ -183,7 +182,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
             "no scores for this attempt (no feasible node, or one feasible node: upstream skips scoring)",
         );
     };
-    if !moment::scores_ready(step) {
+    if !step_shown::scores_ready(step) {
         return msg(
             f,
             &format!(
@@ -296,7 +295,12 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    fn new(tab: &ScoresTab, a: &moment::AttemptData, table: &ScoreTable, area: Rect) -> Geometry {
+    fn new(
+        tab: &ScoresTab,
+        a: &step_shown::AttemptData,
+        table: &ScoreTable,
+        area: Rect,
+    ) -> Geometry {
         let width = area.width as usize;
         let names: Vec<String> = table
             .plugins
@@ -335,7 +339,7 @@ impl Geometry {
 /// The chosen node, ties, and the selected column's weight.
 fn summary(
     tab: &ScoresTab,
-    a: &moment::AttemptData,
+    a: &step_shown::AttemptData,
     table: &ScoreTable,
     names: &[String],
 ) -> String {
@@ -369,4 +373,15 @@ fn geometry(app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let table = a.scores?;
     Some(Geometry::new(&app.scores, &a, table, inner))
+}
+
+/// Feasible-node rows by rank (highest total first; ties keep feasible order).
+pub fn score_order(t: &ScoreTable) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..t.nodes.len()).collect();
+    rows.sort_by(|&a, &b| {
+        let ta = t.totals.get(a).copied().unwrap_or(0);
+        let tb = t.totals.get(b).copied().unwrap_or(0);
+        tb.cmp(&ta)
+    });
+    rows
 }

@@ -10,7 +10,7 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{detail, explain, logs, matrix, scores, state_tree, whatif};
+use super::{detail, explain, filter, logs, scores, state_tree, whatif};
 use crate::action::Command;
 use crate::app::App;
 use crate::session::Breakpoint;
@@ -171,7 +171,7 @@ macro_rules! tabs {
 // The registry: one line per tab, in tab-bar order (the number keys follow it only
 // through each tab's `INFO.keys`).
 tabs! {
-    Filter => matrix::FilterTab,
+    Filter => filter::FilterTab,
     Scores => scores::ScoresTab,
     State => state_tree::StateTab,
     Explain => explain::ExplainTab,

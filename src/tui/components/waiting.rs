@@ -10,8 +10,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::{elide, pane, span};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::text::short_duration;
 use crate::layout;
-use crate::rows::short_duration;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
@@ -65,7 +65,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 ("⏸", left, t.queue_waiting)
             };
             let plugin = if w < 44 {
-                super::matrix_view::abbrev(&r.plugin)
+                super::filter::draw::abbrev(&r.plugin)
             } else {
                 r.plugin.clone()
             };

@@ -1,4 +1,4 @@
-//! The moment being looked at: the latest step, or a past one (time travel), and the
+//! The step shown: the latest step, or a past one (time travel), and the
 //! attempt it belongs to (verdict matrix, scores) — read from the Session and its History.
 
 use std::time::Duration;

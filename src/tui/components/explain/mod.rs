@@ -5,8 +5,10 @@
 //! "computing hints…" until it is done). `text` is also what `y` copies.
 //!
 //! The Explain tab. Its state stays on `App` (`explain`, the background worker's answer,
-//! which `explaining.rs` asks for and takes; `explain_scroll`), where the worker's
+//! which `worker.rs` asks for and takes; `explain_scroll`), where the worker's
 //! answers and the app's tests find it.
+
+pub mod worker;
 
 use std::collections::BTreeMap;
 
@@ -18,9 +20,9 @@ use ratatui::widgets::Paragraph;
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{span, wrap_hanging};
 use crate::app::{App, scroll_by};
+use crate::components::filter::order::first_failure;
 use crate::framework::cycle::FilterCell;
-use crate::moment;
-use crate::rows::first_failure;
+use crate::step_shown;
 
 /// Characters of node names listed per reason when copying (the screen lists what fits
 /// in three lines) before "+N more".
@@ -93,7 +95,7 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
             .rev()
             .find(|a| a.pod == pod)?
             .id;
-        moment::attempt(&app.session, app.full_detail(id), id)
+        step_shown::attempt(&app.session, app.full_detail(id), id)
     });
     let record = app.session.record(&pod);
     match record {

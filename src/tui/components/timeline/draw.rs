@@ -10,16 +10,16 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{pad, pane, span};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::text::short_duration;
+use crate::components::timeline::verdicts::{self, After, Attempt, PointRow, Verdict};
+use crate::components::{pad, pane, span};
 use crate::framework::Code;
 use crate::layout;
-use crate::moment;
-use crate::rows::short_duration;
 use crate::session::{Point, StepRecord};
+use crate::step_shown;
 use crate::theme::Theme;
-use crate::verdicts::{self, After, Attempt, PointRow, Verdict};
 
 pub fn code_symbol(c: Code) -> &'static str {
     match c {
@@ -93,7 +93,7 @@ fn cells(t: &Theme, v: Verdict, short: bool) -> (&'static str, &'static str, Sty
 /// The timeline's inputs for the step shown: its attempt's steps so far and what the
 /// attempt did next.
 fn attempt_rows(app: &App, step: &StepRecord) -> Vec<PointRow> {
-    let steps = moment::attempt_steps(&app.session, step);
+    let steps = step_shown::attempt_steps(&app.session, step);
     let parked_then = steps
         .iter()
         .any(|s| s.point == Point::Permit && s.plugin.is_none() && s.code == Code::Wait)
@@ -101,7 +101,7 @@ fn attempt_rows(app: &App, step: &StepRecord) -> Vec<PointRow> {
     let id = step.attempt;
     let after = if parked_then {
         After::Parked
-    } else if let Some(next) = moment::next_attempt_step(&app.session, step) {
+    } else if let Some(next) = step_shown::next_attempt_step(&app.session, step) {
         After::Continues(next.point)
     } else if let Some(a) = app.session.current.as_ref().filter(|a| Some(a.id) == id) {
         After::Continues(a.point())

@@ -2,10 +2,10 @@
 //! prompt (`e`, undone with `u`), and the re-run of the pod shown under both sides, on
 //! the background worker; its answer is kept only if it is for the newest re-run.
 
-use super::action::{Action, Command, Tab};
-use super::app::App;
-use super::background::JobKind;
-use super::whatif::Comparison;
+use crate::action::{Action, Command, Tab};
+use crate::app::App;
+use crate::background::JobKind;
+use crate::components::whatif::compare::Comparison;
 
 /// A worker's comparison.
 #[derive(Debug, Clone)]
@@ -15,7 +15,7 @@ pub struct CompareDone {
 }
 
 impl App {
-    pub(super) fn edit_what_if(&mut self, c: Command) {
+    pub(crate) fn edit_what_if(&mut self, c: Command) {
         if self.tab != Tab::WhatIf {
             self.show_tab(Tab::WhatIf);
             return;
@@ -54,8 +54,8 @@ impl App {
     }
 
     /// A field edit typed at the prompt: checked, added, and the pod re-run with it.
-    pub(super) fn add_field_edit(&mut self, text: &str) {
-        match super::whatif_fields::parse(text, self.session.cluster()) {
+    pub(crate) fn add_field_edit(&mut self, text: &str) {
+        match crate::components::whatif::fields::parse(text, self.session.cluster()) {
             Ok(edit) => {
                 let added = edit.describe();
                 self.whatif.edits.fields.push(edit);
@@ -70,7 +70,7 @@ impl App {
         }
     }
 
-    pub(super) fn undo_field_edit(&mut self) {
+    pub(crate) fn undo_field_edit(&mut self) {
         match self.whatif.edits.fields.pop() {
             Some(e) => {
                 let undone = e.describe();
@@ -93,7 +93,13 @@ impl App {
             Some((n, c)) => (n.clone(), c.clone()),
             None => (String::new(), self.session.config().clone()),
         };
-        let job = super::whatif::compare_job(&self.session, &pod, &alt, &name, &self.whatif.edits);
+        let job = crate::components::whatif::compare::compare_job(
+            &self.session,
+            &pod,
+            &alt,
+            &name,
+            &self.whatif.edits,
+        );
         match job {
             Ok(job) => {
                 let id = self.background.submit(JobKind::WhatIf, move |id| {
@@ -116,7 +122,7 @@ impl App {
     }
 
     /// The worker's comparison: shown if it answers the newest re-run.
-    pub(super) fn compared(&mut self, done: CompareDone) {
+    pub(crate) fn compared(&mut self, done: CompareDone) {
         if self
             .whatif
             .job

@@ -2,8 +2,8 @@
 //! the pods waiting at Permit as history kept them after that step
 //! (`session::queue_history`), never the present's.
 
-use super::app::App;
-use super::rows;
+use super::pods;
+use crate::app::App;
 
 /// What the queue and waiting panes show of a past step.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,14 +27,14 @@ impl App {
     }
 
     /// Rebuilds the queue and waiting rows for the moment shown.
-    pub(super) fn refresh_queue_rows(&mut self) {
+    pub(crate) fn refresh_queue_rows(&mut self) {
         let step = self
             .cursor
             .and_then(|c| self.session.history.step(c))
             .map(|s| (s.seq, s.at));
         let Some((seq, at)) = step else {
             let m = self.session.queue_now();
-            let (rows, _) = rows::queue_rows(&self.session, &m, self.session.now(), false);
+            let (rows, _) = pods::queue_rows(&self.session, &m, self.session.now(), false);
             self.queue.rows = rows;
             self.waiting = m.waiting;
             self.counts = self.session.counts();
@@ -43,7 +43,7 @@ impl App {
         };
         match self.session.history.queues.at(seq).cloned() {
             Some(m) if m.recorded => {
-                let (rows, unlisted_bound) = rows::queue_rows(&self.session, &m, at, true);
+                let (rows, unlisted_bound) = pods::queue_rows(&self.session, &m, at, true);
                 let mut pods: Vec<&str> = m.waiting.iter().map(|w| w.pod.as_str()).collect();
                 pods.dedup();
                 self.past = Some(PastQueue {
@@ -70,11 +70,11 @@ impl App {
 
     /// `a`, `A` and `r` act on pods waiting now: refused at a past step, whose waiting
     /// list is history. True when refused.
-    pub(super) fn refuse_in_past(&mut self, what: &str) -> bool {
+    pub(crate) fn refuse_in_past(&mut self, what: &str) -> bool {
         let Some(seq) = self.cursor else {
             return false;
         };
-        let end = self.keymap.key(super::action::Command::Live);
+        let end = self.keymap.key(crate::action::Command::Live);
         self.error(format!(
             "{what} acts on pods waiting now, not at step {seq} shown: {end} returns to the present"
         ));

@@ -7,11 +7,11 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{fit, pad_elided, pane, span};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::queue::pods::QState;
+use crate::components::{fit, pad_elided, pane, span};
 use crate::layout;
-use crate::rows::QState;
 use crate::theme::Theme;
 
 pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
@@ -29,7 +29,7 @@ pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
 }
 
 /// The selected row in words: its full name and status.
-pub fn selected_text(row: &crate::rows::QueueRow) -> String {
+pub fn selected_text(row: &crate::components::queue::pods::QueueRow) -> String {
     if row.info.is_empty() {
         row.pod.clone()
     } else {

@@ -1,4 +1,4 @@
-//! The explain pane's engine re-run and what-if hints, on the background worker: asked
+//! The Explain tab's engine re-run and what-if hints, on the background worker: asked
 //! for when the pane shows a pod whose explanation is missing or stale, shown as
 //! "computing hints…" meanwhile, and taken only if it is still about the pod shown.
 
@@ -7,9 +7,9 @@ use std::sync::Arc;
 use crate::explain::Explanation;
 use crate::explain::hints::Hint;
 
-use super::action::Action;
-use super::app::App;
-use super::background::JobKind;
+use crate::action::Action;
+use crate::app::App;
+use crate::background::JobKind;
 
 /// What the re-run found.
 #[derive(Debug, Clone)]
@@ -41,7 +41,7 @@ impl App {
     /// Asks for the explanation of the pod shown when it is missing or stale (not while
     /// running: it would be stale by the next tick). The Explain tab asks after every
     /// action while it is shown.
-    pub(super) fn ensure_explain(&mut self) {
+    pub(crate) fn ensure_explain(&mut self) {
         if self.running {
             return;
         }
@@ -92,7 +92,7 @@ impl App {
     }
 
     /// A worker's explanation: kept if it answers the newest request, else dropped.
-    pub(super) fn explained(&mut self, done: ExplainDone) {
+    pub(crate) fn explained(&mut self, done: ExplainDone) {
         match self.explain.as_mut() {
             Some(c) if c.job == done.job => c.outcome = Some(done.outcome),
             _ => tracing::debug!("dropped a stale explanation (job {})", done.job),

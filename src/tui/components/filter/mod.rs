@@ -8,6 +8,9 @@
 //! The Filter tab: its rows (filtered and sorted), the selected cell, and its keys
 //! (columns, `/` filter, `o` sort, Enter opens the node, `*` the chosen node).
 
+pub mod draw;
+pub mod order;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
@@ -15,9 +18,9 @@ use super::tabs::{TabInfo, TabPane, moment_attempts};
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, PromptKind, clamp, step};
 use crate::layout;
-use crate::moment;
-use crate::rows::{self, MatrixSort};
 use crate::session::Breakpoint;
+use crate::step_shown;
+use order::MatrixSort;
 
 /// The Filter tab's state: the matrix rows after the node filter and sort, and the
 /// selected cell.
@@ -47,7 +50,7 @@ impl TabPane for FilterTab {
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
-        super::matrix_view::draw(self, f, area, app)
+        draw::draw(self, f, area, app)
     }
 
     fn attempts(app: &App) -> Option<Vec<u64>> {
@@ -72,7 +75,7 @@ impl TabPane for FilterTab {
             app.matrix.key = None;
             return;
         };
-        let cols = moment::filter_columns(step, m).unwrap_or(0);
+        let cols = step_shown::filter_columns(step, m).unwrap_or(0);
         // The selected column matters only to the by-plugin sort.
         let col = if app.matrix.sort == MatrixSort::ByPlugin {
             app.matrix.col
@@ -91,7 +94,7 @@ impl TabPane for FilterTab {
             return;
         }
         let names = a.names;
-        let order = rows::matrix_order(
+        let order = order::matrix_order(
             m,
             |i| names.get(i).to_string(),
             cols,
@@ -99,7 +102,7 @@ impl TabPane for FilterTab {
             &app.matrix.filter,
             col,
         );
-        let rejections = rows::rejections_per_plugin(m, cols);
+        let rejections = order::rejections_per_plugin(m, cols);
         let plugins = m.plugins.len();
         app.matrix.order = order;
         app.matrix.rejections = rejections;
@@ -158,9 +161,8 @@ impl TabPane for FilterTab {
 
     fn click(app: &mut App, main: Rect, y: u16) {
         let inner = super::inner(main);
-        let below = super::matrix_view::geometry(&app.matrix, app, inner)
-            .map_or(2, |g| g.footer_rows(inner));
-        let header = super::matrix_view::HEADER_ROWS;
+        let below = draw::geometry(&app.matrix, app, inner).map_or(2, |g| g.footer_rows(inner));
+        let header = draw::HEADER_ROWS;
         if let Some(i) = layout::row_at(main, header, below, y, app.matrix.row) {
             app.matrix.row = i.min(app.matrix.order.len().saturating_sub(1));
         }

@@ -1,0 +1,5 @@
+mod draw;
+pub mod past;
+pub mod pods;
+
+pub use draw::*;

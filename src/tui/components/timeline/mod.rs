@@ -1,0 +1,4 @@
+mod draw;
+pub mod verdicts;
+
+pub use draw::*;

@@ -1,0 +1,59 @@
+//! The What-if tab: the same pod re-run with a changed configuration (a plugin disabled,
+//! a score weight changed) and changed pod or node fields, next to the real one. Marked
+//! WHAT-IF: none of it is in the history.
+//!
+//! Its state is `WhatIfTab` (below); `actions.rs` holds its commands, `compare.rs` the
+//! edits and the re-run on the background worker, `fields.rs` the field edits typed at
+//! its prompt, `draw.rs` its drawing.
+
+pub mod actions;
+pub mod compare;
+mod draw;
+pub mod fields;
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::tabs::{TabInfo, TabPane};
+use crate::app::{App, step};
+use compare::{Comparison, Edits, PluginRow};
+use kubestep_engine::config::KubeSchedulerConfiguration;
+
+/// The What-if tab's state.
+#[derive(Debug, Default)]
+pub struct WhatIfTab {
+    pub plugins: Vec<PluginRow>,
+    pub selected: usize,
+    pub edits: Edits,
+    /// The alternative configuration (`--compare FILE`), else the session's.
+    pub alt: Option<(String, KubeSchedulerConfiguration)>,
+    pub result: Option<Result<Comparison, String>>,
+    /// The re-run under way on the background worker, and its pod.
+    pub job: Option<(u64, String)>,
+}
+
+impl TabPane for WhatIfTab {
+    const INFO: TabInfo = TabInfo {
+        title: "What-if",
+        command: "tab-what-if",
+        help: "What-if and compare",
+        keys: &["7", "w"],
+    };
+
+    fn of(app: &App) -> &Self {
+        &app.whatif
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        draw::draw(self, f, area, app)
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        app.whatif.selected = step(app.whatif.selected, d, app.whatif.plugins.len());
+    }
+
+    /// Enter: re-runs the pod.
+    fn select(app: &mut App) {
+        app.run_what_if();
+    }
+}
