@@ -4,20 +4,8 @@
 
 use std::time::Duration;
 
-/// A pane that can hold the focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pane {
-    Queue,
-    Waiting,
-    Timeline,
-    Main,
-}
-
-impl Pane {
-    /// Tab's order: as the panes sit on the screen (`layout::areas`), the left column
-    /// from top to bottom, then the main pane.
-    pub const ORDER: [Pane; 4] = [Pane::Queue, Pane::Timeline, Pane::Waiting, Pane::Main];
-}
+/// The panes that can hold the focus, declared by the registry in `components/panes.rs`.
+pub use super::components::panes::Pane;
 
 /// The tabs of the main pane, declared by the registry in `components/tabs.rs`.
 pub use super::components::tabs::Tab;

@@ -4,17 +4,20 @@
 
 use crate::framework::StateTree;
 use crate::session::detail::AttemptDetail;
-use crate::session::{QueueCounts, Session, StepRecord};
+use crate::session::{Session, StepRecord};
 use std::sync::Arc;
 
 use super::action::{Pane, Tab};
 use super::components::detail::DetailTab;
 use super::components::filter::FilterTab;
 use super::components::logs::LogsTab;
-use super::components::queue::pods::{self, QueueRow, QueueSort, WaitingRow};
+use super::components::queue::QueuePane;
+use super::components::queue::pods::QueueRow;
 use super::components::scores::ScoresTab;
 use super::components::state_tree::StateTab;
 use super::components::tabs;
+use super::components::timeline::CyclePane;
+use super::components::waiting::WaitingPane;
 use super::components::whatif::WhatIfTab;
 use super::keymap::Keymap;
 use super::logs::LogBuffer;
@@ -157,18 +160,6 @@ pub enum Level {
     Error,
 }
 
-#[derive(Debug, Default)]
-pub struct QueueUi {
-    pub rows: Vec<QueueRow>,
-    /// Rows after filter and sort (indices into `rows`).
-    pub order: Vec<usize>,
-    pub filter: String,
-    pub sort: QueueSort,
-    pub selected: usize,
-    /// The longest pod name among the rows, in characters (computed with the rows).
-    pub longest: usize,
-}
-
 pub struct App {
     pub session: Session,
     /// What the session runs on (file name, or "demo").
@@ -206,13 +197,10 @@ pub struct App {
     pub left_width: Option<u16>,
     /// A mouse drag of the border between the left column and the main pane.
     pub dragging: bool,
-    pub queue: QueueUi,
-    pub counts: QueueCounts,
-    pub waiting: Vec<WaitingRow>,
-    pub waiting_selected: usize,
-    /// Set while the queue and waiting panes show a past step.
-    pub past: Option<crate::components::queue::past::PastQueue>,
-    pub timeline_selected: usize,
+    /// The left column's panes' states (see `components::panes`).
+    pub queue: QueuePane,
+    pub waiting: WaitingPane,
+    pub timeline: CyclePane,
     /// A pod jumped to (`p`) whose steps the history no longer has, with the step shown
     /// then: the panes' subject while that step stays shown.
     pub pinned_pod: Option<(String, Option<u64>)>,
@@ -268,12 +256,9 @@ impl App {
             size: (80, 24),
             left_width: None,
             dragging: false,
-            queue: QueueUi::default(),
-            counts: QueueCounts::default(),
-            waiting: Vec::new(),
-            waiting_selected: 0,
-            past: None,
-            timeline_selected: 0,
+            queue: Default::default(),
+            waiting: Default::default(),
+            timeline: Default::default(),
             pinned_pod: None,
             matrix: Default::default(),
             scores: Default::default(),
@@ -336,6 +321,14 @@ impl App {
         self.status = Some((Level::Error, m));
     }
 
+    /// The time of the step shown: the past step's, or now.
+    pub fn shown_time(&self) -> jiff::Timestamp {
+        match self.cursor.and_then(|c| self.session.history.step(c)) {
+            Some(s) => s.at,
+            None => self.session.now(),
+        }
+    }
+
     /// The step shown (past or latest).
     pub fn moment(&self) -> Option<&StepRecord> {
         step_shown::step_at(&self.session, self.cursor)
@@ -395,7 +388,7 @@ impl App {
     /// else the pod of the step shown.
     pub fn subject_pod(&self) -> Option<String> {
         if self.focus == Pane::Queue
-            && let Some(r) = self.selected_queue_row()
+            && let Some(r) = self.queue.selected_row()
         {
             return Some(r.pod.clone());
         }
@@ -408,13 +401,9 @@ impl App {
             .and_then(|s| s.pod.as_deref().map(str::to_string))
     }
 
+    /// The pod selected in the Queue pane.
     pub fn selected_queue_row(&self) -> Option<&QueueRow> {
-        let i = *self.queue.order.get(self.queue.selected)?;
-        self.queue.rows.get(i)
-    }
-
-    pub fn selected_waiting(&self) -> Option<&WaitingRow> {
-        self.waiting.get(self.waiting_selected)
+        self.queue.selected_row()
     }
 
     /// Rebuilds what the tables show after the session or a filter changed.
@@ -425,9 +414,9 @@ impl App {
             self.cursor = None;
         }
         self.refresh_full();
-        self.refresh_queue_rows();
-        self.refresh_queue_order();
-        clamp(&mut self.waiting_selected, self.waiting.len());
+        QueuePane::refresh(self);
+        self.queue.refresh_order();
+        clamp(&mut self.waiting.selected, self.waiting.rows.len());
         tabs::refresh(self);
     }
 
@@ -442,18 +431,6 @@ impl App {
     pub fn areas(&self) -> super::layout::Areas {
         let footer = super::components::footer::height(self, self.size.0);
         super::layout::areas(self.size, self.left_width_for(self.size.0), footer)
-    }
-
-    pub fn refresh_queue_order(&mut self) {
-        self.queue.longest = self
-            .queue
-            .rows
-            .iter()
-            .map(|r| r.pod.chars().count())
-            .max()
-            .unwrap_or(0);
-        self.queue.order = pods::queue_order(&self.queue.rows, &self.queue.filter, self.queue.sort);
-        clamp(&mut self.queue.selected, self.queue.order.len());
     }
 
     /// Pods waiting at Permit right now.

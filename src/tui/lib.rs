@@ -18,6 +18,7 @@ pub mod keymap;
 pub mod layout;
 pub mod live;
 pub mod logs;
+mod play;
 pub mod quit_keys;
 pub mod step_shown;
 pub mod terminal;

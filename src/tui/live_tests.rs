@@ -236,7 +236,7 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
     assert!(!s.contains("simulated"), "{s}");
 
     // Allowing the first waiting pod binds it through the actuator at once.
-    let first = app.waiting[0].pod.clone();
+    let first = app.waiting.rows[0].pod.clone();
     press(&mut app, "a");
     assert_eq!(spy.calls(), [format!("bind {first} n1")]);
     assert_eq!(app.session.waiting().len(), 1);

@@ -136,11 +136,11 @@ fn waiting_pod_allow() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
     insta::assert_snapshot!("waiting_before_allow", screen(&mut app));
-    assert_eq!(app.waiting.len(), 1);
+    assert_eq!(app.waiting.rows.len(), 1);
     press(&mut app, "a");
     let r = &app.session.records()[GATE];
     assert_eq!(r.status, PodStatus::Bound, "{r:?}");
-    assert!(app.waiting.is_empty());
+    assert!(app.waiting.rows.is_empty());
     insta::assert_snapshot!("waiting_after_allow", screen(&mut app));
 }
 
@@ -538,7 +538,7 @@ fn past_moment_shows_the_queue_of_then() {
     insta::assert_snapshot!(s);
     // Back to now.
     press(&mut app, "0");
-    assert!(app.past.is_none());
+    assert!(app.queue.past.is_none());
     assert!(screen(&mut app).contains("✗ ml/trainer-llm-0"));
 }
 
@@ -578,7 +578,7 @@ fn waiting_list_in_the_past_and_allow_refused_there() {
             && s.plugin.is_none()
     });
     let past = app.cursor;
-    assert_eq!(app.waiting.len(), 1);
+    assert_eq!(app.waiting.rows.len(), 1);
     let s = screen(&mut app);
     assert!(s.contains("Waiting at Permit 1 ⏪ step"), "{s}");
     assert!(s.contains("⏸ shop/release-gate-0 MA 15m00s"), "{s}");

@@ -32,7 +32,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     };
     let counts = match (app.cursor, moment) {
         (Some(_), Some(s)) => s.queue,
-        _ => app.counts,
+        _ => app.queue.counts,
     };
     let profile = app
         .moment_attempt()

@@ -10,6 +10,7 @@ pub mod footer;
 pub mod header;
 pub mod help;
 pub mod logs;
+pub mod panes;
 pub mod popups;
 pub mod queue;
 pub mod scores;

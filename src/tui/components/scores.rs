@@ -65,6 +65,8 @@ impl TabPane for ScoresTab {
         keys: &["2"],
     };
 
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[(Command::ScoreView, &["v"])];
+
     fn of(app: &App) -> &Self {
         &app.scores
     }
@@ -157,10 +159,19 @@ impl TabPane for ScoresTab {
             app.scores.row = i.min(app.scores.order.len().saturating_sub(1));
         }
     }
+
+    /// `v`, from any tab.
+    fn own_command(app: &mut App, c: Command) -> bool {
+        if c != Command::ScoreView {
+            return false;
+        }
+        Self::next_mode(app);
+        true
+    }
 }
 
 impl ScoresTab {
-    /// `v` (from any tab): raw, normalized or weighted scores.
+    /// `v`: raw, normalized or weighted scores.
     pub fn next_mode(app: &mut App) {
         app.scores.mode = app.scores.mode.next();
         app.info(format!("scores: {}", app.scores.mode.label()));

@@ -10,9 +10,13 @@
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{detail, explain, filter, logs, scores, state_tree, whatif};
-use crate::action::Command;
+use ratatui::text::Line;
+
+use super::panes::PaneComponent;
+use super::{detail, explain, filter, logs, pane, scores, span, state_tree, whatif};
+use crate::action::{Command, Pane};
 use crate::app::App;
+use crate::layout;
 use crate::session::Breakpoint;
 
 /// What the rest of the UI knows of a tab: its title on the tab bar and the key-bindable
@@ -54,10 +58,19 @@ pub trait TabPane {
     /// After every action while the tab is shown.
     fn after_update(_app: &mut App) {}
 
-    /// A command while the tab is shown, whichever pane has the focus, where the app
-    /// gives the tab a say (columns, filter, sort, cancel, jump to the node): `true` when
-    /// the tab took it.
+    /// Default keys of the tab's own commands (`own_command`), for the keymap and help.
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[];
+
+    /// A command while the tab is shown, whichever pane has the focus, once the focused
+    /// pane has not taken it (columns, filter, sort, cancel, jump to the node): `true`
+    /// when the tab took it.
     fn command(_app: &mut App, _c: Command) -> bool {
+        false
+    }
+
+    /// One of the tab's own commands (`KEYS`), from any tab, once neither the focused
+    /// pane, the tab shown nor the panes took it: `true` when the tab took it.
+    fn own_command(_app: &mut App, _c: Command) -> bool {
         false
     }
 
@@ -142,6 +155,14 @@ macro_rules! tabs {
             }
         }
 
+        /// The tabs' own commands, in tab-bar order.
+        pub fn own_command(app: &mut App, c: Command) -> bool {
+            $(<$pane as TabPane>::own_command(app, c))||+
+        }
+
+        /// Every tab's default keys, for the keymap.
+        pub const KEYS: &[&[(Command, &[&str])]] = &[$(<$pane as TabPane>::KEYS),+];
+
         pub fn move_selection(app: &mut App, d: isize) {
             match app.tab {
                 $(Tab::$tab => <$pane as TabPane>::move_selection(app, d)),+
@@ -166,6 +187,63 @@ macro_rules! tabs {
             }
         }
     };
+}
+
+/// The main pane as a pane: the tab bar and the tab shown, which handles its moves,
+/// Enter, `b` and clicks.
+pub struct MainPane;
+
+impl PaneComponent for MainPane {
+    fn of(_: &App) -> &Self {
+        &MainPane
+    }
+
+    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
+        let t = &app.theme;
+        let focused = app.focus == Pane::Main;
+        let mut spans = Vec::new();
+        for (label, tab) in layout::tab_labels(area.width, app.tab)
+            .into_iter()
+            .zip(Tab::ALL)
+        {
+            let style = if tab == app.tab {
+                t.selection
+            } else if focused {
+                t.focus
+            } else {
+                t.title
+            };
+            spans.push(span(label, style));
+            spans.push(span("│", t.border));
+        }
+        let block = pane(app, Line::from(spans), focused);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        draw(f, inner, app);
+    }
+
+    fn move_selection(app: &mut App, d: isize) {
+        move_selection(app, d)
+    }
+
+    fn select(app: &mut App) {
+        select(app)
+    }
+
+    fn breakpoint(app: &App) -> Option<Breakpoint> {
+        breakpoint(app)
+    }
+
+    /// On the tab bar: that tab; else the tab shown's click.
+    fn click(app: &mut App, area: Rect, x: u16, y: u16) {
+        if y == area.y
+            && let Some(t) = layout::tab_at(area, x, app.tab)
+        {
+            app.tab = t;
+            return;
+        }
+        click(app, area, y);
+    }
 }
 
 // The registry: one line per tab, in tab-bar order (the number keys follow it only

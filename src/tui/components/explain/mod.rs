@@ -19,6 +19,7 @@ use ratatui::widgets::Paragraph;
 
 use super::tabs::{TabInfo, TabPane, moment_attempts};
 use super::{span, wrap_hanging};
+use crate::action::Command;
 use crate::app::{App, scroll_by};
 use crate::components::filter::order::first_failure;
 use crate::framework::cycle::FilterCell;
@@ -40,8 +41,20 @@ impl TabPane for ExplainTab {
         keys: &["4"],
     };
 
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[(Command::Copy, &["y"])];
+
     fn of(_: &App) -> &Self {
         &ExplainTab
+    }
+
+    /// `y`, from any tab: the explanation, to the clipboard.
+    fn own_command(app: &mut App, c: Command) -> bool {
+        if c != Command::Copy {
+            return false;
+        }
+        app.clipboard = Some(text(app, None).join("\n"));
+        app.info("explanation copied to the clipboard (OSC 52)");
+        true
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {

@@ -45,6 +45,13 @@ impl TabPane for FilterTab {
         keys: &["1"],
     };
 
+    // The Scores tab's columns move with the same keys.
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[
+        (Command::ColumnLeft, &["h", "left", "H", "<"]),
+        (Command::ColumnRight, &["l", "right", "L", ">"]),
+        (Command::JumpNode, &["*"]),
+    ];
+
     fn of(app: &App) -> &Self {
         &app.matrix
     }
@@ -166,6 +173,27 @@ impl TabPane for FilterTab {
         if let Some(i) = layout::row_at(main, header, below, y, app.matrix.row) {
             app.matrix.row = i.min(app.matrix.order.len().saturating_sub(1));
         }
+    }
+
+    /// `*` from a tab that has no row for the node: this tab's. Columns keys no tab
+    /// shown took: where the time travel they once did went.
+    fn own_command(app: &mut App, c: Command) -> bool {
+        match c {
+            Command::JumpNode => Self::jump_to_chosen_node(app),
+            Command::ColumnLeft | Command::ColumnRight => {
+                let k = &app.keymap;
+                let msg = format!(
+                    "{} {} move across columns in the Filter and Scores tabs; {} {} travel in time",
+                    k.key(Command::ColumnLeft),
+                    k.key(Command::ColumnRight),
+                    k.key(Command::Back),
+                    k.key(Command::Forward)
+                );
+                app.info(msg);
+            }
+            _ => return false,
+        }
+        true
     }
 }
 

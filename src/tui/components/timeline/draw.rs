@@ -145,7 +145,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let rows = attempt_rows(app, step);
     let visible = layout::visible_rows(area, 0, 0);
     let sel = if focused {
-        app.timeline_selected
+        app.timeline.selected
     } else {
         rows.iter().position(|r| r.here).unwrap_or(0)
     };
@@ -194,7 +194,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             if r.here {
                 line = line.style(t.title);
             }
-            if focused && i == app.timeline_selected {
+            if focused && i == app.timeline.selected {
                 line = line.style(t.selection);
             }
             line

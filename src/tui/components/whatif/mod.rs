@@ -15,7 +15,8 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::tabs::{TabInfo, TabPane};
-use crate::app::{App, step};
+use crate::action::{Command, Tab};
+use crate::app::{App, PromptKind, step};
 use compare::{Comparison, Edits, PluginRow};
 use kubestep_engine::config::KubeSchedulerConfiguration;
 
@@ -40,8 +41,32 @@ impl TabPane for WhatIfTab {
         keys: &["7", "w"],
     };
 
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[
+        (Command::WhatIfToggle, &["x"]),
+        (Command::WeightUp, &["ctrl-up", "K"]),
+        (Command::WeightDown, &["ctrl-down"]),
+        (Command::WhatIfRun, &["R"]),
+        (Command::WhatIfField, &["e"]),
+        (Command::WhatIfUndo, &["u"]),
+    ];
+
     fn of(app: &App) -> &Self {
         &app.whatif
+    }
+
+    /// The what-if commands work from any tab (`e` shows this one).
+    fn own_command(app: &mut App, c: Command) -> bool {
+        match c {
+            Command::WhatIfToggle | Command::WeightUp | Command::WeightDown => app.edit_what_if(c),
+            Command::WhatIfRun => app.run_what_if(),
+            Command::WhatIfField => {
+                app.show_tab(Tab::WhatIf);
+                app.prompt(PromptKind::WhatIfField);
+            }
+            Command::WhatIfUndo => app.undo_field_edit(),
+            _ => return false,
+        }
+        true
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
