@@ -226,10 +226,15 @@ impl Keymap {
     pub fn with_overrides(keys: &toml::Table, warnings: &mut Vec<String>) -> Keymap {
         let mut per_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
         let show_tabs = Tab::ALL.map(|t| (Command::ShowTab(t), t.info().keys));
+        let own = Command::ALL.into_iter().filter_map(|c| match c {
+            Command::Own(o) => Some((c, o.keys)),
+            _ => None,
+        });
         let components = panes::KEYS.iter().chain(tabs::KEYS).flat_map(|k| k.iter());
-        for (cmd, keys) in DEFAULTS.iter().chain(components).chain(&show_tabs) {
+        let builtin = DEFAULTS.iter().chain(components).chain(&show_tabs).copied();
+        for (cmd, keys) in builtin.chain(own) {
             per_command.insert(
-                *cmd,
+                cmd,
                 keys.iter().filter_map(|k| Key::parse(k).ok()).collect(),
             );
         }
@@ -367,16 +372,16 @@ impl Keymap {
     /// Help by group (`Command::GROUPS` order): each command's name, keys and what it
     /// does, in `Command::ALL` order within a group.
     pub fn help_groups(&self) -> Vec<(&'static str, Vec<(String, Command)>)> {
-        Command::GROUPS
-            .iter()
+        Command::groups()
+            .into_iter()
             .map(|g| {
                 let entries = Command::ALL
                     .iter()
-                    .filter(|c| c.group() == *g)
+                    .filter(|c| c.group() == g)
                     .map(|c| (self.label(*c), *c))
                     .filter(|(k, _)| !k.is_empty())
                     .collect();
-                (*g, entries)
+                (g, entries)
             })
             .collect()
     }

@@ -158,8 +158,8 @@ impl App {
                             let k = |c| self.keymap.key(c);
                             let msg = format!(
                                 "paused: {w}: {} allows, {} rejects, {} runs on to the timeout",
-                                k(Command::Allow),
-                                k(Command::Reject),
+                                k(crate::components::waiting::ALLOW),
+                                k(crate::components::waiting::REJECT),
                                 k(Command::Sprint)
                             );
                             self.info(msg)

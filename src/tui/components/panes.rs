@@ -9,7 +9,7 @@ use ratatui::layout::Rect;
 
 use super::tabs::{self, MainPane};
 use super::{queue::QueuePane, timeline::CyclePane, waiting::WaitingPane};
-use crate::action::Command;
+use crate::action::{Command, OwnCommand};
 use crate::app::App;
 use crate::session::Breakpoint;
 
@@ -19,8 +19,13 @@ pub const PAGE: usize = 10;
 /// One pane. Every hook but `of`, `draw` and `breakpoint` has a default that does
 /// nothing, so a pane implements only what it does.
 pub trait PaneComponent {
-    /// Default keys of the commands the pane owns (`command`), for the keymap and help.
+    /// Default keys of the shared commands (`Command` variants) whose fallback is the
+    /// pane's `command`, for the keymap.
     const KEYS: &'static [(Command, &'static [&'static str])] = &[];
+
+    /// The pane's own commands, declared whole here (keys, help, group); they reach the
+    /// pane's `command` as `Command::Own`.
+    const COMMANDS: &'static [OwnCommand] = &[];
 
     /// The pane's state in the app.
     fn of(app: &App) -> &Self;
@@ -51,8 +56,9 @@ pub trait PaneComponent {
         false
     }
 
-    /// One of the pane's own commands (`KEYS`), whatever has the focus, once neither the
-    /// focused pane nor the tab shown took it: `true` when the pane took it.
+    /// One of the pane's own commands (`COMMANDS`, or `KEYS` it is the fallback for),
+    /// whatever has the focus, once neither the focused pane nor the tab shown took it:
+    /// `true` when the pane took it.
     fn command(_app: &mut App, _c: Command) -> bool {
         false
     }
@@ -76,6 +82,9 @@ macro_rules! panes {
 
         /// Every pane's default keys, for the keymap.
         pub const KEYS: &[&[(Command, &[&str])]] = &[$(<$ty as PaneComponent>::KEYS),+];
+
+        /// Every pane's own commands (see `Command::ALL`).
+        pub const COMMANDS: &[&[OwnCommand]] = &[$(<$ty as PaneComponent>::COMMANDS),+];
 
         pub fn draw(f: &mut Frame, pane: Pane, area: Rect, app: &App) {
             match pane {

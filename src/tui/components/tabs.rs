@@ -14,7 +14,7 @@ use ratatui::text::Line;
 
 use super::panes::PaneComponent;
 use super::{detail, explain, filter, logs, pane, scores, span, state_tree, whatif};
-use crate::action::{Command, Pane};
+use crate::action::{Command, OwnCommand, Pane};
 use crate::app::App;
 use crate::layout;
 use crate::session::Breakpoint;
@@ -58,8 +58,13 @@ pub trait TabPane {
     /// After every action while the tab is shown.
     fn after_update(_app: &mut App) {}
 
-    /// Default keys of the tab's own commands (`own_command`), for the keymap and help.
+    /// Default keys of the shared commands (`Command` variants) whose fallback is the
+    /// tab's `own_command`, for the keymap.
     const KEYS: &'static [(Command, &'static [&'static str])] = &[];
+
+    /// The tab's own commands, declared whole here (keys, help, group); they reach the
+    /// tab's `own_command` as `Command::Own`.
+    const COMMANDS: &'static [OwnCommand] = &[];
 
     /// A command while the tab is shown, whichever pane has the focus, once the focused
     /// pane has not taken it (columns, filter, sort, cancel, jump to the node): `true`
@@ -68,8 +73,9 @@ pub trait TabPane {
         false
     }
 
-    /// One of the tab's own commands (`KEYS`), from any tab, once neither the focused
-    /// pane, the tab shown nor the panes took it: `true` when the tab took it.
+    /// One of the tab's own commands (`COMMANDS`, or `KEYS` it is the fallback for), from
+    /// any tab, once neither the focused pane, the tab shown nor the panes took it:
+    /// `true` when the tab took it.
     fn own_command(_app: &mut App, _c: Command) -> bool {
         false
     }
@@ -162,6 +168,9 @@ macro_rules! tabs {
 
         /// Every tab's default keys, for the keymap.
         pub const KEYS: &[&[(Command, &[&str])]] = &[$(<$pane as TabPane>::KEYS),+];
+
+        /// Every tab's own commands (see `Command::ALL`).
+        pub const COMMANDS: &[&[OwnCommand]] = &[$(<$pane as TabPane>::COMMANDS),+];
 
         pub fn move_selection(app: &mut App, d: isize) {
             match app.tab {

@@ -11,11 +11,41 @@ use ratatui::layout::Rect;
 use super::detail::DetailTarget;
 use super::panes::PaneComponent;
 use super::tabs::{Tab, moment_breakpoint};
-use crate::action::Command;
+use crate::action::{Command, OwnCommand};
 use crate::app::{App, PromptKind, step};
 use crate::components::queue::pods::WaitingRow;
 use crate::layout;
 use crate::session::Breakpoint;
+
+const GROUP: &str = "Waiting at Permit";
+
+/// The pane's own commands.
+const OWN: [OwnCommand; 3] = [
+    OwnCommand {
+        name: "allow",
+        help: "allow the selected waiting pod for this plugin",
+        group: GROUP,
+        keys: &["a"],
+        synonyms: &["approve", "permit", "accept"],
+    },
+    OwnCommand {
+        name: "allow-all",
+        help: "allow the selected waiting pod for every plugin",
+        group: GROUP,
+        keys: &["A"],
+        synonyms: &["approve all", "permit all"],
+    },
+    OwnCommand {
+        name: "reject",
+        help: "reject the selected waiting pod (asks a message)",
+        group: GROUP,
+        keys: &["r"],
+        synonyms: &["deny", "refuse", "decline"],
+    },
+];
+pub const ALLOW: Command = Command::Own(&OWN[0]);
+pub const ALLOW_ALL: Command = Command::Own(&OWN[1]);
+pub const REJECT: Command = Command::Own(&OWN[2]);
 
 /// The Waiting pane's state.
 #[derive(Debug, Default)]
@@ -119,11 +149,7 @@ impl WaitingPane {
 }
 
 impl PaneComponent for WaitingPane {
-    const KEYS: &'static [(Command, &'static [&'static str])] = &[
-        (Command::Allow, &["a"]),
-        (Command::AllowAll, &["A"]),
-        (Command::Reject, &["r"]),
-    ];
+    const COMMANDS: &'static [OwnCommand] = &OWN;
 
     fn of(app: &App) -> &Self {
         &app.waiting
@@ -156,10 +182,14 @@ impl PaneComponent for WaitingPane {
 
     fn command(app: &mut App, c: Command) -> bool {
         match c {
-            Command::Allow | Command::AllowAll if Self::refuse_in_past(app, "allow") => {}
-            Command::Reject if Self::refuse_in_past(app, "reject") => {}
-            Command::Allow | Command::AllowAll => Self::allow(app, c == Command::AllowAll),
-            Command::Reject => match app.waiting.selected_row() {
+            _ if c == ALLOW || c == ALLOW_ALL => {
+                if !Self::refuse_in_past(app, "allow") {
+                    Self::allow(app, c == ALLOW_ALL)
+                }
+            }
+            _ if c != REJECT => return false,
+            _ if Self::refuse_in_past(app, "reject") => {}
+            _ => match app.waiting.selected_row() {
                 Some(w) => {
                     let kind = PromptKind::Reject {
                         pod: w.pod.clone(),
@@ -169,7 +199,6 @@ impl PaneComponent for WaitingPane {
                 }
                 None => app.error("no waiting pod selected"),
             },
-            _ => return false,
         }
         true
     }

@@ -25,7 +25,7 @@ impl App {
         };
         let e = &mut self.whatif.edits;
         match c {
-            Command::WhatIfToggle => {
+            c if c == super::TOGGLE => {
                 if !e.disabled.remove(&row.name) {
                     e.disabled.insert(row.name.clone());
                 }
@@ -36,7 +36,7 @@ impl App {
                     return;
                 };
                 let cur = e.weights.get(&row.name).copied().unwrap_or(base as i32);
-                let next = if c == Command::WeightUp {
+                let next = if c == super::WEIGHT_UP {
                     cur + 1
                 } else {
                     (cur - 1).max(1)
@@ -49,7 +49,7 @@ impl App {
             }
         }
         let d = self.whatif.edits.describe();
-        let run = self.keymap.label(Command::WhatIfRun);
+        let run = self.keymap.label(super::RUN);
         self.info(format!("what-if: {d} ({run} re-runs the pod)"));
     }
 

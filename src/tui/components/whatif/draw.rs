@@ -93,7 +93,7 @@ pub(super) fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
         t.what_if,
     ))];
     if w.edits.fields.is_empty() {
-        let none = format!("no field edits ({} adds one)", keys(Command::WhatIfField));
+        let none = format!("no field edits ({} adds one)", keys(super::EDIT));
         head.push(Line::from(span(fit(&none, right.width as usize), t.muted)));
     }
     for e in &w.edits.fields {
@@ -113,11 +113,11 @@ pub(super) fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let Some(result) = &w.result else {
         let text = format!(
             "Edit the plugins in the list ({} toggles, {} / {} change a weight) or a field ({}), then {} re-runs the pod shown (or the selected queue pod) as it really is and with the edits, side by side, on copies. Nothing enters the session's history.",
-            keys(Command::WhatIfToggle),
-            keys(Command::WeightUp),
-            keys(Command::WeightDown),
-            keys(Command::WhatIfField),
-            keys(Command::WhatIfRun),
+            keys(super::TOGGLE),
+            keys(super::WEIGHT_UP),
+            keys(super::WEIGHT_DOWN),
+            keys(super::EDIT),
+            keys(super::RUN),
         );
         f.render_widget(
             Paragraph::new(span(text, t.muted)).wrap(Wrap { trim: false }),
@@ -162,15 +162,15 @@ fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let mut lines = vec![
         hint(format!(
             "{} toggle · {}/{} weight",
-            keys(Command::WhatIfToggle),
-            keys(Command::WeightUp),
-            keys(Command::WeightDown)
+            keys(super::TOGGLE),
+            keys(super::WEIGHT_UP),
+            keys(super::WEIGHT_DOWN)
         )),
         hint(format!(
             "{} edit field · {} undo · {} run",
-            keys(Command::WhatIfField),
-            keys(Command::WhatIfUndo),
-            keys(Command::WhatIfRun)
+            keys(super::EDIT),
+            keys(super::UNDO),
+            keys(super::RUN)
         )),
     ];
     let visible = area.height.saturating_sub(lines.len() as u16) as usize;

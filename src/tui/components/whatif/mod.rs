@@ -15,10 +15,64 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::tabs::{TabInfo, TabPane};
-use crate::action::{Command, Tab};
+use crate::action::{Command, OwnCommand, Tab};
 use crate::app::{App, PromptKind, step};
 use compare::{Comparison, Edits, PluginRow};
 use kubestep_engine::config::KubeSchedulerConfiguration;
+
+const GROUP: &str = "What-if tab";
+
+/// The tab's own commands.
+const OWN: [OwnCommand; 6] = [
+    OwnCommand {
+        name: "what-if-toggle",
+        help: "what-if: enable / disable the plugin",
+        group: GROUP,
+        keys: &["x"],
+        synonyms: &["disable", "enable"],
+    },
+    OwnCommand {
+        name: "weight-up",
+        help: "what-if: raise the score weight",
+        group: GROUP,
+        keys: &["ctrl-up", "K"],
+        synonyms: &["priority", "importance"],
+    },
+    OwnCommand {
+        name: "weight-down",
+        help: "what-if: lower the score weight",
+        group: GROUP,
+        keys: &["ctrl-down"],
+        synonyms: &["priority", "importance"],
+    },
+    OwnCommand {
+        name: "what-if-run",
+        help: "what-if: re-run the pod with both configurations",
+        group: GROUP,
+        keys: &["R"],
+        synonyms: &["simulate", "compare"],
+    },
+    OwnCommand {
+        name: "what-if-edit",
+        help: "what-if: edit a pod or node field (requests, toleration, nodeSelector, labels, taints, allocatable)",
+        group: GROUP,
+        keys: &["e"],
+        synonyms: &["modify", "change"],
+    },
+    OwnCommand {
+        name: "what-if-undo",
+        help: "what-if: undo the last field edit",
+        group: GROUP,
+        keys: &["u"],
+        synonyms: &["revert"],
+    },
+];
+pub const TOGGLE: Command = Command::Own(&OWN[0]);
+pub const WEIGHT_UP: Command = Command::Own(&OWN[1]);
+pub const WEIGHT_DOWN: Command = Command::Own(&OWN[2]);
+pub const RUN: Command = Command::Own(&OWN[3]);
+pub const EDIT: Command = Command::Own(&OWN[4]);
+pub const UNDO: Command = Command::Own(&OWN[5]);
 
 /// The What-if tab's state.
 #[derive(Debug, Default)]
@@ -41,14 +95,7 @@ impl TabPane for WhatIfTab {
         keys: &["7", "w"],
     };
 
-    const KEYS: &'static [(Command, &'static [&'static str])] = &[
-        (Command::WhatIfToggle, &["x"]),
-        (Command::WeightUp, &["ctrl-up", "K"]),
-        (Command::WeightDown, &["ctrl-down"]),
-        (Command::WhatIfRun, &["R"]),
-        (Command::WhatIfField, &["e"]),
-        (Command::WhatIfUndo, &["u"]),
-    ];
+    const COMMANDS: &'static [OwnCommand] = &OWN;
 
     fn of(app: &App) -> &Self {
         &app.whatif
@@ -57,13 +104,13 @@ impl TabPane for WhatIfTab {
     /// The what-if commands work from any tab (`e` shows this one).
     fn own_command(app: &mut App, c: Command) -> bool {
         match c {
-            Command::WhatIfToggle | Command::WeightUp | Command::WeightDown => app.edit_what_if(c),
-            Command::WhatIfRun => app.run_what_if(),
-            Command::WhatIfField => {
+            _ if c == TOGGLE || c == WEIGHT_UP || c == WEIGHT_DOWN => app.edit_what_if(c),
+            _ if c == RUN => app.run_what_if(),
+            _ if c == EDIT => {
                 app.show_tab(Tab::WhatIf);
                 app.prompt(PromptKind::WhatIfField);
             }
-            Command::WhatIfUndo => app.undo_field_edit(),
+            _ if c == UNDO => app.undo_field_edit(),
             _ => return false,
         }
         true
