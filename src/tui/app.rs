@@ -8,17 +8,11 @@ use crate::session::{Session, StepRecord};
 use std::sync::Arc;
 
 use super::action::{Pane, Tab};
-use super::components::detail::DetailTab;
-use super::components::filter::FilterTab;
-use super::components::logs::LogsTab;
 use super::components::queue::QueuePane;
 use super::components::queue::pods::QueueRow;
-use super::components::scores::ScoresTab;
-use super::components::state_tree::StateTab;
 use super::components::tabs;
 use super::components::timeline::CyclePane;
 use super::components::waiting::WaitingPane;
-use super::components::whatif::WhatIfTab;
 use super::keymap::Keymap;
 use super::logs::LogBuffer;
 use super::step_shown::{self, AttemptData};
@@ -204,15 +198,8 @@ pub struct App {
     /// A pod jumped to (`p`) whose steps the history no longer has, with the step shown
     /// then: the panes' subject while that step stays shown.
     pub pinned_pod: Option<(String, Option<u64>)>,
-    /// The tabs' states (see `components::tabs`).
-    pub matrix: FilterTab,
-    pub scores: ScoresTab,
-    pub tree: StateTab,
-    pub explain: Option<crate::components::explain::worker::ExplainCache>,
-    pub explain_scroll: usize,
-    pub detail: DetailTab,
-    pub logs_tab: LogsTab,
-    pub whatif: WhatIfTab,
+    /// The tabs' states, one field per tab (declared by the registry, `components::tabs`).
+    pub tabs: tabs::TabStates,
     /// Engine work off the UI thread (explain, what-if); results arrive as actions.
     pub background: super::background::Background,
     /// Live mode (`kubestep live`): the cluster link; `None` for recordings.
@@ -226,7 +213,6 @@ pub struct App {
 
 impl App {
     pub fn new(mut session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
-        let plugins = crate::components::whatif::compare::plugin_rows(&session);
         // Time travel shows each step's queue: history keeps it from now on.
         session.history.queues.keep = true;
         let start = session.now();
@@ -260,22 +246,13 @@ impl App {
             waiting: Default::default(),
             timeline: Default::default(),
             pinned_pod: None,
-            matrix: Default::default(),
-            scores: Default::default(),
-            tree: Default::default(),
-            explain: None,
-            explain_scroll: 0,
-            detail: Default::default(),
-            logs_tab: Default::default(),
-            whatif: WhatIfTab {
-                plugins,
-                ..Default::default()
-            },
+            tabs: Default::default(),
             background: Default::default(),
             live: None,
             resume: false,
             full: Vec::new(),
         };
+        tabs::init(&mut app);
         app.refresh();
         app
     }

@@ -166,7 +166,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                app.whatif.alt = Some((name, c));
+                app.tabs.whatif.alt = Some((name, c));
             }
             Err(e) => warnings.push(format!("--compare {}: {e}", p.display())),
         }

@@ -165,7 +165,7 @@ fn explain_unschedulable_pod_with_hints() {
     press(&mut app, "ff");
     press(&mut app, &format!("p{TRAINER}\n4"));
     settle(&mut app);
-    let c = app.explain.as_ref().unwrap();
+    let c = app.tabs.explain.cache.as_ref().unwrap();
     assert_eq!(c.pod, TRAINER);
     assert!(
         c.outcome
@@ -190,12 +190,12 @@ fn explain_computes_in_the_background_and_the_app_stays_responsive() {
     // The worker holds the job: the pane says so, and keys still work meanwhile.
     let s = screen(&mut app);
     assert!(s.contains("computing hints…"), "{s}");
-    assert!(app.explain.as_ref().unwrap().outcome.is_none());
+    assert!(app.tabs.explain.cache.as_ref().unwrap().outcome.is_none());
     insta::assert_snapshot!("explain_computing", s);
     press(&mut app, "jj");
-    assert_eq!(app.explain_scroll, 2);
+    assert_eq!(app.tabs.explain.scroll, 2);
     press(&mut app, "gk");
-    assert_eq!(app.explain_scroll, 0);
+    assert_eq!(app.tabs.explain.scroll, 0);
     // Released: the result arrives as an action and is drawn.
     gate.open();
     settle(&mut app);
@@ -217,15 +217,15 @@ fn a_stale_explanation_is_dropped() {
     app.background.gate = Some(gate.clone());
     press(&mut app, "ff");
     press(&mut app, &format!("p{TRAINER}\n4"));
-    let first = app.explain.as_ref().unwrap().job;
+    let first = app.tabs.explain.cache.as_ref().unwrap().job;
     // Another pod before the first answer: the first answer no longer matters.
     press(&mut app, &format!("p{CHECKOUT}\n4"));
-    let c = app.explain.as_ref().unwrap();
+    let c = app.tabs.explain.cache.as_ref().unwrap();
     assert_eq!(c.pod, CHECKOUT);
     assert_ne!(c.job, first);
     gate.open();
     settle(&mut app);
-    let c = app.explain.as_ref().unwrap();
+    let c = app.tabs.explain.cache.as_ref().unwrap();
     assert_eq!(c.pod, CHECKOUT);
     let e = c.outcome.as_ref().unwrap().result.as_ref().unwrap();
     assert_eq!(e.pod, CHECKOUT);
@@ -239,7 +239,9 @@ fn a_stale_explanation_is_dropped() {
     };
     app.update(Action::Explained(Box::new(late)));
     assert!(
-        app.explain
+        app.tabs
+            .explain
+            .cache
             .as_ref()
             .unwrap()
             .outcome
@@ -606,7 +608,7 @@ fn what_if_never_enters_history() {
     // Disable the first plugin (NodeUnschedulable), re-run the trainer.
     press(&mut app, &format!("p{TRAINER}\n7xR"));
     settle(&mut app);
-    let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
+    let r = app.tabs.whatif.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.pod, TRAINER);
     assert!(
         r.alt_label.contains("NodeUnschedulable disabled"),
@@ -642,7 +644,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         )
     );
     settle(&mut app);
-    let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
+    let r = app.tabs.whatif.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.pod, TRAINER);
     let base = r.base.as_ref().unwrap();
     let alt = r.alt.as_ref().unwrap();
@@ -655,7 +657,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         &format!("enode {gpu_node} untaint nvidia.com/gpu\n"),
     );
     settle(&mut app);
-    assert_eq!(app.whatif.edits.fields.len(), 2);
+    assert_eq!(app.tabs.whatif.edits.fields.len(), 2);
     let real = app
         .session
         .cluster()
@@ -690,14 +692,15 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         let (level, msg) = app.status.clone().unwrap();
         assert_eq!(level, super::app::Level::Error, "{line}");
         assert!(msg.starts_with(said), "{line}: {msg}");
-        assert_eq!(app.whatif.edits.fields.len(), 2);
+        assert_eq!(app.tabs.whatif.edits.fields.len(), 2);
     }
     // Undo drops the last edit and re-runs.
     press(&mut app, "u");
     settle(&mut app);
-    assert_eq!(app.whatif.edits.fields.len(), 1);
+    assert_eq!(app.tabs.whatif.edits.fields.len(), 1);
     assert!(
-        app.whatif
+        app.tabs
+            .whatif
             .result
             .as_ref()
             .unwrap()
@@ -867,7 +870,7 @@ fn five_thousand_nodes_step_and_draw_every_tab() {
         press(&mut app, keys);
         term.draw(|f| super::draw::draw(f, &app)).unwrap();
     }
-    assert_eq!(app.matrix.order.len(), 5_000);
+    assert_eq!(app.tabs.matrix.order.len(), 5_000);
 }
 
 #[test]
@@ -954,7 +957,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
         "{s}"
     );
     press(&mut app, "/+\n");
-    assert_eq!(app.matrix.order.len(), 145);
+    assert_eq!(app.tabs.matrix.order.len(), 145);
     let s = screen(&mut app);
     assert!(!s.contains("(✓)"), "{s}");
 }
@@ -963,7 +966,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
 fn matrix_node(app: &App) -> String {
     let a = app.moment_attempt().unwrap();
     let m = a.matrix.unwrap();
-    let r = app.matrix.order[app.matrix.row];
+    let r = app.tabs.matrix.order[app.tabs.matrix.row];
     a.names.get(m.nodes[r]).to_string()
 }
 
@@ -987,32 +990,32 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
         .position(|p| *p == "NodeResourcesFit")
         .unwrap();
     // Counts per plugin, computed with the rows.
-    assert_eq!(app.matrix.rejections[tt], 2);
-    assert_eq!(app.matrix.rejections[nrf], 1);
+    assert_eq!(app.tabs.matrix.rejections[tt], 2);
+    assert_eq!(app.tabs.matrix.rejections[nrf], 1);
     let s = screen(&mut app);
     assert!(s.contains("✗ per plugin"), "{s}");
     // `!` keeps rejected nodes, `!PLUGIN` (name or abbreviation) those it rejected.
     press(&mut app, "/!\n");
-    assert_eq!(app.matrix.order.len(), 3);
+    assert_eq!(app.tabs.matrix.order.len(), 3);
     press(&mut app, "\x1b/!NRF\n");
-    assert_eq!(app.matrix.order.len(), 1);
+    assert_eq!(app.tabs.matrix.order.len(), 1);
     assert!(screen(&mut app).contains("Node (1/6"));
     press(&mut app, "\x1b/!taint\n");
-    assert_eq!(app.matrix.order.len(), 2);
+    assert_eq!(app.tabs.matrix.order.len(), 2);
     press(&mut app, "\x1b");
-    assert_eq!(app.matrix.order.len(), 6);
+    assert_eq!(app.tabs.matrix.order.len(), 6);
     // Sort: rejected first, then by the selected column's plugin.
     press(&mut app, "o");
     assert_eq!(
-        app.matrix.sort,
+        app.tabs.matrix.sort,
         crate::components::filter::order::MatrixSort::Rejected
     );
     press(&mut app, "o");
     assert_eq!(
-        app.matrix.sort,
+        app.tabs.matrix.sort,
         crate::components::filter::order::MatrixSort::ByPlugin
     );
-    app.matrix.col = 0;
+    app.tabs.matrix.col = 0;
     for _ in 0..tt {
         press(&mut app, "L");
     }
@@ -1023,8 +1026,8 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
             crate::framework::cycle::FilterCell::Reject { .. }
         )
     };
-    assert!(rejected_by_tt(app.matrix.order[0]) && rejected_by_tt(app.matrix.order[1]));
-    assert!(!rejected_by_tt(app.matrix.order[2]));
+    assert!(rejected_by_tt(app.tabs.matrix.order[0]) && rejected_by_tt(app.tabs.matrix.order[1]));
+    assert!(!rejected_by_tt(app.tabs.matrix.order[2]));
     insta::assert_snapshot!("filter_by_plugin_80x24", {
         app.update(Action::Resize(80, 24));
         screen(&mut app)

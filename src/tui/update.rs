@@ -149,7 +149,7 @@ impl App {
     pub(super) fn prompt(&mut self, kind: PromptKind) {
         let text = match kind {
             PromptKind::QueueFilter => self.queue.filter.clone(),
-            PromptKind::MatrixFilter => self.matrix.filter.clone(),
+            PromptKind::MatrixFilter => self.tabs.matrix.filter.clone(),
             _ => String::new(),
         };
         self.mode = Mode::Prompt { kind, text };
@@ -231,7 +231,7 @@ impl App {
             .rev()
             .find(|s| s.pod.as_deref() == Some(pod))
             .map(|s| s.seq);
-        self.detail.open(DetailTarget::Pod(pod.to_string()));
+        self.tabs.detail.open(DetailTarget::Pod(pod.to_string()));
         match seq {
             Some(seq) => {
                 let last = self.session.history.last().map(|s| s.seq);

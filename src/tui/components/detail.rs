@@ -40,7 +40,7 @@ impl DetailTab {
     /// Enter on a node row (Filter, Score): that node, in this tab.
     pub fn show_node(app: &mut App, node: Option<String>) {
         if let Some(n) = node {
-            app.detail.open(DetailTarget::Node(n));
+            app.tabs.detail.open(DetailTarget::Node(n));
             app.tab = crate::action::Tab::Detail;
         }
     }
@@ -53,10 +53,6 @@ impl TabPane for DetailTab {
         help: "Node / pod detail",
         keys: &["5"],
     };
-
-    fn of(app: &App) -> &Self {
-        &app.detail
-    }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         // YAML and long values wrap under their own key, not at column 0.
@@ -72,7 +68,7 @@ impl TabPane for DetailTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.detail.scroll = scroll_by(app.detail.scroll, d);
+        app.tabs.detail.scroll = scroll_by(app.tabs.detail.scroll, d);
     }
 }
 
@@ -115,7 +111,8 @@ fn mib(v: i64) -> String {
 
 /// What the Detail tab shows when nothing was picked: the pod of the moment.
 pub fn target(app: &App) -> Option<DetailTarget> {
-    app.detail
+    app.tabs
+        .detail
         .target
         .clone()
         .or_else(|| app.subject_pod().map(DetailTarget::Pod))

@@ -34,10 +34,6 @@ impl TabPane for LogsTab {
         keys: &["6"],
     };
 
-    fn of(app: &App) -> &Self {
-        &app.logs_tab
-    }
-
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         let t = &app.theme;
         let (w, h) = (area.width as usize, area.height as usize);
@@ -81,7 +77,7 @@ impl TabPane for LogsTab {
     /// newest follows again.
     fn move_selection(app: &mut App, d: isize) {
         let (w, h) = body(app);
-        app.logs_tab.top = scrolled(&app.logs, app.logs_tab.top, d, w, h);
+        app.tabs.logs_tab.top = scrolled(&app.logs, app.tabs.logs_tab.top, d, w, h);
     }
 }
 

@@ -38,8 +38,8 @@ pub struct TabInfo {
 pub trait TabPane {
     const INFO: TabInfo;
 
-    /// The tab's state in the app.
-    fn of(app: &App) -> &Self;
+    /// Sets up the tab's state once the app is made (before the first refresh).
+    fn init(_app: &mut App) {}
 
     /// Draws the tab's body into `area` (inside the main pane's border): a pure function
     /// of the tab's state and the read-only app.
@@ -109,7 +109,7 @@ pub fn moment_attempts(app: &App) -> Option<Vec<u64>> {
 /// Declares the tabs: the `Tab` enum in tab-bar order and the dispatch from a `Tab` to
 /// its component's hooks.
 macro_rules! tabs {
-    ($($tab:ident => $pane:ty),+ $(,)?) => {
+    ($($tab:ident => $field:ident: $pane:ty),+ $(,)?) => {
         /// The tabs of the main pane, in tab-bar order.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Tab {
@@ -130,10 +130,21 @@ macro_rules! tabs {
             }
         }
 
+        /// Every tab's state: `App::tabs`, one field per tab.
+        #[derive(Debug, Default)]
+        pub struct TabStates {
+            $(pub $field: $pane),+
+        }
+
+        /// Every tab's `init`, in tab-bar order.
+        pub fn init(app: &mut App) {
+            $(<$pane as TabPane>::init(app);)+
+        }
+
         /// The shown tab's body.
         pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::of(app).draw(f, area, app)),+
+                $(Tab::$tab => app.tabs.$field.draw(f, area, app)),+
             }
         }
 
@@ -256,15 +267,15 @@ impl PaneComponent for MainPane {
 }
 
 // The registry: one line per tab, in tab-bar order (the number keys follow it only
-// through each tab's `INFO.keys`).
+// through each tab's `INFO.keys`), with the name of its state in `App::tabs`.
 tabs! {
-    Filter => filter::FilterTab,
-    Scores => scores::ScoresTab,
-    State => state_tree::StateTab,
-    Explain => explain::ExplainTab,
-    Detail => detail::DetailTab,
-    Logs => logs::LogsTab,
-    WhatIf => whatif::WhatIfTab,
+    Filter => matrix: filter::FilterTab,
+    Scores => scores: scores::ScoresTab,
+    State => tree: state_tree::StateTab,
+    Explain => explain: explain::ExplainTab,
+    Detail => detail: detail::DetailTab,
+    Logs => logs_tab: logs::LogsTab,
+    WhatIf => whatif: whatif::WhatIfTab,
 }
 
 #[cfg(test)]

@@ -4,9 +4,8 @@
 //! hints, both from re-running the engine on the current cluster (in the background:
 //! "computing hints…" until it is done). `text` is also what `y` copies.
 //!
-//! The Explain tab. Its state stays on `App` (`explain`, the background worker's answer,
-//! which `worker.rs` asks for and takes; `explain_scroll`), where the worker's
-//! answers and the app's tests find it.
+//! The Explain tab; `worker.rs` asks the background worker for the explanation and takes
+//! its answer.
 
 pub mod worker;
 
@@ -29,9 +28,13 @@ use crate::step_shown;
 /// in three lines) before "+N more".
 const COPY_NAMES: usize = 4000;
 
-/// The Explain tab (its state is the app's `explain` and `explain_scroll`).
+/// The Explain tab's state: the background worker's explanation and the scroll.
 #[derive(Debug, Default)]
-pub struct ExplainTab;
+pub struct ExplainTab {
+    /// The explanation of the pod shown, or the one asked for (see `worker.rs`).
+    pub cache: Option<worker::ExplainCache>,
+    pub scroll: usize,
+}
 
 impl TabPane for ExplainTab {
     const INFO: TabInfo = TabInfo {
@@ -42,10 +45,6 @@ impl TabPane for ExplainTab {
     };
 
     const KEYS: &'static [(Command, &'static [&'static str])] = &[(Command::Copy, &["y"])];
-
-    fn of(_: &App) -> &Self {
-        &ExplainTab
-    }
 
     /// `y`, from any tab: the explanation, to the clipboard.
     fn own_command(app: &mut App, c: Command) -> bool {
@@ -84,7 +83,7 @@ impl TabPane for ExplainTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.explain_scroll = scroll_by(app.explain_scroll, d);
+        app.tabs.explain.scroll = scroll_by(app.tabs.explain.scroll, d);
     }
 }
 
@@ -175,7 +174,7 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
     } else {
         out.push("not attempted yet".into());
     }
-    match &app.explain {
+    match &app.tabs.explain.cache {
         Some(c) if c.pod == pod && c.outcome.is_none() => {
             out.push(String::new());
             out.push("Re-run on the current cluster (kubestep explain):".into());
@@ -278,7 +277,7 @@ fn draw(f: &mut Frame, area: Rect, app: &App) {
         })
         .collect();
     f.render_widget(
-        Paragraph::new(lines).scroll((app.explain_scroll.min(u16::MAX as usize) as u16, 0)),
+        Paragraph::new(lines).scroll((app.tabs.explain.scroll.min(u16::MAX as usize) as u16, 0)),
         area,
     );
 }

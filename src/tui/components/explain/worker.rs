@@ -46,11 +46,11 @@ impl App {
             return;
         }
         let Some(pod) = self.subject_pod() else {
-            self.explain = None;
+            self.tabs.explain.cache = None;
             return;
         };
         let seq = self.session.history.peek_seq();
-        if let Some(c) = self.explain.as_mut()
+        if let Some(c) = self.tabs.explain.cache.as_mut()
             && c.pod == pod
             && c.seq == seq
         {
@@ -64,7 +64,7 @@ impl App {
             return;
         }
         let Some(p) = self.session.cluster().full_pod(&pod) else {
-            self.explain = None;
+            self.tabs.explain.cache = None;
             return;
         };
         // The worker gets its own copies: the session goes on changing meanwhile.
@@ -82,18 +82,18 @@ impl App {
                 outcome: Explained { result, hints },
             }))
         });
-        self.explain = Some(ExplainCache {
+        self.tabs.explain.cache = Some(ExplainCache {
             pod,
             seq,
             job,
             outcome: None,
         });
-        self.explain_scroll = 0;
+        self.tabs.explain.scroll = 0;
     }
 
     /// A worker's explanation: kept if it answers the newest request, else dropped.
     pub(crate) fn explained(&mut self, done: ExplainDone) {
-        match self.explain.as_mut() {
+        match self.tabs.explain.cache.as_mut() {
             Some(c) if c.job == done.job => c.outcome = Some(done.outcome),
             _ => tracing::debug!("dropped a stale explanation (job {})", done.job),
         }

@@ -52,10 +52,6 @@ impl TabPane for FilterTab {
         (Command::JumpNode, &["*"]),
     ];
 
-    fn of(app: &App) -> &Self {
-        &app.matrix
-    }
-
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         draw::draw(self, f, area, app)
     }
@@ -68,24 +64,24 @@ impl TabPane for FilterTab {
     /// sort or the filter changed.
     fn refresh(app: &mut App) {
         let Some(step) = app.moment() else {
-            app.matrix.order.clear();
-            app.matrix.key = None;
+            app.tabs.matrix.order.clear();
+            app.tabs.matrix.key = None;
             return;
         };
         let Some(a) = app.moment_attempt() else {
-            app.matrix.order.clear();
-            app.matrix.key = None;
+            app.tabs.matrix.order.clear();
+            app.tabs.matrix.key = None;
             return;
         };
         let Some(m) = a.matrix else {
-            app.matrix.order.clear();
-            app.matrix.key = None;
+            app.tabs.matrix.order.clear();
+            app.tabs.matrix.key = None;
             return;
         };
         let cols = step_shown::filter_columns(step, m).unwrap_or(0);
         // The selected column matters only to the by-plugin sort.
-        let col = if app.matrix.sort == MatrixSort::ByPlugin {
-            app.matrix.col
+        let col = if app.tabs.matrix.sort == MatrixSort::ByPlugin {
+            app.tabs.matrix.col
         } else {
             usize::MAX
         };
@@ -93,11 +89,11 @@ impl TabPane for FilterTab {
             a.id,
             m.nodes.len(),
             cols,
-            app.matrix.sort,
-            app.matrix.filter.clone(),
+            app.tabs.matrix.sort,
+            app.tabs.matrix.filter.clone(),
             col,
         );
-        if app.matrix.key.as_ref() == Some(&key) {
+        if app.tabs.matrix.key.as_ref() == Some(&key) {
             return;
         }
         let names = a.names;
@@ -105,17 +101,17 @@ impl TabPane for FilterTab {
             m,
             |i| names.get(i).to_string(),
             cols,
-            app.matrix.sort,
-            &app.matrix.filter,
+            app.tabs.matrix.sort,
+            &app.tabs.matrix.filter,
             col,
         );
         let rejections = order::rejections_per_plugin(m, cols);
         let plugins = m.plugins.len();
-        app.matrix.order = order;
-        app.matrix.rejections = rejections;
-        app.matrix.key = Some(key);
-        clamp(&mut app.matrix.row, app.matrix.order.len());
-        clamp(&mut app.matrix.col, plugins);
+        app.tabs.matrix.order = order;
+        app.tabs.matrix.rejections = rejections;
+        app.tabs.matrix.key = Some(key);
+        clamp(&mut app.tabs.matrix.row, app.tabs.matrix.order.len());
+        clamp(&mut app.tabs.matrix.col, plugins);
     }
 
     fn command(app: &mut App, c: Command) -> bool {
@@ -126,16 +122,16 @@ impl TabPane for FilterTab {
                     .moment_attempt()
                     .and_then(|a| a.matrix)
                     .map_or(0, |m| m.plugins.len());
-                app.matrix.col = step(app.matrix.col, d, n);
+                app.tabs.matrix.col = step(app.tabs.matrix.col, d, n);
                 Self::refresh(app);
             }
             Command::Filter if app.focus == Pane::Main => app.prompt(PromptKind::MatrixFilter),
             Command::Sort if app.focus == Pane::Main => {
-                app.matrix.sort = app.matrix.sort.next();
+                app.tabs.matrix.sort = app.tabs.matrix.sort.next();
                 Self::refresh(app);
-                app.info(format!("nodes sorted: {}", app.matrix.sort.label()));
+                app.info(format!("nodes sorted: {}", app.tabs.matrix.sort.label()));
             }
-            Command::Cancel if !app.matrix.filter.is_empty() => {
+            Command::Cancel if !app.tabs.matrix.filter.is_empty() => {
                 Self::set_filter(app, String::new())
             }
             Command::JumpNode => Self::jump_to_chosen_node(app),
@@ -145,14 +141,14 @@ impl TabPane for FilterTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.matrix.row = step(app.matrix.row, d, app.matrix.order.len());
+        app.tabs.matrix.row = step(app.tabs.matrix.row, d, app.tabs.matrix.order.len());
     }
 
     /// Enter: the selected node in the Detail tab.
     fn select(app: &mut App) {
         let node = app.moment_attempt().and_then(|a| {
             let m = a.matrix?;
-            let r = *app.matrix.order.get(app.matrix.row)?;
+            let r = *app.tabs.matrix.order.get(app.tabs.matrix.row)?;
             Some(a.names.get(*m.nodes.get(r)?).to_string())
         });
         super::detail::DetailTab::show_node(app, node);
@@ -162,16 +158,17 @@ impl TabPane for FilterTab {
     fn breakpoint(app: &App) -> Option<Breakpoint> {
         app.moment_attempt()
             .and_then(|a| a.matrix)
-            .and_then(|m| m.plugins.get(app.matrix.col))
+            .and_then(|m| m.plugins.get(app.tabs.matrix.col))
             .map(|p| Breakpoint::Plugin(p.to_string()))
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
         let inner = super::inner(main);
-        let below = draw::geometry(&app.matrix, app, inner).map_or(2, |g| g.footer_rows(inner));
+        let below =
+            draw::geometry(&app.tabs.matrix, app, inner).map_or(2, |g| g.footer_rows(inner));
         let header = draw::HEADER_ROWS;
-        if let Some(i) = layout::row_at(main, header, below, y, app.matrix.row) {
-            app.matrix.row = i.min(app.matrix.order.len().saturating_sub(1));
+        if let Some(i) = layout::row_at(main, header, below, y, app.tabs.matrix.row) {
+            app.tabs.matrix.row = i.min(app.tabs.matrix.order.len().saturating_sub(1));
         }
     }
 
@@ -200,7 +197,7 @@ impl TabPane for FilterTab {
 impl FilterTab {
     /// The node filter, as typed at its prompt (applied as it is typed).
     pub fn set_filter(app: &mut App, text: String) {
-        app.matrix.filter = text;
+        app.tabs.matrix.filter = text;
         Self::refresh(app);
     }
 
@@ -221,12 +218,12 @@ impl FilterTab {
             app.error(format!("{node} is not in this attempt's Filter matrix"));
             return;
         };
-        if !app.matrix.order.contains(&r) && !app.matrix.filter.is_empty() {
-            app.matrix.filter.clear();
+        if !app.tabs.matrix.order.contains(&r) && !app.tabs.matrix.filter.is_empty() {
+            app.tabs.matrix.filter.clear();
             Self::refresh(app);
         }
-        if let Some(i) = app.matrix.order.iter().position(|&i| i == r) {
-            app.matrix.row = i;
+        if let Some(i) = app.tabs.matrix.order.iter().position(|&i| i == r) {
+            app.tabs.matrix.row = i;
             app.info(format!("{node}: the node this attempt chose"));
         }
     }

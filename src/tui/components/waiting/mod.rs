@@ -165,7 +165,7 @@ impl PaneComponent for WaitingPane {
 
     fn select(app: &mut App) {
         if let Some(p) = app.waiting.selected_row().map(|w| w.pod.clone()) {
-            app.detail.target = Some(DetailTarget::Pod(p));
+            app.tabs.detail.target = Some(DetailTarget::Pod(p));
             app.show_tab(Tab::Detail);
         }
     }

@@ -20,10 +20,16 @@ impl App {
             self.show_tab(Tab::WhatIf);
             return;
         }
-        let Some(row) = self.whatif.plugins.get(self.whatif.selected).cloned() else {
+        let Some(row) = self
+            .tabs
+            .whatif
+            .plugins
+            .get(self.tabs.whatif.selected)
+            .cloned()
+        else {
             return;
         };
-        let e = &mut self.whatif.edits;
+        let e = &mut self.tabs.whatif.edits;
         match c {
             c if c == super::TOGGLE => {
                 if !e.disabled.remove(&row.name) {
@@ -48,7 +54,7 @@ impl App {
                 }
             }
         }
-        let d = self.whatif.edits.describe();
+        let d = self.tabs.whatif.edits.describe();
         let run = self.keymap.label(super::RUN);
         self.info(format!("what-if: {d} ({run} re-runs the pod)"));
     }
@@ -58,10 +64,10 @@ impl App {
         match crate::components::whatif::fields::parse(text, self.session.cluster()) {
             Ok(edit) => {
                 let added = edit.describe();
-                self.whatif.edits.fields.push(edit);
+                self.tabs.whatif.edits.fields.push(edit);
                 self.run_what_if();
                 // Say which edit the re-run is for, not only that one started.
-                if let Some((_, pod)) = &self.whatif.job {
+                if let Some((_, pod)) = &self.tabs.whatif.job {
                     let msg = format!("what-if: {added} added; re-running {pod}");
                     self.info(msg);
                 }
@@ -71,7 +77,7 @@ impl App {
     }
 
     pub(crate) fn undo_field_edit(&mut self) {
-        match self.whatif.edits.fields.pop() {
+        match self.tabs.whatif.edits.fields.pop() {
             Some(e) => {
                 let undone = e.describe();
                 self.run_what_if();
@@ -89,7 +95,7 @@ impl App {
             self.error("no pod to re-run: step a pod or select one in the queue");
             return;
         };
-        let (name, alt) = match &self.whatif.alt {
+        let (name, alt) = match &self.tabs.whatif.alt {
             Some((n, c)) => (n.clone(), c.clone()),
             None => (String::new(), self.session.config().clone()),
         };
@@ -98,7 +104,7 @@ impl App {
             &pod,
             &alt,
             &name,
-            &self.whatif.edits,
+            &self.tabs.whatif.edits,
         );
         match job {
             Ok(job) => {
@@ -108,14 +114,14 @@ impl App {
                         comparison: job.run(),
                     }))
                 });
-                self.whatif.job = Some((id, pod.clone()));
+                self.tabs.whatif.job = Some((id, pod.clone()));
                 self.info(format!(
                     "what-if re-run of {pod} (not part of the session's history)"
                 ));
             }
             Err(e) => {
-                self.whatif.job = None;
-                self.whatif.result = Some(Err(e.clone()));
+                self.tabs.whatif.job = None;
+                self.tabs.whatif.result = Some(Err(e.clone()));
                 self.error(e);
             }
         }
@@ -124,13 +130,14 @@ impl App {
     /// The worker's comparison: shown if it answers the newest re-run.
     pub(crate) fn compared(&mut self, done: CompareDone) {
         if self
+            .tabs
             .whatif
             .job
             .as_ref()
             .is_some_and(|(id, _)| *id == done.job)
         {
-            self.whatif.job = None;
-            self.whatif.result = Some(Ok(done.comparison));
+            self.tabs.whatif.job = None;
+            self.tabs.whatif.result = Some(Ok(done.comparison));
         }
     }
 }

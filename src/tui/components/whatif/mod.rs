@@ -88,6 +88,11 @@ pub struct WhatIfTab {
 }
 
 impl TabPane for WhatIfTab {
+    /// The plugins of the session's first profile, to edit.
+    fn init(app: &mut App) {
+        app.tabs.whatif.plugins = compare::plugin_rows(&app.session);
+    }
+
     const INFO: TabInfo = TabInfo {
         title: "What-if",
         command: "tab-what-if",
@@ -96,10 +101,6 @@ impl TabPane for WhatIfTab {
     };
 
     const COMMANDS: &'static [OwnCommand] = &OWN;
-
-    fn of(app: &App) -> &Self {
-        &app.whatif
-    }
 
     /// The what-if commands work from any tab (`e` shows this one).
     fn own_command(app: &mut App, c: Command) -> bool {
@@ -121,7 +122,7 @@ impl TabPane for WhatIfTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.whatif.selected = step(app.whatif.selected, d, app.whatif.plugins.len());
+        app.tabs.whatif.selected = step(app.tabs.whatif.selected, d, app.tabs.whatif.plugins.len());
     }
 
     /// Enter: re-runs the pod.
