@@ -382,7 +382,7 @@ pub enum Action {
     ScrollDown(u16, u16),
     Resize(u16, u16),
     /// The background worker's explanation of a pod (see `explaining`).
-    Explained(Box<crate::components::explain::worker::ExplainDone>),
+    Explained(Box<crate::components::tabs::explain::worker::ExplainDone>),
     /// The background worker's what-if comparison (see `whatif_actions`).
-    Compared(Box<crate::components::whatif::actions::CompareDone>),
+    Compared(Box<crate::components::tabs::whatif::actions::CompareDone>),
 }

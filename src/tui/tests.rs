@@ -230,9 +230,9 @@ fn a_stale_explanation_is_dropped() {
     let e = c.outcome.as_ref().unwrap().result.as_ref().unwrap();
     assert_eq!(e.pod, CHECKOUT);
     // An answer to the old job, arriving late, changes nothing.
-    let late = crate::components::explain::worker::ExplainDone {
+    let late = crate::components::tabs::explain::worker::ExplainDone {
         job: first,
-        outcome: crate::components::explain::worker::Explained {
+        outcome: crate::components::tabs::explain::worker::Explained {
             result: Err("late".into()),
             hints: Vec::new(),
         },
@@ -1008,12 +1008,12 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
     press(&mut app, "o");
     assert_eq!(
         app.tabs.matrix.sort,
-        crate::components::filter::order::MatrixSort::Rejected
+        crate::components::tabs::filter::order::MatrixSort::Rejected
     );
     press(&mut app, "o");
     assert_eq!(
         app.tabs.matrix.sort,
-        crate::components::filter::order::MatrixSort::ByPlugin
+        crate::components::tabs::filter::order::MatrixSort::ByPlugin
     );
     app.tabs.matrix.col = 0;
     for _ in 0..tt {

@@ -7,7 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::super::action::{Action, Command, Pane, Tab};
 use super::super::app::{App, HelpState, Mode};
 use super::super::components::help;
-use super::super::components::state_tree::visible_paths;
+use super::super::components::tabs::state_tree::visible_paths;
 use super::super::keymap::Keymap;
 use super::super::theme::Theme;
 use super::{demo_app, press, screen};

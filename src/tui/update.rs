@@ -10,8 +10,8 @@ use crate::session::script::{self, Command as ScriptCommand};
 
 use super::action::{Action, Command, Pane, Tab};
 use super::app::{App, HelpState, Mode, PromptKind, clamp};
-use super::components::detail::DetailTarget;
-use super::components::filter::FilterTab;
+use super::components::tabs::detail::DetailTarget;
+use super::components::tabs::filter::FilterTab;
 use super::components::waiting::WaitingPane;
 use super::components::{panes, popups, tabs};
 use super::layout;

@@ -135,7 +135,7 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
     // (one wrapped entry: a legend, not a key per line).
     let legend: Vec<String> = column_plugins(app)
         .into_iter()
-        .map(|name| format!("{} {name}", super::filter::draw::abbrev(name)))
+        .map(|name| format!("{} {name}", super::tabs::filter::draw::abbrev(name)))
         .filter(|l| matches(query, &[l, "plugin columns", "abbreviations", "legend"]))
         .collect();
     if !legend.is_empty() {

@@ -69,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 ("⏸", left, t.queue_waiting)
             };
             let plugin = if w < 44 {
-                crate::components::filter::draw::abbrev(&r.plugin)
+                crate::components::tabs::filter::draw::abbrev(&r.plugin)
             } else {
                 r.plugin.clone()
             };

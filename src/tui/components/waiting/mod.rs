@@ -8,8 +8,8 @@ mod draw;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::detail::DetailTarget;
 use super::panes::PaneComponent;
+use super::tabs::detail::DetailTarget;
 use super::tabs::{Tab, moment_breakpoint};
 use crate::action::{Command, OwnCommand};
 use crate::app::{App, PromptKind, step};

@@ -11,8 +11,8 @@ use ratatui::widgets::Paragraph;
 
 use super::filter::chosen_node;
 use super::filter::draw::Columns;
-use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{Shared, fit, span, wrap_hanging};
+use super::{TabInfo, TabPane, moment_attempts};
+use crate::components::{Shared, fit, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::framework::cycle::ScoreTable;
@@ -150,7 +150,7 @@ impl TabPane for ScoresTab {
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
-        let below = geometry(app, super::inner(main)).map_or(1, |g| g.footer_rows());
+        let below = geometry(app, crate::components::inner(main)).map_or(1, |g| g.footer_rows());
         if let Some(i) = layout::row_at(main, 1, below, y, app.tabs.scores.row) {
             app.tabs.scores.row = i.min(app.tabs.scores.order.len().saturating_sub(1));
         }
@@ -176,7 +176,7 @@ impl ScoresTab {
 
 fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
+    let msg = |f: &mut Frame, m: &str| crate::components::note(f, area, app, m);
     let Some(step) = app.moment() else {
         return msg(f, "no attempt yet");
     };

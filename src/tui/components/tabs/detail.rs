@@ -9,8 +9,8 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::span;
-use super::tabs::{TabInfo, TabPane};
+use crate::components::span;
+use super::{TabInfo, TabPane};
 use crate::app::{App, scroll_by};
 use crate::theme::Theme;
 use kubestep_engine::plugins::dynamic_resources::describe;
@@ -59,7 +59,7 @@ impl TabPane for DetailTab {
         let w = area.width as usize;
         let wrapped: Vec<Line> = lines(app)
             .into_iter()
-            .flat_map(|l| super::wrap_line_hanging(l, w, 2))
+            .flat_map(|l| crate::components::wrap_line_hanging(l, w, 2))
             .collect();
         f.render_widget(
             Paragraph::new(wrapped).scroll((self.scroll.min(u16::MAX as usize) as u16, 0)),

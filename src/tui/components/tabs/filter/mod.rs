@@ -14,7 +14,7 @@ pub mod order;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::tabs::{TabInfo, TabPane, moment_attempts};
+use super::{TabInfo, TabPane, moment_attempts};
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, PromptKind, clamp, step};
 use crate::layout;
@@ -163,7 +163,7 @@ impl TabPane for FilterTab {
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
-        let inner = super::inner(main);
+        let inner = crate::components::inner(main);
         let below =
             draw::geometry(&app.tabs.matrix, app, inner).map_or(2, |g| g.footer_rows(inner));
         let header = draw::HEADER_ROWS;

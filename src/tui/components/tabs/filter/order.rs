@@ -90,7 +90,7 @@ impl NodeFilter {
         let exact: Vec<usize> = (0..plugins.len())
             .filter(|&c| {
                 plugins[c].eq_ignore_ascii_case(rest)
-                    || crate::components::filter::draw::abbrev(plugins[c])
+                    || crate::components::tabs::filter::draw::abbrev(plugins[c])
                         .eq_ignore_ascii_case(rest)
             })
             .collect();

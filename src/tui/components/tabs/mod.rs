@@ -13,7 +13,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use super::panes::PaneComponent;
-use super::{detail, explain, filter, logs, pane, scores, span, state_tree, whatif};
+use super::{pane, span};
 use crate::action::{Command, OwnCommand, Pane};
 use crate::app::App;
 use crate::layout;
@@ -109,7 +109,9 @@ pub fn moment_attempts(app: &App) -> Option<Vec<u64>> {
 /// Declares the tabs: the `Tab` enum in tab-bar order and the dispatch from a `Tab` to
 /// its component's hooks.
 macro_rules! tabs {
-    ($($tab:ident => $field:ident: $pane:ty),+ $(,)?) => {
+    ($($tab:ident => $field:ident: $module:ident::$pane:ident),+ $(,)?) => {
+        $(pub mod $module;)+
+
         /// The tabs of the main pane, in tab-bar order.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Tab {
@@ -121,7 +123,7 @@ macro_rules! tabs {
 
             pub fn info(self) -> &'static TabInfo {
                 match self {
-                    $(Tab::$tab => &<$pane as TabPane>::INFO),+
+                    $(Tab::$tab => &<$module::$pane as TabPane>::INFO),+
                 }
             }
 
@@ -133,12 +135,12 @@ macro_rules! tabs {
         /// Every tab's state: `App::tabs`, one field per tab.
         #[derive(Debug, Default)]
         pub struct TabStates {
-            $(pub $field: $pane),+
+            $(pub $field: $module::$pane),+
         }
 
         /// Every tab's `init`, in tab-bar order.
         pub fn init(app: &mut App) {
-            $(<$pane as TabPane>::init(app);)+
+            $(<$module::$pane as TabPane>::init(app);)+
         }
 
         /// The shown tab's body.
@@ -151,59 +153,59 @@ macro_rules! tabs {
         /// The attempts the shown tab needs in full (see `TabPane::attempts`).
         pub fn attempts(app: &App) -> Option<Vec<u64>> {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::attempts(app)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::attempts(app)),+
             }
         }
 
         /// Every tab's `refresh`, in tab-bar order.
         pub fn refresh(app: &mut App) {
-            $(<$pane as TabPane>::refresh(app);)+
+            $(<$module::$pane as TabPane>::refresh(app);)+
         }
 
         pub fn after_update(app: &mut App) {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::after_update(app)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::after_update(app)),+
             }
         }
 
         pub fn command(app: &mut App, c: Command) -> bool {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::command(app, c)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::command(app, c)),+
             }
         }
 
         /// The tabs' own commands, in tab-bar order.
         pub fn own_command(app: &mut App, c: Command) -> bool {
-            $(<$pane as TabPane>::own_command(app, c))||+
+            $(<$module::$pane as TabPane>::own_command(app, c))||+
         }
 
         /// Every tab's default keys, for the keymap.
-        pub const KEYS: &[&[(Command, &[&str])]] = &[$(<$pane as TabPane>::KEYS),+];
+        pub const KEYS: &[&[(Command, &[&str])]] = &[$(<$module::$pane as TabPane>::KEYS),+];
 
         /// Every tab's own commands (see `Command::ALL`).
-        pub const COMMANDS: &[&[OwnCommand]] = &[$(<$pane as TabPane>::COMMANDS),+];
+        pub const COMMANDS: &[&[OwnCommand]] = &[$(<$module::$pane as TabPane>::COMMANDS),+];
 
         pub fn move_selection(app: &mut App, d: isize) {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::move_selection(app, d)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::move_selection(app, d)),+
             }
         }
 
         pub fn select(app: &mut App) {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::select(app)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::select(app)),+
             }
         }
 
         pub fn breakpoint(app: &App) -> Option<Breakpoint> {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::breakpoint(app)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::breakpoint(app)),+
             }
         }
 
         pub fn click(app: &mut App, main: Rect, y: u16) {
             match app.tab {
-                $(Tab::$tab => <$pane as TabPane>::click(app, main, y)),+
+                $(Tab::$tab => <$module::$pane as TabPane>::click(app, main, y)),+
             }
         }
     };
@@ -267,7 +269,8 @@ impl PaneComponent for MainPane {
 }
 
 // The registry: one line per tab, in tab-bar order (the number keys follow it only
-// through each tab's `INFO.keys`), with the name of its state in `App::tabs`.
+// through each tab's `INFO.keys`): the name of its state in `App::tabs`, and its module
+// (a file or folder here, declared by this line) and type.
 tabs! {
     Filter => matrix: filter::FilterTab,
     Scores => scores: scores::ScoresTab,

@@ -5,7 +5,7 @@
 use crate::action::{Action, Command, Tab};
 use crate::app::App;
 use crate::background::JobKind;
-use crate::components::whatif::compare::Comparison;
+use crate::components::tabs::whatif::compare::Comparison;
 
 /// A worker's comparison.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ impl App {
 
     /// A field edit typed at the prompt: checked, added, and the pod re-run with it.
     pub(crate) fn add_field_edit(&mut self, text: &str) {
-        match crate::components::whatif::fields::parse(text, self.session.cluster()) {
+        match crate::components::tabs::whatif::fields::parse(text, self.session.cluster()) {
             Ok(edit) => {
                 let added = edit.describe();
                 self.tabs.whatif.edits.fields.push(edit);
@@ -99,7 +99,7 @@ impl App {
             Some((n, c)) => (n.clone(), c.clone()),
             None => (String::new(), self.session.config().clone()),
         };
-        let job = crate::components::whatif::compare::compare_job(
+        let job = crate::components::tabs::whatif::compare::compare_job(
             &self.session,
             &pod,
             &alt,

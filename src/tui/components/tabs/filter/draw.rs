@@ -12,7 +12,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::order::{MatrixSort, first_failure};
 use crate::action::Pane;
 use crate::app::App;
-use crate::components::filter::FilterTab;
+use crate::components::tabs::filter::FilterTab;
 use crate::components::{Shared, fit, pad, span, wrap, wrap_hanging};
 use crate::framework::cycle::{FilterCell, FilterMatrix};
 use crate::layout;

@@ -16,11 +16,11 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{span, wrap_hanging};
+use super::{TabInfo, TabPane, moment_attempts};
+use crate::components::{span, wrap_hanging};
 use crate::action::Command;
 use crate::app::{App, scroll_by};
-use crate::components::filter::order::first_failure;
+use crate::components::tabs::filter::order::first_failure;
 use crate::framework::cycle::FilterCell;
 use crate::step_shown;
 

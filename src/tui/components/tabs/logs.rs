@@ -12,8 +12,8 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::span;
-use super::tabs::{TabInfo, TabPane};
+use crate::components::span;
+use super::{TabInfo, TabPane};
 use crate::action::Command;
 use crate::app::App;
 use crate::logs::{LEVEL_WIDTH, LogBuffer};

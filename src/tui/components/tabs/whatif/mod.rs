@@ -14,7 +14,7 @@ pub mod fields;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::tabs::{TabInfo, TabPane};
+use super::{TabInfo, TabPane};
 use crate::action::{Command, OwnCommand, Tab};
 use crate::app::{App, PromptKind, step};
 use compare::{Comparison, Edits, PluginRow};

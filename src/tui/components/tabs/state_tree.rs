@@ -11,8 +11,8 @@ use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use std::collections::HashSet;
 
-use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{fit, span};
+use super::{TabInfo, TabPane, moment_attempts};
+use crate::components::{fit, span};
 use crate::action::Pane;
 use crate::app::{App, step};
 use crate::framework::StateTree;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::cluster::ClusterState;
-use crate::components::whatif::fields::FieldEdit;
+use crate::components::tabs::whatif::fields::FieldEdit;
 use crate::explain::{self, Explanation};
 use crate::framework::profile::ExtensionPoint;
 use crate::session::Session;
@@ -188,7 +188,7 @@ impl CompareJob {
         let base = explain::explain(&self.cluster, &self.base, Arc::clone(&self.object))
             .map_err(|e| e.to_string());
         let alt =
-            crate::components::whatif::fields::apply(&self.fields, &self.cluster, &self.object)
+            crate::components::tabs::whatif::fields::apply(&self.fields, &self.cluster, &self.object)
                 .and_then(|(cluster, pod)| {
                     let cluster = cluster.as_ref().unwrap_or(&self.cluster);
                     explain::explain(cluster, &self.alt, Arc::new(pod)).map_err(|e| e.to_string())
