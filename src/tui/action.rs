@@ -381,8 +381,8 @@ pub enum Action {
     ScrollUp(u16, u16),
     ScrollDown(u16, u16),
     Resize(u16, u16),
-    /// The background worker's explanation of a pod (see `explaining`).
+    /// The background worker's explanation of a pod (see `components::tabs::explain::worker`).
     Explained(Box<crate::components::tabs::explain::worker::ExplainDone>),
-    /// The background worker's what-if comparison (see `whatif_actions`).
+    /// The background worker's what-if comparison (see `components::tabs::whatif::actions`).
     Compared(Box<crate::components::tabs::whatif::actions::CompareDone>),
 }

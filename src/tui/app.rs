@@ -1,6 +1,6 @@
-//! App state: the Session plus what the UI keeps of its own (focus, selections, filters,
-//! the time-travel cursor, prompts; each tab's state is its component's type, from
-//! `components/`). `update.rs` applies actions to it; drawing reads it.
+//! App state: the Session plus what the UI keeps of its own (focus, the time-travel
+//! cursor, prompts, play); each pane's and each tab's state is its component's type, from
+//! `components/`, in one field. `update.rs` applies actions to it; drawing reads it.
 
 use crate::framework::StateTree;
 use crate::session::detail::AttemptDetail;

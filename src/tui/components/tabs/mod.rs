@@ -1,11 +1,12 @@
 //! The main pane's tabs as components (after ratatui's component template and gitui):
-//! one type per tab, in its own file, owning its drawing, its keys and its state, and
-//! the registry below, the one list of tabs. The tab bar, drawing, `App::update`, help
-//! and the keymap all read it; nothing else matches on `Tab`.
+//! one type per tab, in its own file or folder here, owning its drawing, its keys and its
+//! state, and the registry below, the one list of tabs. The tab bar, drawing,
+//! `App::update`, help and the keymap all read it; nothing else matches on `Tab`.
 //!
-//! A tab's state lives in a field of `App` (so a tab's code can read the session and
-//! change other state in one `&mut App`); its handlers are associated functions that take
-//! the app, and its `draw` reads `&self` and `&App` only, as every draw does.
+//! A tab's state is a field of `App::tabs` (declared by the registry), so a tab's code
+//! can read the session and change other state in one `&mut App`; its handlers are
+//! associated functions that take the app, and its `draw` reads `&self` and `&App` only,
+//! as every draw does.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
