@@ -87,33 +87,28 @@ impl Pace {
 pub enum PromptKind {
     /// `:` — a headless script command.
     Command,
-    QueueFilter,
-    MatrixFilter,
     JumpPod,
-    /// A what-if edit of a pod or node field.
-    WhatIfField,
-    /// The message for rejecting a waiting pod.
-    Reject {
-        pod: String,
-        plugin: Option<String>,
+    /// A pane's or a tab's prompt (a filter, a what-if edit, a reject message): its text
+    /// goes to that component as it is typed and when it is entered.
+    Owned {
+        owner: PromptOwner,
+        label: String,
     },
+}
+
+/// The component a prompt belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptOwner {
+    Pane(Pane),
+    Tab(Tab),
 }
 
 impl PromptKind {
     pub fn label(&self) -> String {
         match self {
             PromptKind::Command => ":".into(),
-            PromptKind::QueueFilter => "filter pods /".into(),
-            PromptKind::MatrixFilter => "filter nodes /".into(),
             PromptKind::JumpPod => "jump to pod: ".into(),
-            PromptKind::WhatIfField => "what-if edit (pod request|toleration|selector, node NAME label|untaint|allocatable): ".into(),
-            PromptKind::Reject { pod, plugin } => format!(
-                "reject {pod}{} — message: ",
-                plugin
-                    .as_ref()
-                    .map(|p| format!(" at {p}"))
-                    .unwrap_or_default()
-            ),
+            PromptKind::Owned { label, .. } => label.clone(),
         }
     }
 }

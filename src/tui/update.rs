@@ -9,10 +9,8 @@ use ratatui::layout::Rect;
 use crate::session::script::{self, Command as ScriptCommand};
 
 use super::action::{Action, Command, Pane, Tab};
-use super::app::{App, HelpState, Mode, PromptKind, clamp};
+use super::app::{App, HelpState, Mode, PromptKind, PromptOwner, clamp};
 use super::components::tabs::detail::DetailTarget;
-use super::components::tabs::filter::FilterTab;
-use super::components::waiting::WaitingPane;
 use super::components::{panes, popups, tabs};
 use super::layout;
 use super::play::StepKind;
@@ -147,12 +145,19 @@ impl App {
     }
 
     pub(super) fn prompt(&mut self, kind: PromptKind) {
-        let text = match kind {
-            PromptKind::QueueFilter => self.queue.filter.clone(),
-            PromptKind::MatrixFilter => self.tabs.matrix.filter.clone(),
-            _ => String::new(),
+        self.mode = Mode::Prompt {
+            kind,
+            text: String::new(),
         };
-        self.mode = Mode::Prompt { kind, text };
+    }
+
+    /// Opens a pane's or a tab's prompt, `text` already typed (a filter being changed).
+    pub fn prompt_for(&mut self, owner: PromptOwner, label: &str, text: String) {
+        let label = label.to_string();
+        self.mode = Mode::Prompt {
+            kind: PromptKind::Owned { owner, label },
+            text,
+        };
     }
 
     fn input(&mut self, c: char) {
@@ -160,16 +165,9 @@ impl App {
             Mode::Prompt { kind, text } => {
                 text.push(c);
                 // Filters apply as you type.
-                match kind {
-                    PromptKind::QueueFilter => {
-                        self.queue.filter = text.clone();
-                        self.queue.refresh_order();
-                    }
-                    PromptKind::MatrixFilter => {
-                        let text = text.clone();
-                        FilterTab::set_filter(self, text);
-                    }
-                    _ => {}
+                if let PromptKind::Owned { owner, .. } = kind {
+                    let (owner, text) = (*owner, text.clone());
+                    prompt_input(self, owner, &text);
                 }
             }
             Mode::Help(h) if h.typing => {
@@ -197,12 +195,11 @@ impl App {
             }
             Mode::Prompt { kind, text } => match kind {
                 PromptKind::Command => self.run_command_line(&text),
-                PromptKind::QueueFilter | PromptKind::MatrixFilter => {}
                 PromptKind::JumpPod => self.jump_to_pod_matching(&text),
-                PromptKind::WhatIfField => self.add_field_edit(&text),
-                PromptKind::Reject { pod, plugin } => {
-                    WaitingPane::reject(self, &pod, plugin.as_deref(), &text)
-                }
+                PromptKind::Owned { owner, .. } => match owner {
+                    PromptOwner::Pane(p) => panes::prompt_submit(self, p, &text),
+                    PromptOwner::Tab(t) => tabs::prompt_submit(self, t, &text),
+                },
             },
             other => self.mode = other,
         }
@@ -402,6 +399,14 @@ impl App {
             self.focus = p;
             panes::move_selection(self, if down { 3 } else { -3 });
         }
+    }
+}
+
+/// A character typed at a pane's or a tab's prompt: `text` is the whole line so far.
+fn prompt_input(app: &mut App, owner: PromptOwner, text: &str) {
+    match owner {
+        PromptOwner::Pane(p) => panes::prompt_input(app, p, text),
+        PromptOwner::Tab(t) => tabs::prompt_input(app, t, text),
     }
 }
 

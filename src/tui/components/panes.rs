@@ -50,6 +50,13 @@ pub trait PaneComponent {
     /// The pane has just been given the focus by Tab or Shift-Tab.
     fn focused(_app: &mut App) {}
 
+    /// A character typed at the prompt it opened (`App::prompt_for`): `text` is the line
+    /// so far.
+    fn prompt_input(_app: &mut App, _text: &str) {}
+
+    /// Enter at the prompt it opened.
+    fn prompt_submit(_app: &mut App, _text: &str) {}
+
     /// A command while the pane has the focus, before the tab shown has its say: `true`
     /// when the pane took it.
     fn focused_command(_app: &mut App, _c: Command) -> bool {
@@ -119,6 +126,18 @@ macro_rules! panes {
         pub fn focused(app: &mut App) {
             match app.focus {
                 $(Pane::$pane => <$ty as PaneComponent>::focused(app)),+
+            }
+        }
+
+        pub fn prompt_input(app: &mut App, pane: Pane, text: &str) {
+            match pane {
+                $(Pane::$pane => <$ty as PaneComponent>::prompt_input(app, text)),+
+            }
+        }
+
+        pub fn prompt_submit(app: &mut App, pane: Pane, text: &str) {
+            match pane {
+                $(Pane::$pane => <$ty as PaneComponent>::prompt_submit(app, text)),+
             }
         }
 

@@ -14,7 +14,7 @@ use pods::{QueueRow, QueueSort};
 
 use super::panes::PaneComponent;
 use crate::action::{Command, Pane};
-use crate::app::{App, Level, PromptKind, clamp, step};
+use crate::app::{App, Level, PromptOwner, clamp, step};
 use crate::layout;
 use crate::session::{Breakpoint, QueueCounts};
 
@@ -155,6 +155,12 @@ impl PaneComponent for QueuePane {
         }
     }
 
+    /// The filter applies as it is typed.
+    fn prompt_input(app: &mut App, text: &str) {
+        app.queue.filter = text.to_string();
+        app.queue.refresh_order();
+    }
+
     /// Esc clears the queue's filter before the tab shown's.
     fn focused_command(app: &mut App, c: Command) -> bool {
         if c != Command::Cancel || app.queue.filter.is_empty() {
@@ -169,7 +175,8 @@ impl PaneComponent for QueuePane {
         match c {
             Command::Filter => {
                 app.focus = Pane::Queue;
-                app.prompt(PromptKind::QueueFilter);
+                let text = app.queue.filter.clone();
+                app.prompt_for(PromptOwner::Pane(Pane::Queue), "filter pods /", text);
             }
             Command::Sort => {
                 app.queue.sort = app.queue.sort.next();

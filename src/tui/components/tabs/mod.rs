@@ -81,6 +81,13 @@ pub trait TabPane {
         false
     }
 
+    /// A character typed at the prompt it opened (`App::prompt_for`): `text` is the line
+    /// so far.
+    fn prompt_input(_app: &mut App, _text: &str) {}
+
+    /// Enter at the prompt it opened.
+    fn prompt_submit(_app: &mut App, _text: &str) {}
+
     /// Up, down, page and wheel moves (`d` rows) while the main pane has the focus.
     fn move_selection(_app: &mut App, _d: isize) {}
 
@@ -185,6 +192,18 @@ macro_rules! tabs {
 
         /// Every tab's own commands (see `Command::ALL`).
         pub const COMMANDS: &[&[OwnCommand]] = &[$(<$module::$pane as TabPane>::COMMANDS),+];
+
+        pub fn prompt_input(app: &mut App, tab: Tab, text: &str) {
+            match tab {
+                $(Tab::$tab => <$module::$pane as TabPane>::prompt_input(app, text)),+
+            }
+        }
+
+        pub fn prompt_submit(app: &mut App, tab: Tab, text: &str) {
+            match tab {
+                $(Tab::$tab => <$module::$pane as TabPane>::prompt_submit(app, text)),+
+            }
+        }
 
         pub fn move_selection(app: &mut App, d: isize) {
             match app.tab {

@@ -11,8 +11,8 @@ use ratatui::layout::Rect;
 use super::panes::PaneComponent;
 use super::tabs::detail::DetailTarget;
 use super::tabs::{Tab, moment_breakpoint};
-use crate::action::{Command, OwnCommand};
-use crate::app::{App, PromptKind, step};
+use crate::action::{Command, OwnCommand, Pane};
+use crate::app::{App, PromptOwner, step};
 use crate::components::queue::pods::WaitingRow;
 use crate::layout;
 use crate::session::Breakpoint;
@@ -52,6 +52,8 @@ pub const REJECT: Command = Command::Own(&OWN[2]);
 pub struct WaitingPane {
     pub rows: Vec<WaitingRow>,
     pub selected: usize,
+    /// The pod (and the plugin, unless allowed by it) whose reject message is asked.
+    pub rejecting: Option<(String, Option<String>)>,
 }
 
 impl WaitingPane {
@@ -88,7 +90,7 @@ impl WaitingPane {
     }
 
     /// The reject prompt's answer: `text` is the message.
-    pub fn reject(app: &mut App, pod: &str, plugin: Option<&str>, text: &str) {
+    fn reject(app: &mut App, pod: &str, plugin: Option<&str>, text: &str) {
         match app.session.reject(pod, plugin, text) {
             Ok(()) => {
                 let shown = if text.is_empty() {
@@ -174,6 +176,13 @@ impl PaneComponent for WaitingPane {
         moment_breakpoint(app)
     }
 
+    /// The reject message, entered.
+    fn prompt_submit(app: &mut App, text: &str) {
+        if let Some((pod, plugin)) = app.waiting.rejecting.take() {
+            Self::reject(app, &pod, plugin.as_deref(), text);
+        }
+    }
+
     fn click(app: &mut App, area: Rect, _x: u16, y: u16) {
         if let Some(i) = layout::row_at(area, 0, 0, y, app.waiting.selected) {
             app.waiting.selected = i.min(app.waiting.rows.len().saturating_sub(1));
@@ -191,11 +200,11 @@ impl PaneComponent for WaitingPane {
             _ if Self::refuse_in_past(app, "reject") => {}
             _ => match app.waiting.selected_row() {
                 Some(w) => {
-                    let kind = PromptKind::Reject {
-                        pod: w.pod.clone(),
-                        plugin: (!w.allowed).then(|| w.plugin.clone()),
-                    };
-                    app.prompt(kind);
+                    let (pod, plugin) = (w.pod.clone(), (!w.allowed).then(|| w.plugin.clone()));
+                    let at = plugin.as_ref().map(|p| format!(" at {p}"));
+                    let label = format!("reject {pod}{} — message: ", at.unwrap_or_default());
+                    app.waiting.rejecting = Some((pod, plugin));
+                    app.prompt_for(PromptOwner::Pane(Pane::Waiting), &label, String::new());
                 }
                 None => app.error("no waiting pod selected"),
             },

@@ -16,7 +16,7 @@ use ratatui::layout::Rect;
 
 use super::{TabInfo, TabPane, moment_attempts};
 use crate::action::{Command, Pane, Tab};
-use crate::app::{App, PromptKind, clamp, step};
+use crate::app::{App, PromptOwner, clamp, step};
 use crate::layout;
 use crate::session::Breakpoint;
 use crate::step_shown;
@@ -125,7 +125,10 @@ impl TabPane for FilterTab {
                 app.tabs.matrix.col = step(app.tabs.matrix.col, d, n);
                 Self::refresh(app);
             }
-            Command::Filter if app.focus == Pane::Main => app.prompt(PromptKind::MatrixFilter),
+            Command::Filter if app.focus == Pane::Main => {
+                let text = app.tabs.matrix.filter.clone();
+                app.prompt_for(PromptOwner::Tab(Tab::Filter), "filter nodes /", text);
+            }
             Command::Sort if app.focus == Pane::Main => {
                 app.tabs.matrix.sort = app.tabs.matrix.sort.next();
                 Self::refresh(app);
@@ -138,6 +141,11 @@ impl TabPane for FilterTab {
             _ => return false,
         }
         true
+    }
+
+    /// The node filter applies as it is typed.
+    fn prompt_input(app: &mut App, text: &str) {
+        Self::set_filter(app, text.to_string());
     }
 
     fn move_selection(app: &mut App, d: isize) {

@@ -16,7 +16,7 @@ use ratatui::layout::Rect;
 
 use super::{TabInfo, TabPane};
 use crate::action::{Command, OwnCommand, Tab};
-use crate::app::{App, PromptKind, step};
+use crate::app::{App, PromptOwner, step};
 use compare::{Comparison, Edits, PluginRow};
 use kubestep_engine::config::KubeSchedulerConfiguration;
 
@@ -109,7 +109,8 @@ impl TabPane for WhatIfTab {
             _ if c == RUN => app.run_what_if(),
             _ if c == EDIT => {
                 app.show_tab(Tab::WhatIf);
-                app.prompt(PromptKind::WhatIfField);
+                let label = "what-if edit (pod request|toleration|selector, node NAME label|untaint|allocatable): ";
+                app.prompt_for(PromptOwner::Tab(Tab::WhatIf), label, String::new());
             }
             _ if c == UNDO => app.undo_field_edit(),
             _ => return false,
@@ -119,6 +120,11 @@ impl TabPane for WhatIfTab {
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         draw::draw(self, f, area, app)
+    }
+
+    /// A field edit, entered.
+    fn prompt_submit(app: &mut App, text: &str) {
+        app.add_field_edit(text);
     }
 
     fn move_selection(app: &mut App, d: isize) {
