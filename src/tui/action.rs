@@ -4,25 +4,79 @@
 
 use std::time::Duration;
 
-/// A pane that can hold the focus.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pane {
-    Queue,
-    Waiting,
-    Timeline,
-    Main,
-}
-
-impl Pane {
-    /// Tab's order: as the panes sit on the screen (`layout::areas`), the left column
-    /// from top to bottom, then the main pane.
-    pub const ORDER: [Pane; 4] = [Pane::Queue, Pane::Timeline, Pane::Waiting, Pane::Main];
-}
+/// The panes that can hold the focus, declared by the registry in `components/panes.rs`.
+pub use super::components::panes::Pane;
 
 /// The tabs of the main pane, declared by the registry in `components/tabs.rs`.
 pub use super::components::tabs::Tab;
 
+/// A command a pane or a tab declares itself (`PaneComponent::COMMANDS`,
+/// `TabPane::COMMANDS`), whole: no other file names it. Commands are the same when
+/// their names are.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnCommand {
+    /// The name in the config file's `[keys]` table.
+    pub name: &'static str,
+    /// What help says it does.
+    pub help: &'static str,
+    /// The help group it is listed under (one of `Command::GROUPS`, or a new one).
+    pub group: &'static str,
+    /// Its default keys.
+    pub keys: &'static [&'static str],
+    /// Other words help's search finds it by.
+    pub synonyms: &'static [&'static str],
+}
+
+impl PartialEq for OwnCommand {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for OwnCommand {}
+
+impl std::hash::Hash for OwnCommand {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.name.hash(h)
+    }
+}
+
+impl PartialOrd for OwnCommand {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for OwnCommand {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.name.cmp(other.name)
+    }
+}
+
+/// The own commands of the panes and then the tabs, in registry order.
+const OWN: [&[&[OwnCommand]]; 2] = [
+    super::components::panes::COMMANDS,
+    super::components::tabs::COMMANDS,
+];
+
+/// How many own commands the registries declare.
+const fn own_count() -> usize {
+    let mut n = 0;
+    let mut r = 0;
+    while r < OWN.len() {
+        let mut i = 0;
+        while i < OWN[r].len() {
+            n += OWN[r][i].len();
+            i += 1;
+        }
+        r += 1;
+    }
+    n
+}
+
 /// A key-bindable command. The names are what the config file's `[keys]` table uses.
+/// The app's own and those several panes and tabs share are variants; a pane's or a
+/// tab's own is `Own`, declared by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Command {
     Step,
@@ -56,25 +110,18 @@ pub enum Command {
     Filter,
     Sort,
     ScoreView,
-    Allow,
-    AllowAll,
-    Reject,
-    WhatIfToggle,
-    WeightUp,
-    WeightDown,
-    WhatIfRun,
-    WhatIfField,
-    WhatIfUndo,
     Cancel,
     /// Shows a tab (one command per tab of the registry, named by the tab).
     ShowTab(Tab),
     PaneNarrower,
     PaneWider,
     JumpNode,
+    /// A pane's or a tab's own command.
+    Own(&'static OwnCommand),
 }
 
 /// The commands listed before the tabs' in `Command::ALL` (and so in help).
-const BEFORE_TABS: [Command; 41] = [
+const BEFORE_TABS: [Command; 32] = [
     Command::Step,
     Command::StepPlugin,
     Command::FinishPod,
@@ -106,25 +153,20 @@ const BEFORE_TABS: [Command; 41] = [
     Command::Filter,
     Command::Sort,
     Command::ScoreView,
-    Command::Allow,
-    Command::AllowAll,
-    Command::Reject,
-    Command::WhatIfToggle,
-    Command::WeightUp,
-    Command::WeightDown,
-    Command::WhatIfRun,
-    Command::WhatIfField,
-    Command::WhatIfUndo,
     Command::Cancel,
 ];
+
+/// How many commands there are (`Command::ALL`).
+const ALL_LEN: usize = BEFORE_TABS.len() + Tab::ALL.len() + AFTER_TABS.len() + own_count();
 
 /// The commands listed after the tabs'.
 const AFTER_TABS: [Command; 3] = [Command::PaneNarrower, Command::PaneWider, Command::JumpNode];
 
 impl Command {
-    /// Every command: those before the tabs', one per tab in tab-bar order, the rest.
-    pub const ALL: [Command; BEFORE_TABS.len() + Tab::ALL.len() + AFTER_TABS.len()] = {
-        let mut all = [Command::Step; BEFORE_TABS.len() + Tab::ALL.len() + AFTER_TABS.len()];
+    /// Every command: those before the tabs', one per tab in tab-bar order, the rest,
+    /// then the panes' and the tabs' own, in registry order.
+    pub const ALL: [Command; ALL_LEN] = {
+        let mut all = [Command::Step; ALL_LEN];
         let mut i = 0;
         while i < BEFORE_TABS.len() {
             all[i] = BEFORE_TABS[i];
@@ -142,10 +184,38 @@ impl Command {
             i += 1;
             j += 1;
         }
+        let mut r = 0;
+        while r < OWN.len() {
+            let mut p = 0;
+            while p < OWN[r].len() {
+                let mut k = 0;
+                while k < OWN[r][p].len() {
+                    all[i] = Command::Own(&OWN[r][p][k]);
+                    i += 1;
+                    k += 1;
+                }
+                p += 1;
+            }
+            r += 1;
+        }
         all
     };
 
-    /// The groups help shows, in order (by pane, as k9s does).
+    /// Help's groups: `GROUPS`, and before the tabs' any new group a pane's or a tab's
+    /// own commands name.
+    pub fn groups() -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Command::GROUPS.to_vec();
+        for c in Command::ALL {
+            let g = c.group();
+            if !out.contains(&g) {
+                out.insert(out.len() - 1, g);
+            }
+        }
+        out
+    }
+
+    /// The groups help shows, in order (by pane, as k9s does); the Waiting pane's and
+    /// the What-if tab's commands name theirs.
     pub const GROUPS: [&'static str; 9] = [
         "General",
         "Stepping",
@@ -170,11 +240,8 @@ impl Command {
             Up | Down | PageUp | PageDown | Top | Bottom | Select => "Moving",
             Filter | Sort | JumpPod => "Queue and Filter tab",
             ColumnLeft | ColumnRight | ScoreView | JumpNode => "Filter and Score tabs",
-            Allow | AllowAll | Reject => "Waiting at Permit",
-            WhatIfToggle | WeightUp | WeightDown | WhatIfRun | WhatIfField | WhatIfUndo => {
-                "What-if tab"
-            }
             ShowTab(_) => "Tabs",
+            Own(o) => o.group,
         }
     }
 
@@ -236,24 +303,6 @@ impl Command {
                 "sort: pods by queue, name, attempts; nodes examined, rejected first, by the selected plugin, passing, name",
             ),
             Command::ScoreView => ("score-view", "scores: raw / normalized / weighted"),
-            Command::Allow => ("allow", "allow the selected waiting pod for this plugin"),
-            Command::AllowAll => (
-                "allow-all",
-                "allow the selected waiting pod for every plugin",
-            ),
-            Command::Reject => ("reject", "reject the selected waiting pod (asks a message)"),
-            Command::WhatIfToggle => ("what-if-toggle", "what-if: enable / disable the plugin"),
-            Command::WeightUp => ("weight-up", "what-if: raise the score weight"),
-            Command::WeightDown => ("weight-down", "what-if: lower the score weight"),
-            Command::WhatIfRun => (
-                "what-if-run",
-                "what-if: re-run the pod with both configurations",
-            ),
-            Command::WhatIfField => (
-                "what-if-edit",
-                "what-if: edit a pod or node field (requests, toleration, nodeSelector, labels, taints, allocatable)",
-            ),
-            Command::WhatIfUndo => ("what-if-undo", "what-if: undo the last field edit"),
             Command::Cancel => ("cancel", "close a popup / clear the filter"),
             Command::ShowTab(t) => (t.info().command, t.info().help),
             Command::PaneNarrower => (
@@ -265,6 +314,7 @@ impl Command {
                 "jump-node",
                 "Filter / Score: jump to the node the pod was bound to (or kubestep picked)",
             ),
+            Command::Own(o) => (o.name, o.help),
         }
     }
 
@@ -299,18 +349,11 @@ impl Command {
             Filter => &["search", "find", "grep"],
             Sort => &["order"],
             ScoreView => &["normalize"],
-            Allow => &["approve", "permit", "accept"],
-            AllowAll => &["approve all", "permit all"],
-            Reject => &["deny", "refuse", "decline"],
-            WhatIfToggle => &["disable", "enable"],
-            WeightUp | WeightDown => &["priority", "importance"],
-            WhatIfRun => &["simulate", "compare"],
-            WhatIfField => &["modify", "change"],
-            WhatIfUndo => &["revert"],
             Cancel => &["escape", "close", "dismiss"],
             ShowTab(_) => &[],
             PaneNarrower | PaneWider => &["resize", "width"],
             JumpNode => &["goto node", "bound node"],
+            Own(o) => o.synonyms,
         }
     }
 
@@ -338,8 +381,8 @@ pub enum Action {
     ScrollUp(u16, u16),
     ScrollDown(u16, u16),
     Resize(u16, u16),
-    /// The background worker's explanation of a pod (see `explaining`).
-    Explained(Box<super::explaining::ExplainDone>),
-    /// The background worker's what-if comparison (see `whatif_actions`).
-    Compared(Box<super::whatif_actions::CompareDone>),
+    /// The background worker's explanation of a pod (see `components::tabs::explain::worker`).
+    Explained(Box<crate::components::tabs::explain::worker::ExplainDone>),
+    /// The background worker's what-if comparison (see `components::tabs::whatif::actions`).
+    Compared(Box<crate::components::tabs::whatif::actions::CompareDone>),
 }

@@ -1,24 +1,21 @@
-//! App state: the Session plus what the UI keeps of its own (focus, selections, filters,
-//! the time-travel cursor, prompts; each tab's state is its component's type, from
-//! `components/`). `update.rs` applies actions to it; drawing reads it.
+//! App state: the Session plus what the UI keeps of its own (focus, the time-travel
+//! cursor, prompts, play); each pane's and each tab's state is its component's type, from
+//! `components/`, in one field. `update.rs` applies actions to it; drawing reads it.
 
 use crate::framework::StateTree;
 use crate::session::detail::AttemptDetail;
-use crate::session::{QueueCounts, Session, StepRecord};
+use crate::session::{Session, StepRecord};
 use std::sync::Arc;
 
 use super::action::{Pane, Tab};
-use super::components::detail::DetailTab;
-use super::components::logs::LogsTab;
-use super::components::matrix::FilterTab;
-use super::components::scores::ScoresTab;
-use super::components::state_tree::StateTab;
+use super::components::queue::QueuePane;
+use super::components::queue::pods::QueueRow;
 use super::components::tabs;
-use super::components::whatif::WhatIfTab;
+use super::components::timeline::CyclePane;
+use super::components::waiting::WaitingPane;
 use super::keymap::Keymap;
 use super::logs::LogBuffer;
-use super::moment::{self, AttemptData};
-use super::rows::{self, QueueRow, QueueSort, WaitingRow};
+use super::step_shown::{self, AttemptData};
 use super::theme::Theme;
 
 /// Replay speeds: each plays `PODS_PER_SEC` times its factor pods a second while there
@@ -90,33 +87,28 @@ impl Pace {
 pub enum PromptKind {
     /// `:` — a headless script command.
     Command,
-    QueueFilter,
-    MatrixFilter,
     JumpPod,
-    /// A what-if edit of a pod or node field.
-    WhatIfField,
-    /// The message for rejecting a waiting pod.
-    Reject {
-        pod: String,
-        plugin: Option<String>,
+    /// A pane's or a tab's prompt (a filter, a what-if edit, a reject message): its text
+    /// goes to that component as it is typed and when it is entered.
+    Owned {
+        owner: PromptOwner,
+        label: String,
     },
+}
+
+/// The component a prompt belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptOwner {
+    Pane(Pane),
+    Tab(Tab),
 }
 
 impl PromptKind {
     pub fn label(&self) -> String {
         match self {
             PromptKind::Command => ":".into(),
-            PromptKind::QueueFilter => "filter pods /".into(),
-            PromptKind::MatrixFilter => "filter nodes /".into(),
             PromptKind::JumpPod => "jump to pod: ".into(),
-            PromptKind::WhatIfField => "what-if edit (pod request|toleration|selector, node NAME label|untaint|allocatable): ".into(),
-            PromptKind::Reject { pod, plugin } => format!(
-                "reject {pod}{} — message: ",
-                plugin
-                    .as_ref()
-                    .map(|p| format!(" at {p}"))
-                    .unwrap_or_default()
-            ),
+            PromptKind::Owned { label, .. } => label.clone(),
         }
     }
 }
@@ -157,18 +149,6 @@ pub enum Level {
     Error,
 }
 
-#[derive(Debug, Default)]
-pub struct QueueUi {
-    pub rows: Vec<QueueRow>,
-    /// Rows after filter and sort (indices into `rows`).
-    pub order: Vec<usize>,
-    pub filter: String,
-    pub sort: QueueSort,
-    pub selected: usize,
-    /// The longest pod name among the rows, in characters (computed with the rows).
-    pub longest: usize,
-}
-
 pub struct App {
     pub session: Session,
     /// What the session runs on (file name, or "demo").
@@ -206,25 +186,15 @@ pub struct App {
     pub left_width: Option<u16>,
     /// A mouse drag of the border between the left column and the main pane.
     pub dragging: bool,
-    pub queue: QueueUi,
-    pub counts: QueueCounts,
-    pub waiting: Vec<WaitingRow>,
-    pub waiting_selected: usize,
-    /// Set while the queue and waiting panes show a past step.
-    pub past: Option<super::past::PastQueue>,
-    pub timeline_selected: usize,
+    /// The left column's panes' states (see `components::panes`).
+    pub queue: QueuePane,
+    pub waiting: WaitingPane,
+    pub timeline: CyclePane,
     /// A pod jumped to (`p`) whose steps the history no longer has, with the step shown
     /// then: the panes' subject while that step stays shown.
     pub pinned_pod: Option<(String, Option<u64>)>,
-    /// The tabs' states (see `components::tabs`).
-    pub matrix: FilterTab,
-    pub scores: ScoresTab,
-    pub tree: StateTab,
-    pub explain: Option<super::explaining::ExplainCache>,
-    pub explain_scroll: usize,
-    pub detail: DetailTab,
-    pub logs_tab: LogsTab,
-    pub whatif: WhatIfTab,
+    /// The tabs' states, one field per tab (declared by the registry, `components::tabs`).
+    pub tabs: tabs::TabStates,
     /// Engine work off the UI thread (explain, what-if); results arrive as actions.
     pub background: super::background::Background,
     /// Live mode (`kubestep live`): the cluster link; `None` for recordings.
@@ -238,11 +208,10 @@ pub struct App {
 
 impl App {
     pub fn new(mut session: Session, source: &str, theme: Theme, keymap: Keymap) -> App {
-        let plugins = super::whatif::plugin_rows(&session);
         // Time travel shows each step's queue: history keeps it from now on.
         session.history.queues.keep = true;
         let start = session.now();
-        let end = session.core.feed.iter().map(|e| e.at).max();
+        let end = session.last_change_at();
         let mut app = App {
             session,
             source: source.to_string(),
@@ -268,29 +237,17 @@ impl App {
             size: (80, 24),
             left_width: None,
             dragging: false,
-            queue: QueueUi::default(),
-            counts: QueueCounts::default(),
-            waiting: Vec::new(),
-            waiting_selected: 0,
-            past: None,
-            timeline_selected: 0,
+            queue: Default::default(),
+            waiting: Default::default(),
+            timeline: Default::default(),
             pinned_pod: None,
-            matrix: Default::default(),
-            scores: Default::default(),
-            tree: Default::default(),
-            explain: None,
-            explain_scroll: 0,
-            detail: Default::default(),
-            logs_tab: Default::default(),
-            whatif: WhatIfTab {
-                plugins,
-                ..Default::default()
-            },
+            tabs: Default::default(),
             background: Default::default(),
             live: None,
             resume: false,
             full: Vec::new(),
         };
+        tabs::init(&mut app);
         app.refresh();
         app
     }
@@ -336,15 +293,23 @@ impl App {
         self.status = Some((Level::Error, m));
     }
 
+    /// The time of the step shown: the past step's, or now.
+    pub fn shown_time(&self) -> jiff::Timestamp {
+        match self.cursor.and_then(|c| self.session.history.step(c)) {
+            Some(s) => s.at,
+            None => self.session.now(),
+        }
+    }
+
     /// The step shown (past or latest).
     pub fn moment(&self) -> Option<&StepRecord> {
-        moment::step_at(&self.session, self.cursor)
+        step_shown::step_at(&self.session, self.cursor)
     }
 
     /// The attempt of the step shown.
     pub fn moment_attempt(&self) -> Option<AttemptData<'_>> {
         let id = self.moment()?.attempt?;
-        moment::attempt(&self.session, self.full_detail(id), id)
+        step_shown::attempt(&self.session, self.full_detail(id), id)
     }
 
     /// An attempt recomputed in full, when the panes asked for it.
@@ -395,7 +360,7 @@ impl App {
     /// else the pod of the step shown.
     pub fn subject_pod(&self) -> Option<String> {
         if self.focus == Pane::Queue
-            && let Some(r) = self.selected_queue_row()
+            && let Some(r) = self.queue.selected_row()
         {
             return Some(r.pod.clone());
         }
@@ -408,13 +373,9 @@ impl App {
             .and_then(|s| s.pod.as_deref().map(str::to_string))
     }
 
+    /// The pod selected in the Queue pane.
     pub fn selected_queue_row(&self) -> Option<&QueueRow> {
-        let i = *self.queue.order.get(self.queue.selected)?;
-        self.queue.rows.get(i)
-    }
-
-    pub fn selected_waiting(&self) -> Option<&WaitingRow> {
-        self.waiting.get(self.waiting_selected)
+        self.queue.selected_row()
     }
 
     /// Rebuilds what the tables show after the session or a filter changed.
@@ -425,9 +386,9 @@ impl App {
             self.cursor = None;
         }
         self.refresh_full();
-        self.refresh_queue_rows();
-        self.refresh_queue_order();
-        clamp(&mut self.waiting_selected, self.waiting.len());
+        QueuePane::refresh(self);
+        self.queue.refresh_order();
+        clamp(&mut self.waiting.selected, self.waiting.rows.len());
         tabs::refresh(self);
     }
 
@@ -444,21 +405,9 @@ impl App {
         super::layout::areas(self.size, self.left_width_for(self.size.0), footer)
     }
 
-    pub fn refresh_queue_order(&mut self) {
-        self.queue.longest = self
-            .queue
-            .rows
-            .iter()
-            .map(|r| r.pod.chars().count())
-            .max()
-            .unwrap_or(0);
-        self.queue.order = rows::queue_order(&self.queue.rows, &self.queue.filter, self.queue.sort);
-        clamp(&mut self.queue.selected, self.queue.order.len());
-    }
-
     /// Pods waiting at Permit right now.
     pub fn pods_waiting(&self) -> usize {
-        self.session.core.waiting.len()
+        self.session.waiting().len()
     }
 
     /// Running whole attempts against a time budget rather than a few steps a tick.

@@ -1,13 +1,12 @@
-//! The whole screen from `&App`: header, queue, timeline, waiting pods, the main pane's
-//! tab bar and the tab shown (from the registry, `components::tabs`), the footer, and
-//! any popup.
+//! The whole screen from `&App`: header, the panes (the queue, the cycle timeline, the
+//! waiting pods and the main pane with its tabs, each drawn by its component), the
+//! footer, and any popup.
 
 use ratatui::Frame;
-use ratatui::text::Line;
 
-use super::action::{Pane, Tab};
+use super::action::Pane;
 use super::app::{App, Mode};
-use super::components::{self as c, span};
+use super::components as c;
 use super::layout;
 
 pub fn draw(f: &mut Frame, app: &App) {
@@ -15,10 +14,10 @@ pub fn draw(f: &mut Frame, app: &App) {
     let footer = c::footer::height(app, size.0);
     let a = layout::areas(size, app.left_width_for(size.0), footer);
     c::header::draw(f, a.header, app);
-    c::queue::draw(f, a.queue, app);
-    c::timeline::draw(f, a.timeline, app);
-    c::waiting::draw(f, a.waiting, app);
-    main(f, a.main, app);
+    c::panes::draw(f, Pane::Queue, a.queue, app);
+    c::panes::draw(f, Pane::Timeline, a.timeline, app);
+    c::panes::draw(f, Pane::Waiting, a.waiting, app);
+    c::panes::draw(f, Pane::Main, a.main, app);
     c::footer::draw(f, a.footer, app);
     match &app.mode {
         Mode::Help(h) => c::help::draw(f, app, h),
@@ -30,28 +29,4 @@ pub fn draw(f: &mut Frame, app: &App) {
         } => c::popups::output(f, app, title, lines, *scroll),
         _ => {}
     }
-}
-
-fn main(f: &mut Frame, area: ratatui::layout::Rect, app: &App) {
-    let t = &app.theme;
-    let focused = app.focus == Pane::Main;
-    let mut spans = Vec::new();
-    for (label, tab) in layout::tab_labels(area.width, app.tab)
-        .into_iter()
-        .zip(Tab::ALL)
-    {
-        let style = if tab == app.tab {
-            t.selection
-        } else if focused {
-            t.focus
-        } else {
-            t.title
-        };
-        spans.push(span(label, style));
-        spans.push(span("│", t.border));
-    }
-    let block = c::pane(app, Line::from(spans), focused);
-    let inner = block.inner(area);
-    f.render_widget(block, area);
-    c::tabs::draw(f, inner, app);
 }

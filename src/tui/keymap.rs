@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::{Command, Tab};
+use super::components::{panes, tabs};
 
 /// A key as the keymap knows it: the code, plus Ctrl/Alt, and Shift for keys that are
 /// not characters (a character's Shift is in the character: `G`).
@@ -168,7 +169,9 @@ impl Key {
     }
 }
 
-/// Default keys; each tab's come from its registry entry (`TabInfo::keys`).
+/// Default keys of the app's own commands; the panes' and tabs' own commands have
+/// theirs from their components (`PaneComponent::KEYS`, `TabPane::KEYS`), and the keys
+/// that show each tab from its registry entry (`TabInfo::keys`).
 pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::Step, &["n"]),
     (Command::StepPlugin, &["s"]),
@@ -186,7 +189,6 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::SpeedUp, &["+", "="]),
     (Command::SpeedDown, &["-"]),
     (Command::CommandLine, &[":"]),
-    (Command::Copy, &["y"]),
     (Command::Help, &["?", "f1"]),
     (Command::Quit, &["q", "ctrl-c"]),
     (Command::Up, &["k", "up"]),
@@ -195,27 +197,12 @@ pub const DEFAULTS: &[(Command, &[&str])] = &[
     (Command::PageDown, &["pgdn", "ctrl-d"]),
     (Command::Top, &["g", "home"]),
     (Command::Bottom, &["G"]),
-    (Command::ColumnLeft, &["h", "left", "H", "<"]),
-    (Command::ColumnRight, &["l", "right", "L", ">"]),
     (Command::FocusNext, &["tab"]),
     (Command::FocusPrev, &["backtab"]),
     (Command::Select, &["enter"]),
-    (Command::Filter, &["/"]),
-    (Command::Sort, &["o"]),
-    (Command::ScoreView, &["v"]),
-    (Command::Allow, &["a"]),
-    (Command::AllowAll, &["A"]),
-    (Command::Reject, &["r"]),
-    (Command::WhatIfToggle, &["x"]),
-    (Command::WeightUp, &["ctrl-up", "K"]),
-    (Command::WeightDown, &["ctrl-down"]),
-    (Command::WhatIfRun, &["R"]),
-    (Command::WhatIfField, &["e"]),
-    (Command::WhatIfUndo, &["u"]),
     (Command::Cancel, &["esc"]),
     (Command::PaneNarrower, &["{"]),
     (Command::PaneWider, &["}"]),
-    (Command::JumpNode, &["*"]),
 ];
 
 #[derive(Debug, Clone)]
@@ -238,10 +225,16 @@ impl Keymap {
     /// `command = ["key", ...]` replaces that command's keys.
     pub fn with_overrides(keys: &toml::Table, warnings: &mut Vec<String>) -> Keymap {
         let mut per_command: BTreeMap<Command, Vec<Key>> = BTreeMap::new();
-        let tabs = Tab::ALL.map(|t| (Command::ShowTab(t), t.info().keys));
-        for (cmd, keys) in DEFAULTS.iter().chain(&tabs) {
+        let show_tabs = Tab::ALL.map(|t| (Command::ShowTab(t), t.info().keys));
+        let own = Command::ALL.into_iter().filter_map(|c| match c {
+            Command::Own(o) => Some((c, o.keys)),
+            _ => None,
+        });
+        let components = panes::KEYS.iter().chain(tabs::KEYS).flat_map(|k| k.iter());
+        let builtin = DEFAULTS.iter().chain(components).chain(&show_tabs).copied();
+        for (cmd, keys) in builtin.chain(own) {
             per_command.insert(
-                *cmd,
+                cmd,
                 keys.iter().filter_map(|k| Key::parse(k).ok()).collect(),
             );
         }
@@ -379,16 +372,16 @@ impl Keymap {
     /// Help by group (`Command::GROUPS` order): each command's name, keys and what it
     /// does, in `Command::ALL` order within a group.
     pub fn help_groups(&self) -> Vec<(&'static str, Vec<(String, Command)>)> {
-        Command::GROUPS
-            .iter()
+        Command::groups()
+            .into_iter()
             .map(|g| {
                 let entries = Command::ALL
                     .iter()
-                    .filter(|c| c.group() == *g)
+                    .filter(|c| c.group() == g)
                     .map(|c| (self.label(*c), *c))
                     .filter(|(k, _)| !k.is_empty())
                     .collect();
-                (*g, entries)
+                (g, entries)
             })
             .collect()
     }

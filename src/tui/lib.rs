@@ -14,22 +14,16 @@ pub mod background;
 pub mod components;
 pub mod config;
 pub mod draw;
-pub mod explaining;
 pub mod keymap;
 pub mod layout;
 pub mod live;
 pub mod logs;
-pub mod moment;
-pub mod past;
+mod play;
 pub mod quit_keys;
-pub mod rows;
+pub mod step_shown;
 pub mod terminal;
 pub mod theme;
 pub mod update;
-pub mod verdicts;
-pub mod whatif;
-pub mod whatif_actions;
-pub mod whatif_fields;
 
 use std::path::{Path, PathBuf};
 
@@ -42,8 +36,9 @@ use kubestep_engine::config as sched_config;
 #[cfg(test)]
 use kubestep_engine::config::KubeSchedulerConfiguration;
 
-/// Stand-in demo: the example cluster (plus one pod for ManualApproval) until the
-/// `replay` branch's bundled `demo` recording and `kubestep::recording::open` land.
+/// The UI tests' fixed scene: the example cluster, one pod for ManualApproval and the
+/// demo configuration (`example_session`). The program's demo is the bundled `demo`
+/// recording, opened by `open_session`.
 pub const DEMO_CLUSTER: &str = include_str!("../../recordings/example-cluster.yaml");
 pub const DEMO_EXTRA: &str = include_str!("demo-approval.yaml");
 pub const DEMO_CONFIG: &str = include_str!("demo-config.yaml");
@@ -136,12 +131,12 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
         .or_else(|| config::load_user(&mut Vec::new()).history);
     let (mut session, read) =
         open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
-    session.core.sched.scheduler_log = opts.scheduler_log.clone();
+    session.set_scheduler_log(opts.scheduler_log.clone());
     // What loading adjusted in the input (priorities from PriorityClasses, finished pods
     // skipped, kinds not used) is information, not a problem: Logs, not the ⚠ counter.
     let (notes, problems): (Vec<String>, Vec<String>) = read
         .into_iter()
-        .chain(session.core.cluster.notes.iter().cloned())
+        .chain(session.cluster().notes.iter().cloned())
         .partition(|n| is_informational(n));
     warnings.extend(problems);
     let label = match &opts.source {
@@ -164,7 +159,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                app.whatif.alt = Some((name, c));
+                app.tabs.whatif.alt = Some((name, c));
             }
             Err(e) => warnings.push(format!("--compare {}: {e}", p.display())),
         }
@@ -182,8 +177,8 @@ pub fn start_status(app: &app::App) -> String {
     let k = |c| app.keymap.key(c);
     format!(
         "{} pods, {} nodes · {} step · {} run · {} help",
-        app.session.core.pods.len(),
-        app.session.core.sched.snapshot.num_nodes(),
+        app.session.records().len(),
+        app.session.snapshot().num_nodes(),
         k(action::Command::Step),
         k(action::Command::ContinuePause),
         k(action::Command::Help)

@@ -91,7 +91,7 @@ impl LiveLink {
     /// closed. Returns lines for the person, printed once the terminal is restored.
     pub fn shutdown(&mut self, s: &mut Session) -> Vec<String> {
         let mut out = Vec::new();
-        let waiting = s.core.waiting.len();
+        let waiting = s.waiting().len();
         if !self.mirror.shadow && waiting > 0 {
             // The rejections' writes share one deadline, and a signal now ends them rather
             // than the process, so what was not written is still said.
@@ -225,8 +225,8 @@ pub fn app(
         let k = |c| app.keymap.key(c);
         let msg = format!(
             "live, {mode}: {} pods, {} nodes{waits} · {} pause · {} help",
-            app.session.core.pods.len(),
-            app.session.core.sched.snapshot.num_nodes(),
+            app.session.records().len(),
+            app.session.snapshot().num_nodes(),
             k(super::action::Command::ContinuePause),
             k(super::action::Command::Help)
         );

@@ -230,16 +230,16 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
     ];
     let (mut app, _tx) = live_app(objects, false, &spy);
     tick(&mut app);
-    assert_eq!(app.session.core.waiting.len(), 2);
+    assert_eq!(app.session.waiting().len(), 2);
     let s = screen(&app);
     assert!(s.contains("▶ live active (default-scheduler)"), "{s}");
     assert!(!s.contains("simulated"), "{s}");
 
     // Allowing the first waiting pod binds it through the actuator at once.
-    let first = app.waiting[0].pod.clone();
+    let first = app.waiting.rows[0].pod.clone();
     press(&mut app, "a");
     assert_eq!(spy.calls(), [format!("bind {first} n1")]);
-    assert_eq!(app.session.core.waiting.len(), 1);
+    assert_eq!(app.session.waiting().len(), 1);
 
     // Quit asks first, naming what quitting does; then the other pod is rejected.
     press(&mut app, "q");
@@ -258,8 +258,8 @@ fn active_mode_allow_binds_and_quit_rejects_the_rest() {
         calls[1].ends_with("kubestep is shutting down."),
         "{calls:?}"
     );
-    assert!(app.session.core.waiting.is_empty());
-    assert!(app.session.core.parked.is_empty());
+    assert!(app.session.waiting().is_empty());
+    assert!(app.session.parked().is_empty());
     let second = if first == "team/first" {
         "team/second"
     } else {
@@ -283,12 +283,18 @@ fn shadow_mode_counts_parked_pods_as_awaiting_and_shows_a_cut_watch() {
     let (mut app, tx) = live_app(objects, true, &spy);
     tick(&mut app);
     // Two pods kubestep would bind wait for the cluster's scheduler; one fits nowhere.
-    let c = app.session.core.counts();
+    let c = app.session.counts();
     assert_eq!((c.unschedulable, c.awaiting), (1, 2), "{c:?}");
     let rows = &app.queue.rows;
     let marked = |state| rows.iter().filter(|r| r.state == state).count() as u32;
-    assert_eq!(marked(super::rows::QState::Unschedulable), c.unschedulable);
-    assert_eq!(marked(super::rows::QState::Deferred), c.awaiting);
+    assert_eq!(
+        marked(crate::components::queue::pods::QState::Unschedulable),
+        c.unschedulable
+    );
+    assert_eq!(
+        marked(crate::components::queue::pods::QState::Deferred),
+        c.awaiting
+    );
     let s = screen(&app);
     // Shadow mode holds nothing at Permit: its waiting count gives way to awaiting.
     assert!(

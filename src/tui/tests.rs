@@ -75,8 +75,7 @@ fn terminal(app: &mut App) -> Terminal<TestBackend> {
     for a in app.session.history.attempts.iter_mut() {
         std::sync::Arc::make_mut(a).pre_enqueue = zero;
     }
-    let s = &mut app.session;
-    for a in s.current.iter_mut().chain(s.core.parked.values_mut()) {
+    for a in app.session.open_attempts_mut() {
         a.qpi.pre_enqueue = zero;
     }
     let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
@@ -91,7 +90,7 @@ pub(crate) fn screen(app: &mut App) -> String {
 /// Finishes pods until `pod` waits at Permit.
 fn until_waiting(app: &mut App, pod: &str) {
     for _ in 0..10 {
-        if app.session.core.pods.get(pod).map(|r| r.status) == Some(PodStatus::Waiting) {
+        if app.session.record(pod).map(|r| r.status) == Some(PodStatus::Waiting) {
             return;
         }
         press(app, "f");
@@ -137,11 +136,11 @@ fn waiting_pod_allow() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
     insta::assert_snapshot!("waiting_before_allow", screen(&mut app));
-    assert_eq!(app.waiting.len(), 1);
+    assert_eq!(app.waiting.rows.len(), 1);
     press(&mut app, "a");
-    let r = &app.session.core.pods[GATE];
+    let r = &app.session.records()[GATE];
     assert_eq!(r.status, PodStatus::Bound, "{r:?}");
-    assert!(app.waiting.is_empty());
+    assert!(app.waiting.rows.is_empty());
     insta::assert_snapshot!("waiting_after_allow", screen(&mut app));
 }
 
@@ -150,13 +149,13 @@ fn waiting_pod_reject_with_message() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
     press(&mut app, "rnot today\n");
-    let r = &app.session.core.pods[GATE];
+    let r = &app.session.records()[GATE];
     assert_eq!(r.status, PodStatus::Unschedulable, "{r:?}");
     assert!(
         r.message.as_deref().unwrap_or("").contains("not today"),
         "{r:?}"
     );
-    assert!(app.session.core.waiting.is_empty());
+    assert!(app.session.waiting().is_empty());
     insta::assert_snapshot!("waiting_after_reject", screen(&mut app));
 }
 
@@ -166,7 +165,7 @@ fn explain_unschedulable_pod_with_hints() {
     press(&mut app, "ff");
     press(&mut app, &format!("p{TRAINER}\n4"));
     settle(&mut app);
-    let c = app.explain.as_ref().unwrap();
+    let c = app.tabs.explain.cache.as_ref().unwrap();
     assert_eq!(c.pod, TRAINER);
     assert!(
         c.outcome
@@ -191,12 +190,12 @@ fn explain_computes_in_the_background_and_the_app_stays_responsive() {
     // The worker holds the job: the pane says so, and keys still work meanwhile.
     let s = screen(&mut app);
     assert!(s.contains("computing hints…"), "{s}");
-    assert!(app.explain.as_ref().unwrap().outcome.is_none());
+    assert!(app.tabs.explain.cache.as_ref().unwrap().outcome.is_none());
     insta::assert_snapshot!("explain_computing", s);
     press(&mut app, "jj");
-    assert_eq!(app.explain_scroll, 2);
+    assert_eq!(app.tabs.explain.scroll, 2);
     press(&mut app, "gk");
-    assert_eq!(app.explain_scroll, 0);
+    assert_eq!(app.tabs.explain.scroll, 0);
     // Released: the result arrives as an action and is drawn.
     gate.open();
     settle(&mut app);
@@ -218,29 +217,31 @@ fn a_stale_explanation_is_dropped() {
     app.background.gate = Some(gate.clone());
     press(&mut app, "ff");
     press(&mut app, &format!("p{TRAINER}\n4"));
-    let first = app.explain.as_ref().unwrap().job;
+    let first = app.tabs.explain.cache.as_ref().unwrap().job;
     // Another pod before the first answer: the first answer no longer matters.
     press(&mut app, &format!("p{CHECKOUT}\n4"));
-    let c = app.explain.as_ref().unwrap();
+    let c = app.tabs.explain.cache.as_ref().unwrap();
     assert_eq!(c.pod, CHECKOUT);
     assert_ne!(c.job, first);
     gate.open();
     settle(&mut app);
-    let c = app.explain.as_ref().unwrap();
+    let c = app.tabs.explain.cache.as_ref().unwrap();
     assert_eq!(c.pod, CHECKOUT);
     let e = c.outcome.as_ref().unwrap().result.as_ref().unwrap();
     assert_eq!(e.pod, CHECKOUT);
     // An answer to the old job, arriving late, changes nothing.
-    let late = super::explaining::ExplainDone {
+    let late = crate::components::tabs::explain::worker::ExplainDone {
         job: first,
-        outcome: super::explaining::Explained {
+        outcome: crate::components::tabs::explain::worker::Explained {
             result: Err("late".into()),
             hints: Vec::new(),
         },
     };
     app.update(Action::Explained(Box::new(late)));
     assert!(
-        app.explain
+        app.tabs
+            .explain
+            .cache
             .as_ref()
             .unwrap()
             .outcome
@@ -539,7 +540,7 @@ fn past_moment_shows_the_queue_of_then() {
     insta::assert_snapshot!(s);
     // Back to now.
     press(&mut app, "0");
-    assert!(app.past.is_none());
+    assert!(app.queue.past.is_none());
     assert!(screen(&mut app).contains("✗ ml/trainer-llm-0"));
 }
 
@@ -570,7 +571,7 @@ fn waiting_list_in_the_past_and_allow_refused_there() {
     let mut app = demo_app();
     until_waiting(&mut app, GATE);
     press(&mut app, "a");
-    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    assert_eq!(app.session.records()[GATE].status, PodStatus::Bound);
     // Back to when the gate was parked at Permit: it waits there again, with the time
     // it had left then, in the queue and in the waiting list.
     back_until(&mut app, |s| {
@@ -579,7 +580,7 @@ fn waiting_list_in_the_past_and_allow_refused_there() {
             && s.plugin.is_none()
     });
     let past = app.cursor;
-    assert_eq!(app.waiting.len(), 1);
+    assert_eq!(app.waiting.rows.len(), 1);
     let s = screen(&mut app);
     assert!(s.contains("Waiting at Permit 1 ⏪ step"), "{s}");
     assert!(s.contains("⏸ shop/release-gate-0 MA 15m00s"), "{s}");
@@ -593,7 +594,7 @@ fn waiting_list_in_the_past_and_allow_refused_there() {
     let (_, msg) = app.status.clone().unwrap();
     assert!(msg.contains("allow acts on pods waiting now"), "{msg}");
     assert_eq!(app.cursor, past);
-    assert_eq!(app.session.core.pods[GATE].status, PodStatus::Bound);
+    assert_eq!(app.session.records()[GATE].status, PodStatus::Bound);
     insta::assert_snapshot!(screen(&mut app));
 }
 
@@ -607,7 +608,7 @@ fn what_if_never_enters_history() {
     // Disable the first plugin (NodeUnschedulable), re-run the trainer.
     press(&mut app, &format!("p{TRAINER}\n7xR"));
     settle(&mut app);
-    let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
+    let r = app.tabs.whatif.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.pod, TRAINER);
     assert!(
         r.alt_label.contains("NodeUnschedulable disabled"),
@@ -625,7 +626,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
     let mut app = demo_app();
     press(&mut app, "ff");
     let steps = app.session.history.steps.len();
-    let cluster_pod = app.session.core.cluster.pod(TRAINER).cloned();
+    let cluster_pod = app.session.cluster().pod(TRAINER).cloned();
     let gpu_node = "ip-10-0-3-31.eu-west-1.compute.internal";
     // The toleration the explain hint suggests, typed at the what-if prompt.
     press(&mut app, &format!("p{TRAINER}\n"));
@@ -643,7 +644,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         )
     );
     settle(&mut app);
-    let r = app.whatif.result.as_ref().unwrap().as_ref().unwrap();
+    let r = app.tabs.whatif.result.as_ref().unwrap().as_ref().unwrap();
     assert_eq!(r.pod, TRAINER);
     let base = r.base.as_ref().unwrap();
     let alt = r.alt.as_ref().unwrap();
@@ -656,11 +657,10 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         &format!("enode {gpu_node} untaint nvidia.com/gpu\n"),
     );
     settle(&mut app);
-    assert_eq!(app.whatif.edits.fields.len(), 2);
+    assert_eq!(app.tabs.whatif.edits.fields.len(), 2);
     let real = app
         .session
-        .core
-        .cluster
+        .cluster()
         .nodes()
         .iter()
         .find(|n| n.metadata.name.as_deref() == Some(gpu_node))
@@ -692,14 +692,15 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
         let (level, msg) = app.status.clone().unwrap();
         assert_eq!(level, super::app::Level::Error, "{line}");
         assert!(msg.starts_with(said), "{line}: {msg}");
-        assert_eq!(app.whatif.edits.fields.len(), 2);
+        assert_eq!(app.tabs.whatif.edits.fields.len(), 2);
     }
     // Undo drops the last edit and re-runs.
     press(&mut app, "u");
     settle(&mut app);
-    assert_eq!(app.whatif.edits.fields.len(), 1);
+    assert_eq!(app.tabs.whatif.edits.fields.len(), 1);
     assert!(
-        app.whatif
+        app.tabs
+            .whatif
             .result
             .as_ref()
             .unwrap()
@@ -710,7 +711,7 @@ fn what_if_field_edits_rerun_the_pod_on_copies() {
     );
     // None of it touched the session.
     assert_eq!(app.session.history.steps.len(), steps);
-    assert_eq!(app.session.core.cluster.pod(TRAINER).cloned(), cluster_pod);
+    assert_eq!(app.session.cluster().pod(TRAINER).cloned(), cluster_pod);
 }
 
 #[test]
@@ -869,7 +870,7 @@ fn five_thousand_nodes_step_and_draw_every_tab() {
         press(&mut app, keys);
         term.draw(|f| super::draw::draw(f, &app)).unwrap();
     }
-    assert_eq!(app.matrix.order.len(), 5_000);
+    assert_eq!(app.tabs.matrix.order.len(), 5_000);
 }
 
 #[test]
@@ -910,7 +911,7 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     assert_eq!(app.pods_waiting(), 1);
     // F again runs on through the timeout, as a headless run does: the wait ends
     // (rejected), the pod is retried and waits anew, and the sprint stops there.
-    let first_wait = app.session.core.waiting.list()[0].since;
+    let first_wait = app.session.waiting().list()[0].since;
     let msg = sprint(&mut app);
     let timed_out = app
         .session
@@ -919,7 +920,7 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
         .iter()
         .any(|a| a.pod == GATE && a.message.as_deref().is_some_and(|m| m.contains("timeout")));
     assert!(timed_out, "{msg}");
-    let waits = app.session.core.waiting.list();
+    let waits = app.session.waiting().list();
     assert!(waits.iter().all(|w| w.since > first_wait), "{msg}");
     // The queue of the last step is kept exactly; steps run at full speed say so.
     let last = app.session.history.last().unwrap().seq;
@@ -956,7 +957,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
         "{s}"
     );
     press(&mut app, "/+\n");
-    assert_eq!(app.matrix.order.len(), 145);
+    assert_eq!(app.tabs.matrix.order.len(), 145);
     let s = screen(&mut app);
     assert!(!s.contains("(✓)"), "{s}");
 }
@@ -965,7 +966,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
 fn matrix_node(app: &App) -> String {
     let a = app.moment_attempt().unwrap();
     let m = a.matrix.unwrap();
-    let r = app.matrix.order[app.matrix.row];
+    let r = app.tabs.matrix.order[app.tabs.matrix.row];
     a.names.get(m.nodes[r]).to_string()
 }
 
@@ -989,26 +990,32 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
         .position(|p| *p == "NodeResourcesFit")
         .unwrap();
     // Counts per plugin, computed with the rows.
-    assert_eq!(app.matrix.rejections[tt], 2);
-    assert_eq!(app.matrix.rejections[nrf], 1);
+    assert_eq!(app.tabs.matrix.rejections[tt], 2);
+    assert_eq!(app.tabs.matrix.rejections[nrf], 1);
     let s = screen(&mut app);
     assert!(s.contains("✗ per plugin"), "{s}");
     // `!` keeps rejected nodes, `!PLUGIN` (name or abbreviation) those it rejected.
     press(&mut app, "/!\n");
-    assert_eq!(app.matrix.order.len(), 3);
+    assert_eq!(app.tabs.matrix.order.len(), 3);
     press(&mut app, "\x1b/!NRF\n");
-    assert_eq!(app.matrix.order.len(), 1);
+    assert_eq!(app.tabs.matrix.order.len(), 1);
     assert!(screen(&mut app).contains("Node (1/6"));
     press(&mut app, "\x1b/!taint\n");
-    assert_eq!(app.matrix.order.len(), 2);
+    assert_eq!(app.tabs.matrix.order.len(), 2);
     press(&mut app, "\x1b");
-    assert_eq!(app.matrix.order.len(), 6);
+    assert_eq!(app.tabs.matrix.order.len(), 6);
     // Sort: rejected first, then by the selected column's plugin.
     press(&mut app, "o");
-    assert_eq!(app.matrix.sort, super::rows::MatrixSort::Rejected);
+    assert_eq!(
+        app.tabs.matrix.sort,
+        crate::components::tabs::filter::order::MatrixSort::Rejected
+    );
     press(&mut app, "o");
-    assert_eq!(app.matrix.sort, super::rows::MatrixSort::ByPlugin);
-    app.matrix.col = 0;
+    assert_eq!(
+        app.tabs.matrix.sort,
+        crate::components::tabs::filter::order::MatrixSort::ByPlugin
+    );
+    app.tabs.matrix.col = 0;
     for _ in 0..tt {
         press(&mut app, "L");
     }
@@ -1019,8 +1026,8 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
             crate::framework::cycle::FilterCell::Reject { .. }
         )
     };
-    assert!(rejected_by_tt(app.matrix.order[0]) && rejected_by_tt(app.matrix.order[1]));
-    assert!(!rejected_by_tt(app.matrix.order[2]));
+    assert!(rejected_by_tt(app.tabs.matrix.order[0]) && rejected_by_tt(app.tabs.matrix.order[1]));
+    assert!(!rejected_by_tt(app.tabs.matrix.order[2]));
     insta::assert_snapshot!("filter_by_plugin_80x24", {
         app.update(Action::Resize(80, 24));
         screen(&mut app)
@@ -1105,7 +1112,7 @@ fn jumping_to_a_pod_the_history_forgot_says_so_and_explains_that_pod() {
     let mut app = basic_app_with(20, 5, (120, 40), opts);
     press(&mut app, "fffff");
     assert_eq!(
-        app.session.core.pods["default/pod-000001"].status,
+        app.session.records()["default/pod-000001"].status,
         PodStatus::Bound
     );
     press(&mut app, "pdefault/pod-000001\n");

@@ -3,6 +3,7 @@
 //! plugin, finish a pod, continue to a breakpoint, advance time, allow or reject waiting
 //! pods. The TUI, the headless debugger, replay and live mode all drive this API.
 
+mod access;
 mod actuator;
 pub mod attempt;
 pub mod breakpoints;

@@ -17,7 +17,7 @@ const HINTS: [(Command, &str); 8] = [
     (Command::FinishPod, "finish"),
     (Command::ContinuePause, "run"),
     (Command::Back, "back"),
-    (Command::Allow, "allow"),
+    (super::waiting::ALLOW, "allow"),
     (Command::Help, "help"),
     (Command::Quit, "quit"),
 ];

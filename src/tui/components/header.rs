@@ -32,14 +32,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     };
     let counts = match (app.cursor, moment) {
         (Some(_), Some(s)) => s.queue,
-        _ => app.counts,
+        _ => app.queue.counts,
     };
     let profile = app
         .moment_attempt()
         .map(|a| a.profile.to_string())
-        .unwrap_or_else(|| app.session.core.sched.frameworks[0].profile_name.clone());
+        .unwrap_or_else(|| app.session.frameworks()[0].profile_name.clone());
     // Live mode's session clock follows the wall clock.
-    let clock = if app.session.core.clock.is_virtual() && !app.is_live() {
+    let clock = if app.session.clock().is_virtual() && !app.is_live() {
         "virtual"
     } else {
         "wall"

@@ -9,9 +9,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
+use super::panes::PAGE;
 use super::{pad, pane, span, wrap};
 use crate::action::Command;
-use crate::app::{App, HelpState};
+use crate::app::{App, HelpState, Mode};
 use crate::theme::Theme;
 
 /// The narrowest a help column gets before fewer columns are used.
@@ -134,7 +135,7 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
     // (one wrapped entry: a legend, not a key per line).
     let legend: Vec<String> = column_plugins(app)
         .into_iter()
-        .map(|name| format!("{} {name}", super::matrix_view::abbrev(name)))
+        .map(|name| format!("{} {name}", super::tabs::filter::draw::abbrev(name)))
         .filter(|l| matches(query, &[l, "plugin columns", "abbreviations", "legend"]))
         .collect();
     if !legend.is_empty() {
@@ -178,7 +179,7 @@ fn blocks(app: &App, query: &str, col_w: usize, key_w: usize) -> (Vec<Vec<Row>>,
 fn column_plugins(app: &App) -> Vec<&'static str> {
     use crate::framework::ExtensionPoint;
     let mut out: Vec<&'static str> = Vec::new();
-    for fwk in &app.session.core.sched.frameworks {
+    for fwk in app.session.frameworks() {
         for ep in [ExtensionPoint::Filter, ExtensionPoint::Score] {
             for e in fwk.plugins(ep) {
                 if !out.contains(&e.name) {
@@ -250,6 +251,37 @@ fn inner(size: (u16, u16)) -> (usize, usize) {
 }
 
 /// How far help can scroll on the app's screen: the update clamps to it.
+/// A command while help is open: it scrolls, `/` searches, Esc drops the search and
+/// anything else closes help.
+pub fn command(app: &mut App, c: Command) {
+    let Mode::Help(h) = &app.mode else {
+        return;
+    };
+    let max = max_scroll(app, h);
+    let Mode::Help(h) = &mut app.mode else {
+        return;
+    };
+    match c {
+        _ if h.typing => {
+            // Esc while typing: the search is dropped.
+            h.typing = false;
+            h.query.clear();
+        }
+        Command::Up => h.scroll = h.scroll.saturating_sub(1),
+        Command::Down => h.scroll = (h.scroll + 1).min(max),
+        Command::PageUp => h.scroll = h.scroll.saturating_sub(PAGE),
+        Command::PageDown => h.scroll = (h.scroll + PAGE).min(max),
+        Command::Top => h.scroll = 0,
+        Command::Bottom => h.scroll = max,
+        Command::Filter => h.typing = true,
+        Command::Cancel if !h.query.is_empty() => {
+            h.query.clear();
+            h.scroll = 0;
+        }
+        _ => app.mode = Mode::Normal,
+    }
+}
+
 pub fn max_scroll(app: &App, help: &HelpState) -> usize {
     let (w, h) = inner(app.size);
     view(app, help, w, h).rows().saturating_sub(h)

@@ -1,25 +1,19 @@
-//! One pane per file. Each `draw` is a pure function of `&App` (read-only) into a frame
-//! area; engine state is in the Session. The main pane's tabs are components
-//! (`tabs.rs`: the `TabPane` trait and the registry): each tab's file holds its state
-//! type (a field of `App`), its drawing and its keys.
+//! The screen's parts. The panes that take the focus are components (`panes.rs`: the
+//! `PaneComponent` trait and their registry), and so are the main pane's tabs (`tabs/`:
+//! the `TabPane` trait, their registry, and a file or folder per tab): each holds its
+//! state, its keys, its handling of the commands meant for it and its drawing, a pure
+//! function of `&App` (read-only) into a frame area. Engine state is in the Session.
 
-pub mod detail;
-pub mod explain;
 pub mod footer;
 pub mod header;
 pub mod help;
-pub mod logs;
-pub mod matrix;
-pub mod matrix_view;
+pub mod panes;
 pub mod popups;
 pub mod queue;
-pub mod scores;
-pub mod state_tree;
 pub mod tabs;
 pub mod text;
 pub mod timeline;
 pub mod waiting;
-pub mod whatif;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

@@ -1,13 +1,43 @@
-//! Popups: the breakpoint list and command output.
+//! Popups: the breakpoint list and command output, and the keys while a popup or a
+//! prompt is open.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::panes::PAGE;
 use super::{pane, span};
 use crate::action::Command;
-use crate::app::App;
+use crate::app::{App, Mode};
+
+/// A command while a popup or a prompt is open: it has every key (a prompt's text
+/// arrives as input, not as commands).
+pub fn command(app: &mut App, c: Command) {
+    let breakpoints = app.session.breakpoints.len();
+    match &mut app.mode {
+        Mode::Normal => {}
+        Mode::Prompt { .. } | Mode::ConfirmQuit => {
+            if c == Command::Cancel {
+                app.mode = Mode::Normal;
+            }
+        }
+        Mode::Help(_) => super::help::command(app, c),
+        Mode::Output { scroll, .. } => match c {
+            Command::Up => *scroll = scroll.saturating_sub(1),
+            Command::Down => *scroll += 1,
+            Command::PageUp => *scroll = scroll.saturating_sub(PAGE),
+            Command::PageDown => *scroll += PAGE,
+            Command::Top => *scroll = 0,
+            _ => app.mode = Mode::Normal,
+        },
+        Mode::Breakpoints { selected } => match c {
+            Command::Up => *selected = selected.saturating_sub(1),
+            Command::Down => *selected = (*selected + 1).min(breakpoints.saturating_sub(1)),
+            _ => app.mode = Mode::Normal,
+        },
+    }
+}
 
 /// A centred rectangle of at most `w`×`h`.
 pub fn centered(r: Rect, w: u16, h: u16) -> Rect {

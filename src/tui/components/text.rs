@@ -1,9 +1,11 @@
 //! Fitting text into columns: every cut is marked with `…`, so no name is ever shown
 //! shorter than it is without saying so. Names lose their middle (both ends tell pods
 //! and nodes apart: `ml/llm-f…worker-0`) or the part a whole list shares
-//! (`ip-10-0-1-21…` for `*.ec2.internal`).
+//! (`ip-10-0-1-21…` for `*.ec2.internal`). Also the short forms of durations and the
+//! fuzzy match every filter uses.
 
 use std::ops::Range;
+use std::time::Duration;
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -281,6 +283,27 @@ fn hanging_ranges(chars: &[char], w: usize, extra: usize) -> (Vec<Range<usize>>,
     (out, indent)
 }
 
+/// A duration in a few characters: `1.5s`, `2m05s`, `1h01m`.
+pub fn short_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}.{}s", s, d.subsec_millis() / 100)
+    }
+}
+
+/// Case-insensitive subsequence match: `chk` matches `shop/checkout`.
+pub fn fuzzy(needle: &str, hay: &str) -> bool {
+    let mut h = hay.chars().flat_map(char::to_lowercase);
+    needle
+        .chars()
+        .flat_map(char::to_lowercase)
+        .all(|c| h.any(|x| x == c))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,5 +383,20 @@ mod tests {
         assert_eq!(texts, wrap_hanging(&plain, 24, 2));
         assert_eq!(lines[0].spans[0].style, bold);
         assert!(lines[1].spans.iter().all(|s| s.style != bold));
+    }
+
+    #[test]
+    fn fuzzy_matching() {
+        assert!(fuzzy("chk", "shop/checkout-1"));
+        assert!(fuzzy("", "x"));
+        assert!(!fuzzy("zz", "shop/checkout"));
+        assert!(fuzzy("SHOP", "shop/x"));
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(short_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(short_duration(Duration::from_secs(125)), "2m05s");
+        assert_eq!(short_duration(Duration::from_secs(3700)), "1h01m");
     }
 }

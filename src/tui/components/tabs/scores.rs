@@ -9,17 +9,16 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::matrix::chosen_node;
-use super::matrix_view::Columns;
-use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{Shared, fit, span, wrap_hanging};
+use super::filter::chosen_node;
+use super::filter::draw::Columns;
+use super::{TabInfo, TabPane, moment_attempts};
+use crate::components::{Shared, fit, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::framework::cycle::ScoreTable;
 use crate::layout;
-use crate::moment;
-use crate::rows;
 use crate::session::Breakpoint;
+use crate::step_shown;
 
 const COL: usize = 6;
 
@@ -66,9 +65,7 @@ impl TabPane for ScoresTab {
         keys: &["2"],
     };
 
-    fn of(app: &App) -> &Self {
-        &app.scores
-    }
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[(Command::ScoreView, &["v"])];
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         draw(self, f, area, app)
@@ -83,21 +80,21 @@ impl TabPane for ScoresTab {
             .moment_attempt()
             .and_then(|a| a.scores.map(|t| (a.id, t)))
         else {
-            app.scores.order.clear();
-            app.scores.key = None;
+            app.tabs.scores.order.clear();
+            app.tabs.scores.key = None;
             return;
         };
         // Totals are filled at SelectHost: the step shown is part of the key.
         let key = (t.0, app.moment().map_or(0, |s| s.seq));
-        if app.scores.key == Some(key) {
+        if app.tabs.scores.key == Some(key) {
             return;
         }
-        let order = rows::score_order(t.1);
+        let order = score_order(t.1);
         let cols = t.1.plugins.len() + t.1.extenders.len();
-        app.scores.order = order;
-        app.scores.key = Some(key);
-        clamp(&mut app.scores.row, app.scores.order.len());
-        clamp(&mut app.scores.col, cols);
+        app.tabs.scores.order = order;
+        app.tabs.scores.key = Some(key);
+        clamp(&mut app.tabs.scores.row, app.tabs.scores.order.len());
+        clamp(&mut app.tabs.scores.col, cols);
     }
 
     fn command(app: &mut App, c: Command) -> bool {
@@ -108,7 +105,7 @@ impl TabPane for ScoresTab {
                     .moment_attempt()
                     .and_then(|a| a.scores)
                     .map_or(0, |t| t.plugins.len() + t.extenders.len());
-                app.scores.col = step(app.scores.col, d, n);
+                app.tabs.scores.col = step(app.tabs.scores.col, d, n);
             }
             // `*`: the row of the node the attempt shown chose.
             Command::JumpNode => {
@@ -119,8 +116,8 @@ impl TabPane for ScoresTab {
                     let names = a.names;
                     a.scores?.nodes.iter().position(|&n| names.get(n) == node)
                 });
-                match score_row.and_then(|r| app.scores.order.iter().position(|&i| i == r)) {
-                    Some(i) => app.scores.row = i,
+                match score_row.and_then(|r| app.tabs.scores.order.iter().position(|&i| i == r)) {
+                    Some(i) => app.tabs.scores.row = i,
                     None => app.error(format!("{node} has no scores in this attempt")),
                 }
                 app.focus = Pane::Main;
@@ -131,14 +128,14 @@ impl TabPane for ScoresTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.scores.row = step(app.scores.row, d, app.scores.order.len());
+        app.tabs.scores.row = step(app.tabs.scores.row, d, app.tabs.scores.order.len());
     }
 
     /// Enter: the selected node in the Detail tab.
     fn select(app: &mut App) {
         let node = app.moment_attempt().and_then(|a| {
             let t = a.scores?;
-            let r = *app.scores.order.get(app.scores.row)?;
+            let r = *app.tabs.scores.order.get(app.tabs.scores.row)?;
             Some(a.names.get(*t.nodes.get(r)?).to_string())
         });
         super::detail::DetailTab::show_node(app, node);
@@ -148,29 +145,38 @@ impl TabPane for ScoresTab {
     fn breakpoint(app: &App) -> Option<Breakpoint> {
         app.moment_attempt()
             .and_then(|a| a.scores)
-            .and_then(|t| t.plugins.get(app.scores.col))
+            .and_then(|t| t.plugins.get(app.tabs.scores.col))
             .map(|p| Breakpoint::Plugin(p.name.to_string()))
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
-        let below = geometry(app, super::inner(main)).map_or(1, |g| g.footer_rows());
-        if let Some(i) = layout::row_at(main, 1, below, y, app.scores.row) {
-            app.scores.row = i.min(app.scores.order.len().saturating_sub(1));
+        let below = geometry(app, crate::components::inner(main)).map_or(1, |g| g.footer_rows());
+        if let Some(i) = layout::row_at(main, 1, below, y, app.tabs.scores.row) {
+            app.tabs.scores.row = i.min(app.tabs.scores.order.len().saturating_sub(1));
         }
+    }
+
+    /// `v`, from any tab.
+    fn own_command(app: &mut App, c: Command) -> bool {
+        if c != Command::ScoreView {
+            return false;
+        }
+        Self::next_mode(app);
+        true
     }
 }
 
 impl ScoresTab {
-    /// `v` (from any tab): raw, normalized or weighted scores.
+    /// `v`: raw, normalized or weighted scores.
     pub fn next_mode(app: &mut App) {
-        app.scores.mode = app.scores.mode.next();
-        app.info(format!("scores: {}", app.scores.mode.label()));
+        app.tabs.scores.mode = app.tabs.scores.mode.next();
+        app.info(format!("scores: {}", app.tabs.scores.mode.label()));
     }
 }
 
 fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
+    let msg = |f: &mut Frame, m: &str| crate::components::note(f, area, app, m);
     let Some(step) = app.moment() else {
         return msg(f, "no attempt yet");
     };
@@ -183,7 +189,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
             "no scores for this attempt (no feasible node, or one feasible node: upstream skips scoring)",
         );
     };
-    if !moment::scores_ready(step) {
+    if !step_shown::scores_ready(step) {
         return msg(
             f,
             &format!(
@@ -296,7 +302,12 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    fn new(tab: &ScoresTab, a: &moment::AttemptData, table: &ScoreTable, area: Rect) -> Geometry {
+    fn new(
+        tab: &ScoresTab,
+        a: &step_shown::AttemptData,
+        table: &ScoreTable,
+        area: Rect,
+    ) -> Geometry {
         let width = area.width as usize;
         let names: Vec<String> = table
             .plugins
@@ -335,7 +346,7 @@ impl Geometry {
 /// The chosen node, ties, and the selected column's weight.
 fn summary(
     tab: &ScoresTab,
-    a: &moment::AttemptData,
+    a: &step_shown::AttemptData,
     table: &ScoreTable,
     names: &[String],
 ) -> String {
@@ -368,5 +379,16 @@ fn summary(
 fn geometry(app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let table = a.scores?;
-    Some(Geometry::new(&app.scores, &a, table, inner))
+    Some(Geometry::new(&app.tabs.scores, &a, table, inner))
+}
+
+/// Feasible-node rows by rank (highest total first; ties keep feasible order).
+pub fn score_order(t: &ScoreTable) -> Vec<usize> {
+    let mut rows: Vec<usize> = (0..t.nodes.len()).collect();
+    rows.sort_by(|&a, &b| {
+        let ta = t.totals.get(a).copied().unwrap_or(0);
+        let tb = t.totals.get(b).copied().unwrap_or(0);
+        tb.cmp(&ta)
+    });
+    rows
 }

@@ -1,17 +1,17 @@
-//! Queue pane: every pod by where it is (in flight, activeQ, backoffQ with time left,
-//! unschedulable with the last reason, gated, waiting, bound); filter, sort, Enter. At a
-//! past step, the queue as it was then (title marked ⏪).
+//! How the Queue pane is drawn: every pod by where it is (in flight, activeQ, backoffQ
+//! with time left, unschedulable with the last reason, gated, waiting, bound); at a past
+//! step, the queue as it was then (title marked ⏪).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{fit, pad_elided, pane, span};
+use super::pods::{QState, QueueRow};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::{fit, pad_elided, pane, span};
 use crate::layout;
-use crate::rows::QState;
 use crate::theme::Theme;
 
 pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
@@ -29,7 +29,7 @@ pub fn state_style(t: &Theme, s: QState) -> ratatui::style::Style {
 }
 
 /// The selected row in words: its full name and status.
-pub fn selected_text(row: &crate::rows::QueueRow) -> String {
+pub fn selected_text(row: &QueueRow) -> String {
     if row.info.is_empty() {
         row.pod.clone()
     } else {
@@ -42,7 +42,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let focused = app.focus == Pane::Queue;
     let q = &app.queue;
     // A past queue history no longer keeps has no counts: "0/0" would read as empty.
-    let mut title = match &app.past {
+    let mut title = match &q.past {
         Some(p) if !p.kept => " Queue ".to_string(),
         _ => format!(" Queue {}/{} ", q.order.len(), q.rows.len()),
     };
@@ -54,7 +54,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     }
     // Unstyled: the pane's title style (focused or not) applies.
     let mut title = vec![span(title, ratatui::style::Style::default())];
-    if let Some(p) = &app.past {
+    if let Some(p) = &q.past {
         title.push(span(format!("⏪ step {} ", p.seq), t.warning));
         if p.unlisted_bound > 0 {
             title.push(span(
@@ -107,7 +107,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let empty = lines.is_empty();
     f.render_widget(block, area);
     if empty {
-        let msg = match &app.past {
+        let msg = match &q.past {
             Some(p) if !p.kept => format!(
                 "the queue at step {} is not kept (history keeps the latest changes, and none of the steps run at full speed); {} returns to now",
                 p.seq,

@@ -10,16 +10,16 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{pad, pane, span};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::text::short_duration;
+use crate::components::timeline::verdicts::{self, After, Attempt, PointRow, Verdict};
+use crate::components::{pad, pane, span};
 use crate::framework::Code;
 use crate::layout;
-use crate::moment;
-use crate::rows::short_duration;
 use crate::session::{Point, StepRecord};
+use crate::step_shown;
 use crate::theme::Theme;
-use crate::verdicts::{self, After, Attempt, PointRow, Verdict};
 
 pub fn code_symbol(c: Code) -> &'static str {
     match c {
@@ -93,7 +93,7 @@ fn cells(t: &Theme, v: Verdict, short: bool) -> (&'static str, &'static str, Sty
 /// The timeline's inputs for the step shown: its attempt's steps so far and what the
 /// attempt did next.
 fn attempt_rows(app: &App, step: &StepRecord) -> Vec<PointRow> {
-    let steps = moment::attempt_steps(&app.session, step);
+    let steps = step_shown::attempt_steps(&app.session, step);
     let parked_then = steps
         .iter()
         .any(|s| s.point == Point::Permit && s.plugin.is_none() && s.code == Code::Wait)
@@ -101,11 +101,11 @@ fn attempt_rows(app: &App, step: &StepRecord) -> Vec<PointRow> {
     let id = step.attempt;
     let after = if parked_then {
         After::Parked
-    } else if let Some(next) = moment::next_attempt_step(&app.session, step) {
+    } else if let Some(next) = step_shown::next_attempt_step(&app.session, step) {
         After::Continues(next.point)
     } else if let Some(a) = app.session.current.as_ref().filter(|a| Some(a.id) == id) {
         After::Continues(a.point())
-    } else if app.session.core.parked.values().any(|a| Some(a.id) == id) {
+    } else if app.session.parked().values().any(|a| Some(a.id) == id) {
         After::Parked
     } else {
         After::Ended
@@ -145,7 +145,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let rows = attempt_rows(app, step);
     let visible = layout::visible_rows(area, 0, 0);
     let sel = if focused {
-        app.timeline_selected
+        app.timeline.selected
     } else {
         rows.iter().position(|r| r.here).unwrap_or(0)
     };
@@ -194,7 +194,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             if r.here {
                 line = line.style(t.title);
             }
-            if focused && i == app.timeline_selected {
+            if focused && i == app.timeline.selected {
                 line = line.style(t.selection);
             }
             line

@@ -9,8 +9,8 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::span;
-use super::tabs::{TabInfo, TabPane};
+use crate::components::span;
+use super::{TabInfo, TabPane};
 use crate::app::{App, scroll_by};
 use crate::theme::Theme;
 use kubestep_engine::plugins::dynamicresources::describe;
@@ -40,7 +40,7 @@ impl DetailTab {
     /// Enter on a node row (Filter, Score): that node, in this tab.
     pub fn show_node(app: &mut App, node: Option<String>) {
         if let Some(n) = node {
-            app.detail.open(DetailTarget::Node(n));
+            app.tabs.detail.open(DetailTarget::Node(n));
             app.tab = crate::action::Tab::Detail;
         }
     }
@@ -54,16 +54,12 @@ impl TabPane for DetailTab {
         keys: &["5"],
     };
 
-    fn of(app: &App) -> &Self {
-        &app.detail
-    }
-
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         // YAML and long values wrap under their own key, not at column 0.
         let w = area.width as usize;
         let wrapped: Vec<Line> = lines(app)
             .into_iter()
-            .flat_map(|l| super::wrap_line_hanging(l, w, 2))
+            .flat_map(|l| crate::components::wrap_line_hanging(l, w, 2))
             .collect();
         f.render_widget(
             Paragraph::new(wrapped).scroll((self.scroll.min(u16::MAX as usize) as u16, 0)),
@@ -72,7 +68,7 @@ impl TabPane for DetailTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.detail.scroll = scroll_by(app.detail.scroll, d);
+        app.tabs.detail.scroll = scroll_by(app.tabs.detail.scroll, d);
     }
 }
 
@@ -115,7 +111,8 @@ fn mib(v: i64) -> String {
 
 /// What the Detail tab shows when nothing was picked: the pod of the moment.
 pub fn target(app: &App) -> Option<DetailTarget> {
-    app.detail
+    app.tabs
+        .detail
         .target
         .clone()
         .or_else(|| app.subject_pod().map(DetailTarget::Pod))
@@ -133,7 +130,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             t.muted,
         ))),
         Some(DetailTarget::Node(name)) => {
-            let Some(ni) = app.session.core.sched.snapshot.get(&name) else {
+            let Some(ni) = app.session.snapshot().get(&name) else {
                 out.push(Line::from(span(
                     format!("node {name} is no longer in the cluster"),
                     t.warning,
@@ -187,7 +184,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             for (k, v) in ni.labels().iter() {
                 out.push(Line::from(span(format!("  {k}={v}"), t.base)));
             }
-            let dra = describe::node_lines(&app.session.core.cluster.listers, ni.node());
+            let dra = describe::node_lines(&app.session.cluster().listers, ni.node());
             if !dra.is_empty() {
                 out.push(Line::from(span("dynamic resources", t.title)));
                 out.extend(
@@ -224,7 +221,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                 )));
             }
             let now = if past.is_some() { "now: " } else { "" };
-            if let Some(r) = app.session.core.pods.get(&key) {
+            if let Some(r) = app.session.record(&key) {
                 out.push(Line::from(span(
                     format!(
                         "{now}status {:?}{} · attempts {}{}",
@@ -242,10 +239,10 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                     t.base,
                 )));
             }
-            let pod = app.session.core.cluster.full_pod(&key);
+            let pod = app.session.cluster().full_pod(&key);
             let claims = pod
                 .as_ref()
-                .map(|p| describe::pod_claim_lines(&app.session.core.cluster.listers, p))
+                .map(|p| describe::pod_claim_lines(&app.session.cluster().listers, p))
                 .unwrap_or_default();
             if !claims.is_empty() {
                 out.push(Line::from(span(format!("{now}resource claims"), t.title)));

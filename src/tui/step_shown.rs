@@ -1,4 +1,4 @@
-//! The moment being looked at: the latest step, or a past one (time travel), and the
+//! The step shown: the latest step, or a past one (time travel), and the
 //! attempt it belongs to (verdict matrix, scores) — read from the Session and its History.
 
 use std::time::Duration;
@@ -59,7 +59,7 @@ pub fn attempt<'a>(
     let full = full.filter(|d| d.id == id);
     let names = match full {
         Some(d) => Names::Kept(&d.node_names),
-        None => Names::Live(session.core.sched.snapshot.list()),
+        None => Names::Live(session.snapshot().list()),
     };
     if let Some(a) = session.history.attempt(id) {
         return Some(AttemptData {
@@ -79,7 +79,7 @@ pub fn attempt<'a>(
     Some(AttemptData {
         id,
         pod: &a.pod().key,
-        profile: &session.core.sched.frameworks[a.profile].profile_name,
+        profile: &session.frameworks()[a.profile].profile_name,
         matrix: full.and_then(|d| d.matrix.as_ref()),
         scores: full.and_then(|d| d.scores.as_ref()),
         names,

@@ -2,10 +2,10 @@
 //! prompt (`e`, undone with `u`), and the re-run of the pod shown under both sides, on
 //! the background worker; its answer is kept only if it is for the newest re-run.
 
-use super::action::{Action, Command, Tab};
-use super::app::App;
-use super::background::JobKind;
-use super::whatif::Comparison;
+use crate::action::{Action, Command, Tab};
+use crate::app::App;
+use crate::background::JobKind;
+use crate::components::tabs::whatif::compare::Comparison;
 
 /// A worker's comparison.
 #[derive(Debug, Clone)]
@@ -15,17 +15,23 @@ pub struct CompareDone {
 }
 
 impl App {
-    pub(super) fn edit_what_if(&mut self, c: Command) {
+    pub(crate) fn edit_what_if(&mut self, c: Command) {
         if self.tab != Tab::WhatIf {
             self.show_tab(Tab::WhatIf);
             return;
         }
-        let Some(row) = self.whatif.plugins.get(self.whatif.selected).cloned() else {
+        let Some(row) = self
+            .tabs
+            .whatif
+            .plugins
+            .get(self.tabs.whatif.selected)
+            .cloned()
+        else {
             return;
         };
-        let e = &mut self.whatif.edits;
+        let e = &mut self.tabs.whatif.edits;
         match c {
-            Command::WhatIfToggle => {
+            c if c == super::TOGGLE => {
                 if !e.disabled.remove(&row.name) {
                     e.disabled.insert(row.name.clone());
                 }
@@ -36,7 +42,7 @@ impl App {
                     return;
                 };
                 let cur = e.weights.get(&row.name).copied().unwrap_or(base as i32);
-                let next = if c == Command::WeightUp {
+                let next = if c == super::WEIGHT_UP {
                     cur + 1
                 } else {
                     (cur - 1).max(1)
@@ -48,20 +54,20 @@ impl App {
                 }
             }
         }
-        let d = self.whatif.edits.describe();
-        let run = self.keymap.label(Command::WhatIfRun);
+        let d = self.tabs.whatif.edits.describe();
+        let run = self.keymap.label(super::RUN);
         self.info(format!("what-if: {d} ({run} re-runs the pod)"));
     }
 
     /// A field edit typed at the prompt: checked, added, and the pod re-run with it.
-    pub(super) fn add_field_edit(&mut self, text: &str) {
-        match super::whatif_fields::parse(text, &self.session.core.cluster) {
+    pub(crate) fn add_field_edit(&mut self, text: &str) {
+        match crate::components::tabs::whatif::fields::parse(text, self.session.cluster()) {
             Ok(edit) => {
                 let added = edit.describe();
-                self.whatif.edits.fields.push(edit);
+                self.tabs.whatif.edits.fields.push(edit);
                 self.run_what_if();
                 // Say which edit the re-run is for, not only that one started.
-                if let Some((_, pod)) = &self.whatif.job {
+                if let Some((_, pod)) = &self.tabs.whatif.job {
                     let msg = format!("what-if: {added} added; re-running {pod}");
                     self.info(msg);
                 }
@@ -70,8 +76,8 @@ impl App {
         }
     }
 
-    pub(super) fn undo_field_edit(&mut self) {
-        match self.whatif.edits.fields.pop() {
+    pub(crate) fn undo_field_edit(&mut self) {
+        match self.tabs.whatif.edits.fields.pop() {
             Some(e) => {
                 let undone = e.describe();
                 self.run_what_if();
@@ -89,11 +95,17 @@ impl App {
             self.error("no pod to re-run: step a pod or select one in the queue");
             return;
         };
-        let (name, alt) = match &self.whatif.alt {
+        let (name, alt) = match &self.tabs.whatif.alt {
             Some((n, c)) => (n.clone(), c.clone()),
-            None => (String::new(), self.session.core.sched.config.clone()),
+            None => (String::new(), self.session.config().clone()),
         };
-        let job = super::whatif::compare_job(&self.session, &pod, &alt, &name, &self.whatif.edits);
+        let job = crate::components::tabs::whatif::compare::compare_job(
+            &self.session,
+            &pod,
+            &alt,
+            &name,
+            &self.tabs.whatif.edits,
+        );
         match job {
             Ok(job) => {
                 let id = self.background.submit(JobKind::WhatIf, move |id| {
@@ -102,29 +114,30 @@ impl App {
                         comparison: job.run(),
                     }))
                 });
-                self.whatif.job = Some((id, pod.clone()));
+                self.tabs.whatif.job = Some((id, pod.clone()));
                 self.info(format!(
                     "what-if re-run of {pod} (not part of the session's history)"
                 ));
             }
             Err(e) => {
-                self.whatif.job = None;
-                self.whatif.result = Some(Err(e.clone()));
+                self.tabs.whatif.job = None;
+                self.tabs.whatif.result = Some(Err(e.clone()));
                 self.error(e);
             }
         }
     }
 
     /// The worker's comparison: shown if it answers the newest re-run.
-    pub(super) fn compared(&mut self, done: CompareDone) {
+    pub(crate) fn compared(&mut self, done: CompareDone) {
         if self
+            .tabs
             .whatif
             .job
             .as_ref()
             .is_some_and(|(id, _)| *id == done.job)
         {
-            self.whatif.job = None;
-            self.whatif.result = Some(Ok(done.comparison));
+            self.tabs.whatif.job = None;
+            self.tabs.whatif.result = Some(Ok(done.comparison));
         }
     }
 }

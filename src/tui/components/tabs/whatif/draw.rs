@@ -1,63 +1,17 @@
-//! What-if and compare: the plugin list with edits (disable, weight), the field edits,
-//! and the pod re-run as it really is and with the edits, side by side. Marked WHAT-IF:
-//! none of it is in the history.
-//!
-//! The What-if tab: the plugin list and its selection, the edits, the alternative
-//! configuration and the comparison (its commands, which work from any tab, are in
-//! `whatif_actions.rs`).
+//! How the What-if tab is drawn: the plugin list with its edits, the field edits, and
+//! the pod re-run as it really is and with the edits, side by side.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
-use super::tabs::{TabInfo, TabPane};
-use super::{Shared, fit, pad_elided, span, wrap};
+use super::WhatIfTab;
 use crate::action::{Command, Pane};
-use crate::app::{App, step};
+use crate::app::App;
+use crate::components::{Shared, fit, pad_elided, span, wrap};
 use crate::explain::Explanation;
 use crate::layout;
-use crate::whatif::{Comparison, Edits, PluginRow};
-use kubestep_engine::config::KubeSchedulerConfiguration;
-
-/// The What-if tab's state.
-#[derive(Debug, Default)]
-pub struct WhatIfTab {
-    pub plugins: Vec<PluginRow>,
-    pub selected: usize,
-    pub edits: Edits,
-    /// The alternative configuration (`--compare FILE`), else the session's.
-    pub alt: Option<(String, KubeSchedulerConfiguration)>,
-    pub result: Option<Result<Comparison, String>>,
-    /// The re-run under way on the background worker, and its pod.
-    pub job: Option<(u64, String)>,
-}
-
-impl TabPane for WhatIfTab {
-    const INFO: TabInfo = TabInfo {
-        title: "What-if",
-        command: "tab-what-if",
-        help: "What-if and compare",
-        keys: &["7", "w"],
-    };
-
-    fn of(app: &App) -> &Self {
-        &app.whatif
-    }
-
-    fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
-        draw(self, f, area, app)
-    }
-
-    fn move_selection(app: &mut App, d: isize) {
-        app.whatif.selected = step(app.whatif.selected, d, app.whatif.plugins.len());
-    }
-
-    /// Enter: re-runs the pod.
-    fn select(app: &mut App) {
-        app.run_what_if();
-    }
-}
 
 /// One side of the comparison as lines of at most `width` characters: node names lose
 /// what all of them share (or their middle), never a character to the border.
@@ -98,7 +52,7 @@ pub fn side(e: &Result<Explanation, String>, width: usize) -> Vec<String> {
     out
 }
 
-fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
+pub(super) fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     // Plugin names whole where they fit beside the results; a narrow pane stacks the
     // list over the results rather than cutting both to a few letters.
@@ -139,7 +93,7 @@ fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
         t.what_if,
     ))];
     if w.edits.fields.is_empty() {
-        let none = format!("no field edits ({} adds one)", keys(Command::WhatIfField));
+        let none = format!("no field edits ({} adds one)", keys(super::EDIT));
         head.push(Line::from(span(fit(&none, right.width as usize), t.muted)));
     }
     for e in &w.edits.fields {
@@ -159,11 +113,11 @@ fn draw(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let Some(result) = &w.result else {
         let text = format!(
             "Edit the plugins in the list ({} toggles, {} / {} change a weight) or a field ({}), then {} re-runs the pod shown (or the selected queue pod) as it really is and with the edits, side by side, on copies. Nothing enters the session's history.",
-            keys(Command::WhatIfToggle),
-            keys(Command::WeightUp),
-            keys(Command::WeightDown),
-            keys(Command::WhatIfField),
-            keys(Command::WhatIfRun),
+            keys(super::TOGGLE),
+            keys(super::WEIGHT_UP),
+            keys(super::WEIGHT_DOWN),
+            keys(super::EDIT),
+            keys(super::RUN),
         );
         f.render_widget(
             Paragraph::new(span(text, t.muted)).wrap(Wrap { trim: false }),
@@ -208,15 +162,15 @@ fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
     let mut lines = vec![
         hint(format!(
             "{} toggle · {}/{} weight",
-            keys(Command::WhatIfToggle),
-            keys(Command::WeightUp),
-            keys(Command::WeightDown)
+            keys(super::TOGGLE),
+            keys(super::WEIGHT_UP),
+            keys(super::WEIGHT_DOWN)
         )),
         hint(format!(
             "{} edit field · {} undo · {} run",
-            keys(Command::WhatIfField),
-            keys(Command::WhatIfUndo),
-            keys(Command::WhatIfRun)
+            keys(super::EDIT),
+            keys(super::UNDO),
+            keys(super::RUN)
         )),
     ];
     let visible = area.height.saturating_sub(lines.len() as u16) as usize;

@@ -1,5 +1,5 @@
 //! How the Filter matrix is laid out and drawn (the tab's state and keys are in
-//! `matrix.rs`): plugin columns under full names when they fit, else abbreviated with a
+//! `mod.rs`, its row order in `order.rs`): plugin columns under full names when they fit, else abbreviated with a
 //! legend and `←N` / `+N→` marks for the columns cut; node names shortened by what they
 //! all share; the selected cell in words and upstream's message below. One geometry
 //! serves drawing and mouse hits.
@@ -9,15 +9,15 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::matrix::FilterTab;
-use super::{Shared, fit, pad, span, wrap, wrap_hanging};
+use super::order::{MatrixSort, first_failure};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::tabs::filter::FilterTab;
+use crate::components::{Shared, fit, pad, span, wrap, wrap_hanging};
 use crate::framework::cycle::{FilterCell, FilterMatrix};
 use crate::layout;
-use crate::moment;
-use crate::rows::{MatrixSort, first_failure};
 use crate::session::StepRecord;
+use crate::step_shown;
 
 /// Column width of one plugin under its abbreviation.
 const COL: usize = 4;
@@ -131,7 +131,7 @@ pub fn abbrev(name: &str) -> String {
 
 pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
-    let msg = |f: &mut Frame, m: &str| super::note(f, area, app, m);
+    let msg = |f: &mut Frame, m: &str| crate::components::note(f, area, app, m);
     let Some(step) = app.moment() else {
         let step = app.keymap.key(crate::action::Command::Step);
         return msg(
@@ -165,7 +165,7 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         };
         return msg(f, &why);
     };
-    let Some(cols) = moment::filter_columns(step, m) else {
+    let Some(cols) = step_shown::filter_columns(step, m) else {
         return msg(
             f,
             &format!(
@@ -290,7 +290,7 @@ pub const HEADER_ROWS: u16 = 2;
 impl Geometry {
     pub fn new(
         tab: &FilterTab,
-        a: &moment::AttemptData,
+        a: &step_shown::AttemptData,
         m: &FilterMatrix,
         cols: usize,
         step: &StepRecord,
@@ -400,12 +400,17 @@ pub fn geometry(tab: &FilterTab, app: &App, inner: Rect) -> Option<Geometry> {
     let step = app.moment()?;
     let a = app.moment_attempt()?;
     let m = a.matrix?;
-    let cols = moment::filter_columns(step, m)?;
+    let cols = step_shown::filter_columns(step, m)?;
     Some(Geometry::new(tab, &a, m, cols, step, inner))
 }
 
 /// The selected cell in words.
-fn cell_text(tab: &FilterTab, a: &moment::AttemptData, m: &FilterMatrix, cols: usize) -> String {
+fn cell_text(
+    tab: &FilterTab,
+    a: &step_shown::AttemptData,
+    m: &FilterMatrix,
+    cols: usize,
+) -> String {
     tab
         .order
         .get(tab.row)

@@ -8,16 +8,19 @@
 //! The Filter tab: its rows (filtered and sorted), the selected cell, and its keys
 //! (columns, `/` filter, `o` sort, Enter opens the node, `*` the chosen node).
 
+pub mod draw;
+pub mod order;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::tabs::{TabInfo, TabPane, moment_attempts};
+use super::{TabInfo, TabPane, moment_attempts};
 use crate::action::{Command, Pane, Tab};
-use crate::app::{App, PromptKind, clamp, step};
+use crate::app::{App, PromptOwner, clamp, step};
 use crate::layout;
-use crate::moment;
-use crate::rows::{self, MatrixSort};
 use crate::session::Breakpoint;
+use crate::step_shown;
+use order::MatrixSort;
 
 /// The Filter tab's state: the matrix rows after the node filter and sort, and the
 /// selected cell.
@@ -42,12 +45,15 @@ impl TabPane for FilterTab {
         keys: &["1"],
     };
 
-    fn of(app: &App) -> &Self {
-        &app.matrix
-    }
+    // The Scores tab's columns move with the same keys.
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[
+        (Command::ColumnLeft, &["h", "left", "H", "<"]),
+        (Command::ColumnRight, &["l", "right", "L", ">"]),
+        (Command::JumpNode, &["*"]),
+    ];
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
-        super::matrix_view::draw(self, f, area, app)
+        draw::draw(self, f, area, app)
     }
 
     fn attempts(app: &App) -> Option<Vec<u64>> {
@@ -58,24 +64,24 @@ impl TabPane for FilterTab {
     /// sort or the filter changed.
     fn refresh(app: &mut App) {
         let Some(step) = app.moment() else {
-            app.matrix.order.clear();
-            app.matrix.key = None;
+            app.tabs.matrix.order.clear();
+            app.tabs.matrix.key = None;
             return;
         };
         let Some(a) = app.moment_attempt() else {
-            app.matrix.order.clear();
-            app.matrix.key = None;
+            app.tabs.matrix.order.clear();
+            app.tabs.matrix.key = None;
             return;
         };
         let Some(m) = a.matrix else {
-            app.matrix.order.clear();
-            app.matrix.key = None;
+            app.tabs.matrix.order.clear();
+            app.tabs.matrix.key = None;
             return;
         };
-        let cols = moment::filter_columns(step, m).unwrap_or(0);
+        let cols = step_shown::filter_columns(step, m).unwrap_or(0);
         // The selected column matters only to the by-plugin sort.
-        let col = if app.matrix.sort == MatrixSort::ByPlugin {
-            app.matrix.col
+        let col = if app.tabs.matrix.sort == MatrixSort::ByPlugin {
+            app.tabs.matrix.col
         } else {
             usize::MAX
         };
@@ -83,29 +89,29 @@ impl TabPane for FilterTab {
             a.id,
             m.nodes.len(),
             cols,
-            app.matrix.sort,
-            app.matrix.filter.clone(),
+            app.tabs.matrix.sort,
+            app.tabs.matrix.filter.clone(),
             col,
         );
-        if app.matrix.key.as_ref() == Some(&key) {
+        if app.tabs.matrix.key.as_ref() == Some(&key) {
             return;
         }
         let names = a.names;
-        let order = rows::matrix_order(
+        let order = order::matrix_order(
             m,
             |i| names.get(i).to_string(),
             cols,
-            app.matrix.sort,
-            &app.matrix.filter,
+            app.tabs.matrix.sort,
+            &app.tabs.matrix.filter,
             col,
         );
-        let rejections = rows::rejections_per_plugin(m, cols);
+        let rejections = order::rejections_per_plugin(m, cols);
         let plugins = m.plugins.len();
-        app.matrix.order = order;
-        app.matrix.rejections = rejections;
-        app.matrix.key = Some(key);
-        clamp(&mut app.matrix.row, app.matrix.order.len());
-        clamp(&mut app.matrix.col, plugins);
+        app.tabs.matrix.order = order;
+        app.tabs.matrix.rejections = rejections;
+        app.tabs.matrix.key = Some(key);
+        clamp(&mut app.tabs.matrix.row, app.tabs.matrix.order.len());
+        clamp(&mut app.tabs.matrix.col, plugins);
     }
 
     fn command(app: &mut App, c: Command) -> bool {
@@ -116,16 +122,19 @@ impl TabPane for FilterTab {
                     .moment_attempt()
                     .and_then(|a| a.matrix)
                     .map_or(0, |m| m.plugins.len());
-                app.matrix.col = step(app.matrix.col, d, n);
+                app.tabs.matrix.col = step(app.tabs.matrix.col, d, n);
                 Self::refresh(app);
             }
-            Command::Filter if app.focus == Pane::Main => app.prompt(PromptKind::MatrixFilter),
+            Command::Filter if app.focus == Pane::Main => {
+                let text = app.tabs.matrix.filter.clone();
+                app.prompt_for(PromptOwner::Tab(Tab::Filter), "filter nodes /", text);
+            }
             Command::Sort if app.focus == Pane::Main => {
-                app.matrix.sort = app.matrix.sort.next();
+                app.tabs.matrix.sort = app.tabs.matrix.sort.next();
                 Self::refresh(app);
-                app.info(format!("nodes sorted: {}", app.matrix.sort.label()));
+                app.info(format!("nodes sorted: {}", app.tabs.matrix.sort.label()));
             }
-            Command::Cancel if !app.matrix.filter.is_empty() => {
+            Command::Cancel if !app.tabs.matrix.filter.is_empty() => {
                 Self::set_filter(app, String::new())
             }
             Command::JumpNode => Self::jump_to_chosen_node(app),
@@ -134,15 +143,20 @@ impl TabPane for FilterTab {
         true
     }
 
+    /// The node filter applies as it is typed.
+    fn prompt_input(app: &mut App, text: &str) {
+        Self::set_filter(app, text.to_string());
+    }
+
     fn move_selection(app: &mut App, d: isize) {
-        app.matrix.row = step(app.matrix.row, d, app.matrix.order.len());
+        app.tabs.matrix.row = step(app.tabs.matrix.row, d, app.tabs.matrix.order.len());
     }
 
     /// Enter: the selected node in the Detail tab.
     fn select(app: &mut App) {
         let node = app.moment_attempt().and_then(|a| {
             let m = a.matrix?;
-            let r = *app.matrix.order.get(app.matrix.row)?;
+            let r = *app.tabs.matrix.order.get(app.tabs.matrix.row)?;
             Some(a.names.get(*m.nodes.get(r)?).to_string())
         });
         super::detail::DetailTab::show_node(app, node);
@@ -152,25 +166,46 @@ impl TabPane for FilterTab {
     fn breakpoint(app: &App) -> Option<Breakpoint> {
         app.moment_attempt()
             .and_then(|a| a.matrix)
-            .and_then(|m| m.plugins.get(app.matrix.col))
+            .and_then(|m| m.plugins.get(app.tabs.matrix.col))
             .map(|p| Breakpoint::Plugin(p.to_string()))
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
-        let inner = super::inner(main);
-        let below = super::matrix_view::geometry(&app.matrix, app, inner)
-            .map_or(2, |g| g.footer_rows(inner));
-        let header = super::matrix_view::HEADER_ROWS;
-        if let Some(i) = layout::row_at(main, header, below, y, app.matrix.row) {
-            app.matrix.row = i.min(app.matrix.order.len().saturating_sub(1));
+        let inner = crate::components::inner(main);
+        let below =
+            draw::geometry(&app.tabs.matrix, app, inner).map_or(2, |g| g.footer_rows(inner));
+        let header = draw::HEADER_ROWS;
+        if let Some(i) = layout::row_at(main, header, below, y, app.tabs.matrix.row) {
+            app.tabs.matrix.row = i.min(app.tabs.matrix.order.len().saturating_sub(1));
         }
+    }
+
+    /// `*` from a tab that has no row for the node: this tab's. Columns keys no tab
+    /// shown took: where the time travel they once did went.
+    fn own_command(app: &mut App, c: Command) -> bool {
+        match c {
+            Command::JumpNode => Self::jump_to_chosen_node(app),
+            Command::ColumnLeft | Command::ColumnRight => {
+                let k = &app.keymap;
+                let msg = format!(
+                    "{} {} move across columns in the Filter and Scores tabs; {} {} travel in time",
+                    k.key(Command::ColumnLeft),
+                    k.key(Command::ColumnRight),
+                    k.key(Command::Back),
+                    k.key(Command::Forward)
+                );
+                app.info(msg);
+            }
+            _ => return false,
+        }
+        true
     }
 }
 
 impl FilterTab {
     /// The node filter, as typed at its prompt (applied as it is typed).
     pub fn set_filter(app: &mut App, text: String) {
-        app.matrix.filter = text;
+        app.tabs.matrix.filter = text;
         Self::refresh(app);
     }
 
@@ -191,12 +226,12 @@ impl FilterTab {
             app.error(format!("{node} is not in this attempt's Filter matrix"));
             return;
         };
-        if !app.matrix.order.contains(&r) && !app.matrix.filter.is_empty() {
-            app.matrix.filter.clear();
+        if !app.tabs.matrix.order.contains(&r) && !app.tabs.matrix.filter.is_empty() {
+            app.tabs.matrix.filter.clear();
             Self::refresh(app);
         }
-        if let Some(i) = app.matrix.order.iter().position(|&i| i == r) {
-            app.matrix.row = i;
+        if let Some(i) = app.tabs.matrix.order.iter().position(|&i| i == r) {
+            app.tabs.matrix.row = i;
             app.info(format!("{node}: the node this attempt chose"));
         }
     }

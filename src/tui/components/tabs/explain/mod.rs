@@ -4,9 +4,10 @@
 //! hints, both from re-running the engine on the current cluster (in the background:
 //! "computing hints…" until it is done). `text` is also what `y` copies.
 //!
-//! The Explain tab. Its state stays on `App` (`explain`, the background worker's answer,
-//! which `explaining.rs` asks for and takes; `explain_scroll`), where the worker's
-//! answers and the app's tests find it.
+//! The Explain tab; `worker.rs` asks the background worker for the explanation and takes
+//! its answer.
+
+pub mod worker;
 
 use std::collections::BTreeMap;
 
@@ -15,20 +16,25 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::tabs::{TabInfo, TabPane, moment_attempts};
-use super::{span, wrap_hanging};
+use super::{TabInfo, TabPane, moment_attempts};
+use crate::components::{span, wrap_hanging};
+use crate::action::Command;
 use crate::app::{App, scroll_by};
+use crate::components::tabs::filter::order::first_failure;
 use crate::framework::cycle::FilterCell;
-use crate::moment;
-use crate::rows::first_failure;
+use crate::step_shown;
 
 /// Characters of node names listed per reason when copying (the screen lists what fits
 /// in three lines) before "+N more".
 const COPY_NAMES: usize = 4000;
 
-/// The Explain tab (its state is the app's `explain` and `explain_scroll`).
+/// The Explain tab's state: the background worker's explanation and the scroll.
 #[derive(Debug, Default)]
-pub struct ExplainTab;
+pub struct ExplainTab {
+    /// The explanation of the pod shown, or the one asked for (see `worker.rs`).
+    pub cache: Option<worker::ExplainCache>,
+    pub scroll: usize,
+}
 
 impl TabPane for ExplainTab {
     const INFO: TabInfo = TabInfo {
@@ -38,8 +44,16 @@ impl TabPane for ExplainTab {
         keys: &["4"],
     };
 
-    fn of(_: &App) -> &Self {
-        &ExplainTab
+    const KEYS: &'static [(Command, &'static [&'static str])] = &[(Command::Copy, &["y"])];
+
+    /// `y`, from any tab: the explanation, to the clipboard.
+    fn own_command(app: &mut App, c: Command) -> bool {
+        if c != Command::Copy {
+            return false;
+        }
+        app.clipboard = Some(text(app, None).join("\n"));
+        app.info("explanation copied to the clipboard (OSC 52)");
+        true
     }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
@@ -69,7 +83,7 @@ impl TabPane for ExplainTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.explain_scroll = scroll_by(app.explain_scroll, d);
+        app.tabs.explain.scroll = scroll_by(app.tabs.explain.scroll, d);
     }
 }
 
@@ -93,9 +107,9 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
             .rev()
             .find(|a| a.pod == pod)?
             .id;
-        moment::attempt(&app.session, app.full_detail(id), id)
+        step_shown::attempt(&app.session, app.full_detail(id), id)
     });
-    let record = app.session.core.pods.get(&pod);
+    let record = app.session.record(&pod);
     match record {
         Some(r) => out.push(format!(
             "{pod}: {:?}{}",
@@ -160,7 +174,7 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
     } else {
         out.push("not attempted yet".into());
     }
-    match &app.explain {
+    match &app.tabs.explain.cache {
         Some(c) if c.pod == pod && c.outcome.is_none() => {
             out.push(String::new());
             out.push("Re-run on the current cluster (kubestep explain):".into());
@@ -263,7 +277,7 @@ fn draw(f: &mut Frame, area: Rect, app: &App) {
         })
         .collect();
     f.render_widget(
-        Paragraph::new(lines).scroll((app.explain_scroll.min(u16::MAX as usize) as u16, 0)),
+        Paragraph::new(lines).scroll((app.tabs.explain.scroll.min(u16::MAX as usize) as u16, 0)),
         area,
     );
 }

@@ -12,8 +12,8 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::span;
-use super::tabs::{TabInfo, TabPane};
+use crate::components::span;
+use super::{TabInfo, TabPane};
 use crate::action::Command;
 use crate::app::App;
 use crate::logs::{LEVEL_WIDTH, LogBuffer};
@@ -33,10 +33,6 @@ impl TabPane for LogsTab {
         help: "Logs",
         keys: &["6"],
     };
-
-    fn of(app: &App) -> &Self {
-        &app.logs_tab
-    }
 
     fn draw(&self, f: &mut Frame, area: Rect, app: &App) {
         let t = &app.theme;
@@ -81,7 +77,7 @@ impl TabPane for LogsTab {
     /// newest follows again.
     fn move_selection(app: &mut App, d: isize) {
         let (w, h) = body(app);
-        app.logs_tab.top = scrolled(&app.logs, app.logs_tab.top, d, w, h);
+        app.tabs.logs_tab.top = scrolled(&app.logs, app.tabs.logs_tab.top, d, w, h);
     }
 }
 

@@ -1,4 +1,4 @@
-//! The explain pane's engine re-run and what-if hints, on the background worker: asked
+//! The Explain tab's engine re-run and what-if hints, on the background worker: asked
 //! for when the pane shows a pod whose explanation is missing or stale, shown as
 //! "computing hints…" meanwhile, and taken only if it is still about the pod shown.
 
@@ -7,9 +7,9 @@ use std::sync::Arc;
 use crate::explain::Explanation;
 use crate::explain::hints::Hint;
 
-use super::action::Action;
-use super::app::App;
-use super::background::JobKind;
+use crate::action::Action;
+use crate::app::App;
+use crate::background::JobKind;
 
 /// What the re-run found.
 #[derive(Debug, Clone)]
@@ -41,16 +41,16 @@ impl App {
     /// Asks for the explanation of the pod shown when it is missing or stale (not while
     /// running: it would be stale by the next tick). The Explain tab asks after every
     /// action while it is shown.
-    pub(super) fn ensure_explain(&mut self) {
+    pub(crate) fn ensure_explain(&mut self) {
         if self.running {
             return;
         }
         let Some(pod) = self.subject_pod() else {
-            self.explain = None;
+            self.tabs.explain.cache = None;
             return;
         };
         let seq = self.session.history.peek_seq();
-        if let Some(c) = self.explain.as_mut()
+        if let Some(c) = self.tabs.explain.cache.as_mut()
             && c.pod == pod
             && c.seq == seq
         {
@@ -63,13 +63,13 @@ impl App {
             }
             return;
         }
-        let Some(p) = self.session.core.cluster.full_pod(&pod) else {
-            self.explain = None;
+        let Some(p) = self.session.cluster().full_pod(&pod) else {
+            self.tabs.explain.cache = None;
             return;
         };
         // The worker gets its own copies: the session goes on changing meanwhile.
-        let cluster = self.session.core.cluster.clone();
-        let cfg = self.session.core.sched.config.clone();
+        let cluster = self.session.cluster().clone();
+        let cfg = self.session.config().clone();
         let job = self.background.submit(JobKind::Explain, move |job| {
             let result =
                 crate::explain::explain(&cluster, &cfg, Arc::clone(&p)).map_err(|e| e.to_string());
@@ -82,18 +82,18 @@ impl App {
                 outcome: Explained { result, hints },
             }))
         });
-        self.explain = Some(ExplainCache {
+        self.tabs.explain.cache = Some(ExplainCache {
             pod,
             seq,
             job,
             outcome: None,
         });
-        self.explain_scroll = 0;
+        self.tabs.explain.scroll = 0;
     }
 
     /// A worker's explanation: kept if it answers the newest request, else dropped.
-    pub(super) fn explained(&mut self, done: ExplainDone) {
-        match self.explain.as_mut() {
+    pub(crate) fn explained(&mut self, done: ExplainDone) {
+        match self.tabs.explain.cache.as_mut() {
             Some(c) if c.job == done.job => c.outcome = Some(done.outcome),
             _ => tracing::debug!("dropped a stale explanation (job {})", done.job),
         }

@@ -1,37 +1,40 @@
-//! Waiting pods: pods held at Permit, one row per plugin, with the time left (a live
-//! countdown on the session clock). `a` allows for the plugin, `A` for all, `r` rejects.
-//! At a past step: who waited then (marked ⏪); `a` / `r` are refused there.
+//! How the Waiting pane is drawn: one row per pod and plugin, with the time left (a live
+//! countdown on the session clock); at a past step, who waited then (marked ⏪).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{elide, pane, span};
 use crate::action::Pane;
 use crate::app::App;
+use crate::components::text::short_duration;
+use crate::components::{elide, pane, span};
 use crate::layout;
-use crate::rows::short_duration;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let focused = app.focus == Pane::Waiting;
     // Shadow mode writes nothing: its waits are kubestep's simulation, never the cluster's.
     let simulated = if app.shadow() { "· simulated " } else { "" };
-    let count = app.past.as_ref().map_or(app.pods_waiting(), |p| p.waiting);
+    let count = app
+        .queue
+        .past
+        .as_ref()
+        .map_or(app.pods_waiting(), |p| p.waiting);
     // Unstyled: the pane's title style (focused or not) applies.
     let mut title = vec![span(
         format!(" Waiting at Permit {count} {simulated}"),
         ratatui::style::Style::default(),
     )];
-    if let Some(p) = &app.past {
+    if let Some(p) = &app.queue.past {
         title.push(span(format!("⏪ step {} ", p.seq), t.warning));
     }
     let block = pane(app, Line::from(title), focused);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    if app.waiting.is_empty() {
-        let empty = match &app.past {
+    if app.waiting.rows.is_empty() {
+        let empty = match &app.queue.past {
             Some(p) if !p.kept => "not kept for this step",
             Some(_) => "no pod waited at Permit then",
             None if app.shadow() => {
@@ -46,10 +49,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     // Countdowns at a past step are as they stood then.
     let now = app.shown_time();
     let visible = layout::visible_rows(area, 0, 0);
-    let offset = layout::offset(app.waiting_selected, visible);
+    let offset = layout::offset(app.waiting.selected, visible);
     let w = inner.width as usize;
     let lines: Vec<Line> = app
         .waiting
+        .rows
         .iter()
         .enumerate()
         .skip(offset)
@@ -65,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 ("⏸", left, t.queue_waiting)
             };
             let plugin = if w < 44 {
-                super::matrix_view::abbrev(&r.plugin)
+                crate::components::tabs::filter::draw::abbrev(&r.plugin)
             } else {
                 r.plugin.clone()
             };
@@ -76,7 +80,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 span(elide(&r.pod, name_w), t.base),
                 span(tail, t.muted),
             ]);
-            if i == app.waiting_selected && focused {
+            if i == app.waiting.selected && focused {
                 line = line.style(t.selection);
             }
             line

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use super::whatif_fields::FieldEdit;
 use crate::cluster::ClusterState;
+use crate::components::tabs::whatif::fields::FieldEdit;
 use crate::explain::{self, Explanation};
 use crate::framework::profile::ExtensionPoint;
 use crate::session::Session;
@@ -106,7 +106,7 @@ fn sets(p: &mut Plugins) -> [&mut PluginSet; 13] {
 
 /// Filter and Score plugins of the session's first profile.
 pub fn plugin_rows(s: &Session) -> Vec<PluginRow> {
-    let fwk = &s.core.sched.frameworks[0];
+    let fwk = &s.frameworks()[0];
     let mut rows: Vec<PluginRow> = Vec::new();
     for (ep, label) in [
         (ExtensionPoint::Filter, "Filter"),
@@ -162,8 +162,7 @@ pub fn compare_job(
     edits: &Edits,
 ) -> Result<CompareJob, String> {
     let object = s
-        .core
-        .cluster
+        .cluster()
         .full_pod(pod)
         .ok_or_else(|| format!("pod {pod} is not in the cluster"))?;
     let name = if alt_name.is_empty() {
@@ -174,8 +173,8 @@ pub fn compare_job(
     Ok(CompareJob {
         pod: pod.to_string(),
         object,
-        cluster: s.core.cluster.clone(),
-        base: s.core.sched.config.clone(),
+        cluster: s.cluster().clone(),
+        base: s.config().clone(),
         alt: edits.apply(alt),
         alt_label: format!("WHAT-IF{name}: {}", edits.describe()),
         fields: edits.fields.clone(),
@@ -188,12 +187,12 @@ impl CompareJob {
     pub fn run(self) -> Comparison {
         let base = explain::explain(&self.cluster, &self.base, Arc::clone(&self.object))
             .map_err(|e| e.to_string());
-        let alt = super::whatif_fields::apply(&self.fields, &self.cluster, &self.object).and_then(
-            |(cluster, pod)| {
-                let cluster = cluster.as_ref().unwrap_or(&self.cluster);
-                explain::explain(cluster, &self.alt, Arc::new(pod)).map_err(|e| e.to_string())
-            },
-        );
+        let alt =
+            crate::components::tabs::whatif::fields::apply(&self.fields, &self.cluster, &self.object)
+                .and_then(|(cluster, pod)| {
+                    let cluster = cluster.as_ref().unwrap_or(&self.cluster);
+                    explain::explain(cluster, &self.alt, Arc::new(pod)).map_err(|e| e.to_string())
+                });
         Comparison {
             pod: self.pod,
             base_label: "real (as it is)".into(),
