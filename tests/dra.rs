@@ -669,8 +669,7 @@ profiles:
     /// The ResourceClaim `default/name` in the session's cluster, as JSON.
     fn claim_json(s: &Session, name: &str) -> Value {
         let v = s
-            .core
-            .cluster
+            .cluster()
             .listers
             .custom_object("ResourceClaim", &format!("default/{name}"))
             .unwrap_or_else(|| panic!("no claim default/{name} in the cluster"));
@@ -726,7 +725,7 @@ profiles:
         );
         // explain on the session's cluster sees the allocation too.
         let e = kubestep::explain::explain(
-            &s.core.cluster,
+            s.cluster(),
             &kubestep::config::default_configuration(),
             std::sync::Arc::new(super::pod_of(&pod("r", "c", ""))),
         )
@@ -952,8 +951,7 @@ fn after_deallocation_the_next_attempt_allocates_where_the_pod_can_run() {
     assert_eq!(r.node.as_deref(), Some("node-b"));
     assert!(r.attempts >= 2, "{r:?}");
     let c = s
-        .core
-        .cluster
+        .cluster()
         .listers
         .custom_object("ResourceClaim", "default/c")
         .unwrap();

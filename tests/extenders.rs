@@ -1224,7 +1224,7 @@ fn a_failed_extender_bind_unreserves_and_requeues() {
     );
     // Nothing stays assumed.
     for n in ["n1", "n2", "n3"] {
-        assert_eq!(s.core.sched.snapshot.get(n).unwrap().requested.milli_cpu, 0);
+        assert_eq!(s.snapshot().get(n).unwrap().requested.milli_cpu, 0);
     }
 }
 

@@ -53,8 +53,7 @@ fn loading_explaining_and_scheduling_never_keep_a_running_pod_whole() {
             .expect("session");
     s.run_until_with(end + jiff::SignedDuration::from_secs(600), None);
     let bound = s
-        .core
-        .cluster
+        .cluster()
         .pod_infos()
         .filter(|p| p.key.starts_with("batch/") && !p.node_name().is_empty())
         .count();

@@ -402,7 +402,7 @@ fn large_loads_and_replays_to_the_end() {
     let end = rec.end();
     let mut s = session("large");
     s.run_until(clock::add(end, Duration::from_secs(60)));
-    assert!(s.core.feed.is_empty(), "every event applied");
+    assert!(s.feed_is_empty(), "every event applied");
     let sum = s.summary();
     assert!(sum.len() >= 20_000, "{}", sum.len());
     let bound = sum.iter().filter(|p| p.status == PodStatus::Bound).count();

@@ -445,7 +445,7 @@ impl Headless<'_> {
         if let Some(sig) = self.signals.reason() {
             eprintln!("{sig}: stopping as quit does");
         }
-        let waiting = self.session.core.waiting.len();
+        let waiting = self.session.waiting().len();
         // A signal now ends the writes below, not the process, so what was not written
         // is still said.
         let shutting = self.signals.shutting_down();

@@ -154,8 +154,8 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     };
     let mut session = Session::open_replay(rec, &a.source, a.config.as_deref(), opts)?;
     session.trace_level = a.trace.into();
-    session.core.sched.set_seed(a.seed);
-    session.core.sched.scheduler_log = scheduler_log;
+    session.set_seed(a.seed);
+    session.set_scheduler_log(scheduler_log);
     // Headless runs as fast as it can; --speed paces the terminal UI.
     let mut out = Printer {
         mode: a.output,
@@ -218,17 +218,17 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.print(&trace::session_summary(&session))?;
-    if let Some(log) = &session.core.sched.scheduler_log {
+    if let Some(log) = &session.scheduler().scheduler_log {
         eprintln!(
             "scheduler log: {} bound pods' evaluatedNodes read; the next search start followed it after {} cycle(s) whose own count differed",
             log.evaluated.len(),
-            session.core.sched.realigned
+            session.scheduler().realigned
         );
     }
-    if session.core.sched.followed > 0 {
+    if session.scheduler().followed > 0 {
         eprintln!(
             "search start: moved to follow the recording in {} cycle(s) (upstream's parallel search examines a timing-dependent set of nodes)",
-            session.core.sched.followed
+            session.scheduler().followed
         );
     }
     if let Some(m) = &session.stuck {
@@ -238,7 +238,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         steps = session.history.steps.len(),
         attempts = session.history.attempts.len(),
         history_bytes = session.history.bytes(),
-        world_bytes = session.core.world.bytes(),
+        world_bytes = session.world().bytes(),
         "replay finished"
     );
     super::exit_without_freeing(session);
@@ -261,7 +261,7 @@ fn progress_line(
         count(s.bound_pods()),
         count(pods),
         // The events at the start are applied before the feed holds the rest.
-        count(events.saturating_sub(s.core.feed.len())),
+        count(events.saturating_sub(s.feed_len())),
         count(events),
         clock_offset(clock::since(s.now(), start)),
         started.elapsed().as_secs_f64()

@@ -226,16 +226,14 @@ impl Mirror {
         let mut session = Session::new(cluster, config, opts, actuator)?;
         if self.shadow {
             let pending: Vec<String> = session
-                .core
-                .cluster
+                .cluster()
                 .pending_pods()
                 .filter_map(|p| p.metadata.uid.clone())
                 .collect();
             // The real node is not known yet (the cluster's scheduler has not bound them).
-            session
-                .core
-                .externally_bound
-                .extend(pending.into_iter().map(|uid| (uid, String::new())));
+            for uid in &pending {
+                session.expect_external_binding(uid);
+            }
         }
         self.notes.extend(sync.notes);
         for c in sync.held {
@@ -329,11 +327,10 @@ impl Mirror {
                     if self.shadow
                         && let Some(uid) = &p.metadata.uid
                     {
-                        s.core.externally_bound.insert(uid.clone(), String::new());
+                        s.expect_external_binding(uid);
                     }
                     let key = obj.key();
-                    if s.core
-                        .cluster
+                    if s.cluster()
                         .pod_info(&key)
                         .is_some_and(|old| old.node_name().is_empty() && status_only(old.pod(), p))
                     {
@@ -394,7 +391,7 @@ impl Mirror {
                     // Caught up at the session's time: move on to the next timer or to now.
                     let target = now.max(s.now());
                     let next = s.next_timer().filter(|t| *t <= target).unwrap_or(target);
-                    s.core.clock.set(next);
+                    s.set_time(next);
                     s.fire_timers_pub();
                     if next >= target && !s.has_work() {
                         return Some(StopReason::Reached);
@@ -432,18 +429,12 @@ impl Mirror {
         } else {
             s.current = None;
         }
-        for w in s.core.waiting.list() {
+        for w in s.waiting().list() {
             if w.outcome.is_none() {
                 let _ = s.reject(&w.pod.key, None, message);
             }
         }
-        let parked: Vec<String> = s.core.parked.keys().cloned().collect();
-        for uid in parked {
-            if let Some(a) = s.core.parked.remove(&uid) {
-                s.current = Some(a);
-                s.finish_pod();
-            }
-        }
+        s.finish_parked();
         let tapped = s.history.stop_tap();
         s.trace_lines(tapped)
     }
@@ -567,8 +558,7 @@ impl Mirror {
 /// Whether the cluster still has the record's pod unbound (kubestep's own verdict is
 /// only a shadow of the cluster's scheduler's).
 fn still_pending(s: &Session, r: &PodRecord) -> bool {
-    s.core
-        .cluster
+    s.cluster()
         .pod_info(&r.pod)
         .is_some_and(|p| p.node_name().is_empty())
 }
@@ -605,7 +595,7 @@ const SLICE: usize = 64;
 /// Moves the session's clock to `now` (never back).
 pub fn set_clock(s: &mut Session, now: Timestamp) {
     if now > s.now() {
-        s.core.clock.set(now);
+        s.set_time(now);
     }
 }
 

@@ -51,7 +51,7 @@ fn a_labelled_pod_waits_and_binds_when_allowed() {
         node_of(&s, "payments/migrate-db").as_deref(),
         Some("node-1")
     );
-    assert!(s.core.waiting.is_empty());
+    assert!(s.waiting().is_empty());
 }
 
 #[test]
@@ -84,7 +84,7 @@ fn rejecting_unreserves_and_requeues_with_the_reason() {
     );
     // Its reservation is gone.
     assert_eq!(requested_milli_cpu(&s, "node-1"), 1000);
-    assert!(s.core.waiting.is_empty());
+    assert!(s.waiting().is_empty());
 }
 
 #[test]

@@ -50,7 +50,7 @@ fn identical_pods_after_the_first_take_the_rankings_next_node() {
     for at in &a[1..] {
         assert_eq!(at["evaluatedNodes"], 1, "{at}");
     }
-    assert_eq!(s.core.sched.batches[0].batched_pods, 3);
+    assert_eq!(s.scheduler().batches[0].batched_pods, 3);
     // The steps say so: the hint and why, then the hint's own Filter run.
     let said = |m: &str| {
         out.iter()
@@ -68,7 +68,7 @@ fn the_default_profile_never_hints_because_its_system_spread_makes_pods_unsignab
     let out = run(&mut s);
     let a = attempts(&out);
     assert!(a.iter().all(|at| at["evaluatedNodes"] == 5), "{a:?}");
-    assert_eq!(s.core.sched.batches[0].batched_pods, 0);
+    assert_eq!(s.scheduler().batches[0].batched_pods, 0);
 }
 
 #[test]

@@ -29,7 +29,7 @@ fn preemption_deletes_the_victim_and_the_preemptor_binds_on_retry() {
     let r = record(&s, "prod/checkout-0");
     // The first attempt failed and nominated node-1; the victim is gone.
     assert!(
-        s.core.cluster.pod("batch/report-7f9c").is_none(),
+        s.cluster().pod("batch/report-7f9c").is_none(),
         "victim deleted"
     );
     let postfilter = s

@@ -96,9 +96,7 @@ pub fn elapsed(s: &Session) -> f64 {
 
 /// Requested milli-cpu on a node, as the snapshot accounts it (assumed pods included).
 pub fn requested_milli_cpu(s: &Session, node: &str) -> i64 {
-    s.core
-        .sched
-        .snapshot
+    s.snapshot()
         .get(node)
         .map(|ni| ni.requested.milli_cpu)
         .unwrap_or_else(|| panic!("no node {node}"))

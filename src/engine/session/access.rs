@@ -1,5 +1,5 @@
-//! Read access to the session's parts for front ends (the TUI), so they go through the
-//! Session API instead of reaching into `Core`: when `Core` is reshaped only these
+//! Access to the session's parts for the drivers (the TUI, the CLI, live mode), so they go
+//! through the Session API instead of reaching into `Core`: when `Core` is reshaped only these
 //! bodies change, not every caller.
 
 use std::collections::BTreeMap;
@@ -86,5 +86,46 @@ impl Session {
     /// Upstream's scheduler log, to compare decisions with (`--scheduler-log`).
     pub fn set_scheduler_log(&mut self, log: Option<super::scheduler_log::SchedulerLog>) {
         self.core.sched.scheduler_log = log;
+    }
+
+    /// The scheduler core (its round-robin index, the scheduler log it follows, and what
+    /// following it did).
+    pub fn scheduler(&self) -> &super::scheduler::Scheduler {
+        &self.core.sched
+    }
+
+    /// Seeds the scheduler's random choices (`--seed`).
+    pub fn set_seed(&mut self, seed: u64) {
+        self.core.sched.set_seed(seed);
+    }
+
+    /// What past attempts ran on (its size is reported after a replay).
+    pub fn world(&self) -> &super::WorldHistory {
+        &self.core.world
+    }
+
+    /// How many cluster changes are still to come.
+    pub fn feed_len(&self) -> usize {
+        self.core.feed.len()
+    }
+
+    /// Live shadow mode: the pod `uid` will be bound by the cluster's own scheduler;
+    /// kubestep runs its cycle and compares, but does not bind it.
+    pub fn expect_external_binding(&mut self, uid: &str) {
+        self.core
+            .externally_bound
+            .insert(uid.to_string(), String::new());
+    }
+
+    /// Ends every attempt held at Permit (their plugins' verdicts already given): each runs
+    /// its binding cycle or is unreserved, as a finished pod would.
+    pub fn finish_parked(&mut self) {
+        let parked: Vec<String> = self.core.parked.keys().cloned().collect();
+        for uid in parked {
+            if let Some(a) = self.core.parked.remove(&uid) {
+                self.current = Some(a);
+                self.finish_pod();
+            }
+        }
     }
 }

@@ -86,7 +86,7 @@ enum By {
 }
 
 pub struct Session {
-    pub core: Core,
+    pub(crate) core: Core,
     pub current: Option<Attempt>,
     pub history: History,
     pub breakpoints: Vec<Breakpoint>,
