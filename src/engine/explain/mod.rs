@@ -3,6 +3,7 @@
 
 pub mod closest;
 pub mod hints;
+mod parts;
 pub mod text;
 
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use serde::Serialize;
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, FilterCell, SchedulingCycle};
-use crate::framework::extender::{CallOutcome, ExtenderCall};
+use crate::framework::extender::ExtenderCall;
 use crate::framework::profile::ExtensionPoint;
 use crate::framework::{Code, PodInfo, Status};
 use crate::session::scheduler::{SetupError, extenders, frameworks};
@@ -367,7 +368,6 @@ fn build(
     let name = |i: usize| snap.list()[i].name().to_string();
     let mut feasible: Vec<String> = cycle.feasible.iter().map(|&i| name(i)).collect();
     feasible.sort();
-
     let prefilter_status = cycle.pre_filter.status();
     let prefilter = prefilter_status.is_rejected().then(|| {
         PluginStatus::from_status(
@@ -375,92 +375,12 @@ fn build(
             &cycle.pre_filter.plugins_with_nodes.join(","),
         )
     });
-
-    // Which extender last rejected each node (its status names no plugin).
-    let mut rejected_by: BTreeMap<&str, &str> = BTreeMap::new();
-    for call in &cycle.extender_calls {
-        if let CallOutcome::Filtered {
-            failed,
-            failed_and_unresolvable,
-            ..
-        } = &call.outcome
-        {
-            for n in failed.keys().chain(failed_and_unresolvable.keys()) {
-                rejected_by.insert(n, &call.extender);
-            }
-        }
-    }
-    let mut filter = BTreeMap::new();
-    if prefilter.is_none() {
-        let nts = &cycle.diagnosis.node_to_status;
-        for (node, s) in nts.iter() {
-            let fallback = rejected_by.get(node).copied().unwrap_or_default();
-            filter.insert(node.to_string(), PluginStatus::from_status(s, fallback));
-        }
-        // Nodes a PreFilter plugin left out carry the narrowing plugins' absent status.
-        if let Some(names) = cycle
-            .pre_filter
-            .result
-            .as_ref()
-            .and_then(|r| r.node_names.as_ref())
-        {
-            let plugins = cycle.pre_filter.plugins_with_nodes.join(",");
-            for n in snap.list() {
-                if !names.contains(n.name()) && !nts.contains(n.name()) {
-                    filter.insert(
-                        n.name().to_string(),
-                        PluginStatus::from_status(nts.absent(), &plugins),
-                    );
-                }
-            }
-        }
-    }
-
-    let mut all_filters: BTreeMap<String, BTreeMap<String, FilterCell>> = BTreeMap::new();
-    let mut notes: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    if let Some(m) = &cycle.matrix {
-        for (row, &idx) in m.nodes.iter().enumerate() {
-            for (col, p) in m.plugins.iter().enumerate() {
-                if let Some(n) = m.note(row, col) {
-                    notes
-                        .entry(name(idx))
-                        .or_default()
-                        .insert(p.to_string(), n.to_string());
-                }
-            }
-            let cells = m
-                .plugins
-                .iter()
-                .enumerate()
-                .map(|(col, p)| (p.to_string(), m.cell(row, col)))
-                .collect();
-            all_filters.insert(name(idx), cells);
-        }
-    }
-
-    let scores = cycle.scores.as_ref().map(|t| {
-        t.nodes
-            .iter()
-            .enumerate()
-            .map(|(i, &idx)| {
-                let mut ns = NodeScores {
-                    plugins: BTreeMap::new(),
-                    total: t.totals.get(i).copied().unwrap_or(0),
-                    raw: BTreeMap::new(),
-                    normalized: BTreeMap::new(),
-                };
-                // Plugins and extenders (`extender:<urlPrefix>`, scores 0..=10 whose
-                // "normalized" value is scaled to 0..=100) side by side.
-                for col in t.breakdown(i) {
-                    ns.plugins.insert(col.name.to_string(), col.weighted);
-                    ns.raw.insert(col.name.to_string(), col.raw);
-                    ns.normalized.insert(col.name.to_string(), col.normalized);
-                }
-                (name(idx), ns)
-            })
-            .collect()
-    });
-
+    let filter = if prefilter.is_none() {
+        parts::filter_verdicts(cycle, snap)
+    } else {
+        BTreeMap::new()
+    };
+    let (all_filters, notes) = parts::matrix(cycle, snap);
     let mut selected: Vec<String> = cycle
         .best_nodes(snap)
         .into_iter()
@@ -472,63 +392,17 @@ fn build(
     if matches!(outcome, CycleOutcome::Error(_)) {
         selected.clear();
     }
-
-    let gated = pre_enqueue.is_some();
-    let attempted = !gated && !already_bound;
-    let (mut bound, mut message, mut nominated_node, mut victims) = (None, None, None, Vec::new());
-    if attempted {
-        match outcome {
-            CycleOutcome::Selected { node, .. } => bound = Some(node.clone()),
-            CycleOutcome::Unschedulable {
-                fit_error,
-                post_filter,
-                ..
-            } => {
-                message = Some(fit_error.message());
-                if let Some(r) = post_filter {
-                    if !r.nominated_node_name.is_empty() {
-                        nominated_node = Some(r.nominated_node_name.clone());
-                    }
-                    victims = r.victims.clone();
-                    victims.sort();
-                }
-            }
-            CycleOutcome::Error(s) => message = Some(s.message()),
-        }
-    }
-
-    let dropped_by_extenders = cycle.extender_calls.iter().flat_map(|c| match &c.outcome {
-        CallOutcome::Filtered { dropped, .. } => dropped.as_slice(),
-        _ => &[],
-    });
-    let evaluated: std::collections::BTreeSet<&str> = cycle
-        .feasible
-        .iter()
-        .map(|&i| snap.list()[i].name())
-        .chain(filter.keys().map(String::as_str))
-        .chain(dropped_by_extenders.map(String::as_str))
-        .collect();
+    let attempted = pre_enqueue.is_none() && !already_bound;
+    let decision = if attempted {
+        parts::Decision::of(outcome)
+    } else {
+        parts::Decision::default()
+    };
     let not_evaluated = if prefilter.is_some() {
         Vec::new()
     } else {
-        snap.list()
-            .iter()
-            .map(|n| n.name())
-            .filter(|n| !evaluated.contains(n))
-            .map(str::to_string)
-            .collect()
+        parts::not_evaluated(cycle, snap, &filter)
     };
-
-    let mut weights: BTreeMap<String, i64> = env
-        .framework
-        .plugins(ExtensionPoint::Score)
-        .iter()
-        .map(|e| (e.name.to_string(), env.framework.score_weight(e.name)))
-        .collect();
-    for x in cycle.scores.iter().flat_map(|t| &t.extenders) {
-        weights.insert(x.name.clone(), x.weight);
-    }
-
     let closest = closest::closest(&filter, snap, &cycle.state, &cycle.pod);
     Explanation {
         pod: cycle.pod.key.clone(),
@@ -537,16 +411,16 @@ fn build(
         prefilter,
         feasible,
         filter,
-        scores,
+        scores: parts::scores(cycle, snap),
         selected,
-        bound,
-        message,
-        nominated_node,
-        victims,
+        bound: decision.bound,
+        message: decision.message,
+        nominated_node: decision.nominated_node,
+        victims: decision.victims,
         all_filters,
         not_evaluated,
         num_nodes: snap.num_nodes(),
-        weights,
+        weights: parts::weights(cycle, env),
         extenders: cycle.extender_calls.clone(),
         closest,
         notes,
