@@ -32,7 +32,9 @@ pub mod status;
 pub mod types;
 pub mod waiting;
 
-#[cfg(any(test, feature = "testing"))]
+// Fixtures for tests here and in the crates above. Always built: behind a feature, each
+// alternation of `cargo build` and `cargo test` would rebuild every crate above this one.
+#[doc(hidden)]
 pub mod testing;
 
 pub use cycle::{CycleEnv, CycleOutcome, Detail, Phase, SchedulingCycle};

@@ -1,6 +1,6 @@
-//! Fixtures for tests of this crate and of the crates above it (with the `testing`
-//! feature): pods, nodes and listers from JSON, and the smallest valid framework, made of
-//! two fixture plugins so the framework's own tests need no real plugin. They panic on bad
+//! Fixtures for tests of this crate and of the crates above it: pods, nodes and listers
+//! from JSON, and the smallest valid framework, made of two fixture plugins so the
+//! framework's own tests need no real plugin. They panic on bad
 //! JSON: they are only ever given a test's own literals.
 
 use std::sync::Arc;

@@ -18,9 +18,12 @@ use jiff::Timestamp;
 
 use super::connect::Connection;
 use super::error::LiveError;
-use super::watch::{self, Change, Update, WatchOptions, Watchers};
+use super::watch::{self, Change, WatchOptions, Watchers};
 use crate::recording::writer::Writer;
 use crate::recording::{Gap, Header};
+
+mod run;
+use run::{Next, Run};
 
 #[derive(Debug, Clone)]
 pub struct RecordOptions {
@@ -133,7 +136,7 @@ pub async fn record(
         file: file.clone(),
         error,
     };
-    let mut writer = Writer::create(&opts.output, &header).map_err(io)?;
+    let writer = Writer::create(&opts.output, &header).map_err(io)?;
     let watch_opts = WatchOptions {
         namespace: opts.namespace.clone(),
     };
@@ -149,19 +152,7 @@ pub async fn record(
             return Err(e.into());
         }
     };
-    let mut stats = Stats {
-        kinds: watchers.kinds().len(),
-        bytes: writer.bytes,
-        ..Default::default()
-    };
-    let mut held: Vec<Change> = Vec::new();
-    let mut last_at = started;
-    // Refusals during the first lists, reported together once every kind has answered.
-    let mut denied: Vec<LiveError> = Vec::new();
-    let mut listed: Vec<&'static str> = Vec::new();
-    let mut last_errors: Vec<(&'static str, String)> = Vec::new();
-    // Kinds since their last `Reconnecting` (from when), until their watch is open again.
-    let mut reconnecting: Vec<(&'static str, Timestamp)> = Vec::new();
+    let mut run = Run::new(writer, started, clock, file, watchers.kinds().len());
     let result = loop {
         let update = tokio::select! {
             _ = &mut stop => break Ok(()),
@@ -169,177 +160,16 @@ pub async fn record(
             u = watchers.next() => u,
         };
         let Some(update) = update else { break Ok(()) };
-        let mut note = None;
-        match update {
-            Update::Change(c) if c.initial => {
-                *stats.initial_by_kind.entry(c.kind).or_default() += 1;
-                stats.initial += 1;
-                if let Err(e) = writer.event(started, c.event, &c.object) {
-                    break Err(io(e));
-                }
-            }
-            Update::Change(c) if stats.synced < stats.kinds => held.push(c),
-            Update::Change(c) => {
-                if let Err(e) = write_event(&mut writer, &mut last_at, &c) {
-                    break Err(io(e));
-                }
-                stats.events += 1;
-            }
-            Update::Synced { .. } | Update::Unserved { .. } | Update::Fatal(_)
-                if stats.synced < stats.kinds =>
-            {
-                match update {
-                    Update::Synced { kind, objects } => {
-                        listed.push(kind);
-                        // A list that failed before is no loss: the watch starts from it.
-                        if let Some(r) = reconnecting.iter_mut().find(|(k, _)| *k == kind) {
-                            r.1 = Timestamp::now();
-                        }
-                        note = Some(Note::Synced { kind, objects });
-                    }
-                    Update::Unserved { kinds, warning } => {
-                        listed.extend(&kinds);
-                        note = Some(Note::Skipped { kinds, warning });
-                    }
-                    Update::Fatal(e) => {
-                        if !e.is_access_denied() {
-                            break Err(e.into());
-                        }
-                        if let LiveError::Forbidden { resource, .. } = &e
-                            && let Some(k) = watchers.kinds().iter().find(|k| k.plural == resource)
-                            && !listed.contains(&k.kind)
-                        {
-                            listed.push(k.kind);
-                        } else if !matches!(e, LiveError::Forbidden { .. }) {
-                            // Refused credentials: every kind says the same.
-                            denied.push(e);
-                            break Err(LiveError::denied(std::mem::take(&mut denied)).into());
-                        }
-                        denied.push(e);
-                    }
-                    _ => {}
-                }
-                stats.synced = listed.len();
-                if stats.synced == stats.kinds && !denied.is_empty() {
-                    break Err(LiveError::denied(std::mem::take(&mut denied)).into());
-                }
-                if stats.synced == stats.kinds {
-                    let mut failed = None;
-                    for c in std::mem::take(&mut held) {
-                        if let Err(e) = write_event(&mut writer, &mut last_at, &c) {
-                            failed = Some(e);
-                            break;
-                        }
-                        stats.events += 1;
-                    }
-                    if let Some(e) = failed {
-                        break Err(io(e));
-                    }
-                    stats.bytes = writer.bytes;
-                    stats.elapsed = clock.elapsed();
-                    progress(&stats, note.as_ref());
-                    note = Some(Note::AllSynced);
-                }
-            }
-            Update::Resynced {
-                kind,
-                added,
-                modified,
-                deleted,
-            } => {
-                reconnecting.retain(|(k, _)| *k != kind);
-                note = Some(Note::Resynced {
-                    kind,
-                    added,
-                    modified,
-                    deleted,
-                })
-            }
-            Update::Reconnecting { kind, error } => {
-                stats.reconnects += 1;
-                if !reconnecting.iter().any(|(k, _)| *k == kind) {
-                    reconnecting.push((kind, Timestamp::now()));
-                }
-                last_errors.retain(|(k, _)| *k != kind);
-                last_errors.push((kind, error.to_string()));
-                note = Some(Note::Reconnecting {
-                    kind,
-                    error: error.to_string(),
-                });
-            }
-            Update::Reconnected { kind } => {
-                if let Some(i) = reconnecting.iter().position(|(k, _)| *k == kind) {
-                    reconnecting.remove(i);
-                    note = Some(Note::Reconnected { kind });
-                }
-            }
-            Update::Synced { .. } => {}
-            Update::Unserved { kinds, warning } => note = Some(Note::Skipped { kinds, warning }),
-            Update::Fatal(e) => break Err(e.into()),
+        match run.update(update, &watchers, &mut progress) {
+            Next::Go(note) => run.report(&mut progress, note.as_ref()),
+            Next::Stop(r) => break r,
         }
-        stats.bytes = writer.bytes;
-        stats.elapsed = clock.elapsed();
-        progress(&stats, note.as_ref());
     };
     // Changes already received when stopping are kept, as is whatever was held back.
     if result.is_ok() {
-        while let Some(u) = watchers.try_next() {
-            match u {
-                Update::Change(c)
-                    if c.initial && writer.event(started, c.event, &c.object).is_ok() =>
-                {
-                    *stats.initial_by_kind.entry(c.kind).or_default() += 1;
-                    stats.initial += 1;
-                }
-                Update::Change(c) if !c.initial => held.push(c),
-                _ => {}
-            }
-        }
+        run.drain(&mut watchers);
     }
-    for c in held {
-        if write_event(&mut writer, &mut last_at, &c).is_ok() {
-            stats.events += 1;
-        }
-    }
-    let missing: Vec<&'static str> = watchers
-        .kinds()
-        .iter()
-        .map(|k| k.kind)
-        .filter(|k| !listed.contains(k))
-        .collect();
-    drop(watchers);
-    // Kinds listed whose watch was still down: what changed since it went down is lost.
-    let ended = Timestamp::now().max(last_at);
-    let down: Vec<(&'static str, Timestamp)> = reconnecting
-        .into_iter()
-        .filter(|(k, _)| listed.contains(k) && !missing.contains(k))
-        .collect();
-    for (from, gap) in gaps(down, ended, &last_errors) {
-        writer.gap(from, &gap).map_err(io)?;
-        stats.gaps.push((from, gap));
-    }
-    stats.bytes = writer.bytes;
-    stats.elapsed = clock.elapsed();
-    writer.finish().map_err(io)?;
-    result?;
-    if !missing.is_empty() {
-        // Stopped (signal or --duration) before every kind was listed: the file is
-        // closed and readable, but it does not hold the whole cluster.
-        let errors: Vec<String> = last_errors
-            .iter()
-            .filter(|(k, _)| missing.contains(k))
-            .map(|(k, e)| format!("{k}: {e}"))
-            .collect();
-        let mut text = format!(
-            "stopped before the first list of every kind arrived; {file} lacks {}",
-            missing.join(", ")
-        );
-        if !errors.is_empty() {
-            text.push_str(&format!(" (last errors: {})", errors.join("; ")));
-        }
-        return Err(LiveError::Stopped(text).into());
-    }
-    Ok(stats)
+    run.finish(watchers, result)
 }
 
 /// Kinds whose outages began within this long of each other share one gap marker.
