@@ -109,13 +109,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--duration")?;
-    let mut cfg = match &a.config {
-        Some(p) => config::load_file(p)?,
-        None => config::default_configuration(),
-    };
-    if let Some(name) = &a.scheduler_name {
-        serve_scheduler_name(&mut cfg, name)?;
-    }
+    let cfg = live_config(&a)?;
     let commands = match &a.script {
         Some(s) => script::parse_script(&read_script(s)?)
             .map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?,
@@ -173,28 +167,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     )?;
     eprintln!("connected to {server} (Kubernetes {version})");
     if a.active {
-        // Every write active mode makes, asked before the first one is needed.
-        let asked = phase.bounded(
-            access::check_writes(&conn, namespace.as_deref()),
-            &format!("asking {server} what kubestep may write"),
-        );
-        match asked {
-            Ok(denied) if !denied.is_empty() => {
-                let e = LiveError::denied(denied);
-                role(&e);
-                return Err(anyhow::anyhow!("--active needs write permissions: {e}"));
-            }
-            Ok(_) => {}
-            Err(e)
-                if e.downcast_ref::<LiveError>()
-                    .is_some_and(|l| matches!(l, LiveError::Stopped(_))) =>
-            {
-                return Err(e);
-            }
-            Err(e) => eprintln!(
-                "warning: could not check write permissions ({e:#}); failed writes will be reported as they happen"
-            ),
-        }
+        phase.ask_writes(&conn, namespace.as_deref(), &role)?;
     }
     let tape = match &a.record {
         Some(p) => Some(Tape::create(
@@ -218,34 +191,13 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => {
             role(&e);
-            // A recording begun is closed, readable, with what it holds.
-            if let Some(Ok((file, n))) = mirror.finish_tape() {
-                eprintln!("recorded {n} events to {}", file.display());
-            }
-            // Said first: what ended the wait.
-            let why = match signals.reason() {
-                Some(sig) => Some(format!("{sig} received")),
-                None if keys.is_stopped() => Some("q pressed".to_string()),
-                None => None,
-            };
-            return Err(match why {
-                Some(w) => anyhow::Error::from(e).context(w),
-                None => e.into(),
-            });
+            return Err(phase.sync_failed(e, &mut mirror));
         }
     };
     eprintln!("mirrored {} objects", sync.objects.len());
     let write_errors = WriteErrors::default();
     let bounds = WriteBounds::new(signals.clone());
-    let actuator: Box<dyn Actuator> = match (&a.scheduler_name, a.active) {
-        (Some(name), true) => {
-            let mut act = ApiActuator::new(conn.client.clone(), rt.handle().clone(), name);
-            act.errors = write_errors.clone();
-            act.bounds = bounds.clone();
-            Box::new(act)
-        }
-        _ => Box::new(ShadowActuator),
-    };
+    let actuator = actuator(&a, &conn, &rt, &write_errors, &bounds);
     let opts = SessionOptions {
         history_bytes: a
             .history
@@ -579,5 +531,93 @@ fn serve_scheduler_name(cfg: &mut KubeSchedulerConfiguration, name: &str) -> any
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+impl Phase<'_> {
+    /// Active mode: every write it makes, asked of the server before the first is needed.
+    /// Refused writes end the run (after printing the role that grants them); a server
+    /// that cannot say is only warned about.
+    fn ask_writes(
+        &self,
+        conn: &kubestep::live::Connection,
+        namespace: Option<&str>,
+        role: &dyn Fn(&LiveError),
+    ) -> anyhow::Result<()> {
+        let server = conn.server();
+        let asked = self.bounded(
+            access::check_writes(conn, namespace),
+            &format!("asking {server} what kubestep may write"),
+        );
+        match asked {
+            Ok(denied) if !denied.is_empty() => {
+                let e = LiveError::denied(denied);
+                role(&e);
+                Err(anyhow::anyhow!("--active needs write permissions: {e}"))
+            }
+            Ok(_) => Ok(()),
+            Err(e)
+                if e.downcast_ref::<LiveError>()
+                    .is_some_and(|l| matches!(l, LiveError::Stopped(_))) =>
+            {
+                Err(e)
+            }
+            Err(e) => {
+                eprintln!(
+                    "warning: could not check write permissions ({e:#}); failed writes will be reported as they happen"
+                );
+                Ok(())
+            }
+        }
+    }
+
+    /// The first lists failed or were stopped: a recording begun is closed, readable, with
+    /// what it holds; the error says first what ended the wait.
+    fn sync_failed(&self, e: LiveError, mirror: &mut Mirror) -> anyhow::Error {
+        if let Some(Ok((file, n))) = mirror.finish_tape() {
+            eprintln!("recorded {n} events to {}", file.display());
+        }
+        let why = match self.signals.reason() {
+            Some(sig) => Some(format!("{sig} received")),
+            None if self.keys.is_stopped() => Some("q pressed".to_string()),
+            None => None,
+        };
+        match why {
+            Some(w) => anyhow::Error::from(e).context(w),
+            None => e.into(),
+        }
+    }
+}
+
+/// The configuration kubestep runs with: `--config`, else upstream's defaults; with
+/// `--scheduler-name`, the profile that serves that name.
+fn live_config(a: &LiveArgs) -> anyhow::Result<KubeSchedulerConfiguration> {
+    let mut cfg = match &a.config {
+        Some(p) => config::load_file(p)?,
+        None => config::default_configuration(),
+    };
+    if let Some(name) = &a.scheduler_name {
+        serve_scheduler_name(&mut cfg, name)?;
+    }
+    Ok(cfg)
+}
+
+/// What decisions do: API writes for `--active` with a scheduler name to serve, else
+/// nothing (shadow mode).
+fn actuator(
+    a: &LiveArgs,
+    conn: &kubestep::live::Connection,
+    rt: &tokio::runtime::Runtime,
+    write_errors: &WriteErrors,
+    bounds: &WriteBounds,
+) -> Box<dyn Actuator> {
+    match (&a.scheduler_name, a.active) {
+        (Some(name), true) => {
+            let mut act = ApiActuator::new(conn.client.clone(), rt.handle().clone(), name);
+            act.errors = write_errors.clone();
+            act.bounds = bounds.clone();
+            Box::new(act)
+        }
+        _ => Box::new(ShadowActuator),
     }
 }
