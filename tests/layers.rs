@@ -64,10 +64,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn named(line: &str) -> Vec<String> {
     let code = line.split("//").next().unwrap_or("");
     code.match_indices("crate::")
-        .filter(|(i, _)| {
-            // `kubestep_engine::crate::` never occurs; skip `$crate::` in macros.
-            !code[..*i].ends_with('$')
-        })
+        // `$crate::` in a macro names the crate, not a module.
+        .filter(|(i, _)| !code[..*i].ends_with('$'))
         .map(|(i, m)| {
             code[i + m.len()..]
                 .chars()

@@ -95,6 +95,11 @@ impl Registry {
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.factories.keys().copied()
     }
+
+    /// Each plugin name with its factory, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, PluginFactory)> + '_ {
+        self.factories.iter().map(|(n, f)| (*n, *f))
+    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,6 @@ use crate::profile::{ExtensionPoint, PluginEntry};
 pub enum FrameworkError {
     #[error("repeated config for plugin {0}")]
     RepeatedConfig(String),
-    #[error("plugin {0:?} not registered")]
-    NotRegistered(String),
     #[error("initializing plugin {plugin:?}: {source}")]
     Init { plugin: String, source: BuildError },
     #[error("{point} {plugin:?} does not exist")]
@@ -41,7 +39,7 @@ impl FrameworkError {
     /// The plugin the error is about, when one is.
     pub fn plugin(&self) -> Option<&str> {
         match self {
-            FrameworkError::NotRegistered(p) | FrameworkError::NoWeight(p) => Some(p),
+            FrameworkError::NoWeight(p) => Some(p),
             FrameworkError::Init { plugin, .. }
             | FrameworkError::NotExist { plugin, .. }
             | FrameworkError::NotExtending { plugin, .. }
@@ -99,10 +97,8 @@ pub(crate) fn instantiate(
     }
     needed.extend(plugins.multi_point.enabled.iter().map(|p| p.name.as_str()));
     let mut instances = Instances::new();
-    for name in registry.names().filter(|n| needed.contains(n)) {
-        let factory = registry
-            .get(name)
-            .ok_or_else(|| FrameworkError::NotRegistered(name.to_string()))?;
+    // A plugin enabled but not registered is reported where it is named (`NotExist`).
+    for (name, factory) in registry.iter().filter(|(n, _)| needed.contains(n)) {
         let ctx = FactoryContext {
             args: args.get(name),
             profile_name: &profile.scheduler_name,
