@@ -1,52 +1,11 @@
-//! The in-tree registry: one line per plugin, its name and its factory. Each plugin's
-//! module builds it from its own args (`factory`); plugins without args use `plain`.
+//! The in-tree registry, from the table in plugins/mod.rs (one line per plugin module:
+//! names and factories). Each plugin's module builds it from its own args (`factory`);
+//! plugins without args use `plain`.
 
 use crate::config::{PluginRef, PluginSet, Plugins, Profile};
-use crate::framework::factory::{PluginFactory, plain};
 use crate::framework::profile::{Framework, Registry};
 
 use super::*;
-
-/// Every plugin kubestep implements: kube-scheduler's in-tree plugins, and the out-of-tree
-/// ones a profile may enable (Coscheduling, ManualApproval).
-const IN_TREE: &[(&str, PluginFactory)] = &[
-    (queuesort::NAME, plain::<queuesort::PrioritySort>),
-    (
-        schedulinggates::NAME,
-        plain::<schedulinggates::SchedulingGates>,
-    ),
-    (
-        nodeunschedulable::NAME,
-        plain::<nodeunschedulable::NodeUnschedulable>,
-    ),
-    (nodename::NAME, plain::<nodename::NodeName>),
-    (
-        tainttoleration::NAME,
-        plain::<tainttoleration::TaintToleration>,
-    ),
-    (nodeaffinity::NAME, nodeaffinity::factory),
-    (nodeports::NAME, plain::<nodeports::NodePorts>),
-    (noderesources::fit::NAME, noderesources::fit::factory),
-    (
-        noderesources::balanced_allocation::NAME,
-        noderesources::balanced_allocation::factory,
-    ),
-    (podtopologyspread::NAME, podtopologyspread::factory),
-    (interpodaffinity::NAME, interpodaffinity::factory),
-    (imagelocality::NAME, plain::<imagelocality::ImageLocality>),
-    (
-        volumerestrictions::NAME,
-        plain::<volumerestrictions::VolumeRestrictions>,
-    ),
-    (nodevolumelimits::NAME, plain::<nodevolumelimits::CsiLimits>),
-    (volumebinding::NAME, volumebinding::factory),
-    (volumezone::NAME, plain::<volumezone::VolumeZone>),
-    (dynamicresources::NAME, dynamicresources::factory),
-    (defaultpreemption::NAME, defaultpreemption::factory),
-    (defaultbinder::NAME, plain::<defaultbinder::DefaultBinder>),
-    (coscheduling::NAME, coscheduling::factory),
-    (manualapproval::NAME, manualapproval::factory),
-];
 
 pub fn in_tree() -> Registry {
     let mut r = Registry::default();

@@ -45,7 +45,7 @@ impl Session {
 
     /// The scheduler's snapshot of the nodes.
     pub fn snapshot(&self) -> &Snapshot {
-        &self.core.sched.snapshot
+        self.core.sched.snapshot()
     }
 
     /// The profiles, in configuration order (the first is the default).

@@ -380,7 +380,7 @@ impl Attempt {
             core.sched.next_start_node_index =
                 core.sched.next_start_after(&self.cycle, own_start, next);
         }
-        self.cycle_summary = Some(summarize(&self.cycle, &core.sched.snapshot));
+        self.cycle_summary = Some(summarize(&self.cycle, core.sched.snapshot()));
         if let Some(real) = real {
             // The batch follows the node the pod is assumed on: the recorded one.
             let went = (!real.is_empty() && self.cycle.selected_node().is_some()).then_some(&*real);
@@ -1187,7 +1187,7 @@ impl Attempt {
             .and_then(|j| self.entry(core, ExtensionPoint::Reserve, j))
         else {
             if let Some(a) = self.assumed.take() {
-                core.sched.snapshot.remove_pod(a.node_name(), &a.key);
+                core.sched.cache.forget_pod(&a);
             }
             core.waiting.remove(&self.pod().uid);
             self.fail(core, f);

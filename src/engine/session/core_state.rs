@@ -1,7 +1,7 @@
 //! Core: everything a session holds but the pod being stepped (clock, cluster, scheduler,
 //! queue, waiting pods, records, the world journal) and what it does to them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -30,7 +30,6 @@ pub struct Core {
     pub externally_bound: BTreeMap<String, String>,
     /// Of those, the ones kubestep found a node for, by UID, with the recorded node they
     /// are assumed on in the snapshot until the recorded binding (or their deletion).
-    pub(super) assumed_for_recording: HashMap<String, String>,
     /// Cluster changes still to come (a recording's events, or watch events).
     pub feed: Feed,
     /// UIDs of preemption victims kubestep deleted from its own copy of the cluster (replay):
@@ -64,7 +63,7 @@ pub(super) fn handle_of<'a>(
 ) -> Handle<'a> {
     Handle {
         framework: &sched.frameworks[profile],
-        snapshot: &sched.snapshot,
+        snapshot: sched.snapshot(),
         listers: &cluster.listers,
         nominator: &sched.nominator,
         waiting,
@@ -138,11 +137,11 @@ impl Core {
 
     /// Node names in snapshot order (what attempt records' indices refer to).
     pub fn node_names(&mut self) -> Arc<Vec<String>> {
-        let epoch = self.sched.snapshot.epoch();
+        let epoch = self.sched.snapshot().epoch();
         if self.node_names.0 != epoch {
             let names = self
                 .sched
-                .snapshot
+                .snapshot()
                 .list()
                 .iter()
                 .map(|n| n.name().to_string())
@@ -237,12 +236,10 @@ impl Core {
     /// binding, so the pods scheduled meanwhile see its resources taken. A node kubestep's
     /// snapshot does not have yet holds nothing.
     pub(super) fn assume_until_recorded_binding(&mut self, pod: &PodInfo, node: &str) {
-        if self.sched.snapshot.get(node).is_none() {
+        if self.sched.snapshot().get(node).is_none() {
             return;
         }
         self.sched.assume_pod(Arc::new(pod.bound_to(node).packed()));
-        self.assumed_for_recording
-            .insert(pod.uid.clone(), node.to_string());
     }
 
     pub(super) fn finish_bound(&mut self, pod: &PodInfo, node: &str) {
@@ -365,10 +362,8 @@ impl Core {
                     _ => None,
                 };
                 match new {
-                    Some(Stored::Node(n)) => self.sched.snapshot.upsert_node(n.clone()),
-                    _ => {
-                        self.sched.snapshot.remove_node(&c.key);
-                    }
+                    Some(Stored::Node(n)) => self.sched.cache.upsert_node(n.clone()),
+                    _ => self.sched.cache.remove_node(&c.key),
                 }
                 let new_node = match new {
                     Some(Stored::Node(n)) => Some(n.clone()),
@@ -396,18 +391,14 @@ impl Core {
         new: Option<Arc<PodInfo>>,
         now: Timestamp,
     ) {
-        if let Some(o) = old {
-            let n = o.node_name();
-            if !n.is_empty() {
-                self.sched.snapshot.remove_pod(n, &o.key);
-            }
-        }
+        // kube-scheduler skips updates of an assumed pod: it waits for its binding.
+        let skip = new.as_ref().is_some_and(|pi| {
+            pi.node_name().is_empty() && old.is_some() && self.sched.cache.is_assumed_pod(&pi.uid)
+        });
+        self.sched.cache.on_pod_change(old, new.as_ref());
         let Some(pi) = new else {
             // Deleted: out of the queue, out of the waiting map, out of nominations.
             if let Some(pi) = old {
-                if let Some(n) = self.assumed_for_recording.remove(&pi.uid) {
-                    self.sched.snapshot.remove_pod(&n, &pi.key);
-                }
                 self.queue.delete(&pi.uid);
                 self.waiting.reject(&pi.uid, "", "removed");
                 self.forget_nomination(&pi.uid);
@@ -421,18 +412,7 @@ impl Core {
             return;
         };
         let n = pi.node_name().to_string();
-        let assumed_on = if n.is_empty() {
-            None
-        } else {
-            self.assumed_for_recording.remove(&pi.uid)
-        };
         if !n.is_empty() {
-            // Bound (or assumed by us): replace whatever the snapshot held for it.
-            if let Some(a) = assumed_on.filter(|a| *a != n) {
-                self.sched.snapshot.remove_pod(&a, &pi.key);
-            }
-            self.sched.snapshot.remove_pod(&n, &pi.key);
-            self.sched.snapshot.add_pod(pi.clone());
             self.forget_nomination(&pi.uid);
             self.record(&pi, PodStatus::Bound, Some(&n), None);
             self.queue.delete(&pi.uid);
@@ -442,8 +422,7 @@ impl Core {
             }
             return;
         }
-        // kube-scheduler skips updates of an assumed pod: it waits for its binding.
-        if self.assumed_for_recording.contains_key(&pi.uid) {
+        if skip {
             return;
         }
         let Some(i) = self.profile_of(&pi) else {
@@ -484,9 +463,10 @@ impl Core {
         if !self.world.enabled() {
             return None;
         }
+        let changes = self.sched.cache.take_changes();
         let world = self
             .world
-            .freeze(&mut self.sched.snapshot, &mut self.cluster.listers);
+            .freeze(self.sched.snapshot(), changes, &mut self.cluster.listers);
         let mut states = Vec::new();
         for (name, plugin) in self.sched.frameworks[profile].unique_plugins() {
             if let Some(st) = plugin.save_state() {

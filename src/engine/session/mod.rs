@@ -27,7 +27,7 @@ pub mod trace;
 pub mod world;
 mod world_size;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use jiff::Timestamp;
@@ -128,7 +128,6 @@ impl Session {
             world: WorldHistory::new(opts.history_bytes / 4),
             bound_packed: None,
             externally_bound: BTreeMap::new(),
-            assumed_for_recording: HashMap::new(),
             feed: Feed::default(),
             evicted: BTreeSet::new(),
             divergences: Vec::new(),
@@ -141,7 +140,7 @@ impl Session {
         };
         // Changes are recorded from here on, so any attempt's world can be rebuilt.
         if core.world.enabled() {
-            core.sched.snapshot.record_changes();
+            core.sched.cache.record_changes();
             core.cluster.listers.record_changes();
         }
         let pods: Vec<Arc<PodInfo>> = core.cluster.pod_infos().cloned().collect();

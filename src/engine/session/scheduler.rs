@@ -1,12 +1,13 @@
 //! Scheduler: the profiles of a configuration over one cluster, scheduling pods one after
 //! another as kube-scheduler's `ScheduleOne` does, with each placement assumed into the
-//! snapshot before the next pod. The queue, Permit and the binding cycle build on it.
+//! cache before the next pod. The queue, Permit and the binding cycle build on it.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::backend::cache::Cache;
 use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::config::{ConfigError, FieldPath, PluginArgs, Profile};
@@ -123,7 +124,8 @@ pub struct Scheduler {
     pub frameworks: Vec<Framework>,
     /// The configured extenders, ignorable ones last.
     pub extenders: Vec<Arc<dyn Extender>>,
-    pub snapshot: Snapshot,
+    /// The NodeInfos with the pods assumed onto them (upstream's scheduler cache).
+    pub cache: Cache,
     /// Shared so that an attempt can keep the nominations it ran with (copied only when
     /// they change while kept).
     pub nominator: Arc<Nominator>,
@@ -170,7 +172,7 @@ impl Scheduler {
             config,
             frameworks,
             extenders,
-            snapshot: cluster.snapshot(),
+            cache: Cache::new(cluster.snapshot()),
             nominator: Arc::new(cluster.nominator()),
             seed: 0,
             next_start_node_index: 0,
@@ -194,7 +196,7 @@ impl Scheduler {
         start: usize,
         next: usize,
     ) -> usize {
-        let n = self.snapshot.list().len();
+        let n = self.snapshot().list().len();
         let logged = self
             .scheduler_log
             .as_ref()
@@ -227,7 +229,7 @@ impl Scheduler {
     ) -> CycleEnv<'a> {
         CycleEnv {
             framework: fwk,
-            snapshot: &self.snapshot,
+            snapshot: self.cache.snapshot(),
             listers,
             nominator: &self.nominator,
             waiting,
@@ -317,19 +319,25 @@ impl Scheduler {
         crate::framework::extender::extenders_binding(&self.extenders, pod, node)
     }
 
-    /// Places a pod on a node in the snapshot (upstream `AssumePod`).
+    /// What plugins read: the cache's NodeInfos.
+    pub fn snapshot(&self) -> &Snapshot {
+        self.cache.snapshot()
+    }
+
+    /// Places a pod on a node in the cache (upstream `AssumePod`).
     pub fn assume(&mut self, pod: &PodInfo, node: &str) -> Arc<PodInfo> {
         let assumed = Arc::new(pod.bound_to(node));
         self.assume_pod(assumed.clone());
         assumed
     }
 
-    /// Places a pod already bound to its node (`spec.nodeName` set) in the snapshot.
+    /// Places a pod already bound to its node (`spec.nodeName` set) in the cache; its
+    /// nomination is done with.
     pub fn assume_pod(&mut self, assumed: Arc<PodInfo>) {
         if self.nominator.contains(&assumed.uid) {
             Arc::make_mut(&mut self.nominator).remove(&assumed.uid);
         }
-        self.snapshot.add_pod(assumed);
+        self.cache.assume_pod(assumed);
     }
 }
 

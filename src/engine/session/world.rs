@@ -134,13 +134,18 @@ impl WorldHistory {
         }
     }
 
-    /// Takes the changes made since the last call and says where the world is now,
+    /// Keeps `s`, the snapshot's changes since the last call (taken by the caller: the
+    /// cache owns the snapshot), takes the listers' and says where the world is now,
     /// taking a checkpoint when enough has changed since the last one.
-    pub fn freeze(&mut self, snapshot: &mut Snapshot, listers: &mut Listers) -> WorldPos {
+    pub fn freeze(
+        &mut self,
+        snapshot: &Snapshot,
+        s: Vec<SnapshotOp>,
+        listers: &mut Listers,
+    ) -> WorldPos {
         if !self.enabled() {
             return WorldPos::default();
         }
-        let s = snapshot.take_changes();
         let l = listers.take_changes();
         self.ops_since_checkpoint += s.len() + l.len();
         let before = self.op_bytes;
@@ -319,7 +324,8 @@ mod tests {
         let mut h = WorldHistory::new(1 << 24);
         let mut seen = Vec::new();
         for i in 0..20 {
-            let pos = h.freeze(&mut snap, &mut listers);
+            let ops = snap.take_changes();
+            let pos = h.freeze(&snap, ops, &mut listers);
             seen.push((pos, pods_of(&snap)));
             snap.add_pod(pod(&format!("p{i}"), if i % 2 == 0 { "a" } else { "b" }));
             if i % 5 == 4 {
@@ -349,7 +355,8 @@ mod tests {
         for i in 0..20_000 {
             snap.add_pod(pod(&format!("p{}", i % 7), "a"));
             snap.remove_pod("a", &format!("d/p{}", i % 7));
-            h.freeze(&mut snap, &mut listers);
+            let ops = snap.take_changes();
+            h.freeze(&snap, ops, &mut listers);
             assert!(
                 h.bytes() <= 2 * budget,
                 "{} bytes after {i} changes",
@@ -370,11 +377,13 @@ mod tests {
         snap.record_changes();
         listers.record_changes();
         let mut h = WorldHistory::new(1);
-        let first = h.freeze(&mut snap, &mut listers);
+        let ops = snap.take_changes();
+        let first = h.freeze(&snap, ops, &mut listers);
         for i in 0..5000 {
             snap.add_pod(pod(&format!("p{i}"), "a"));
         }
-        let later = h.freeze(&mut snap, &mut listers);
+        let ops = snap.take_changes();
+        let later = h.freeze(&snap, ops, &mut listers);
         assert!(h.world_at(later).is_ok());
         assert_eq!(h.world_at(first).err(), Some(WorldError::Forgotten));
         assert!(!h.has(first));
