@@ -870,7 +870,7 @@ fn five_thousand_nodes_step_and_draw_every_tab() {
         press(&mut app, keys);
         term.draw(|f| super::draw::draw(f, &app)).unwrap();
     }
-    assert_eq!(app.tabs.matrix.order.len(), 5_000);
+    assert_eq!(app.tabs.filter.order.len(), 5_000);
 }
 
 #[test]
@@ -957,7 +957,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
         "{s}"
     );
     press(&mut app, "/+\n");
-    assert_eq!(app.tabs.matrix.order.len(), 145);
+    assert_eq!(app.tabs.filter.order.len(), 145);
     let s = screen(&mut app);
     assert!(!s.contains("(✓)"), "{s}");
 }
@@ -966,7 +966,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
 fn matrix_node(app: &App) -> String {
     let a = app.moment_attempt().unwrap();
     let m = a.matrix.unwrap();
-    let r = app.tabs.matrix.order[app.tabs.matrix.row];
+    let r = app.tabs.filter.order[app.tabs.filter.row];
     a.names.get(m.nodes[r]).to_string()
 }
 
@@ -990,32 +990,32 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
         .position(|p| *p == "NodeResourcesFit")
         .unwrap();
     // Counts per plugin, computed with the rows.
-    assert_eq!(app.tabs.matrix.rejections[tt], 2);
-    assert_eq!(app.tabs.matrix.rejections[nrf], 1);
+    assert_eq!(app.tabs.filter.rejections[tt], 2);
+    assert_eq!(app.tabs.filter.rejections[nrf], 1);
     let s = screen(&mut app);
     assert!(s.contains("✗ per plugin"), "{s}");
     // `!` keeps rejected nodes, `!PLUGIN` (name or abbreviation) those it rejected.
     press(&mut app, "/!\n");
-    assert_eq!(app.tabs.matrix.order.len(), 3);
+    assert_eq!(app.tabs.filter.order.len(), 3);
     press(&mut app, "\x1b/!NRF\n");
-    assert_eq!(app.tabs.matrix.order.len(), 1);
+    assert_eq!(app.tabs.filter.order.len(), 1);
     assert!(screen(&mut app).contains("Node (1/6"));
     press(&mut app, "\x1b/!taint\n");
-    assert_eq!(app.tabs.matrix.order.len(), 2);
+    assert_eq!(app.tabs.filter.order.len(), 2);
     press(&mut app, "\x1b");
-    assert_eq!(app.tabs.matrix.order.len(), 6);
+    assert_eq!(app.tabs.filter.order.len(), 6);
     // Sort: rejected first, then by the selected column's plugin.
     press(&mut app, "o");
     assert_eq!(
-        app.tabs.matrix.sort,
+        app.tabs.filter.sort,
         crate::components::tabs::filter::order::MatrixSort::Rejected
     );
     press(&mut app, "o");
     assert_eq!(
-        app.tabs.matrix.sort,
+        app.tabs.filter.sort,
         crate::components::tabs::filter::order::MatrixSort::ByPlugin
     );
-    app.tabs.matrix.col = 0;
+    app.tabs.filter.col = 0;
     for _ in 0..tt {
         press(&mut app, "L");
     }
@@ -1026,8 +1026,8 @@ fn filter_tab_filters_sorts_by_plugin_counts_and_jumps_to_the_chosen_node() {
             crate::framework::cycle::FilterCell::Reject { .. }
         )
     };
-    assert!(rejected_by_tt(app.tabs.matrix.order[0]) && rejected_by_tt(app.tabs.matrix.order[1]));
-    assert!(!rejected_by_tt(app.tabs.matrix.order[2]));
+    assert!(rejected_by_tt(app.tabs.filter.order[0]) && rejected_by_tt(app.tabs.filter.order[1]));
+    assert!(!rejected_by_tt(app.tabs.filter.order[2]));
     insta::assert_snapshot!("filter_by_plugin_80x24", {
         app.update(Action::Resize(80, 24));
         screen(&mut app)

@@ -28,20 +28,20 @@ fn h_l_and_arrows_move_across_grid_columns_and_brackets_travel_in_time() {
         .and_then(|a| a.matrix)
         .map_or(0, |m| m.plugins.len());
     assert!(cols >= 3, "{cols} columns");
-    assert_eq!(app.tabs.matrix.col, 0);
+    assert_eq!(app.tabs.filter.col, 0);
     press(&mut app, "l");
-    assert_eq!(app.tabs.matrix.col, 1);
+    assert_eq!(app.tabs.filter.col, 1);
     send(&mut app, KeyCode::Right, KeyModifiers::NONE);
-    assert_eq!(app.tabs.matrix.col, 2);
+    assert_eq!(app.tabs.filter.col, 2);
     press(&mut app, "h");
-    assert_eq!(app.tabs.matrix.col, 1);
+    assert_eq!(app.tabs.filter.col, 1);
     send(&mut app, KeyCode::Left, KeyModifiers::NONE);
-    assert_eq!(app.tabs.matrix.col, 0);
+    assert_eq!(app.tabs.filter.col, 0);
     // j/k move rows in the same grid.
     press(&mut app, "j");
-    assert_eq!(app.tabs.matrix.row, 1);
+    assert_eq!(app.tabs.filter.row, 1);
     press(&mut app, "k");
-    assert_eq!(app.tabs.matrix.row, 0);
+    assert_eq!(app.tabs.filter.row, 0);
     // None of that moved through time.
     assert_eq!(app.cursor, None);
 
@@ -308,17 +308,17 @@ fn the_state_tree_always_has_an_entry_selected() {
     let mut app = demo_app();
     press(&mut app, "nnnn3");
     assert_eq!(app.tab, Tab::State);
-    assert_eq!(app.tabs.tree.selected, vec![0]);
+    assert_eq!(app.tabs.state.selected, vec![0]);
     press(&mut app, "\n");
     assert!(
-        app.tabs.tree.opened.contains(&vec![0]),
+        app.tabs.state.opened.contains(&vec![0]),
         "Enter opened the first entry"
     );
     // Into the open entry, then to the last row.
     press(&mut app, "jG");
     let rows = visible_paths(&app);
-    assert_eq!(&app.tabs.tree.selected, rows.last().unwrap());
-    let deep = app.tabs.tree.selected.clone();
+    assert_eq!(&app.tabs.state.selected, rows.last().unwrap());
+    let deep = app.tabs.state.selected.clone();
     // Back in time to where the tree is smaller: the selection moves to a row shown.
     let mut smaller = false;
     for _ in 0..20 {
@@ -328,13 +328,13 @@ fn the_state_tree_always_has_an_entry_selected() {
             continue;
         }
         assert!(
-            rows.contains(&app.tabs.tree.selected),
+            rows.contains(&app.tabs.state.selected),
             "{:?} not in {rows:?}",
-            app.tabs.tree.selected
+            app.tabs.state.selected
         );
         if !rows.contains(&deep) {
             smaller = true;
-            assert!(app.tabs.tree.selected <= deep);
+            assert!(app.tabs.state.selected <= deep);
             break;
         }
     }
@@ -342,7 +342,7 @@ fn the_state_tree_always_has_an_entry_selected() {
     // And back to the latest step: the entry chosen there is kept when still shown.
     press(&mut app, "\x1b");
     send(&mut app, KeyCode::End, KeyModifiers::NONE);
-    assert!(visible_paths(&app).contains(&app.tabs.tree.selected));
+    assert!(visible_paths(&app).contains(&app.tabs.state.selected));
 }
 
 /// The screen right of the left column, above the footer.
@@ -391,12 +391,12 @@ fn logs_wrap_follow_and_show_each_message_once() {
     );
     assert!(!all.iter().any(|l| l.contains("kubestep_")), "{all:#?}");
     // Following: the newest at the bottom.
-    assert_eq!(app.tabs.logs_tab.top, None);
+    assert_eq!(app.tabs.logs.top, None);
     let s = screen(&mut app);
     assert!(s.contains("INFO  status 39"), "{s}");
     // Back to the oldest: the note wraps, hanging under its text.
     press(&mut app, "g");
-    assert_eq!(app.tabs.logs_tab.top, Some(0));
+    assert_eq!(app.tabs.logs.top, Some(0));
     let s = screen(&mut app);
     insta::assert_snapshot!("logs_80x24_top", s);
     assert!(s.contains("line 1 of 42 · G follows new lines"), "{s}");
@@ -413,15 +413,15 @@ fn logs_wrap_follow_and_show_each_message_once() {
     assert!(!main_pane(&mut app).contains("status 40"));
     // G follows again: the new line shows, and so do later ones.
     press(&mut app, "G");
-    assert_eq!(app.tabs.logs_tab.top, None);
+    assert_eq!(app.tabs.logs.top, None);
     assert!(main_pane(&mut app).contains("status 40"));
     log(&mut app, "status 41");
     assert!(main_pane(&mut app).contains("status 41"));
     // One line up stops following; scrolling down to the end follows again.
     press(&mut app, "k");
-    assert!(app.tabs.logs_tab.top.is_some());
+    assert!(app.tabs.logs.top.is_some());
     press(&mut app, "j");
-    assert_eq!(app.tabs.logs_tab.top, None);
+    assert_eq!(app.tabs.logs.top, None);
 }
 
 /// A replay of `nodes` nodes and `pods` pods, the pods arriving one every `every` from

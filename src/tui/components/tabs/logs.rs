@@ -77,7 +77,7 @@ impl TabPane for LogsTab {
     /// newest follows again.
     fn move_selection(app: &mut App, d: isize) {
         let (w, h) = body(app);
-        app.tabs.logs_tab.top = scrolled(&app.logs, app.tabs.logs_tab.top, d, w, h);
+        app.tabs.logs.top = scrolled(&app.logs, app.tabs.logs.top, d, w, h);
     }
 }
 

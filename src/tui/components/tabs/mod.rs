@@ -292,12 +292,12 @@ impl PaneComponent for MainPane {
 // through each tab's `INFO.keys`): the name of its state in `App::tabs`, and its module
 // (a file or folder here, declared by this line) and type.
 tabs! {
-    Filter => matrix: filter::FilterTab,
+    Filter => filter: filter::FilterTab,
     Scores => scores: scores::ScoresTab,
-    State => tree: state_tree::StateTab,
+    State => state: state_tree::StateTab,
     Explain => explain: explain::ExplainTab,
     Detail => detail: detail::DetailTab,
-    Logs => logs_tab: logs::LogsTab,
+    Logs => logs: logs::LogsTab,
     WhatIf => whatif: whatif::WhatIfTab,
 }
 

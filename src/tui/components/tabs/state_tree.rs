@@ -56,18 +56,18 @@ impl TabPane for StateTab {
         let visible = visible_paths(app);
         let i = visible
             .iter()
-            .position(|p| *p == app.tabs.tree.selected)
+            .position(|p| *p == app.tabs.state.selected)
             .unwrap_or(0);
         if let Some(p) = visible.get(step(i, d, visible.len())) {
-            app.tabs.tree.selected = p.clone();
+            app.tabs.state.selected = p.clone();
         }
     }
 
     /// Enter: opens or closes the selected entry.
     fn select(app: &mut App) {
-        let sel = app.tabs.tree.selected.clone();
-        if !sel.is_empty() && !app.tabs.tree.opened.remove(&sel) {
-            app.tabs.tree.opened.insert(sel);
+        let sel = app.tabs.state.selected.clone();
+        if !sel.is_empty() && !app.tabs.state.opened.remove(&sel) {
+            app.tabs.state.opened.insert(sel);
         }
     }
 }
@@ -77,12 +77,12 @@ impl TabPane for StateTab {
 /// or its parent), else the first entry. With no tree shown the selection waits.
 fn keep_selection(app: &mut App) {
     let visible = visible_paths(app);
-    if visible.is_empty() || visible.contains(&app.tabs.tree.selected) {
+    if visible.is_empty() || visible.contains(&app.tabs.state.selected) {
         return;
     }
     // Rows are in index-path order, so "above" is "a smaller path".
-    let above = visible.iter().rfind(|p| **p <= app.tabs.tree.selected);
-    app.tabs.tree.selected = above.unwrap_or(&visible[0]).clone();
+    let above = visible.iter().rfind(|p| **p <= app.tabs.state.selected);
+    app.tabs.state.selected = above.unwrap_or(&visible[0]).clone();
 }
 
 /// The entry name a step's `changed` list uses: the label up to its first colon.
@@ -131,7 +131,7 @@ pub fn visible_paths(app: &App) -> Vec<Vec<usize>> {
         for (i, n) in nodes.iter().enumerate() {
             prefix.push(i);
             out.push(prefix.clone());
-            if app.tabs.tree.opened.contains(prefix) {
+            if app.tabs.state.opened.contains(prefix) {
                 walk(&n.children, prefix, app, out);
             }
             prefix.pop();

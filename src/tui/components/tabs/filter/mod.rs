@@ -64,24 +64,24 @@ impl TabPane for FilterTab {
     /// sort or the filter changed.
     fn refresh(app: &mut App) {
         let Some(step) = app.moment() else {
-            app.tabs.matrix.order.clear();
-            app.tabs.matrix.key = None;
+            app.tabs.filter.order.clear();
+            app.tabs.filter.key = None;
             return;
         };
         let Some(a) = app.moment_attempt() else {
-            app.tabs.matrix.order.clear();
-            app.tabs.matrix.key = None;
+            app.tabs.filter.order.clear();
+            app.tabs.filter.key = None;
             return;
         };
         let Some(m) = a.matrix else {
-            app.tabs.matrix.order.clear();
-            app.tabs.matrix.key = None;
+            app.tabs.filter.order.clear();
+            app.tabs.filter.key = None;
             return;
         };
         let cols = step_shown::filter_columns(step, m).unwrap_or(0);
         // The selected column matters only to the by-plugin sort.
-        let col = if app.tabs.matrix.sort == MatrixSort::ByPlugin {
-            app.tabs.matrix.col
+        let col = if app.tabs.filter.sort == MatrixSort::ByPlugin {
+            app.tabs.filter.col
         } else {
             usize::MAX
         };
@@ -89,11 +89,11 @@ impl TabPane for FilterTab {
             a.id,
             m.nodes.len(),
             cols,
-            app.tabs.matrix.sort,
-            app.tabs.matrix.filter.clone(),
+            app.tabs.filter.sort,
+            app.tabs.filter.filter.clone(),
             col,
         );
-        if app.tabs.matrix.key.as_ref() == Some(&key) {
+        if app.tabs.filter.key.as_ref() == Some(&key) {
             return;
         }
         let names = a.names;
@@ -101,17 +101,17 @@ impl TabPane for FilterTab {
             m,
             |i| names.get(i).to_string(),
             cols,
-            app.tabs.matrix.sort,
-            &app.tabs.matrix.filter,
+            app.tabs.filter.sort,
+            &app.tabs.filter.filter,
             col,
         );
         let rejections = order::rejections_per_plugin(m, cols);
         let plugins = m.plugins.len();
-        app.tabs.matrix.order = order;
-        app.tabs.matrix.rejections = rejections;
-        app.tabs.matrix.key = Some(key);
-        clamp(&mut app.tabs.matrix.row, app.tabs.matrix.order.len());
-        clamp(&mut app.tabs.matrix.col, plugins);
+        app.tabs.filter.order = order;
+        app.tabs.filter.rejections = rejections;
+        app.tabs.filter.key = Some(key);
+        clamp(&mut app.tabs.filter.row, app.tabs.filter.order.len());
+        clamp(&mut app.tabs.filter.col, plugins);
     }
 
     fn command(app: &mut App, c: Command) -> bool {
@@ -122,19 +122,19 @@ impl TabPane for FilterTab {
                     .moment_attempt()
                     .and_then(|a| a.matrix)
                     .map_or(0, |m| m.plugins.len());
-                app.tabs.matrix.col = step(app.tabs.matrix.col, d, n);
+                app.tabs.filter.col = step(app.tabs.filter.col, d, n);
                 Self::refresh(app);
             }
             Command::Filter if app.focus == Pane::Main => {
-                let text = app.tabs.matrix.filter.clone();
+                let text = app.tabs.filter.filter.clone();
                 app.prompt_for(PromptOwner::Tab(Tab::Filter), "filter nodes /", text);
             }
             Command::Sort if app.focus == Pane::Main => {
-                app.tabs.matrix.sort = app.tabs.matrix.sort.next();
+                app.tabs.filter.sort = app.tabs.filter.sort.next();
                 Self::refresh(app);
-                app.info(format!("nodes sorted: {}", app.tabs.matrix.sort.label()));
+                app.info(format!("nodes sorted: {}", app.tabs.filter.sort.label()));
             }
-            Command::Cancel if !app.tabs.matrix.filter.is_empty() => {
+            Command::Cancel if !app.tabs.filter.filter.is_empty() => {
                 Self::set_filter(app, String::new())
             }
             Command::JumpNode => Self::jump_to_chosen_node(app),
@@ -149,14 +149,14 @@ impl TabPane for FilterTab {
     }
 
     fn move_selection(app: &mut App, d: isize) {
-        app.tabs.matrix.row = step(app.tabs.matrix.row, d, app.tabs.matrix.order.len());
+        app.tabs.filter.row = step(app.tabs.filter.row, d, app.tabs.filter.order.len());
     }
 
     /// Enter: the selected node in the Detail tab.
     fn select(app: &mut App) {
         let node = app.moment_attempt().and_then(|a| {
             let m = a.matrix?;
-            let r = *app.tabs.matrix.order.get(app.tabs.matrix.row)?;
+            let r = *app.tabs.filter.order.get(app.tabs.filter.row)?;
             Some(a.names.get(*m.nodes.get(r)?).to_string())
         });
         super::detail::DetailTab::show_node(app, node);
@@ -166,17 +166,17 @@ impl TabPane for FilterTab {
     fn breakpoint(app: &App) -> Option<Breakpoint> {
         app.moment_attempt()
             .and_then(|a| a.matrix)
-            .and_then(|m| m.plugins.get(app.tabs.matrix.col))
+            .and_then(|m| m.plugins.get(app.tabs.filter.col))
             .map(|p| Breakpoint::Plugin(p.to_string()))
     }
 
     fn click(app: &mut App, main: Rect, y: u16) {
         let inner = crate::components::inner(main);
         let below =
-            draw::geometry(&app.tabs.matrix, app, inner).map_or(2, |g| g.footer_rows(inner));
+            draw::geometry(&app.tabs.filter, app, inner).map_or(2, |g| g.footer_rows(inner));
         let header = draw::HEADER_ROWS;
-        if let Some(i) = layout::row_at(main, header, below, y, app.tabs.matrix.row) {
-            app.tabs.matrix.row = i.min(app.tabs.matrix.order.len().saturating_sub(1));
+        if let Some(i) = layout::row_at(main, header, below, y, app.tabs.filter.row) {
+            app.tabs.filter.row = i.min(app.tabs.filter.order.len().saturating_sub(1));
         }
     }
 
@@ -205,7 +205,7 @@ impl TabPane for FilterTab {
 impl FilterTab {
     /// The node filter, as typed at its prompt (applied as it is typed).
     pub fn set_filter(app: &mut App, text: String) {
-        app.tabs.matrix.filter = text;
+        app.tabs.filter.filter = text;
         Self::refresh(app);
     }
 
@@ -226,12 +226,12 @@ impl FilterTab {
             app.error(format!("{node} is not in this attempt's Filter matrix"));
             return;
         };
-        if !app.tabs.matrix.order.contains(&r) && !app.tabs.matrix.filter.is_empty() {
-            app.tabs.matrix.filter.clear();
+        if !app.tabs.filter.order.contains(&r) && !app.tabs.filter.filter.is_empty() {
+            app.tabs.filter.filter.clear();
             Self::refresh(app);
         }
-        if let Some(i) = app.tabs.matrix.order.iter().position(|&i| i == r) {
-            app.tabs.matrix.row = i;
+        if let Some(i) = app.tabs.filter.order.iter().position(|&i| i == r) {
+            app.tabs.filter.row = i;
             app.info(format!("{node}: the node this attempt chose"));
         }
     }
