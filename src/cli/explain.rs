@@ -219,6 +219,9 @@ fn load_cluster(
     for w in &rec.warnings {
         eprintln!("{}: warning: {w}", super::invoked_name());
     }
+    for n in &rec.notes {
+        eprintln!("{}: note: {n}", super::invoked_name());
+    }
     let cfg = rec.scheduler_config(source)?;
     Ok((rec.cluster_at(rec.end()), cfg))
 }

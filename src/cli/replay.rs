@@ -140,6 +140,9 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     for w in &rec.warnings {
         eprintln!("{}: warning: {w}", super::invoked_name());
     }
+    for n in &rec.notes {
+        eprintln!("{}: note: {n}", super::invoked_name());
+    }
     let start = rec.start();
     let deadline = match until {
         Some(d) => clock::add(start, d),

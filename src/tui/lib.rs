@@ -75,32 +75,24 @@ fn load_config(config: Option<&Path>, demo: bool) -> anyhow::Result<KubeSchedule
 /// A source (a recording file, a bundled recording's name or a manifest; without one the
 /// bundled `demo`) as the UI opens it, through `Session::open_replay`.
 ///
-/// Also returns what reading the source said (bad lines skipped, kinds not used).
+/// Also returns what reading the source said: its problems (bad lines skipped) and its
+/// notes (kinds not used).
 pub fn open_session(
     source: Option<&Path>,
     config: Option<&Path>,
     history_bytes: Option<usize>,
-) -> anyhow::Result<(Session, Vec<String>)> {
+) -> anyhow::Result<(Session, Vec<String>, Vec<String>)> {
     let name = source
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|| "demo".to_string());
     let rec = crate::recording::open(&name)?;
-    let read = rec.warnings.clone();
+    let said = (rec.warnings.clone(), rec.notes.clone());
     let opts = SessionOptions {
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
     let session = Session::open_replay(rec, &name, config, opts).context("starting the session")?;
-    Ok((session, read))
-}
-
-/// Whether a note about the input is information rather than a problem: kinds kubestep
-/// does not use, finished pods it skips, priorities resolved from PriorityClasses. Bad or
-/// truncated lines, and anything else, are problems.
-pub fn is_informational(note: &str) -> bool {
-    note.contains("(kubestep does not use this kind)")
-        || (note.starts_with("ignored Pod ") && note.contains(": phase "))
-        || (note.starts_with("Pod ") && note.contains(" from PriorityClass "))
+    Ok((session, said.0, said.1))
 }
 
 /// The example cluster plus one ManualApproval pod: a small fixed scene for the UI's own
@@ -129,15 +121,12 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     let history = opts
         .history
         .or_else(|| config::load_user(&mut Vec::new()).history);
-    let (mut session, read) =
+    let (mut session, problems, mut notes) =
         open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
     session.set_scheduler_log(opts.scheduler_log.clone());
     // What loading adjusted in the input (priorities from PriorityClasses, finished pods
     // skipped, kinds not used) is information, not a problem: Logs, not the ⚠ counter.
-    let (notes, problems): (Vec<String>, Vec<String>) = read
-        .into_iter()
-        .chain(session.cluster().notes.iter().cloned())
-        .partition(|n| is_informational(n));
+    notes.extend(session.cluster().notes.iter().cloned());
     warnings.extend(problems);
     let label = match &opts.source {
         Some(p) => p

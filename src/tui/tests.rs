@@ -403,14 +403,45 @@ fn notes_about_the_input_go_to_logs_not_the_warning_counter() {
     let s = screen(&mut app);
     assert!(s.contains("⚠ 1"), "{s}");
     assert!(s.contains("config c.toml: line 2"), "{s}");
-    assert!(super::is_informational(
-        "Pod a/b: priority 5 from PriorityClass high"
-    ));
-    assert!(super::is_informational(
-        "c.yaml:3: skipped ConfigMap (kubestep does not use this kind)"
-    ));
-    assert!(super::is_informational("ignored Pod a/b: phase Succeeded"));
-    assert!(!super::is_informational("r.jsonl:3: bad line skipped: EOF"));
+}
+
+/// What reading the source said reaches the UI by its kind, not by its words: a kind
+/// kubestep does not use is a note (Logs), a bad line of a recording a warning (⚠).
+#[test]
+fn a_sources_notes_and_problems_reach_logs_and_the_warning_counter() {
+    let dir = std::env::temp_dir().join(format!("kubestep-tui-notes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let open = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let opts = super::TuiOptions {
+            source: Some(path),
+            ..Default::default()
+        };
+        let mut app = super::build_app(&opts, Default::default()).unwrap();
+        app.update(Action::Resize(120, 40));
+        app
+    };
+    let mut app = open(
+        "c.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\n\
+         apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n",
+    );
+    let s = screen(&mut app);
+    assert!(!s.contains('⚠'), "{s}");
+    press(&mut app, "6");
+    let s = screen(&mut app);
+    assert!(
+        s.contains("NOTE ") && s.contains("c.yaml:1: skipped ConfigMap (kubestep does"),
+        "{s}"
+    );
+    let mut app = open(
+        "r.jsonl",
+        "{\"kubestep\":\"recording\",\"version\":1,\"started\":\"2026-01-01T00:00:00Z\"}\nnot json\n",
+    );
+    let s = screen(&mut app);
+    assert!(s.contains("⚠ 1"), "{s}");
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]

@@ -455,6 +455,7 @@ fn arrivals_app(nodes: usize, pods: usize, every: std::time::Duration) -> App {
         header: Header::new(start),
         events,
         warnings: Vec::new(),
+        notes: Vec::new(),
         skipped: 0,
     };
     let session = crate::session::Session::from_recording(

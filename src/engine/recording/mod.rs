@@ -125,7 +125,11 @@ pub struct Event {
 pub struct Recording {
     pub header: Header,
     pub events: Vec<Event>,
+    /// Problems with the input (bad or truncated lines, gaps): said as warnings.
     pub warnings: Vec<String>,
+    /// What loading passed over that is not a problem (a manifest's objects of kinds
+    /// kubestep does not use): information.
+    pub notes: Vec<String>,
     /// Objects of kinds kubestep does not use, skipped.
     pub skipped: usize,
 }

@@ -224,6 +224,7 @@ fn read_numbered(
         header,
         events: Vec::new(),
         warnings: Vec::new(),
+        notes: Vec::new(),
         skipped: 0,
     };
     // Lines are independent: parse them on every core, then take the results in file
@@ -402,7 +403,8 @@ fn manifest_recording(
     Recording {
         header,
         events,
-        warnings: notes.0,
+        warnings: Vec::new(),
+        notes: notes.0,
         skipped: 0,
     }
 }
