@@ -216,12 +216,7 @@ fn load_cluster(
         );
     };
     let rec = recording::open(source)?;
-    for w in &rec.warnings {
-        eprintln!("{}: warning: {w}", super::invoked_name());
-    }
-    for n in &rec.notes {
-        eprintln!("{}: note: {n}", super::invoked_name());
-    }
+    super::say_what_reading_found(&rec);
     let cfg = rec.scheduler_config(source)?;
     Ok((rec.cluster_at(rec.end()), cfg))
 }

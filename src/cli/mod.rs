@@ -120,6 +120,16 @@ pub fn invoked_as_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
         .is_some_and(|n| n == KUBECTL_PLUGIN)
 }
 
+/// A recording's problems as warnings and its notes as notes, on standard error.
+pub fn say_what_reading_found(rec: &kubestep::recording::Recording) {
+    for w in &rec.warnings {
+        eprintln!("{}: warning: {w}", invoked_name());
+    }
+    for n in &rec.notes {
+        eprintln!("{}: note: {n}", invoked_name());
+    }
+}
+
 /// The name the user invoked kubestep by, which begins its messages on standard error
 /// and its usage: `kubectl kubestep` under kubectl, so an error names the command typed.
 pub fn invoked_name() -> &'static str {

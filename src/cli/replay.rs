@@ -137,12 +137,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let totals = progress
         .as_ref()
         .map(|_| (rec.counts().pods, rec.events.len()));
-    for w in &rec.warnings {
-        eprintln!("{}: warning: {w}", super::invoked_name());
-    }
-    for n in &rec.notes {
-        eprintln!("{}: note: {n}", super::invoked_name());
-    }
+    super::say_what_reading_found(&rec);
     let start = rec.start();
     let deadline = match until {
         Some(d) => clock::add(start, d),
@@ -193,32 +188,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
                 return Err(e);
             }
         }
-        Some(s) => {
-            let text = read_script(s)?;
-            let cmds = script::parse_script(&text)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?;
-            for (line, cmd) in cmds {
-                match session.run_command(&cmd) {
-                    Ok(ran) => {
-                        for v in &ran.output {
-                            out.print(v)?;
-                        }
-                        if ran.quit {
-                            break;
-                        }
-                    }
-                    Err(e) => {
-                        out.print(&trace::error(line, &e.to_string()))?;
-                        // The summary is always the last line, even when a script fails.
-                        out.print(&trace::summary(&session.summary()))?;
-                        bail!("{}: line {line}: {e}", script_name(s));
-                    }
-                }
-                if cmd == Command::Quit {
-                    break;
-                }
-            }
-        }
+        Some(s) => run_script(&mut session, &mut out, s)?,
     }
     out.print(&trace::session_summary(&session))?;
     if let Some(log) = &session.scheduler().scheduler_log {
@@ -278,6 +248,40 @@ fn parse_speed(s: &str) -> Result<f64, String> {
             "{s:?} is not a speed: give a positive number (1 = as recorded)"
         )),
     }
+}
+
+/// `--script`: each command in turn, its output printed; a failing command ends the run
+/// with its line, after the summary.
+fn run_script<W: Write>(
+    session: &mut Session,
+    out: &mut Printer<W>,
+    s: &str,
+) -> anyhow::Result<()> {
+    let text = read_script(s)?;
+    let cmds =
+        script::parse_script(&text).map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?;
+    for (line, cmd) in cmds {
+        match session.run_command(&cmd) {
+            Ok(ran) => {
+                for v in &ran.output {
+                    out.print(v)?;
+                }
+                if ran.quit {
+                    break;
+                }
+            }
+            Err(e) => {
+                out.print(&trace::error(line, &e.to_string()))?;
+                // The summary is always the last line, even when a script fails.
+                out.print(&trace::summary(&session.summary()))?;
+                bail!("{}: line {line}: {e}", script_name(s));
+            }
+        }
+        if cmd == Command::Quit {
+            break;
+        }
+    }
+    Ok(())
 }
 
 pub(super) fn script_name(s: &str) -> String {
