@@ -265,12 +265,22 @@ pub fn from_value(mut v: Value) -> Result<Option<Object>, ObjectError> {
             ),
         ));
     }
-    if v.get("metadata")
-        .and_then(|m| m.get("name"))
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
-    {
-        return Err(err("metadata.name", "Required value".into()));
+    match v.get("metadata").and_then(|m| m.get("name")) {
+        Some(Value::String(s)) if !s.is_empty() => {}
+        None | Some(Value::Null) | Some(Value::String(_)) => {
+            return Err(err("metadata.name", "Required value".into()));
+        }
+        Some(other) => {
+            let got = match other {
+                Value::Bool(b) => format!("boolean `{b}`"),
+                Value::Number(n) => format!("number {n}"),
+                _ => "a structure".to_string(),
+            };
+            return Err(err(
+                "metadata.name",
+                with_yaml_hint(format!("invalid type: {got}, expected a string")),
+            ));
+        }
     }
     if matches!(
         kind.as_str(),
@@ -339,8 +349,20 @@ pub(crate) fn typed<T: serde::de::DeserializeOwned>(
     serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
         let path = e.path().to_string();
         let path = if path == "." { String::new() } else { path };
-        err(&path, e.into_inner().to_string())
+        err(&path, with_yaml_hint(e.into_inner().to_string()))
     })
+}
+
+/// A boolean where a string belongs is most often YAML's doing: kubectl's YAML reads
+/// unquoted y, n, yes, no, on and off as booleans too, and refuses the object the same way.
+fn with_yaml_hint(message: String) -> String {
+    if message.starts_with("invalid type: boolean") && message.contains("expected a string") {
+        format!(
+            "{message} (YAML reads unquoted y, n, yes, no, on, off, true and false as booleans: quote the value)"
+        )
+    } else {
+        message
+    }
 }
 
 /// Keys whose values are resource lists (maps of quantities) in the kinds kubestep reads.
@@ -704,6 +726,22 @@ mod tests {
         assert_eq!(
             from_value(v).unwrap_err().to_string(),
             "Node (unnamed): metadata.name: Required value"
+        );
+        // `name: n` in YAML is a boolean: said as such, not as a missing name.
+        let v = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": false}});
+        let e = from_value(v).unwrap_err().to_string();
+        assert!(
+            e.starts_with("Node (unnamed): metadata.name: invalid type: boolean `false`, expected a string (YAML reads unquoted"),
+            "{e}"
+        );
+        let v = json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "a", "labels": {"ssd": true}}});
+        let e = from_value(v).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "metadata.labels.ssd: invalid type: boolean `true`, expected a string (YAML"
+            ),
+            "{e}"
         );
     }
 
