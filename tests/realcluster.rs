@@ -115,28 +115,25 @@ fn saved_runs_match_the_real_scheduler_pod_for_pod() {
 
 /// Runs under PodTopologySpread `defaultingType: List`, where OpportunisticBatching hints
 /// (sequence.py --profile list --waves batch): (name, pods bound, divergences without the
-/// log, with it). On 100 nodes every search examines every node and kubestep follows the
-/// real hints exactly; on 300 the rankings hold the nodes each sampled search examined.
+/// log, with it). On 100 nodes every search examines every node and kubestep's own batch
+/// gives the real hints; on 300 and more the rankings hold the nodes each sampled search
+/// examined, so kubestep's own hints differ, and with the log it takes the real ones.
 const BATCH_RUNS: &[(&str, usize, usize, usize)] = &[
     ("batch100", 334, 0, 0),
-    ("batch300", 720, 32, 24),
-    ("batch400", 800, 5, 16),
+    ("batch300", 720, 32, 1),
+    ("batch400", 800, 5, 1),
 ];
 
 #[test]
 fn batched_runs_follow_the_real_schedulers_hints() {
     for &(name, pods, without, with) in BATCH_RUNS {
         let (_, d) = check_saved(name, pods, without, with);
-        // Each divergence of a hinted pod says the batch was the way it went.
-        let hinted = d
+        // With the log no divergence comes from a batch hint: each is a scoring one.
+        let hinted: Vec<_> = d
             .iter()
-            .filter(|x| x["reason"].as_str().unwrap().contains("its batch's hint"))
-            .count();
-        assert!(
-            d.is_empty() || hinted * 2 > d.len(),
-            "{name}: {hinted} of {}",
-            d.len()
-        );
+            .filter(|x| x["reason"].as_str().unwrap().contains("batch"))
+            .collect();
+        assert!(hinted.is_empty(), "{name}: {hinted:#?}");
     }
 }
 

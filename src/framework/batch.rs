@@ -90,6 +90,9 @@ pub enum NoHint {
     NodeMissing,
     /// The node chosen last still fits this pod, so the ranking may be out of date.
     NodeNotFull,
+    /// The real scheduler's log shows its cycle for this pod took no hint (replay with
+    /// its log only).
+    NotInLog,
 }
 
 impl NoHint {
@@ -102,6 +105,7 @@ impl NoHint {
             NoHint::Expired => "expired",
             NoHint::NodeMissing => "node_missing",
             NoHint::NodeNotFull => "node_not_full",
+            NoHint::NotInLog => "not_in_scheduler_log",
         }
     }
 }
@@ -112,6 +116,9 @@ pub struct BatchProbe {
     /// This cycle's number (upstream: the queue's scheduling cycle).
     pub cycle_count: u64,
     pub stored: Option<StoredRanking>,
+    /// What the real scheduler's log says this pod's cycle took (`Some(None)`: no hint),
+    /// when a replay follows the log; the batch's own decision is then not used.
+    pub logged: Option<Option<String>>,
 }
 
 /// The head of the stored ranking and what decides whether it may be used.
@@ -142,6 +149,9 @@ pub struct BatchDecision {
     /// The recording placed the hinted pod on a node kubestep's ranking did not hold:
     /// that node and its total, scored by a search that examined it (replay only).
     pub recorded: Option<(String, i64)>,
+    /// The hint (or its absence) came from the real scheduler's log: then what kubestep's
+    /// batch alone would have given, to show beside it.
+    pub own: Option<Result<String, NoHint>>,
 }
 
 impl BatchDecision {
@@ -152,6 +162,20 @@ impl BatchDecision {
     /// The trace's words for it: "hint n219 (n218, chosen last, is full; 41 more ranked)".
     pub fn describe(&self) -> String {
         let last = self.stored.as_ref().map_or("", |s| s.last_chosen.as_str());
+        if let Some(own) = &self.own {
+            let own = match own {
+                Ok(h) => format!("hint {h}"),
+                Err(why) => format!("no hint, {}", why.as_str()),
+            };
+            return match &self.hint {
+                Ok(h) => format!(
+                    "hint {h}, from the scheduler log: the real cycle took it (kubestep's batch alone: {own})"
+                ),
+                Err(_) => format!(
+                    "no hint: the scheduler log shows the real cycle took none (kubestep's batch alone: {own})"
+                ),
+            };
+        }
         match &self.hint {
             Ok(h) => {
                 let more = self.stored.as_ref().map_or(0, |s| s.len.saturating_sub(1));
@@ -177,6 +201,7 @@ impl BatchDecision {
             Err(NoHint::NodeNotFull) => {
                 format!("no hint: the last pod's node {last} still fits this pod (node_not_full)")
             }
+            Err(NoHint::NotInLog) => "no hint: none in the scheduler log".into(),
         }
     }
 }
@@ -294,6 +319,7 @@ impl OpportunisticBatch {
         BatchProbe {
             cycle_count,
             stored,
+            logged: None,
         }
     }
 
@@ -322,6 +348,13 @@ impl OpportunisticBatch {
             && rk.head().is_some_and(|s| rk.name(s) == h)
         {
             rk.pop();
+        }
+        // A hint from the real scheduler's log leaves the ranking wherever it sits.
+        if d.own.is_some()
+            && let Some(h) = hinted
+            && let Some(rk) = self.ranking.as_mut()
+        {
+            rk.remove(h);
         }
         let Some(chosen) = r.chosen else {
             return;

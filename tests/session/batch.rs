@@ -82,3 +82,56 @@ fn a_hinted_attempt_runs_again_as_it_ran() {
         assert!(d.mismatch.is_none(), "attempt {id}: {:?}", d.mismatch);
     }
 }
+
+/// Following the real scheduler's log, a cycle takes the hint the log says the real cycle
+/// took (the ranking behind it came from a timing-dependent parallel search), and none
+/// where the log shows a search; the steps say the hint came from the log, and a re-run
+/// of the attempt agrees.
+#[test]
+fn with_the_scheduler_log_each_cycle_takes_the_hint_the_real_one_took() {
+    let mut s = session(&cluster(4), Some(LIST_CONFIG));
+    let bound = |pod: &str, n: usize| {
+        format!(
+            "I1128 06:10:13.7 1 schedule_one.go:337] \"Successfully bound pod to node\" pod=\"default/{pod}\" node=\"x\" evaluatedNodes={n} feasibleNodes={n}\n"
+        )
+    };
+    let hint = |pod: &str, node: &str| {
+        format!(
+            "I1128 06:10:13.7 1 batch.go:98] \"OpportunisticBatch provided node hint\" profile=\"default-scheduler\" pod=\"default/{pod}\" cycleCount=2 hint=\"{node}\" remainingNodes=3\n"
+        )
+    };
+    // web-1 took node-4 (kubestep's own ranking would say node-1); web-2 was given a
+    // hint but searched (the hint did not fit), so it took none.
+    let log = [
+        bound("web-0", 5),
+        hint("web-1", "node-4"),
+        bound("web-1", 1),
+        hint("web-2", "node-0"),
+        bound("web-2", 5),
+    ]
+    .concat();
+    let log = kubestep::session::scheduler_log::SchedulerLog::parse(&log).unwrap();
+    assert_eq!(log.hint_taken("default/web-1"), Some(Some("node-4")));
+    assert_eq!(log.hint_taken("default/web-2"), Some(None));
+    assert_eq!(log.hint_taken("default/web-3"), None);
+    s.set_scheduler_log(Some(log));
+    let out = run(&mut s);
+    let a = attempts(&out);
+    assert_eq!(node_of(&s, "default/web-1").as_deref(), Some("node-4"));
+    assert_eq!(a[1]["evaluatedNodes"], 1, "{}", a[1]);
+    assert_eq!(a[2]["evaluatedNodes"], 5, "{}", a[2]);
+    let said = |m: &str| {
+        out.iter()
+            .any(|l| l["message"].as_str().is_some_and(|x| x.contains(m)))
+    };
+    assert!(said(
+        "hint node-4, from the scheduler log: the real cycle took it (kubestep's batch alone: hint node-1)"
+    ));
+    assert!(said(
+        "no hint: the scheduler log shows the real cycle took none"
+    ));
+    for id in s.history.attempts.iter().map(|a| a.id).collect::<Vec<_>>() {
+        let d = s.attempt_detail(id).expect("detail");
+        assert!(d.mismatch.is_none(), "attempt {id}: {:?}", d.mismatch);
+    }
+}

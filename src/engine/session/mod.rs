@@ -225,9 +225,7 @@ impl Session {
         let probe = self
             .core
             .sched
-            .batches
-            .get(profile)
-            .map(|b| b.probe(cycle_count));
+            .batch_probe(profile, cycle_count, &qpi.pod_info);
         let mut attempt = Attempt::new(id, qpi, profile, start, probe.clone());
         attempt.frozen = self.core.freeze(profile, start, probe);
         attempt.first_seq = self.history.peek_seq();

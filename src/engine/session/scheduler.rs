@@ -12,7 +12,7 @@ use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::config::{ConfigError, FieldPath, PluginArgs, Profile};
 use crate::extender;
-use crate::framework::batch::{CycleResult, OpportunisticBatch};
+use crate::framework::batch::{BatchProbe, CycleResult, OpportunisticBatch};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::extender::{Extender, ExtenderError};
 use crate::framework::listers::Listers;
@@ -253,9 +253,9 @@ impl Scheduler {
             .iter()
             .position(|f| f.profile_name == pod.scheduler_name())?;
         self.cycles += 1;
-        let probe = self.batches[fwk_index].probe(self.cycles);
+        let probe = self.batch_probe(fwk_index, self.cycles, &pod);
         let mut cycle =
-            SchedulingCycle::new(pod, detail, self.next_start_node_index).with_batch(Some(probe));
+            SchedulingCycle::new(pod, detail, self.next_start_node_index).with_batch(probe);
         {
             let env = self.env(&self.frameworks[fwk_index], listers, &NO_WAITING);
             // Same as the session: long Filter runs and Score passes use the pool.
@@ -270,6 +270,21 @@ impl Scheduler {
             self.assume(&cycle.pod, &node);
         }
         Some(cycle)
+    }
+
+    /// What profile `profile`'s batch tells the cycle numbered `cycle_count` for `pod`;
+    /// with the real scheduler's log, also the hint the log says its cycle took.
+    pub fn batch_probe(
+        &self,
+        profile: usize,
+        cycle_count: u64,
+        pod: &PodInfo,
+    ) -> Option<BatchProbe> {
+        let mut probe = self.batches.get(profile)?.probe(cycle_count);
+        if let Some(log) = &self.scheduler_log {
+            probe.logged = log.hint_taken(&pod.key).map(|h| h.map(str::to_string));
+        }
+        Some(probe)
     }
 
     /// Upstream `StoreScheduleResults` for a finished cycle of profile `profile`: the pod

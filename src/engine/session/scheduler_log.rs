@@ -11,15 +11,21 @@
 
 use std::collections::HashMap;
 
-/// `evaluatedNodes` of each pod the log says was bound, by `namespace/name`.
+/// `evaluatedNodes` of each pod the log says was bound, by `namespace/name`, and the last
+/// OpportunisticBatching hint the log says each pod was given.
 #[derive(Debug, Clone, Default)]
 pub struct SchedulerLog {
     pub evaluated: HashMap<String, usize>,
+    pub hints: HashMap<String, String>,
 }
 
+const BOUND: &str = "Successfully bound pod to node";
+const HINT: &str = "OpportunisticBatch provided node hint";
+
 impl SchedulerLog {
-    /// Reads the "Successfully bound pod to node" lines, in klog's text or JSON format
-    /// (`--logging-format=json`); other lines are skipped. An error when none is found:
+    /// Reads the "Successfully bound pod to node" and "OpportunisticBatch provided node
+    /// hint" lines, in klog's text or JSON format (`--logging-format=json`); other lines
+    /// are skipped. An error when none is found:
     /// the log is not kube-scheduler's at -v=2.
     pub fn parse(text: &str) -> Result<SchedulerLog, String> {
         SchedulerLog::read(text.as_bytes()).map_err(|e| e.to_string())
@@ -29,6 +35,7 @@ impl SchedulerLog {
     /// what it says about the recorded pods. A line that is not UTF-8 is skipped.
     pub fn read(mut r: impl std::io::BufRead) -> std::io::Result<SchedulerLog> {
         let mut evaluated = HashMap::new();
+        let mut hints = HashMap::new();
         let mut buf = Vec::new();
         loop {
             buf.clear();
@@ -38,18 +45,30 @@ impl SchedulerLog {
             let Ok(line) = std::str::from_utf8(&buf) else {
                 continue;
             };
-            if !line.contains("Successfully bound pod to node") {
+            let (msg, key) = if line.contains(BOUND) {
+                (BOUND, "evaluatedNodes")
+            } else if line.contains(HINT) {
+                (HINT, "hint")
+            } else {
                 continue;
-            }
+            };
             let found = if line.trim_start().starts_with('{') {
-                json_line(line)
+                json_line(line, msg, key)
             } else {
                 field(line, "pod")
-                    .zip(field(line, "evaluatedNodes").and_then(|n| n.parse().ok()))
-                    .map(|(p, n)| (p.to_string(), n))
+                    .zip(field(line, key))
+                    .map(|(p, v)| (p.to_string(), v.to_string()))
             };
-            if let Some((pod, n)) = found {
-                evaluated.insert(pod, n);
+            match found {
+                Some((pod, n)) if msg == BOUND => {
+                    if let Ok(n) = n.parse() {
+                        evaluated.insert(pod, n);
+                    }
+                }
+                Some((pod, hint)) => {
+                    hints.insert(pod, hint);
+                }
+                None => {}
             }
         }
         if evaluated.is_empty() {
@@ -59,22 +78,49 @@ impl SchedulerLog {
                  (kube-scheduler logs one per bound pod at -v=2 or more)",
             ));
         }
-        Ok(SchedulerLog { evaluated })
+        Ok(SchedulerLog { evaluated, hints })
+    }
+
+    /// What the real binding cycle of `pod` was given by its batch, when the log says:
+    /// `Some(Some(node))` the hint it took (it evaluated that one node), `Some(None)` no
+    /// hint it took (it searched, or tried its nominated node), `None` the log does not
+    /// have the pod.
+    pub fn hint_taken(&self, pod: &str) -> Option<Option<&str>> {
+        let evaluated = *self.evaluated.get(pod)?;
+        Some(
+            self.hints
+                .get(pod)
+                .filter(|_| evaluated == 1)
+                .map(String::as_str),
+        )
     }
 }
 
 /// A JSON log line: `pod` is `{"name", "namespace"}` (klog's object reference).
-fn json_line(line: &str) -> Option<(String, usize)> {
+fn json_line(line: &str, msg: &str, key: &str) -> Option<(String, String)> {
     let v: serde_json::Value = serde_json::from_str(line).ok()?;
-    if v["msg"] != "Successfully bound pod to node" {
+    if v["msg"] != msg {
         return None;
     }
     let pod = &v["pod"];
-    let key = match pod.as_str() {
-        Some(s) => s.to_string(),
-        None => format!("{}/{}", pod["namespace"].as_str()?, pod["name"].as_str()?),
+    let value = match &v[key] {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        _ => return None,
     };
-    Some((key, usize::try_from(v["evaluatedNodes"].as_u64()?).ok()?))
+    Some((key_of(pod)?, value))
+}
+
+/// A klog object reference: `"ns/name"` or `{"name", "namespace"}`.
+fn key_of(pod: &serde_json::Value) -> Option<String> {
+    match pod.as_str() {
+        Some(s) => Some(s.to_string()),
+        None => Some(format!(
+            "{}/{}",
+            pod["namespace"].as_str()?,
+            pod["name"].as_str()?
+        )),
+    }
 }
 
 /// The value of `key=` in a klog structured line, without quotes.
@@ -105,5 +151,23 @@ mod tests {
             SchedulerLog::parse(json).unwrap().evaluated["seq/w0-000"],
             153
         );
+    }
+
+    #[test]
+    fn hint_lines_say_which_hint_a_bound_pod_took() {
+        let log = [
+            r#"{"msg":"OpportunisticBatch provided node hint","pod":{"name":"b-1","namespace":"seq"},"hint":"n7"}"#,
+            r#"{"msg":"Successfully bound pod to node","pod":{"name":"b-1","namespace":"seq"},"evaluatedNodes":1}"#,
+            "I1128 06:10:13.7 1 batch.go:98] \"OpportunisticBatch provided node hint\" pod=\"seq/b-2\" hint=\"n9\"",
+            "I1128 06:10:13.8 1 schedule_one.go:337] \"Successfully bound pod to node\" pod=\"seq/b-2\" evaluatedNodes=40",
+            "I1128 06:10:13.9 1 batch.go:98] \"OpportunisticBatch provided node hint\" pod=\"seq/b-3\" hint=\"n1\"",
+        ]
+        .join("\n");
+        let l = SchedulerLog::parse(&log).unwrap();
+        assert_eq!(l.hint_taken("seq/b-1"), Some(Some("n7")));
+        // Given a hint, but it searched: the hint did not fit.
+        assert_eq!(l.hint_taken("seq/b-2"), Some(None));
+        // Never bound in the log: the log does not say.
+        assert_eq!(l.hint_taken("seq/b-3"), None);
     }
 }

@@ -31,6 +31,7 @@ fn decision(count: u64, sig: Signature, hint: Result<String, NoHint>) -> BatchDe
         hint,
         stored: None,
         recorded: None,
+        own: None,
     }
 }
 

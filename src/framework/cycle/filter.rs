@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::{CycleEnv, CycleOutcome, Detail, Phase, PluginRun, SchedulingCycle};
-use crate::batch::{self, BatchDecision, NoHint};
+use crate::batch::{self, BatchDecision, BatchProbe, NoHint};
 use crate::cycle_state::CycleState;
 use crate::node_info::NodeInfo;
 use crate::plugin::{FilterPlugin, Handle};
@@ -499,7 +499,38 @@ impl SchedulingCycle {
         };
         let started = Instant::now();
         let signature = batch::sign_pod(env.framework, !env.extenders.is_empty(), &self.pod);
-        let hint = batch::precheck(&probe, &signature, env.now).and_then(|stored| {
+        // A replay that follows the real scheduler's log takes the hint its cycle took:
+        // which nodes the ranking held came from a timing-dependent parallel search.
+        let own = self.own_hint(env, &probe, &signature);
+        let (hint, own) = match &probe.logged {
+            Some(Some(h)) => (Ok(h.clone()), Some(own)),
+            Some(None) => (Err(NoHint::NotInLog), Some(own)),
+            None => (own, None),
+        };
+        let from_log = own.is_some();
+        let decision = BatchDecision {
+            cycle_count: probe.cycle_count,
+            signature,
+            hint,
+            stored: probe.stored,
+            recorded: None,
+            own,
+        };
+        if decision.stored.is_some() || from_log {
+            let shown = Status::new(Code::Success, decision.describe());
+            self.record(BATCH_STEP, &shown, started);
+        }
+        self.batch = Some(decision);
+    }
+
+    /// The batch's own hint: the stored ranking's head, when the pod may take it.
+    fn own_hint(
+        &self,
+        env: &CycleEnv,
+        probe: &BatchProbe,
+        signature: &crate::signature::Signature,
+    ) -> Result<String, NoHint> {
+        batch::precheck(probe, signature, env.now).and_then(|stored| {
             let idx = env
                 .snapshot
                 .position(&stored.last_chosen)
@@ -515,19 +546,7 @@ impl SchedulingCycle {
             } else {
                 Err(NoHint::NodeNotFull)
             }
-        });
-        let decision = BatchDecision {
-            cycle_count: probe.cycle_count,
-            signature,
-            hint,
-            stored: probe.stored,
-            recorded: None,
-        };
-        if decision.stored.is_some() {
-            let shown = Status::new(Code::Success, decision.describe());
-            self.record(BATCH_STEP, &shown, started);
-        }
-        self.batch = Some(decision);
+        })
     }
 
     /// Upstream first tries the node the pod is nominated to alone, or else the batch's
