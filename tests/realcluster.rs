@@ -120,7 +120,7 @@ fn saved_runs_match_the_real_scheduler_pod_for_pod() {
 /// examined, so kubestep's own hints differ, and with the log it takes the real ones.
 const BATCH_RUNS: &[(&str, usize, usize, usize)] = &[
     ("batch100", 334, 0, 0),
-    ("batch300", 720, 32, 1),
+    ("batch300", 720, 18, 1),
     ("batch400", 800, 5, 1),
 ];
 

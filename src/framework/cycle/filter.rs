@@ -494,7 +494,9 @@ impl SchedulingCycle {
     /// Upstream GetNodeHint, once PreFilter has passed: the pod's signature, and the
     /// stored ranking's next node when the pod may take it.
     fn get_node_hint(&mut self, env: &CycleEnv) {
-        let Some(probe) = self.batch_probe.take() else {
+        // Kept in the cycle: a re-run of it (replay following the recording) starts from
+        // the same batch state, so that its result is stored as this one's would be.
+        let Some(probe) = self.batch_probe.clone() else {
             return;
         };
         let started = Instant::now();
