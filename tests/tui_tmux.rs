@@ -585,7 +585,9 @@ fn live_tui_shutdown_writes_share_one_deadline_in_tmux() {
     // Quitting with pods waiting asks first.
     t.keys(&["q"]);
     t.keys(&["y"]);
-    let s = t.wait_for("EXIT=");
+    t.wait_for("EXIT=");
+    // Plain output after the TUI: a long line may wrap.
+    let s = t.joined();
     assert!(s.contains("EXIT=0"), "{s}");
     assert!(s.contains("rejected 3 pod(s) waiting at Permit"), "{s}");
     assert!(s.contains("shutdown: 0 of "), "{s}");
