@@ -40,6 +40,27 @@ pub enum LiveError {
     Stopped(String),
 }
 
+impl LiveError {
+    /// Stopped (a signal, `--duration`, q) before every kind's first list arrived: `what`
+    /// says which kinds are missing; the last error of each of them follows.
+    pub(crate) fn stopped_before_first_lists(
+        what: String,
+        missing: &[&str],
+        last_errors: &[(&'static str, String)],
+    ) -> LiveError {
+        let errors: Vec<String> = last_errors
+            .iter()
+            .filter(|(k, _)| missing.contains(k))
+            .map(|(k, e)| format!("{k}: {e}"))
+            .collect();
+        let mut text = format!("stopped before the first list of every kind arrived{what}");
+        if !errors.is_empty() {
+            text.push_str(&format!(" (last errors: {})", errors.join("; ")));
+        }
+        LiveError::Stopped(text)
+    }
+}
+
 fn denials_text(all: &[LiveError]) -> String {
     match all {
         [one] => one.to_string(),

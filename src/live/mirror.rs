@@ -131,19 +131,8 @@ impl Mirror {
                 biased;
                 u = w.next() => u,
                 () = &mut stop => {
-                    let errors: Vec<String> = last_error
-                        .iter()
-                        .filter(|(k, _)| waiting.contains(k))
-                        .map(|(k, e)| format!("{k}: {e}"))
-                        .collect();
-                    let mut text = format!(
-                        "stopped before the first list of every kind arrived: still waiting for {}",
-                        waiting.join(", ")
-                    );
-                    if !errors.is_empty() {
-                        text.push_str(&format!(" (last errors: {})", errors.join("; ")));
-                    }
-                    return Err(LiveError::Stopped(text));
+                    let what = format!(": still waiting for {}", waiting.join(", "));
+                    return Err(LiveError::stopped_before_first_lists(what, &waiting, &last_error));
                 }
             };
             let Some(u) = u else { break };

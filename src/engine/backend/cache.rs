@@ -55,11 +55,6 @@ impl Cache {
         self.assumed.contains_key(uid)
     }
 
-    /// Where the pod is assumed, if it is.
-    pub fn assumed_node(&self, uid: &str) -> Option<&str> {
-        self.assumed.get(uid).map(String::as_str)
-    }
-
     /// A pod added, updated or deleted in the cluster (`AddPod`, `UpdatePod`, `RemovePod`).
     /// A bound pod replaces any assumed copy, on whichever node it was assumed; a deleted
     /// pod leaves its node, and its assumed place too.
@@ -109,11 +104,6 @@ impl Cache {
     pub fn take_changes(&mut self) -> Vec<SnapshotOp> {
         self.snapshot.take_changes()
     }
-
-    /// Number of pods assumed and not yet bound or forgotten.
-    pub fn assumed_count(&self) -> usize {
-        self.assumed.len()
-    }
 }
 
 #[cfg(test)]
@@ -155,7 +145,7 @@ mod tests {
         assert!(pods_on(&c, "a").is_empty());
         // Forgetting twice is harmless (upstream ignores the error).
         c.forget_pod(&p);
-        assert_eq!(c.assumed_count(), 0);
+        assert!(!c.is_assumed_pod(&p.uid));
     }
 
     #[test]
@@ -173,9 +163,10 @@ mod tests {
     fn a_binding_on_the_assumed_node_replaces_the_copy_once() {
         let mut c = cache();
         c.assume_pod(placed("p", "a"));
-        c.on_pod_change(None, Some(&placed("p", "a")));
+        let bound = placed("p", "a");
+        c.on_pod_change(None, Some(&bound));
         assert_eq!(pods_on(&c, "a").len(), 1);
-        assert_eq!(c.assumed_count(), 0);
+        assert!(!c.is_assumed_pod(&bound.uid));
     }
 
     #[test]
@@ -185,7 +176,7 @@ mod tests {
         c.assume_pod(placed("p", "a"));
         c.on_pod_change(Some(&pending), None);
         assert!(pods_on(&c, "a").is_empty());
-        assert_eq!(c.assumed_count(), 0);
+        assert!(!c.is_assumed_pod(&pending.uid));
     }
 
     #[test]

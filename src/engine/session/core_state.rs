@@ -28,8 +28,6 @@ pub struct Core {
     /// kubestep runs their scheduling cycle and compares its decision, but does not
     /// reserve or bind them.
     pub externally_bound: BTreeMap<String, String>,
-    /// Of those, the ones kubestep found a node for, by UID, with the recorded node they
-    /// are assumed on in the snapshot until the recorded binding (or their deletion).
     /// Cluster changes still to come (a recording's events, or watch events).
     pub feed: Feed,
     /// UIDs of preemption victims kubestep deleted from its own copy of the cluster (replay):

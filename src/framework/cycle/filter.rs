@@ -509,7 +509,6 @@ impl SchedulingCycle {
             Some(None) => (Err(NoHint::NotInLog), Some(own)),
             None => (own, None),
         };
-        let from_log = own.is_some();
         let decision = BatchDecision {
             cycle_count: probe.cycle_count,
             signature,
@@ -518,7 +517,7 @@ impl SchedulingCycle {
             recorded: None,
             own,
         };
-        if decision.stored.is_some() || from_log {
+        if decision.stored.is_some() || decision.own.is_some() {
             let shown = Status::new(Code::Success, decision.describe());
             self.record(BATCH_STEP, &shown, started);
         }

@@ -273,21 +273,10 @@ impl Run {
         if !missing.is_empty() {
             // Stopped (signal or --duration) before every kind was listed: the file is
             // closed and readable, but it does not hold the whole cluster.
-            let errors: Vec<String> = self
-                .last_errors
-                .iter()
-                .filter(|(k, _)| missing.contains(k))
-                .map(|(k, e)| format!("{k}: {e}"))
-                .collect();
-            let mut text = format!(
-                "stopped before the first list of every kind arrived; {} lacks {}",
-                self.file,
-                missing.join(", ")
+            let what = format!("; {} lacks {}", self.file, missing.join(", "));
+            return Err(
+                LiveError::stopped_before_first_lists(what, &missing, &self.last_errors).into(),
             );
-            if !errors.is_empty() {
-                text.push_str(&format!(" (last errors: {})", errors.join("; ")));
-            }
-            return Err(LiveError::Stopped(text).into());
         }
         Ok(self.stats)
     }
