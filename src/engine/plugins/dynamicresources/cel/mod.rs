@@ -19,7 +19,9 @@
 //!
 //! Errors read as upstream's: a compile error is `compilation failed: ERROR: <input>:L:C:
 //! ...` with the source line and a caret; run time errors are cel-go's (`no such key: x`,
-//! `no such overload`, ...). Hostile input cannot crash kubestep: expressions are at most
+//! `no such overload`, ...). There is no type checker: a type mismatch upstream's checker
+//! refuses at compile time (`"a" + [1]`) is found here only when it runs, as `no such
+//! overload`, cel-go's words for the same mismatch on `dyn` values. Hostile input cannot crash kubestep: expressions are at most
 //! 10 KiB, parsed on a thread of their own with a large stack, and refused past cel-go's
 //! nesting limit of 250. Their worst-case cost is estimated as upstream estimates it
 //! (`cost`), and one over upstream's limit is refused with the words of upstream's API
@@ -1120,9 +1122,12 @@ fn compile_uncached(src: &str) -> Result<Expr, String> {
 fn runtime_error(e: ExecutionError) -> String {
     match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
-        ExecutionError::NoSuchOverload(_) | ExecutionError::UnexpectedType { .. } => {
-            "no such overload".into()
-        }
+        // The `cel` crate's own words for an operator or comparison on the wrong types
+        // (`Unsupported binary operator 'add': ...`) are cel-go's `no such overload`.
+        ExecutionError::NoSuchOverload(_)
+        | ExecutionError::UnexpectedType { .. }
+        | ExecutionError::UnsupportedBinaryOperator(..)
+        | ExecutionError::ValuesNotComparable(..) => "no such overload".into(),
         ExecutionError::UndeclaredReference(r) => format!("no such attribute(s): {r}"),
         ExecutionError::DivisionByZero(_) => "division by zero".into(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
