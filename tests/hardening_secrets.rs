@@ -353,3 +353,42 @@ fn an_extenders_password_is_masked_in_explain_and_recordings() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shared regression inputs themselves (tests/data/regressions/hardening-2): two
+/// malformed kubeconfigs and a URL whose password holds a `/`. Each ends with an error
+/// that names the file (and the line, for the parse faults) and quotes none of its secrets.
+#[test]
+fn the_shared_kubeconfig_regressions_stay_fixed() {
+    let dir = temp_dir("shared");
+    let inputs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/regressions/hardening-2");
+    for (file, secrets, said) in [
+        (
+            "kc5.yaml",
+            &["flowtokensecretvalue", "flowpasswordsecret"][..],
+            "line 9",
+        ),
+        (
+            "kc6b.yaml",
+            &["jsontokensecretvalue", "jsonpwsecret"][..],
+            "line 1",
+        ),
+        (
+            "url3.yaml",
+            &["ter2SECRET", "hun/ter"][..],
+            "'/', '?' or '#'",
+        ),
+    ] {
+        let path = inputs.join(file);
+        let out = record_with(&path, &dir, &[]);
+        let t = text(&out);
+        assert!(!out.status.success(), "{file}: accepted:\n{t}");
+        assert!(!t.contains("panicked"), "{file}: panic:\n{t}");
+        for s in secrets {
+            assert!(!t.contains(s), "{file}: printed {s}:\n{t}");
+        }
+        assert!(t.contains(&path.display().to_string()), "{file}: {t}");
+        assert!(t.contains(said), "{file}: wanted {said:?}:\n{t}");
+        assert!(!dir.join("out.jsonl").exists(), "{file}: wrote a recording");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
