@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use kubestep::recording::{self, ReadOptions};
 use kubestep::session::script::{self, Command};
+use kubestep::session::trace::TraceLine;
 use kubestep::session::{Session, SessionOptions, clock, trace};
 
 use super::trace_text;
@@ -155,41 +156,62 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     session.set_seed(a.seed);
     session.set_scheduler_log(scheduler_log);
     // Headless runs as fast as it can; --speed paces the terminal UI.
-    let mut out = Printer {
-        mode: a.output,
+    let (mode, timings) = (a.output, !a.no_timings);
+    let printer = || Printer {
+        mode,
         stdout: std::io::stdout().lock(),
-        timings: !a.no_timings,
+        timings,
     };
     match &a.script {
         None => {
-            // Printed as the steps happen: a long recording's trace never sits in memory.
-            let mut failed = None;
-            session.run_until_observed(
-                deadline,
-                Some(&mut |v| match out.print(&v) {
-                    Ok(()) => std::ops::ControlFlow::Continue(()),
-                    Err(e) => {
-                        failed = Some(e);
-                        std::ops::ControlFlow::Break(())
+            // Printed as the steps happen, so a long recording's trace never sits in
+            // memory; the lines are built and written on a thread of their own while
+            // the scheduling goes on (about a tenth of a replay's work).
+            let (lines, printing) = std::sync::mpsc::sync_channel::<TraceLine>(1024);
+            let printed = std::thread::scope(|scope| {
+                let writer = scope.spawn(move || -> anyhow::Result<()> {
+                    let mut out = Printer {
+                        mode,
+                        stdout: std::io::BufWriter::new(std::io::stdout().lock()),
+                        timings,
+                    };
+                    // Written in batches while lines queue up, and flushed whenever
+                    // the queue is empty, so a reader sees each line as it happens.
+                    while let Ok(l) = printing.recv() {
+                        out.print(&l.into_value())?;
+                        while let Ok(l) = printing.try_recv() {
+                            out.print(&l.into_value())?;
+                        }
+                        out.stdout.flush()?;
                     }
-                }),
-                &mut |s| {
-                    if let (Some(p), Some((pods, events))) = (progress.as_mut(), totals)
-                        && p.due()
-                    {
-                        p.draw(&progress_line(&a.source, s, pods, events, start, started));
-                    }
-                },
-            );
+                    Ok(())
+                });
+                session.run_until_observed(
+                    deadline,
+                    // A send fails only once the printer has stopped on an error.
+                    Some(&mut |l| match lines.send(l) {
+                        Ok(()) => std::ops::ControlFlow::Continue(()),
+                        Err(_) => std::ops::ControlFlow::Break(()),
+                    }),
+                    &mut |s| {
+                        if let (Some(p), Some((pods, events))) = (progress.as_mut(), totals)
+                            && p.due()
+                        {
+                            p.draw(&progress_line(&a.source, s, pods, events, start, started));
+                        }
+                    },
+                );
+                drop(lines);
+                writer.join()
+            });
             if let Some(p) = progress.as_mut() {
                 p.clear();
             }
-            if let Some(e) = failed {
-                return Err(e);
-            }
+            printed.map_err(|_| anyhow::anyhow!("printing the trace failed"))??;
         }
-        Some(s) => run_script(&mut session, &mut out, s)?,
+        Some(s) => run_script(&mut session, &mut printer(), s)?,
     }
+    let mut out = printer();
     out.print(&trace::session_summary(&session))?;
     if let Some(log) = &session.scheduler().scheduler_log {
         eprintln!(

@@ -11,7 +11,7 @@ use super::breakpoints::Breakpoint;
 use super::clock::parse_duration;
 use super::error::CommandError;
 use super::history::Tapped;
-use super::trace::TraceLevel;
+use super::trace::{TraceLevel, TraceLine};
 use super::{Session, trace};
 
 /// Attempts a headless run takes between handing out trace lines.
@@ -269,15 +269,23 @@ impl Session {
         deadline: jiff::Timestamp,
         sink: Option<&mut dyn FnMut(Value) -> ControlFlow<()>>,
     ) {
-        self.run_until_observed(deadline, sink, &mut |_| {});
+        match sink {
+            Some(sink) => self.run_until_observed(
+                deadline,
+                Some(&mut |l: TraceLine| sink(l.into_value())),
+                &mut |_| {},
+            ),
+            None => self.run_until_observed(deadline, None, &mut |_| {}),
+        }
     }
 
     /// `run_until_with`, showing the session to `observe` after every few attempts (and
     /// each timer), for progress reports; `observe` should be cheap or throttle itself.
+    /// Lines reach `sink` as [`TraceLine`]s, which it may turn into JSON elsewhere.
     pub fn run_until_observed(
         &mut self,
         deadline: jiff::Timestamp,
-        mut sink: Option<&mut dyn FnMut(Value) -> ControlFlow<()>>,
+        mut sink: Option<&mut dyn FnMut(TraceLine) -> ControlFlow<()>>,
         observe: &mut dyn FnMut(&Session),
     ) {
         if sink.is_some() {
@@ -292,15 +300,15 @@ impl Session {
             if let Some(sink) = sink.as_mut() {
                 let tapped = self.history.take_tapped();
                 let mut flow = ControlFlow::Continue(());
-                for v in self.trace_lines(tapped) {
+                for l in self.trace_items(tapped) {
                     if flow.is_continue() {
-                        flow = sink(v);
+                        flow = sink(l);
                     }
                 }
                 if flow.is_continue()
                     && let Some(r @ super::StopReason::Breakpoint(_)) = &r
                 {
-                    flow = sink(trace::stop(self, r));
+                    flow = sink(TraceLine::Ready(trace::stop(self, r)));
                 }
                 if flow.is_break() {
                     self.history.stop_tap();
@@ -326,8 +334,8 @@ impl Session {
         }
         if let Some(sink) = sink.as_mut() {
             let tapped = self.history.stop_tap();
-            for v in self.trace_lines(tapped) {
-                if sink(v).is_break() {
+            for l in self.trace_items(tapped) {
+                if sink(l).is_break() {
                     break;
                 }
             }
@@ -338,24 +346,32 @@ impl Session {
     /// (with `Steps` and `Full`), each attempt, and with `Full` each finished attempt's
     /// detail, recomputed now.
     pub fn trace_lines(&mut self, tapped: Vec<Tapped>) -> Vec<Value> {
+        self.trace_items(tapped)
+            .into_iter()
+            .map(TraceLine::into_value)
+            .collect()
+    }
+
+    /// `trace_lines` with steps and attempts left as records (a full trace's details
+    /// are computed here: they need the session).
+    fn trace_items(&mut self, tapped: Vec<Tapped>) -> Vec<TraceLine> {
         let mut out = Vec::with_capacity(tapped.len());
         for t in tapped {
             match t {
                 Tapped::Step(s) => {
                     if self.trace_level != TraceLevel::Attempts {
-                        out.push(trace::step(&s));
+                        out.push(TraceLine::Step(s));
                     }
                 }
                 Tapped::Attempt(a) => {
-                    out.push(trace::attempt(&a));
-                    if self.trace_level == TraceLevel::Full
-                        && a.outcome.as_deref() != Some("Waiting")
-                    {
-                        out.push(match self.attempt_detail(a.id) {
-                            Ok(d) => trace::detail(&a, &d),
-                            Err(e) => serde_json::json!({"type": "detail", "attempt": a.id, "pod": a.pod, "error": e.to_string()}),
-                        });
-                    }
+                    let detail = (self.trace_level == TraceLevel::Full
+                        && a.outcome.as_deref() != Some("Waiting"))
+                    .then(|| match self.attempt_detail(a.id) {
+                        Ok(d) => trace::detail(&a, &d),
+                        Err(e) => serde_json::json!({"type": "detail", "attempt": a.id, "pod": a.pod, "error": e.to_string()}),
+                    });
+                    out.push(TraceLine::Attempt(a));
+                    out.extend(detail.map(TraceLine::Ready));
                 }
             }
         }

@@ -16,6 +16,26 @@ use crate::framework::cycle::FilterCell;
 
 pub const TRACE_VERSION: u32 = 1;
 
+/// A trace line as a run hands it out: ready, or the record it is made from. Turning a
+/// record into its line is pure, so a printer may do it on a thread of its own while
+/// the scheduling goes on.
+#[derive(Debug)]
+pub enum TraceLine {
+    Ready(Value),
+    Step(StepRecord),
+    Attempt(Arc<AttemptRecord>),
+}
+
+impl TraceLine {
+    pub fn into_value(self) -> Value {
+        match self {
+            TraceLine::Ready(v) => v,
+            TraceLine::Step(s) => step(&s),
+            TraceLine::Attempt(a) => attempt(&a),
+        }
+    }
+}
+
 pub fn step(s: &StepRecord) -> Value {
     let mut v = serde_json::to_value(s).unwrap_or_default();
     if let Value::Object(m) = &mut v {
