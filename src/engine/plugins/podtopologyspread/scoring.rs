@@ -10,6 +10,7 @@ use super::common::{
     count_pods_match_selector, node_has_all_keys, pod_constraints,
 };
 use crate::framework::plugin::{Handle, MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin};
+use crate::framework::snapshot_index::TopologyIndex;
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
 pub const PRE_SCORE_STATE_KEY: &str = "PreScorePodTopologySpread";
@@ -144,18 +145,24 @@ impl PreScorePlugin for PodTopologySpread {
             &constraints,
             &pod.namespace,
         );
-        for (pos, node) in all.iter().enumerate() {
-            let labels = node.labels();
-            if require_all && !node_has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                if !requirements.node_included(c, node) {
+        let topology: Vec<_> = constraints
+            .iter()
+            .map(|c| h.snapshot.topology(&c.topology_key))
+            .collect();
+        if !count_indexed(all, &topology, &constraints, &requirements, &matching, require_all, &mut counts) {
+            for (pos, node) in all.iter().enumerate() {
+                let labels = node.labels();
+                if require_all && !node_has_all_keys(labels, &constraints) {
                     continue;
                 }
-                let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                if let Some(total) = counts[i].get_mut(value) {
-                    *total += matching.matching(i, pos);
+                for (i, c) in constraints.iter().enumerate() {
+                    if !requirements.node_included(c, node) {
+                        continue;
+                    }
+                    let value = labels.get(&c.topology_key).map_or("", String::as_str);
+                    if let Some(total) = counts[i].get_mut(value) {
+                        *total += matching.matching(i, pos);
+                    }
                 }
             }
         }
@@ -171,6 +178,66 @@ impl PreScorePlugin for PodTopologySpread {
         );
         Status::success()
     }
+}
+
+/// The all-nodes count of `pre_score` by the snapshot's topology indexes: value ids
+/// instead of label lookups, totals in vectors instead of a hash map, and the node
+/// inclusion policies checked only where they can exclude something. A node without
+/// the key is in the `""` domain, as upstream reads its missing label. Adds into
+/// `counts` and returns true, or returns false without touching them when an index
+/// does not cover the node list or a registered domain (the caller then reads labels).
+fn count_indexed(
+    all: &[NodeInfo],
+    topology: &[Arc<TopologyIndex>],
+    constraints: &[SpreadConstraint],
+    requirements: &PodNodeRequirements,
+    matching: &MatchingPerNode,
+    require_all: bool,
+    counts: &mut [HashMap<String, i64>],
+) -> bool {
+    if topology.iter().any(|t| t.num_nodes() != all.len()) {
+        return false;
+    }
+    // Per constraint: the slot of a node without the key, and each slot's total where a
+    // domain is registered (hostname constraints register none: Score counts them).
+    let missing: Vec<usize> = topology.iter().map(|t| t.id("").unwrap_or(t.len())).collect();
+    let mut totals: Vec<Vec<Option<i64>>> = Vec::with_capacity(constraints.len());
+    for (i, t) in topology.iter().enumerate() {
+        let mut slots = vec![None; t.len() + 1];
+        for value in counts[i].keys() {
+            let slot = if value.is_empty() { Some(missing[i]) } else { t.id(value) };
+            match slot {
+                Some(slot) => slots[slot] = Some(0),
+                None => return false,
+            }
+        }
+        totals.push(slots);
+    }
+    let everywhere: Vec<bool> = constraints
+        .iter()
+        .map(|c| requirements.includes_every_node(c))
+        .collect();
+    for (pos, node) in all.iter().enumerate() {
+        if require_all && topology.iter().any(|t| t.node_value(pos).is_none()) {
+            continue;
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            let slot = topology[i].node_value(pos).unwrap_or(missing[i]);
+            let Some(total) = totals[i][slot].as_mut() else {
+                continue;
+            };
+            if everywhere[i] || requirements.node_included(c, node) {
+                *total += matching.matching(i, pos);
+            }
+        }
+    }
+    for ((m, slots), (t, &miss)) in counts.iter_mut().zip(&totals).zip(topology.iter().zip(&missing)) {
+        for (value, total) in m.iter_mut() {
+            let slot = if value.is_empty() { Some(miss) } else { t.id(value) };
+            *total += slot.and_then(|s| slots[s]).unwrap_or(0);
+        }
+    }
+    true
 }
 
 impl ScorePlugin for PodTopologySpread {
@@ -416,6 +483,82 @@ mod tests {
             json!({"metadata": {"name": "l", "labels": {"app": "x"}}, "spec": {"containers": []}}),
         );
         assert!(run(&env, &pl, &lone, &["m1"]).0.is_skip());
+    }
+
+    /// The counts PreScore leaves for `filtered`: per constraint, value → pods.
+    fn pre_score_counts(
+        env: &Env,
+        pl: &PodTopologySpread,
+        p: &PodInfo,
+        filtered: &[&str],
+    ) -> Vec<Vec<(String, i64)>> {
+        let nodes: Vec<&NodeInfo> = filtered
+            .iter()
+            .map(|n| env.snapshot.get(n).unwrap())
+            .collect();
+        let mut state = CycleState::new();
+        assert!(pl.pre_score(&env.handle(), &mut state, p, &nodes).is_success());
+        let s = get_pre_score_state(&state).unwrap();
+        s.topology_value_to_pod_counts
+            .iter()
+            .map(|m| {
+                let mut v: Vec<(String, i64)> = m.iter().map(|(k, n)| (k.clone(), *n)).collect();
+                v.sort();
+                v
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_missing_key_and_an_empty_value_are_one_domain_and_excluded_nodes_do_not_count() {
+        let mut listers = Listers::default();
+        listers.services.insert(
+            "default/web".into(),
+            Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "default"},
+                    "spec": {"selector": {"app": "web"}}}))
+                .unwrap(),
+            ),
+        );
+        let node = |n: &str, zone: Option<&str>, disk: &str| {
+            let mut l = json!({LABEL_HOSTNAME: n, "disk": disk});
+            if let Some(z) = zone {
+                l[LABEL_TOPOLOGY_ZONE] = json!(z);
+            }
+            labelled_node(n, l)
+        };
+        let env = cluster(
+            vec![
+                node("m1", Some("z1"), "ssd"),
+                node("m2", Some(""), "ssd"),
+                node("m3", None, "ssd"),
+                node("m4", None, "hdd"),
+            ],
+            vec![
+                web("w1", "m1"),
+                web("w2", "m2"),
+                web("w3", "m3"),
+                web("w4", "m4"),
+                web("w5", "m4"),
+            ],
+            listers,
+        );
+        let pl = PodTopologySpread::default();
+        let spec = |selector: Value| {
+            pod(json!({"metadata": {"name": "in", "labels": {"app": "web"}},
+                "spec": {"containers": [], "nodeSelector": selector}}))
+        };
+        // Upstream reads a missing zone label as "": m2 (zone "") and m3 and m4 (no zone)
+        // are one domain. The default constraints honor node affinity, so with the pod's
+        // nodeSelector disk=ssd m4's two pods count nowhere. Only m1 and m2 passed
+        // Filter, yet every node counts for their domains.
+        let zone = |c: &[Vec<(String, i64)>]| c[1].clone();
+        let ssd = pre_score_counts(&env, &pl, &spec(json!({"disk": "ssd"})), &["m1", "m2"]);
+        assert_eq!(zone(&ssd), [("".to_string(), 2), ("z1".to_string(), 1)]);
+        let any = pre_score_counts(&env, &pl, &spec(json!({})), &["m1", "m2"]);
+        assert_eq!(zone(&any), [("".to_string(), 4), ("z1".to_string(), 1)]);
+        // Hostname constraints leave their counting to Score.
+        assert!(any[0].is_empty());
     }
 
     #[test]
