@@ -486,6 +486,20 @@ fn parse_group_version(gv: &str) -> Option<(&str, &str)> {
     }
 }
 
+/// Listers holding one Service, default/web, selecting `app: web`: the system default
+/// constraints then apply to web pods.
+#[cfg(test)]
+pub(crate) fn web_service_listers() -> crate::framework::listers::Listers {
+    let mut listers = crate::framework::listers::Listers::default();
+    let web = serde_json::json!({"metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"app": "web"}}});
+    listers.services.insert(
+        "default/web".into(),
+        Arc::new(serde_json::from_value(web).expect("a Service")),
+    );
+    listers
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

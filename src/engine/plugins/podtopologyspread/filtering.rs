@@ -636,15 +636,7 @@ mod tests {
 
     #[test]
     fn default_constraints_select_pods_of_the_same_service() {
-        let mut listers = Listers::default();
-        listers.services.insert(
-            "default/web".into(),
-            Arc::new(
-                serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "default"},
-                    "spec": {"selector": {"app": "web"}}}))
-                .unwrap(),
-            ),
-        );
+        let listers = super::super::common::web_service_listers();
         let env = cluster(nodes(), vec![web("w1", "n1"), web("w3", "n3")], listers);
         let pl = PodTopologySpread::new(
             serde_json::from_value(json!([{"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]))

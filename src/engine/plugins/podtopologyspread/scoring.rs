@@ -436,15 +436,7 @@ mod tests {
 
     #[test]
     fn system_defaults_score_nodes_without_a_zone() {
-        let mut listers = Listers::default();
-        listers.services.insert(
-            "default/web".into(),
-            Arc::new(
-                serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "default"},
-                    "spec": {"selector": {"app": "web"}}}))
-                .unwrap(),
-            ),
-        );
+        let listers = super::super::common::web_service_listers();
         let node = |n: &str, zone: Option<&str>| {
             let mut l = json!({LABEL_HOSTNAME: n});
             if let Some(z) = zone {
@@ -511,15 +503,7 @@ mod tests {
 
     #[test]
     fn a_missing_key_and_an_empty_value_are_one_domain_and_excluded_nodes_do_not_count() {
-        let mut listers = Listers::default();
-        listers.services.insert(
-            "default/web".into(),
-            Arc::new(
-                serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "default"},
-                    "spec": {"selector": {"app": "web"}}}))
-                .unwrap(),
-            ),
-        );
+        let listers = super::super::common::web_service_listers();
         let node = |n: &str, zone: Option<&str>, disk: &str| {
             let mut l = json!({LABEL_HOSTNAME: n, "disk": disk});
             if let Some(z) = zone {
