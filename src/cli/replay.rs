@@ -166,8 +166,10 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         None => {
             // Printed as the steps happen, so a long recording's trace never sits in
             // memory; the lines are built and written on a thread of their own while
-            // the scheduling goes on (about a tenth of a replay's work).
-            let (lines, printing) = std::sync::mpsc::sync_channel::<TraceLine>(1024);
+            // the scheduling goes on (about a tenth of a replay's work). The queue is short:
+            // a full trace's detail lines are large, and a slow reader must not make them
+            // pile up (64 keeps the speed of 1,024).
+            let (lines, printing) = std::sync::mpsc::sync_channel::<TraceLine>(64);
             let printed = std::thread::scope(|scope| {
                 let writer = scope.spawn(move || -> anyhow::Result<()> {
                     let mut out = Printer {

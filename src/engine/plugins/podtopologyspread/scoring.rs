@@ -11,7 +11,7 @@ use super::common::{
 };
 use crate::framework::plugin::{Handle, MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin};
 use crate::framework::snapshot_index::TopologyIndex;
-use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
+use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, Snapshot, StateTree, Status};
 
 pub const PRE_SCORE_STATE_KEY: &str = "PreScorePodTopologySpread";
 const INVALID_SCORE: i64 = -1;
@@ -145,27 +145,14 @@ impl PreScorePlugin for PodTopologySpread {
             &constraints,
             &pod.namespace,
         );
-        let topology: Vec<_> = constraints
-            .iter()
-            .map(|c| h.snapshot.topology(&c.topology_key))
-            .collect();
-        if !count_indexed(all, &topology, &constraints, &requirements, &matching, require_all, &mut counts) {
-            for (pos, node) in all.iter().enumerate() {
-                let labels = node.labels();
-                if require_all && !node_has_all_keys(labels, &constraints) {
-                    continue;
-                }
-                for (i, c) in constraints.iter().enumerate() {
-                    if !requirements.node_included(c, node) {
-                        continue;
-                    }
-                    let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                    if let Some(total) = counts[i].get_mut(value) {
-                        *total += matching.matching(i, pos);
-                    }
-                }
-            }
-        }
+        count_all_nodes(
+            h.snapshot,
+            &constraints,
+            &requirements,
+            &matching,
+            require_all,
+            &mut counts,
+        );
         state.write(
             PRE_SCORE_STATE_KEY,
             PreScoreState {
@@ -180,42 +167,56 @@ impl PreScorePlugin for PodTopologySpread {
     }
 }
 
-/// The all-nodes count of `pre_score` by the snapshot's topology indexes: value ids
-/// instead of label lookups, totals in vectors instead of a hash map, and the node
-/// inclusion policies checked only where they can exclude something. A node without
-/// the key is in the `""` domain, as upstream reads its missing label. Adds into
-/// `counts` and returns true, or returns false without touching them when an index
-/// does not cover the node list or a registered domain (the caller then reads labels).
-fn count_indexed(
-    all: &[NodeInfo],
-    topology: &[Arc<TopologyIndex>],
+/// Where a domain's total is kept: its value id, with the `""` domain (an empty value, or
+/// upstream's reading of a missing label) past the ids when no node has `""` as its value.
+/// `None`: no node has this value.
+fn slot_of(t: &TopologyIndex, value: &str) -> Option<usize> {
+    match t.id(value) {
+        Some(id) => Some(id),
+        None if value.is_empty() => Some(t.len()),
+        None => None,
+    }
+}
+
+/// Adds to each domain registered in `counts` the matching pods of every node of the
+/// snapshot in it. This walks all nodes in every cycle, so nodes are read by position
+/// in the snapshot's topology indexes (built from the same node list) rather than by
+/// label lookups and string hashes. A registered value no node has keeps its 0, as
+/// upstream's would.
+fn count_all_nodes(
+    snapshot: &Snapshot,
     constraints: &[SpreadConstraint],
     requirements: &PodNodeRequirements,
     matching: &MatchingPerNode,
     require_all: bool,
     counts: &mut [HashMap<String, i64>],
-) -> bool {
-    if topology.iter().any(|t| t.num_nodes() != all.len()) {
-        return false;
-    }
-    // Per constraint: the slot of a node without the key, and each slot's total where a
-    // domain is registered (hostname constraints register none: Score counts them).
-    let missing: Vec<usize> = topology.iter().map(|t| t.id("").unwrap_or(t.len())).collect();
-    let mut totals: Vec<Vec<Option<i64>>> = Vec::with_capacity(constraints.len());
-    for (i, t) in topology.iter().enumerate() {
-        let mut slots = vec![None; t.len() + 1];
-        for value in counts[i].keys() {
-            let slot = if value.is_empty() { Some(missing[i]) } else { t.id(value) };
-            match slot {
-                Some(slot) => slots[slot] = Some(0),
-                None => return false,
-            }
-        }
-        totals.push(slots);
-    }
+) {
+    let all = snapshot.list();
+    let topology: Vec<_> = constraints
+        .iter()
+        .map(|c| snapshot.topology(&c.topology_key))
+        .collect();
+    debug_assert!(topology.iter().all(|t| t.num_nodes() == all.len()));
     let everywhere: Vec<bool> = constraints
         .iter()
         .map(|c| requirements.includes_every_node(c))
+        .collect();
+    let missing: Vec<usize> = topology
+        .iter()
+        .map(|t| slot_of(t, "").unwrap_or(t.len()))
+        .collect();
+    // Per constraint and slot: the total where a domain is registered (hostname
+    // constraints register none: Score counts them node by node).
+    let mut totals: Vec<Vec<Option<i64>>> = topology
+        .iter()
+        .zip(counts.iter())
+        .map(|(t, registered)| {
+            let mut slots = vec![None; t.len() + 1];
+            for slot in registered.keys().filter_map(|v| slot_of(t, v)) {
+                slots[slot] = Some(0);
+            }
+            slots
+        })
         .collect();
     for (pos, node) in all.iter().enumerate() {
         if require_all && topology.iter().any(|t| t.node_value(pos).is_none()) {
@@ -231,13 +232,11 @@ fn count_indexed(
             }
         }
     }
-    for ((m, slots), (t, &miss)) in counts.iter_mut().zip(&totals).zip(topology.iter().zip(&missing)) {
-        for (value, total) in m.iter_mut() {
-            let slot = if value.is_empty() { Some(miss) } else { t.id(value) };
-            *total += slot.and_then(|s| slots[s]).unwrap_or(0);
+    for ((registered, slots), t) in counts.iter_mut().zip(&totals).zip(&topology) {
+        for (value, total) in registered.iter_mut() {
+            *total += slot_of(t, value).and_then(|s| slots[s]).unwrap_or(0);
         }
     }
-    true
 }
 
 impl ScorePlugin for PodTopologySpread {
