@@ -8,17 +8,34 @@ use std::path::{Path, PathBuf};
 
 /// (crate directory, module, the crate's modules its non-test code may name).
 const FLOORS: &[(&str, &str, &[&str])] = &[
-    ("src/framework", "api", &[]),
-    ("src/framework", "config", &["api"]),
-    ("src/engine", "backend", &["framework", "api", "config"]),
-    ("src/engine", "plugins", &["framework", "api", "config"]),
+    ("src/framework", "features", &[]),
+    ("src/framework", "api", &["features"]),
+    ("src/framework", "config", &["api", "features"]),
+    (
+        "src/engine",
+        "backend",
+        &["framework", "api", "config", "features"],
+    ),
+    (
+        "src/engine",
+        "plugins",
+        &["framework", "api", "config", "features"],
+    ),
     (
         "src/engine",
         "extender",
-        &["framework", "api", "config", "redact"],
+        &["framework", "api", "config", "features", "redact"],
     ),
-    ("src/engine", "cluster", &["framework", "api", "config"]),
-    ("src/engine", "recording", &["cluster", "config", "redact"]),
+    (
+        "src/engine",
+        "cluster",
+        &["framework", "api", "config", "features"],
+    ),
+    (
+        "src/engine",
+        "recording",
+        &["cluster", "config", "features", "redact"],
+    ),
     (
         "src/engine",
         "session",
@@ -26,6 +43,7 @@ const FLOORS: &[(&str, &str, &[&str])] = &[
             "framework",
             "api",
             "config",
+            "features",
             "backend",
             "plugins",
             "extender",

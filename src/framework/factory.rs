@@ -6,12 +6,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::config::{FieldError, PluginArgs, TypedArgs};
+use crate::features::Features;
 use crate::plugin::Plugin;
 
 /// What a plugin factory is given.
 pub struct FactoryContext<'a> {
     pub args: Option<&'a PluginArgs>,
     pub profile_name: &'a str,
+    /// The version and gates the plugin behaves as (upstream's `feature.Features`).
+    pub features: &'a Features,
 }
 
 impl FactoryContext<'_> {
@@ -19,8 +22,8 @@ impl FactoryContext<'_> {
     /// error when they are another plugin's.
     pub fn args<T: TypedArgs>(&self) -> Result<T, BuildError> {
         match self.args {
-            None => Ok(T::default()),
-            Some(a) if a.is_absent() => Ok(T::default()),
+            None => Ok(T::defaulted(self.features)),
+            Some(a) if a.is_absent() => Ok(T::defaulted(self.features)),
             Some(a) => T::of(a).cloned().ok_or(BuildError::WrongArgs {
                 want: T::KIND,
                 got: a.kind().unwrap_or("unknown args"),
@@ -107,10 +110,14 @@ mod tests {
     use super::*;
     use crate::config::{FieldPath, VolumeBindingArgs};
 
+    static FEATURES: std::sync::LazyLock<crate::features::Features> =
+        std::sync::LazyLock::new(Default::default);
+
     fn ctx(args: Option<&PluginArgs>) -> FactoryContext<'_> {
         FactoryContext {
             args,
             profile_name: "p",
+            features: &FEATURES,
         }
     }
 

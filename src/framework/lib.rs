@@ -13,6 +13,7 @@ pub mod diagnosis;
 pub mod events;
 pub mod extender;
 pub mod factory;
+pub mod features;
 pub mod hints;
 pub mod listers;
 mod new_framework;

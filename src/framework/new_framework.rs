@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::config::{PluginArgs, Plugins, Profile};
 use crate::factory::{BuildError, FactoryContext, Registry};
+use crate::features::Features;
 use crate::plugin::{MAX_NODE_SCORE, Plugin};
 use crate::profile::{ExtensionPoint, PluginEntry};
 
@@ -84,6 +85,7 @@ pub(crate) fn instantiate(
     registry: &Registry,
     profile: &Profile,
     args: &BTreeMap<String, PluginArgs>,
+    features: &Features,
 ) -> Result<Instances, FrameworkError> {
     let plugins = &profile.plugins;
     let mut needed = BTreeSet::new();
@@ -102,6 +104,7 @@ pub(crate) fn instantiate(
         let ctx = FactoryContext {
             args: args.get(name),
             profile_name: &profile.scheduler_name,
+            features,
         };
         let p = factory(&ctx).map_err(|source| FrameworkError::Init {
             plugin: name.to_string(),

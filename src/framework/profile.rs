@@ -119,6 +119,8 @@ pub struct Framework {
     points: BTreeMap<ExtensionPoint, Vec<PluginEntry>>,
     score_weights: BTreeMap<&'static str, i64>,
     pub plugin_args: BTreeMap<String, PluginArgs>,
+    /// The Kubernetes version and gates its plugins were built for.
+    pub features: Arc<crate::features::Features>,
     /// The profile's queueing-hint maps, without and with extenders, built on first use:
     /// a framework never changes after `new`, so the map is built once (as upstream does
     /// at startup) instead of at every cluster event.
@@ -138,9 +140,13 @@ impl std::fmt::Debug for Framework {
 }
 
 impl Framework {
-    pub fn new(registry: &Registry, profile: &Profile) -> Result<Framework, FrameworkError> {
+    pub fn new(
+        registry: &Registry,
+        profile: &Profile,
+        features: &crate::features::Features,
+    ) -> Result<Framework, FrameworkError> {
         let args = build::plugin_args(profile)?;
-        let instances = build::instantiate(registry, profile, &args)?;
+        let instances = build::instantiate(registry, profile, &args, features)?;
         let mut points = build::explicit_points(&profile.plugins, &instances)?;
         build::expand_multi_point(&profile.plugins, &instances, &mut points)?;
         build::check_required(&points, &profile.scheduler_name)?;
@@ -151,6 +157,7 @@ impl Framework {
             points,
             score_weights,
             plugin_args: args,
+            features: Arc::new(features.clone()),
             hint_maps: Default::default(),
             unsigned: Default::default(),
         })

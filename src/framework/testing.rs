@@ -145,7 +145,7 @@ pub fn minimal_framework() -> Framework {
         },
         plugin_config: Vec::new(),
     };
-    match Framework::new(&registry, &profile) {
+    match Framework::new(&registry, &profile, &Default::default()) {
         Ok(f) => f,
         Err(e) => unreachable!("the minimal profile is valid: {e}"),
     }

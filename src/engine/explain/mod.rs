@@ -70,6 +70,14 @@ pub struct NodeScores {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {
+    /// The kube-scheduler minor version whose semantics decided (`v1.36`).
+    pub k8s_version: String,
+    /// The version, where it came from, and the gates set otherwise than its default, in
+    /// the words every output uses.
+    pub semantics: String,
+    /// The feature gates set otherwise than the version's default.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub feature_gates: BTreeMap<String, bool>,
     pub pod: String,
     pub profile: String,
     pub pre_enqueue: Option<PluginStatus>,
@@ -291,6 +299,9 @@ fn gated(env: &CycleEnv, pi: &PodInfo) -> Option<PluginStatus> {
 /// One pending pod's verdict on the cluster as it is (`explain --pending`).
 #[derive(Debug, Clone, Serialize)]
 pub struct PendingVerdict {
+    /// The kube-scheduler minor version whose semantics decided (`v1.36`).
+    #[serde(rename = "k8sVersion")]
+    pub k8s_version: String,
     pub pod: String,
     /// `Schedulable`, `Unschedulable`, `Gated`, `Error`, or `Ignored` (no profile has
     /// its schedulerName).
@@ -326,6 +337,7 @@ impl Explainer<'_> {
     /// One cycle for a pending pod of the cluster, its verdict only.
     fn decide(&self, p: &Arc<PodInfo>) -> PendingVerdict {
         let verdict = |verdict, node, feasible_nodes, message| PendingVerdict {
+            k8s_version: self.config.features.k8s_version(),
             pod: p.key.clone(),
             verdict,
             node,
@@ -404,7 +416,11 @@ fn build(
         parts::not_evaluated(cycle, snap, &filter)
     };
     let closest = closest::closest(&filter, snap, &cycle.state, &cycle.pod);
+    let features = &env.framework.features;
     Explanation {
+        k8s_version: features.k8s_version(),
+        semantics: features.describe(),
+        feature_gates: features.gates.non_default().clone(),
         pod: cycle.pod.key.clone(),
         profile: env.framework.profile_name.clone(),
         pre_enqueue,

@@ -38,6 +38,7 @@ pub fn render(e: &Explanation) -> String {
 
 pub fn render_with(e: &Explanation, mode: NodeRows) -> String {
     let mut out = String::new();
+    let _ = writeln!(out, "{}\n", e.semantics);
     let _ = writeln!(out, "{}", verdict(e));
     if e.prefilter.is_none() {
         out.push('\n');

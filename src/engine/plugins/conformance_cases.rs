@@ -47,8 +47,12 @@ pub fn load(id: &str) -> Case {
     } else {
         crate::config::default_configuration()
     };
-    let framework = Framework::new(&crate::plugins::registry::in_tree(), &cfg.profiles[0])
-        .expect("the case's profile builds");
+    let framework = Framework::new(
+        &crate::plugins::registry::in_tree(),
+        &cfg.profiles[0],
+        &cfg.features,
+    )
+    .expect("the case's profile builds");
     let expected: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("expected.json")).expect("expected.json"),
     )

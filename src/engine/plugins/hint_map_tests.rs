@@ -25,8 +25,9 @@ fn fwk() -> Framework {
         None,
         &Plugins::default(),
         vec![],
+        &Default::default(),
     );
-    match Framework::new(&in_tree(), &profile) {
+    match Framework::new(&in_tree(), &profile, &Default::default()) {
         Ok(f) => f,
         Err(e) => panic!("default profile: {e}"),
     }

@@ -34,7 +34,7 @@ pub fn minimal_framework() -> Framework {
         },
         plugin_config: Vec::new(),
     };
-    match Framework::new(&in_tree(), &profile) {
+    match Framework::new(&in_tree(), &profile, &Default::default()) {
         Ok(f) => f,
         Err(e) => unreachable!("the minimal profile is valid: {e}"),
     }
@@ -46,6 +46,9 @@ mod tests {
     use crate::config::{PLUGINS_WITH_ARGS, PluginArgs};
     use crate::framework::factory::FactoryContext;
 
+    static FEATURES: std::sync::LazyLock<crate::framework::features::Features> =
+        std::sync::LazyLock::new(Default::default);
+
     fn build(name: &str, args: Option<&PluginArgs>) -> Result<(), String> {
         let factory = in_tree()
             .get(name)
@@ -53,6 +56,7 @@ mod tests {
         let ctx = FactoryContext {
             args,
             profile_name: "default-scheduler",
+            features: &FEATURES,
         };
         factory(&ctx).map(drop).map_err(|e| e.to_string())
     }
@@ -60,14 +64,14 @@ mod tests {
     #[test]
     fn each_plugin_with_args_reads_its_own_and_refuses_others() {
         for name in PLUGINS_WITH_ARGS {
-            let own = PluginArgs::default_for(name).expect("an args type");
+            let own = PluginArgs::default_for(name, &FEATURES).expect("an args type");
             assert_eq!(build(name, None), Ok(()), "{name} without args");
             assert_eq!(build(name, Some(&own)), Ok(()), "{name} with its defaults");
             // Another plugin's args: the factory names its own args kind.
             let other = if name == "VolumeBinding" {
-                PluginArgs::default_for("DefaultPreemption")
+                PluginArgs::default_for("DefaultPreemption", &FEATURES)
             } else {
-                PluginArgs::default_for("VolumeBinding")
+                PluginArgs::default_for("VolumeBinding", &FEATURES)
             };
             let err = build(name, other.as_ref()).expect_err(name);
             let kind = own.kind().unwrap_or_default();

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::features::Gate;
 use crate::framework::batch::BatchProbe;
 use crate::framework::cycle::{CycleOutcome, Detail, Phase, SchedulingCycle};
 use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
@@ -954,10 +955,19 @@ impl Attempt {
         self.stage = Stage::PreBind(0);
     }
 
-    /// The binding cycle's start (NominatedNodeNameForExpectation, on in v1.35): PreBind's
-    /// pre-flight runs, and a pod that will wait at Permit or has PreBind work is nominated
-    /// to its node, so that others (an autoscaler) see where it is about to go.
+    /// The binding cycle's start, with NominatedNodeNameForExpectation (on from 1.35):
+    /// PreBind's pre-flight runs, and a pod that will wait at Permit or has PreBind work is
+    /// nominated to its node, so that others (an autoscaler) see where it is about to go.
+    /// Without the gate nothing happens here.
     fn start_binding_cycle(&mut self, core: &mut Core, waits: bool, out: &mut Vec<StepEvent>) {
+        if !core
+            .sched
+            .config
+            .features
+            .enabled(Gate::NominatedNodeNameForExpectation)
+        {
+            return;
+        }
         self.pre_bind_preflight(core);
         let pre_bind: Vec<&str> = core.sched.frameworks[self.profile]
             .plugins(ExtensionPoint::PreBind)
@@ -1023,7 +1033,9 @@ impl Attempt {
             .plugin
             .as_pre_bind()
             .is_some_and(|p| p.nothing_to_bind(&self.cycle.state));
-        if self.skip_pre_bind.contains(&e.name) && silent {
+        // Nothing to bind is what the pre-flight would skip; without the pre-flight (its
+        // gate off) the plugin returns at once all the same.
+        if silent {
             self.stage = Stage::PreBind(i + 1);
             return;
         }

@@ -12,6 +12,7 @@ use crate::cluster::ClusterState;
 use crate::config::KubeSchedulerConfiguration;
 use crate::config::{ConfigError, FieldPath, PluginArgs, Profile};
 use crate::extender;
+use crate::features::Gate;
 use crate::framework::batch::{BatchProbe, CycleResult, OpportunisticBatch};
 use crate::framework::cycle::{CycleEnv, CycleOutcome, Detail, SchedulingCycle};
 use crate::framework::extender::{Extender, ExtenderError};
@@ -103,7 +104,7 @@ pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>,
                 return Err(config.locate_errors(errs).into());
             }
         }
-        let f = Framework::new(&reg, p).map_err(|e| SetupError::Profile {
+        let f = Framework::new(&reg, p, &config.features).map_err(|e| SetupError::Profile {
             location: config.profile_error_location(
                 i,
                 e.plugin(),
@@ -280,6 +281,9 @@ impl Scheduler {
         cycle_count: u64,
         pod: &PodInfo,
     ) -> Option<BatchProbe> {
+        if !self.config.features.enabled(Gate::OpportunisticBatching) {
+            return None;
+        }
         let mut probe = self.batches.get(profile)?.probe(cycle_count);
         if let Some(log) = &self.scheduler_log {
             probe.logged = log.hint_taken(&pod.key).map(|h| h.map(str::to_string));

@@ -1,25 +1,15 @@
 //! Arguments of the in-tree plugins that have an args type, with upstream's defaults
-//! (`types_pluginargs.go`, `v1/defaults.go`), at the v1.35 feature-gate defaults.
+//! (`types_pluginargs.go`, `v1/defaults.go`).
 //!
-//! `Default` for each args type is what upstream appends for an enabled plugin that has no
+//! `Default` for each args type is the args before gate-dependent defaulting;
+//! `defaulted(features)` is what upstream appends for an enabled plugin that has no
 //! `pluginConfig` entry.
 
 use k8s_openapi::api::core::v1::{NodeAffinity, TopologySpreadConstraint};
 use serde::{Serialize, Serializer};
 
 use super::duration::Duration;
-
-/// Feature gates at their v1.35 defaults that change args defaulting or validation.
-pub mod gates {
-    /// `StorageCapacityScoring` (alpha, off): VolumeBinding `shape` is forbidden and not defaulted.
-    pub const STORAGE_CAPACITY_SCORING: bool = false;
-    /// `DRASchedulerFilterTimeout` (beta, on): DynamicResources `filterTimeout` defaults to 10s.
-    pub const DRA_SCHEDULER_FILTER_TIMEOUT: bool = true;
-    /// `DRADeviceBindingConditions` (alpha, off).
-    pub const DRA_DEVICE_BINDING_CONDITIONS: bool = false;
-    /// `DRAResourceClaimDeviceStatus` (beta, on).
-    pub const DRA_RESOURCE_CLAIM_DEVICE_STATUS: bool = true;
-}
+use crate::features::{Features, Gate};
 
 /// `MaxCustomPriorityScore`: the top of a utilization shape's score axis.
 pub const MAX_CUSTOM_PRIORITY_SCORE: i32 = 10;
@@ -58,6 +48,13 @@ pub trait TypedArgs: Clone + Default {
     /// The kind upstream names in its errors (`NodeResourcesFitArgs`).
     const KIND: &'static str;
     fn of(args: &PluginArgs) -> Option<&Self>;
+    /// The args upstream gives an enabled plugin without a `pluginConfig` entry.
+    fn defaulted(features: &Features) -> Self {
+        let plugin = Self::KIND.trim_end_matches("Args");
+        PluginArgs::default_for(plugin, features)
+            .and_then(|a| Self::of(&a).cloned())
+            .unwrap_or_default()
+    }
 }
 
 macro_rules! typed_args {
@@ -87,7 +84,14 @@ typed_args! {
 
 impl PluginArgs {
     /// The defaulted args of a plugin that has an args type, or `None` for other plugins.
-    pub fn default_for(plugin: &str) -> Option<PluginArgs> {
+    pub fn default_for(plugin: &str, features: &Features) -> Option<PluginArgs> {
+        let mut a = PluginArgs::undefaulted(plugin)?;
+        a.set_defaults(features);
+        Some(a)
+    }
+
+    /// The args before gate-dependent defaulting (`set_defaults` completes them).
+    pub(crate) fn undefaulted(plugin: &str) -> Option<PluginArgs> {
         Some(match plugin {
             "DefaultPreemption" => PluginArgs::DefaultPreemption(Default::default()),
             "DynamicResources" => PluginArgs::DynamicResources(Default::default()),
@@ -125,12 +129,13 @@ impl PluginArgs {
 
     /// Applies the defaults that upstream's `SetDefaults_<Kind>` applies to an already
     /// decoded object (list- and zero-based rules; unset scalars were filled at decoding).
-    pub fn set_defaults(&mut self) {
+    pub fn set_defaults(&mut self, features: &Features) {
         match self {
             PluginArgs::NodeResourcesBalancedAllocation(a) => a.set_defaults(),
             PluginArgs::NodeResourcesFit(a) => a.set_defaults(),
             PluginArgs::PodTopologySpread(a) => a.set_defaults(),
-            PluginArgs::VolumeBinding(a) => a.set_defaults(),
+            PluginArgs::VolumeBinding(a) => a.set_defaults(features),
+            PluginArgs::DynamicResources(a) => a.set_defaults(features),
             _ => {}
         }
     }
@@ -474,18 +479,18 @@ pub struct VolumeBindingArgs {
 
 impl Default for VolumeBindingArgs {
     fn default() -> Self {
-        let mut a = VolumeBindingArgs {
+        VolumeBindingArgs {
             bind_timeout_seconds: 600,
             shape: None,
-        };
-        a.set_defaults();
-        a
+        }
     }
 }
 
 impl VolumeBindingArgs {
-    pub fn set_defaults(&mut self) {
-        if gates::STORAGE_CAPACITY_SCORING && self.shape.as_ref().is_none_or(|s| s.is_empty()) {
+    pub fn set_defaults(&mut self, features: &Features) {
+        if features.enabled(Gate::StorageCapacityScoring)
+            && self.shape.as_ref().is_none_or(|s| s.is_empty())
+        {
             self.shape = Some(vec![
                 UtilizationShapePoint {
                     utilization: 0,
@@ -501,13 +506,14 @@ impl VolumeBindingArgs {
 }
 
 /// `DynamicResourcesArgs`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DynamicResourcesArgs {
-    /// Default 10s (DRASchedulerFilterTimeout is on); zero disables the timeout.
+    /// Default 10s when DRASchedulerFilterTimeout is on; zero disables the timeout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub filter_timeout: Option<Duration>,
-    /// Not defaulted in 1.35 (DRADeviceBindingConditions is off); setting it is an error.
+    /// Default 10m when DRADeviceBindingConditions and DRAResourceClaimDeviceStatus are on;
+    /// setting it otherwise is an error (and in 1.34, an unknown field).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub binding_timeout: Option<Duration>,
 }
@@ -517,14 +523,21 @@ pub const DYNAMIC_RESOURCES_FILTER_TIMEOUT_DEFAULT: Duration = Duration::from_se
 /// `DynamicResourcesBindingTimeoutDefault`.
 pub const DYNAMIC_RESOURCES_BINDING_TIMEOUT_DEFAULT: Duration = Duration::from_secs(600);
 
-impl Default for DynamicResourcesArgs {
-    fn default() -> Self {
-        DynamicResourcesArgs {
-            filter_timeout: gates::DRA_SCHEDULER_FILTER_TIMEOUT
-                .then_some(DYNAMIC_RESOURCES_FILTER_TIMEOUT_DEFAULT),
-            binding_timeout: (gates::DRA_DEVICE_BINDING_CONDITIONS
-                && gates::DRA_RESOURCE_CLAIM_DEVICE_STATUS)
-                .then_some(DYNAMIC_RESOURCES_BINDING_TIMEOUT_DEFAULT),
+impl DynamicResourcesArgs {
+    /// `SetDefaults_DynamicResourcesArgs`: each timeout its gate turns on, when not given.
+    pub fn set_defaults(&mut self, features: &Features) {
+        if self.filter_timeout.is_none() && features.enabled(Gate::DRASchedulerFilterTimeout) {
+            self.filter_timeout = Some(DYNAMIC_RESOURCES_FILTER_TIMEOUT_DEFAULT);
+        }
+        if self.binding_timeout.is_none() && binding_timeout_enabled(features) {
+            self.binding_timeout = Some(DYNAMIC_RESOURCES_BINDING_TIMEOUT_DEFAULT);
         }
     }
+}
+
+/// Whether `bindingTimeout` is a setting (both gates on), as upstream's defaulting and
+/// validation ask.
+pub fn binding_timeout_enabled(features: &Features) -> bool {
+    features.enabled(Gate::DRADeviceBindingConditions)
+        && features.enabled(Gate::DRAResourceClaimDeviceStatus)
 }

@@ -18,6 +18,7 @@ use super::duration::Duration;
 use super::field::{FieldPath, go_quote};
 use super::node::{Node, Pos, Value};
 use super::types::*;
+use crate::features::{Features, Semantics};
 
 /// The scheme name upstream prints in "no kind is registered" errors.
 const SCHEME_NAME: &str = "pkg/scheduler/apis/config/scheme/scheme.go:29";
@@ -42,8 +43,11 @@ pub struct DecodedProfile {
 }
 
 /// Decodes a whole document. Returns every decoding error found.
-pub fn decode(root: &Node) -> Result<Decoded, Vec<DecodeError>> {
-    let mut d = Dec::default();
+pub fn decode(root: &Node, features: &Features) -> Result<Decoded, Vec<DecodeError>> {
+    let mut d = Dec {
+        semantics: features.semantics,
+        ..Dec::default()
+    };
     let api_version = d.type_meta(root)?;
     let mut cfg = KubeSchedulerConfiguration {
         api_version,
@@ -73,6 +77,7 @@ pub fn decode(root: &Node) -> Result<Decoded, Vec<DecodeError>> {
         extenders: Vec::new(),
         delay_cache_until_active: false,
         source: SourceMap::default(),
+        features: features.clone(),
     };
     let mut profiles = Vec::new();
     let mut leader_elect: Option<bool> = None;
@@ -156,6 +161,8 @@ fn set<T>(slot: &mut T, v: Option<T>) {
 
 #[derive(Default)]
 struct Dec {
+    /// What the version's schema has (fields that exist only from some version on).
+    semantics: Semantics,
     errors: Vec<DecodeError>,
     positions: BTreeMap<FieldPath, Pos>,
     plugin_names: Vec<(FieldPath, String)>,
@@ -679,7 +686,7 @@ impl Dec {
         path: &FieldPath,
         api: ApiVersion,
     ) -> PluginArgs {
-        let Some(mut args) = PluginArgs::default_for(name) else {
+        let Some(mut args) = PluginArgs::undefaulted(name) else {
             // Out-of-tree, or a plugin without args: kept raw.
             return PluginArgs::Other(node.map(Node::to_json).unwrap_or(serde_json::Value::Null));
         };
@@ -993,8 +1000,13 @@ impl Dec {
         path: &FieldPath,
         a: &mut DynamicResourcesArgs,
     ) {
-        let known = ["apiVersion", "kind", "filterTimeout", "bindingTimeout"];
-        for (k, v) in self.fields(node, path, &known).unwrap_or_default() {
+        // `bindingTimeout` is a field from 1.35 on; before, strict decoding refuses it.
+        let known: &[&str] = if self.semantics.dynamic_resources_binding_timeout_field {
+            &["apiVersion", "kind", "filterTimeout", "bindingTimeout"]
+        } else {
+            &["apiVersion", "kind", "filterTimeout"]
+        };
+        for (k, v) in self.fields(node, path, known).unwrap_or_default() {
             let p = path.child(k);
             match k {
                 "filterTimeout" => {

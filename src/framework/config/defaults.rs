@@ -5,11 +5,12 @@
 use super::args::PluginArgs;
 use super::decode::{Decoded, DecodedProfile};
 use super::types::*;
+use crate::features::{Features, Gate};
 
-/// The default `multiPoint` set of v1.35 with its feature gates at their defaults:
-/// the 18 base plugins, with DynamicResources (weight 2) inserted before DefaultPreemption
-/// because DynamicResourceAllocation is on (NodeDeclaredFeatures and GangScheduling are off).
-pub fn default_plugins() -> Plugins {
+/// The default `multiPoint` set (`getDefaultPlugins`): the 18 base plugins, then what the
+/// feature gates add (`applyFeatureGates`): NodeDeclaredFeatures at the end,
+/// DynamicResources (weight 2) before DefaultPreemption, GangScheduling at the end.
+pub fn default_plugins(features: &Features) -> Plugins {
     let mut enabled = vec![
         PluginRef::new("SchedulingGates", 0),
         PluginRef::new("PrioritySort", 0),
@@ -30,10 +31,18 @@ pub fn default_plugins() -> Plugins {
         PluginRef::new("ImageLocality", 1),
         PluginRef::new("DefaultBinder", 0),
     ];
-    // DynamicResourceAllocation (GA, on): deallocating an idle claim in PostFilter is
-    // preferred over evicting pods, so DynamicResources goes before DefaultPreemption.
-    if let Some(i) = enabled.iter().position(|p| p.name == "DefaultPreemption") {
+    if features.enabled(Gate::NodeDeclaredFeatures) {
+        enabled.push(PluginRef::new("NodeDeclaredFeatures", 0));
+    }
+    // Deallocating an idle claim in PostFilter is preferred over evicting pods, so
+    // DynamicResources goes before DefaultPreemption.
+    if features.enabled(Gate::DynamicResourceAllocation)
+        && let Some(i) = enabled.iter().position(|p| p.name == "DefaultPreemption")
+    {
         enabled.insert(i, PluginRef::new("DynamicResources", 2));
+    }
+    if features.enabled(Gate::GangScheduling) {
+        enabled.push(PluginRef::new("GangScheduling", 0));
     }
     Plugins {
         multi_point: PluginSet {
@@ -98,16 +107,17 @@ pub fn default_profile(
     percentage: Option<i32>,
     plugins: &Plugins,
     mut plugin_config: Vec<PluginConfig>,
+    features: &Features,
 ) -> Profile {
-    let plugins = merge_plugins(&default_plugins(), plugins);
+    let plugins = merge_plugins(&default_plugins(features), plugins);
     for pc in &mut plugin_config {
-        pc.args.set_defaults();
+        pc.args.set_defaults(features);
     }
     for name in plugins.enabled_names() {
         if plugin_config.iter().any(|pc| pc.name == name) {
             continue;
         }
-        if let Some(args) = PluginArgs::default_for(&name) {
+        if let Some(args) = PluginArgs::default_for(&name, features) {
             plugin_config.push(PluginConfig { name, args });
         }
     }
@@ -139,6 +149,7 @@ pub fn set_defaults(decoded: Decoded) -> KubeSchedulerConfiguration {
     if profiles.len() == 1 && profiles[0].scheduler_name.is_none() {
         profiles[0].scheduler_name = Some(DEFAULT_SCHEDULER_NAME.to_string());
     }
+    let features = config.features.clone();
     config.profiles = profiles
         .into_iter()
         .map(|p| {
@@ -147,6 +158,7 @@ pub fn set_defaults(decoded: Decoded) -> KubeSchedulerConfiguration {
                 p.percentage_of_nodes_to_score,
                 &p.plugins,
                 p.plugin_config,
+                &features,
             )
         })
         .collect();

@@ -1,11 +1,12 @@
-//! `KubeSchedulerConfiguration`: decoding, defaulting and validation as kube-scheduler v1.35
-//! does them.
+//! `KubeSchedulerConfiguration`: decoding, defaulting and validation as kube-scheduler does
+//! them at a version and feature gates (`Features`); the result carries them.
 //!
-//! * [`parse_str`] / [`load_file`] read `kubescheduler.config.k8s.io/v1` (or `v1beta3`,
+//! * [`parse_str_for`] / [`load_file_for`] read `kubescheduler.config.k8s.io/v1` (or `v1beta3`,
 //!   removed upstream in 1.29 and accepted here as the same schema) from YAML or JSON,
 //!   decode strictly (unknown and duplicate fields are errors), apply upstream's defaults
 //!   (the default plugin set merged with the user's, default plugin args) and validate.
-//! * [`default_configuration`] is what kube-scheduler runs with when given no `--config`.
+//! * [`default_configuration_for`] is what kube-scheduler runs with when given no `--config`.
+//! * The forms without `_for` use `Features::default()` (v1.35 at its default gates).
 //! * Errors name the file, the line and column when known, and the field path.
 
 pub mod args;
@@ -20,6 +21,8 @@ pub mod validation;
 
 use std::path::Path;
 
+use crate::features::Features;
+
 pub use args::*;
 pub use defaults::{default_plugins, merge_plugin_set, merge_plugins};
 pub use duration::Duration;
@@ -29,18 +32,33 @@ pub use node::Pos;
 pub use types::*;
 pub use validation::{validate, validate_node_resources_fit_args};
 
-/// The configuration kube-scheduler v1.35 uses when started without `--config`: an empty
-/// v1 configuration, defaulted.
+/// `default_configuration_for` v1.35 at its default gates.
 pub fn default_configuration() -> KubeSchedulerConfiguration {
-    parse_str(
+    default_configuration_for(&Features::default())
+}
+
+/// The configuration kube-scheduler uses when started without `--config`: an empty v1
+/// configuration, defaulted for `features`.
+pub fn default_configuration_for(features: &Features) -> KubeSchedulerConfiguration {
+    parse_str_for(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n",
         "<default>",
+        features,
     )
     .expect("the empty configuration is valid")
 }
 
-/// Reads, decodes, defaults and validates a configuration file (YAML or JSON).
+/// `load_file_for` v1.35 at its default gates.
 pub fn load_file(path: &Path) -> Result<KubeSchedulerConfiguration, ConfigError> {
+    load_file_for(path, &Features::default())
+}
+
+/// Reads, decodes, defaults and validates a configuration file (YAML or JSON) for
+/// `features`.
+pub fn load_file_for(
+    path: &Path,
+    features: &Features,
+) -> Result<KubeSchedulerConfiguration, ConfigError> {
     let name = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|error| ConfigError::Io {
         file: name.clone(),
@@ -66,18 +84,27 @@ pub fn load_file(path: &Path) -> Result<KubeSchedulerConfiguration, ConfigError>
         pos: Pos::default(),
         message: format!("not UTF-8 text: {e}"),
     })?;
-    parse_str(&text, &name)
+    parse_str_for(&text, &name, features)
 }
 
-/// Decodes, defaults and validates a configuration given as text (YAML or JSON).
-/// `source` names it in errors (usually the file name).
+/// `parse_str_for` v1.35 at its default gates.
 pub fn parse_str(text: &str, source: &str) -> Result<KubeSchedulerConfiguration, ConfigError> {
+    parse_str_for(text, source, &Features::default())
+}
+
+/// Decodes, defaults and validates a configuration given as text (YAML or JSON) as the
+/// scheduler of `features` does. `source` names it in errors (usually the file name).
+pub fn parse_str_for(
+    text: &str,
+    source: &str,
+    features: &Features,
+) -> Result<KubeSchedulerConfiguration, ConfigError> {
     let root = node::parse(text).map_err(|e| ConfigError::Syntax {
         file: source.to_string(),
         pos: e.pos,
         message: e.message,
     })?;
-    let decoded = decode::decode(&root).map_err(|errors| ConfigError::Decode {
+    let decoded = decode::decode(&root, features).map_err(|errors| ConfigError::Decode {
         file: source.to_string(),
         errors,
     })?;

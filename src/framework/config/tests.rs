@@ -59,7 +59,7 @@ const DEFAULT_MULTIPOINT: [(&str, i32); 19] = [
 
 #[test]
 fn default_plugins_are_the_19_of_v1_35() {
-    let p = default_plugins();
+    let p = default_plugins(&Default::default());
     assert_eq!(names(&p.multi_point), expect(&DEFAULT_MULTIPOINT));
     for point in ExtensionPoint::ALL {
         if point != ExtensionPoint::MultiPoint {
@@ -87,7 +87,7 @@ fn empty_config_gets_upstream_defaults() {
     let p = &c.profiles[0];
     assert_eq!(p.scheduler_name, "default-scheduler");
     assert_eq!(p.percentage_of_nodes_to_score, None);
-    assert_eq!(p.plugins, default_plugins());
+    assert_eq!(p.plugins, default_plugins(&Default::default()));
     // Default args for every enabled plugin with an args type, in name order.
     let pc: Vec<&str> = p.plugin_config.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(
@@ -104,7 +104,10 @@ fn empty_config_gets_upstream_defaults() {
         ]
     );
     for c in &p.plugin_config {
-        assert_eq!(Some(&c.args), PluginArgs::default_for(&c.name).as_ref());
+        assert_eq!(
+            Some(&c.args),
+            PluginArgs::default_for(&c.name, &Default::default()).as_ref()
+        );
     }
     assert_eq!(parse(""), c);
     assert_eq!(parse("profiles: []\n"), c);
@@ -163,12 +166,51 @@ fn args_defaults() {
             shape: None
         }
     );
+    let dra = |v| DynamicResourcesArgs::defaulted(&crate::features::Features::version(v));
+    use crate::features::KubeVersion::*;
     assert_eq!(
-        DynamicResourcesArgs::default(),
+        dra(V1_35),
         DynamicResourcesArgs {
             filter_timeout: Some(Duration::from_secs(10)),
             binding_timeout: None
         }
+    );
+    // 1.36 turns DRADeviceBindingConditions on, so bindingTimeout gets its default.
+    assert_eq!(
+        dra(V1_36),
+        DynamicResourcesArgs {
+            filter_timeout: Some(Duration::from_secs(10)),
+            binding_timeout: Some(Duration::from_secs(600))
+        }
+    );
+}
+
+#[test]
+fn a_version_decodes_defaults_and_validates_as_its_scheduler() {
+    use crate::features::{Features, KubeVersion::*};
+    let text = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: DynamicResources\n    args:\n      bindingTimeout: 5m\n";
+    // 1.34 has no such field: strict decoding refuses it.
+    let e = parse_str_for(text, "c.yaml", &Features::version(V1_34)).unwrap_err();
+    assert!(e.to_string().contains("bindingTimeout"), "{e}");
+    // 1.35: a field whose gates are off.
+    let e = parse_str_for(text, "c.yaml", &Features::version(V1_35)).unwrap_err();
+    assert!(e.to_string().contains("feature gate is disabled"), "{e}");
+    // 1.36: its gates are on.
+    let c = parse_str_for(text, "c.yaml", &Features::version(V1_36)).unwrap();
+    assert_eq!(c.features.kube_version(), V1_36);
+    let names = |v| {
+        default_configuration_for(&Features::version(v)).profiles[0]
+            .plugins
+            .multi_point
+            .enabled
+            .iter()
+            .map(|p| p.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert!(!names(V1_35).contains(&"NodeDeclaredFeatures".to_string()));
+    assert_eq!(
+        names(V1_36).last().map(String::as_str),
+        Some("NodeDeclaredFeatures")
     );
 }
 
@@ -939,7 +981,7 @@ fn v1beta3_is_accepted() {
     let text = "apiVersion: kubescheduler.config.k8s.io/v1beta3\nkind: KubeSchedulerConfiguration\nprofiles:\n- pluginConfig:\n  - name: InterPodAffinity\n    args:\n      apiVersion: kubescheduler.config.k8s.io/v1beta3\n      kind: InterPodAffinityArgs\n      hardPodAffinityWeight: 5\n";
     let c = parse_str(text, "s.yaml").unwrap();
     assert_eq!(c.api_version, ApiVersion::V1Beta3);
-    assert_eq!(c.profiles[0].plugins, default_plugins());
+    assert_eq!(c.profiles[0].plugins, default_plugins(&Default::default()));
     assert_eq!(
         args_of(&c, "InterPodAffinity"),
         &PluginArgs::InterPodAffinity(InterPodAffinityArgs {

@@ -146,6 +146,10 @@ pub struct KubeSchedulerConfiguration {
     pub delay_cache_until_active: bool,
     #[serde(skip)]
     pub source: SourceMap,
+    /// The Kubernetes version and feature gates it was defaulted and validated for, and
+    /// that the scheduler built from it follows.
+    #[serde(skip)]
+    pub features: crate::features::Features,
 }
 
 impl KubeSchedulerConfiguration {

@@ -1,5 +1,6 @@
 //! Validation of a defaulted configuration (`validation/validation.go` and
-//! `validation/validation_pluginargs.go` of v1.35), with upstream's field paths and messages.
+//! `validation/validation_pluginargs.go`), with upstream's field paths and messages; what a
+//! feature gate changes follows the configuration's `features`.
 
 use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm};
 use serde_json::json;
@@ -9,6 +10,7 @@ use super::field::{
     BadValue, FieldError, FieldPath, is_qualified_name, is_valid_label_value, validate_label_name,
 };
 use super::types::*;
+use crate::features::{Features, Gate};
 
 /// Plugins removed from the scheduler, rejected with the version they became invalid in.
 const INVALID_PLUGINS_BY_VERSION: [(&str, &[&str]); 1] = [(
@@ -127,7 +129,12 @@ pub fn validate(cc: &KubeSchedulerConfiguration) -> Vec<FieldError> {
         let mut seen: Vec<&str> = Vec::new();
         for (i, profile) in cc.profiles.iter().enumerate() {
             let path = profiles_path.index(i);
-            errs.extend(validate_profile(&path, cc.api_version.as_str(), profile));
+            errs.extend(validate_profile(
+                &path,
+                cc.api_version.as_str(),
+                profile,
+                &cc.features,
+            ));
             if let Some(first) = seen
                 .iter()
                 .position(|n| *n == profile.scheduler_name.as_str())
@@ -185,7 +192,12 @@ fn validate_percentage(path: FieldPath, v: Option<i32>) -> Option<FieldError> {
     }
 }
 
-fn validate_profile(path: &FieldPath, api_version: &str, profile: &Profile) -> Vec<FieldError> {
+fn validate_profile(
+    path: &FieldPath,
+    api_version: &str,
+    profile: &Profile,
+    features: &Features,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if profile.scheduler_name.is_empty() {
         errs.push(FieldError::required(path.child("schedulerName"), ""));
@@ -196,7 +208,7 @@ fn validate_profile(path: &FieldPath, api_version: &str, profile: &Profile) -> V
     ) {
         errs.push(e);
     }
-    errs.extend(validate_plugin_config(path, api_version, profile));
+    errs.extend(validate_plugin_config(path, api_version, profile, features));
     errs
 }
 
@@ -204,6 +216,7 @@ fn validate_plugin_config(
     path: &FieldPath,
     api_version: &str,
     profile: &Profile,
+    features: &Features,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     // Removed plugins at each explicit extension point (multiPoint is not checked upstream).
@@ -274,10 +287,10 @@ fn validate_plugin_config(
                 errs.extend(validate_pod_topology_spread_args(&args_path, a))
             }
             ("VolumeBinding", PluginArgs::VolumeBinding(a)) => {
-                errs.extend(validate_volume_binding_args(&args_path, a))
+                errs.extend(validate_volume_binding_args(&args_path, a, features))
             }
             ("DynamicResources", PluginArgs::DynamicResources(a)) => {
-                errs.extend(validate_dynamic_resources_args(&args_path, a))
+                errs.extend(validate_dynamic_resources_args(&args_path, a, features))
             }
             (_, args) => errs.push(FieldError::invalid(
                 args_path,
@@ -771,8 +784,12 @@ pub fn validate_node_affinity_args(path: &FieldPath, a: &NodeAffinityArgs) -> Ve
     errs
 }
 
-/// `ValidateVolumeBindingArgs` with StorageCapacityScoring at its 1.35 default (off).
-pub fn validate_volume_binding_args(path: &FieldPath, a: &VolumeBindingArgs) -> Vec<FieldError> {
+/// `ValidateVolumeBindingArgs`: `shape` only with StorageCapacityScoring.
+pub fn validate_volume_binding_args(
+    path: &FieldPath,
+    a: &VolumeBindingArgs,
+    features: &Features,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if a.bind_timeout_seconds < 0 {
         errs.push(FieldError::invalid(
@@ -781,7 +798,7 @@ pub fn validate_volume_binding_args(path: &FieldPath, a: &VolumeBindingArgs) -> 
             "invalid BindTimeoutSeconds, should not be a negative value",
         ));
     }
-    if gates::STORAGE_CAPACITY_SCORING {
+    if features.enabled(Gate::StorageCapacityScoring) {
         errs.extend(validate_function_shape(
             a.shape.as_deref().unwrap_or(&[]),
             &path.child("shape"),
@@ -839,13 +856,14 @@ pub fn validate_node_resources_fit_args(
     errs
 }
 
-/// `ValidateDynamicResourcesArgs` with the 1.35 gate defaults.
+/// `ValidateDynamicResourcesArgs`: each timeout only with its gates.
 pub fn validate_dynamic_resources_args(
     path: &FieldPath,
     a: &DynamicResourcesArgs,
+    features: &Features,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if gates::DRA_SCHEDULER_FILTER_TIMEOUT {
+    if features.enabled(Gate::DRASchedulerFilterTimeout) {
         if let Some(t) = a.filter_timeout.filter(|t| t.nanos < 0) {
             errs.push(FieldError::invalid(
                 path.child("filterTimeout"),
@@ -859,7 +877,7 @@ pub fn validate_dynamic_resources_args(
             "DRASchedulingFilterTimeout feature gate is disabled",
         ));
     }
-    if gates::DRA_DEVICE_BINDING_CONDITIONS && gates::DRA_RESOURCE_CLAIM_DEVICE_STATUS {
+    if binding_timeout_enabled(features) {
         if let Some(t) = a.binding_timeout.filter(|t| t.nanos < 1_000_000_000) {
             errs.push(FieldError::invalid(
                 path.child("bindingTimeout"),

@@ -31,8 +31,9 @@ fn fwk() -> Framework {
         None,
         &Plugins::default(),
         vec![],
+        &Default::default(),
     );
-    match Framework::new(&in_tree(), &profile) {
+    match Framework::new(&in_tree(), &profile, &Default::default()) {
         Ok(f) => f,
         Err(e) => panic!("default profile: {e}"),
     }
@@ -755,8 +756,14 @@ fn out_of_tree_plugins_register_their_own_events() {
         .filter
         .enabled
         .push(crate::config::PluginRef::new("GroupGate", 0));
-    let profile = default_profile("default-scheduler".into(), None, &plugins, vec![]);
-    let f = match Framework::new(&registry, &profile) {
+    let profile = default_profile(
+        "default-scheduler".into(),
+        None,
+        &plugins,
+        vec![],
+        &Default::default(),
+    );
+    let f = match Framework::new(&registry, &profile, &Default::default()) {
         Ok(f) => f,
         Err(e) => panic!("profile with GroupGate: {e}"),
     };
@@ -979,7 +986,8 @@ fn pods_are_judged_by_their_own_profile() {
     plugins.multi_point.disabled = vec![crate::config::PluginRef::new(FIT, 0)];
     let other = Framework::new(
         &in_tree(),
-        &default_profile("other".into(), None, &plugins, vec![]),
+        &default_profile("other".into(), None, &plugins, vec![], &Default::default()),
+        &Default::default(),
     )
     .unwrap();
     let frameworks = [default.clone(), other.clone()];

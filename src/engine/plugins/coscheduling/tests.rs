@@ -616,7 +616,11 @@ profiles:
 ";
     let cfg = crate::config::parse_str(yaml, "gang.yaml").unwrap();
     let fwk =
-        crate::framework::Framework::new(&crate::plugins::registry::in_tree(), &cfg.profiles[0])
+        crate::framework::Framework::new(
+            &crate::plugins::registry::in_tree(),
+            &cfg.profiles[0],
+            &cfg.features,
+        )
             .unwrap();
     use crate::framework::ExtensionPoint as P;
     let names = |ep| -> Vec<&str> { fwk.plugins(ep).iter().map(|e| e.name).collect() };
@@ -651,7 +655,11 @@ profiles:
     let bad = yaml.replace("podGroupBackoffSeconds: 5", "podGroupBackoffSeconds: -5");
     let cfg = crate::config::parse_str(&bad, "gang.yaml").unwrap();
     let err =
-        crate::framework::Framework::new(&crate::plugins::registry::in_tree(), &cfg.profiles[0])
+        crate::framework::Framework::new(
+            &crate::plugins::registry::in_tree(),
+            &cfg.profiles[0],
+            &cfg.features,
+        )
             .err()
             .unwrap();
     assert_eq!(

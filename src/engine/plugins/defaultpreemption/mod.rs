@@ -483,7 +483,7 @@ mod tests {
                 .enabled
                 .retain(|p| known.contains(&p.name.as_str()));
         }
-        Framework::new(&registry, &profile).expect("valid profile")
+        Framework::new(&registry, &profile, &Default::default()).expect("valid profile")
     }
 
     fn default_framework() -> Framework {
@@ -1246,9 +1246,11 @@ mod tests {
     #[test]
     fn factory_reads_and_validates_args() {
         let factory = in_tree().get(NAME).expect("registered");
+        let features = crate::framework::features::Features::default();
         let ctx = |args| crate::framework::profile::FactoryContext {
             args,
             profile_name: "default-scheduler",
+            features: &features,
         };
         assert!(factory(&ctx(None)).is_ok());
         let good = config::PluginArgs::DefaultPreemption(config::DefaultPreemptionArgs {

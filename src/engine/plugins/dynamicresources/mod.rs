@@ -21,17 +21,22 @@ pub mod objects;
 mod state;
 
 /// Built from the profile's `DynamicResourcesArgs` (the defaults without them): its
-/// `filterTimeout`, when the feature gate is on and the timeout is not zero.
+/// `filterTimeout`, when the feature gate is on and the timeout is not zero; and Score
+/// only where the version has it.
 pub fn factory(
     ctx: &crate::framework::factory::FactoryContext,
 ) -> crate::framework::factory::Built {
     let args: crate::config::DynamicResourcesArgs = ctx.args()?;
+    let gate = ctx
+        .features
+        .enabled(crate::features::Gate::DRASchedulerFilterTimeout);
     let filter_timeout = args
         .filter_timeout
-        .filter(|t| crate::config::gates::DRA_SCHEDULER_FILTER_TIMEOUT && !t.is_zero())
+        .filter(|t| gate && !t.is_zero())
         .and_then(|t| t.to_std());
     Ok(Arc::new(DynamicResources {
         filter_timeout,
+        without_score: !ctx.features.semantics.dynamic_resources_score,
         ..Default::default()
     }))
 }
@@ -76,6 +81,8 @@ pub struct DynamicResources {
     /// no limit). Wall-clock, as upstream's; at the 10s default no search kubestep runs
     /// comes near it, so replays stay deterministic in practice.
     filter_timeout: Option<std::time::Duration>,
+    /// Before 1.35 the plugin does not score (no Score extension point at all).
+    without_score: bool,
 }
 
 /// Upstream's reason when the device search on a node outlives `filterTimeout`.
@@ -162,7 +169,7 @@ impl Plugin for DynamicResources {
         Some(self)
     }
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
+        (!self.without_score).then_some(self as &dyn ScorePlugin)
     }
     fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
         Some(self)

@@ -1,11 +1,13 @@
 //! NodeResourcesBalancedAllocation: prefers nodes whose resource usage stays balanced
-//! across resources once the pod is placed.
+//! across resources once the pod is placed (through 1.35), or whose balance the pod
+//! improves most (from 1.36: `features::BalancedFormula`).
 
 use std::borrow::Cow;
 
 use super::resource_allocation::{
     ResourceAllocationScorer, ResourceSpec, Strategy, default_resources,
 };
+use crate::features::BalancedFormula;
 use crate::framework::plugin::{Handle, Plugin, PreScorePlugin, ScorePlugin};
 use crate::framework::{CycleState, NodeInfo, PodInfo, RenderState, StateTree, Status};
 
@@ -19,14 +21,14 @@ pub struct BalancedAllocation {
 
 impl Default for BalancedAllocation {
     fn default() -> Self {
-        BalancedAllocation::new(default_resources())
+        BalancedAllocation::new(default_resources(), BalancedFormula::WithPod)
     }
 }
 
 impl BalancedAllocation {
-    pub fn new(resources: Vec<ResourceSpec>) -> BalancedAllocation {
+    pub fn new(resources: Vec<ResourceSpec>, formula: BalancedFormula) -> BalancedAllocation {
         BalancedAllocation {
-            scorer: ResourceAllocationScorer::new(resources, Strategy::Balanced, true),
+            scorer: ResourceAllocationScorer::new(resources, Strategy::Balanced(formula), true),
         }
     }
 }
@@ -142,7 +144,10 @@ pub fn factory(
     ctx: &crate::framework::factory::FactoryContext,
 ) -> crate::framework::factory::Built {
     let args: crate::config::NodeResourcesBalancedAllocationArgs = ctx.args()?;
-    Ok(std::sync::Arc::new(BalancedAllocation::new(args.resources)))
+    Ok(std::sync::Arc::new(BalancedAllocation::new(
+        args.resources,
+        ctx.features.semantics.balanced_allocation,
+    )))
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! and the strategies that turn that into a score.
 
 use crate::api::pod_resources::{self, CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name};
+use crate::features::BalancedFormula;
 use crate::framework::plugin::MAX_NODE_SCORE;
 use crate::framework::{NodeInfo, PodInfo};
 
@@ -29,8 +30,8 @@ pub enum Strategy {
     LeastAllocated,
     MostAllocated,
     RequestedToCapacityRatio(Vec<ShapePoint>),
-    /// NodeResourcesBalancedAllocation's standard-deviation score.
-    Balanced,
+    /// NodeResourcesBalancedAllocation's standard-deviation score, by the version's formula.
+    Balanced(BalancedFormula),
 }
 
 /// A configured resource, classified once so scoring does no string work per node.
@@ -174,14 +175,23 @@ impl ResourceAllocationScorer {
             Strategy::LeastAllocated => self.weighted(resources, least_requested_score),
             Strategy::MostAllocated => self.weighted(resources, most_requested_score),
             Strategy::RequestedToCapacityRatio(shape) => self.ratio(resources, shape),
-            Strategy::Balanced => {
+            Strategy::Balanced(formula) => {
                 let mut requested: Values = Values::new();
+                let mut allocated: Values = Values::new();
                 let mut allocatable: Values = Values::new();
-                for (_, req, alloc) in resources {
+                for (i, req, alloc) in resources {
                     requested.push(req);
+                    allocated.push(req - pod_requests[i]);
                     allocatable.push(alloc);
                 }
-                balanced_resource_score(&requested, &allocatable)
+                let with_pod = balanced_resource_score(&requested, &allocatable);
+                match formula {
+                    BalancedFormula::WithPod => with_pod,
+                    BalancedFormula::Improvement => {
+                        let without = balanced_resource_score(&allocated, &allocatable);
+                        balance_improvement(with_pod, without)
+                    }
+                }
             }
         }
     }
@@ -257,6 +267,13 @@ pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
     shape.last().map_or(0, |s| s.score)
 }
 
+/// From 1.36: each balance score lies in [50, 100], so their difference in [-50, 50];
+/// centred on 75, a pod that improves the node's balance scores towards 100, one that
+/// spoils it towards 50.
+pub fn balance_improvement(with_pod: i64, without_pod: i64) -> i64 {
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2
+}
+
 /// One minus the standard deviation of the requested fractions, times 100, truncated.
 pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
     let mut fractions: smallvec::SmallVec<[f64; 4]> = smallvec::SmallVec::new();
@@ -330,5 +347,37 @@ mod tests {
         assert_eq!(balanced_resource_score(&[30, 0], &[100, 0]), 100);
         // three resources use the population standard deviation
         assert_eq!(balanced_resource_score(&[10, 20, 60], &[100, 100, 100]), 78);
+    }
+
+    #[test]
+    fn balance_improvement_is_centred_on_75() {
+        assert_eq!(balance_improvement(90, 90), 75);
+        assert_eq!(balance_improvement(100, 50), 100);
+        assert_eq!(balance_improvement(50, 100), 50);
+        // Go's integer division truncates: 50 + (50 + 83 - 80) / 2 = 50 + 26.
+        assert_eq!(balance_improvement(83, 80), 76);
+    }
+
+    #[test]
+    fn the_1_36_formula_scores_against_the_node_without_the_pod() {
+        let node = crate::framework::testing::node(serde_json::json!({
+            "metadata": {"name": "n"},
+            "status": {"allocatable": {"cpu": "4", "memory": "4Gi"}}
+        }));
+        let with = ResourceAllocationScorer::new(
+            default_resources(),
+            Strategy::Balanced(BalancedFormula::WithPod),
+            true,
+        );
+        let improvement = ResourceAllocationScorer::new(
+            default_resources(),
+            Strategy::Balanced(BalancedFormula::Improvement),
+            true,
+        );
+        // An empty node and a pod of 2 cpu, 0 memory: with the pod the fractions are
+        // (0.5, 0): 75; without it (0, 0): 100. 1.36: 50 + (50 + 75 - 100) / 2 = 62.
+        let pod = [2000, 0];
+        assert_eq!(with.score(&node, &pod), 75);
+        assert_eq!(improvement.score(&node, &pod), 62);
     }
 }

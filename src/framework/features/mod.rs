@@ -1,0 +1,166 @@
+//! The Kubernetes a run follows: a kube-scheduler minor version (`version`), its feature
+//! gates with the user's settings (`gates`), and what else differs between versions
+//! without a gate (`Semantics`). One value, `Features`, goes with the configuration to
+//! everything that decides: config defaulting and validation, plugin factories, the
+//! scheduler and its queue. Plugins ask it about gates and named behaviours, never the
+//! version number.
+//!
+//! To add a version (1.38): a variant in `KubeVersion` (with the release it is checked
+//! against), a column in `gates.tsv`, and a row in `Semantics::of` for what changed
+//! without a gate; then run the conformance corpus under that version's real scheduler.
+
+pub mod gates;
+pub mod version;
+
+pub use gates::{FeatureGates, Gate, GateError};
+pub use version::{Choice, KubeVersion, Source, VersionError};
+
+/// How NodeResourcesBalancedAllocation scores a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BalancedFormula {
+    /// Through 1.35: one minus the standard deviation of the resource fractions with the
+    /// pod on the node, times 100.
+    WithPod,
+    /// From 1.36: how much the pod improves the node's balance, centred on 75
+    /// (`50 + (50 + with - without) / 2`).
+    Improvement,
+}
+
+/// What differs between versions without a feature gate: each a named behaviour, read by
+/// the code that behaves so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Semantics {
+    /// DynamicResources has Score (PreScore, Score, NormalizeScore): from 1.35.
+    pub dynamic_resources_score: bool,
+    pub balanced_allocation: BalancedFormula,
+    /// `DynamicResourcesArgs.bindingTimeout` is a field of the schema: from 1.35.
+    pub dynamic_resources_binding_timeout_field: bool,
+    /// ImageLocality sums a pod's image volumes' images with its containers': from 1.36.
+    pub image_locality_sums_image_volumes: bool,
+    /// ImageLocality's threshold counts image volumes as containers: 1.37.
+    pub image_locality_threshold_counts_image_volumes: bool,
+    /// NodeDeclaredFeatures: which features a pod can require and the Filter's reason.
+    pub node_declared_features: NodeDeclaredFeaturesRules,
+    /// The queueing hints of InterPodAffinity and PodTopologySpread take a pod with only a
+    /// nominated node as placed; InterPodAffinity also queues on the pod's own label update
+    /// and on a deleted pod whose required anti-affinity the pod matches: from 1.36.
+    pub hints_see_nominated_pods: bool,
+    /// A preemption victim waiting at Permit is failed with an Error ("preempted") and one
+    /// in PreBind has its binding cancelled, in memory: from 1.36.
+    pub preempts_waiting_victims_in_memory: bool,
+    /// NewFramework's score-weight overflow error begins "score plugins: ": from 1.36.
+    pub score_overflow_prefix: bool,
+    /// NodeResourcesFitArgs: scoringStrategy required, requestedToCapacityRatio only with
+    /// its type, shape errors under requestedToCapacityRatio: from 1.36.
+    pub strict_fit_args: bool,
+    /// The `placementGenerate` and `placementScore` plugin sets: from 1.36.
+    pub placement_plugin_sets: bool,
+}
+
+/// NodeDeclaredFeatures' rules, which changed in 1.36 (its registry of features and its
+/// Filter reason).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeDeclaredFeaturesRules {
+    V1_35,
+    V1_36,
+}
+
+/// v1.35's, as `Features::default()`.
+impl Default for Semantics {
+    fn default() -> Semantics {
+        Semantics::of(KubeVersion::V1_35)
+    }
+}
+
+impl Semantics {
+    pub fn of(v: KubeVersion) -> Semantics {
+        use KubeVersion::*;
+        Semantics {
+            dynamic_resources_score: v >= V1_35,
+            balanced_allocation: if v >= V1_36 {
+                BalancedFormula::Improvement
+            } else {
+                BalancedFormula::WithPod
+            },
+            dynamic_resources_binding_timeout_field: v >= V1_35,
+            image_locality_sums_image_volumes: v >= V1_36,
+            image_locality_threshold_counts_image_volumes: v >= V1_37,
+            node_declared_features: if v >= V1_36 {
+                NodeDeclaredFeaturesRules::V1_36
+            } else {
+                NodeDeclaredFeaturesRules::V1_35
+            },
+            hints_see_nominated_pods: v >= V1_36,
+            preempts_waiting_victims_in_memory: v >= V1_36,
+            score_overflow_prefix: v >= V1_36,
+            strict_fit_args: v >= V1_36,
+            placement_plugin_sets: v >= V1_36,
+        }
+    }
+}
+
+/// The version (and where it came from), its gates with the user's settings, and its
+/// gate-less differences.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Features {
+    pub choice: Choice,
+    pub gates: FeatureGates,
+    pub semantics: Semantics,
+}
+
+impl Features {
+    /// A version at its default gates.
+    pub fn of(choice: Choice) -> Features {
+        let v = choice.version;
+        Features {
+            choice,
+            gates: FeatureGates::defaults(v),
+            semantics: Semantics::of(v),
+        }
+    }
+
+    /// A version with the user's gate settings, checked against that version's gates.
+    pub fn with_gates(choice: Choice, settings: &[(String, bool)]) -> Result<Features, GateError> {
+        let v = choice.version;
+        Ok(Features {
+            gates: FeatureGates::with(v, settings)?,
+            choice,
+            semantics: Semantics::of(v),
+        })
+    }
+
+    /// A version at its defaults, chosen by the caller (tests, library users).
+    pub fn version(v: KubeVersion) -> Features {
+        Features::of(Choice::given(v, Source::Given))
+    }
+
+    pub fn kube_version(&self) -> KubeVersion {
+        self.choice.version
+    }
+
+    pub fn enabled(&self, gate: Gate) -> bool {
+        self.gates.enabled(gate)
+    }
+
+    /// `v1.36`: what JSON and YAML outputs call `k8sVersion`.
+    pub fn k8s_version(&self) -> String {
+        self.choice.version.to_string()
+    }
+
+    /// The one line every output starts with: the version, where it came from, and the
+    /// gates set otherwise than their default.
+    pub fn describe(&self) -> String {
+        match self.gates.non_default_list() {
+            Some(g) => format!("{}; feature gates {g}", self.choice),
+            None => self.choice.to_string(),
+        }
+    }
+}
+
+/// The library's baseline when a caller names no version: v1.35 (the configuration
+/// functions without `_for` use it). Drivers resolve the version from their input instead.
+impl Default for Features {
+    fn default() -> Features {
+        Features::version(KubeVersion::V1_35)
+    }
+}
