@@ -52,12 +52,72 @@ fn stdout(o: &Output) -> String {
 fn version_names_the_kube_scheduler_it_follows() {
     let o = run(&["--version"]);
     assert!(o.status.success());
+    let out = stdout(&o);
+    let mut lines = out.lines();
     assert_eq!(
-        stdout(&o).trim(),
-        format!(
-            "kubestep {} (kube-scheduler v1.35.4 semantics)",
-            env!("CARGO_PKG_VERSION")
+        lines.next(),
+        Some(format!("kubestep {}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    assert_eq!(
+        lines.next(),
+        Some(
+            "kube-scheduler semantics: v1.34 (checked against kube-scheduler v1.34.9), v1.35 (checked against kube-scheduler v1.35.4), v1.36 (checked against kube-scheduler v1.36.2), v1.37 (not checked against a real scheduler); default v1.36 (--kube-version chooses)"
         )
+    );
+}
+
+#[test]
+fn an_unknown_kube_version_or_gate_is_refused_naming_what_is_known() {
+    let o = run(&[
+        "explain",
+        "--cluster",
+        "example-cluster",
+        "--pod",
+        "ml/trainer-llm-0",
+        "--kube-version",
+        "1.33",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("kubestep follows kube-scheduler 1.34, 1.35, 1.36, 1.37"),
+        "{err}"
+    );
+    let o = run(&[
+        "explain",
+        "--cluster",
+        "example-cluster",
+        "--pod",
+        "ml/trainer-llm-0",
+        "--feature-gates",
+        "SchedulerQueueingHints=false",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(
+            "cannot set feature gate SchedulerQueueingHints to false, feature is locked to true"
+        ),
+        "{err}"
+    );
+    // A version that is known, with a gate set: both named on the first line.
+    let o = run(&[
+        "explain",
+        "--cluster",
+        "example-cluster",
+        "--pod",
+        "ml/trainer-llm-0",
+        "--kube-version",
+        "v1.34.9",
+        "--feature-gates",
+        "NominatedNodeNameForExpectation=true",
+    ]);
+    assert_eq!(
+        stdout(&o).lines().next(),
+        Some(
+            "kube-scheduler v1.34 semantics (from --kube-version); feature gates NominatedNodeNameForExpectation=true"
+        ),
+        "{o:?}"
     );
 }
 
@@ -162,7 +222,7 @@ fn works_as_the_kubectl_plugin() {
             .output()
             .unwrap();
         assert!(
-            stdout(&o).contains("kube-scheduler v1.35.4 semantics"),
+            stdout(&o).contains("kube-scheduler semantics: v1.34"),
             "{o:?}"
         );
     } else {

@@ -35,8 +35,89 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
+/// Standard output, less the text output's first line (the version followed, which
+/// `the_first_line_names_the_version_and_where_it_came_from` checks).
 fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).to_string()
+    let s = String::from_utf8_lossy(&o.stdout).to_string();
+    match s.split_once("\n\n") {
+        Some((first, rest)) if first.starts_with("kube-scheduler v") => rest.to_string(),
+        _ => s,
+    }
+}
+
+#[test]
+fn the_first_line_names_the_version_and_where_it_came_from() {
+    let first = |args: &[&str]| {
+        let o = run(args);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // A bundled recording: its header's version.
+    assert_eq!(
+        first(&["explain", "--cluster", "demo", "--pod", "ml/trainer-llm-0"]),
+        "kube-scheduler v1.35 semantics (from the recording's header: v1.35.4)"
+    );
+    // A manifest without kubelet versions: the newest checked version, said as the default.
+    let cluster = example();
+    assert_eq!(
+        first(&[
+            "explain",
+            "--cluster",
+            &cluster,
+            "--pod",
+            "ml/trainer-llm-0"
+        ]),
+        "kube-scheduler v1.36 semantics (the default: the input names no version; --kube-version chooses)"
+    );
+    // Nodes whose kubelets run 1.36.1 and 1.34.2: the newest.
+    let dir = std::env::temp_dir().join(format!("kubestep-kubelets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dump = dir.join("dump.json");
+    let node = |name: &str, v: &str| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
+            "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "nodeInfo": {"kubeletVersion": v, "architecture": "amd64", "bootID": "", "containerRuntimeVersion": "",
+                    "kernelVersion": "", "kubeProxyVersion": "", "machineID": "", "operatingSystem": "linux",
+                    "osImage": "", "systemUUID": ""}}})
+    };
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}]}});
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List",
+        "items": [node("a", "v1.34.2-eks-1"), node("b", "v1.36.1-eks-2"), pod]});
+    std::fs::write(&dump, list.to_string()).unwrap();
+    let dump = dump.to_string_lossy().into_owned();
+    assert_eq!(
+        first(&["explain", "--cluster", &dump, "--pod", "default/p"]),
+        "kube-scheduler v1.36 semantics (from the nodes' kubelets: newest v1.36.1-eks-2 on b)"
+    );
+    let o = run(&[
+        "explain",
+        "--cluster",
+        &dump,
+        "--pod",
+        "default/p",
+        "-o",
+        "json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["k8sVersion"], "v1.36");
+    // The flag wins over the input.
+    assert_eq!(
+        first(&[
+            "explain",
+            "--cluster",
+            &dump,
+            "--pod",
+            "default/p",
+            "--kube-version",
+            "1.35"
+        ]),
+        "kube-scheduler v1.35 semantics (from --kube-version)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

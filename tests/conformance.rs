@@ -1,6 +1,8 @@
 //! The conformance corpus: cases whose expected results come from the real kube-scheduler
-//! v1.35.4 (tests/conformance/FORMAT.md). Every case runs through `explain` and every
-//! field of expected.json is compared; failures name the case and the field.
+//! (tests/conformance/FORMAT.md): v1.35.4 beside each case, v1.34.9 and v1.36.2 in
+//! `exp-1.34/` and `exp-1.36/`. Every case runs through `explain` under each version's
+//! semantics and every field of expected.json is compared; failures name the version, the
+//! case and the field.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,18 +13,35 @@ use serde_json::{Value, json};
 use kubestep::cluster::{ClusterState, Object, manifest};
 use kubestep::config;
 use kubestep::explain::{self, Explanation};
+use kubestep::features::{Features, KubeVersion};
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/cases")
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
 }
 
-fn run_case(dir: &Path) -> Result<Explanation, String> {
+fn cases_dir() -> PathBuf {
+    corpus_dir().join("cases")
+}
+
+/// Where a version's expected.json of case `name` is.
+fn expected_file(version: KubeVersion, name: &str) -> PathBuf {
+    match version {
+        KubeVersion::V1_35 => cases_dir().join(name).join("expected.json"),
+        v => corpus_dir()
+            .join(format!("exp-1.{}", v.minor()))
+            .join(name)
+            .join("expected.json"),
+    }
+}
+
+fn run_case(dir: &Path, version: KubeVersion) -> Result<Explanation, String> {
+    let features = Features::version(version);
     let cluster = ClusterState::load(&[&dir.join("cluster.yaml")]).map_err(|e| e.to_string())?;
     let cfg_path = dir.join("config.yaml");
     let mut cfg = if cfg_path.exists() {
-        config::load_file(&cfg_path).map_err(|e| e.to_string())?
+        config::load_file_for(&cfg_path, &features).map_err(|e| e.to_string())?
     } else {
-        config::default_configuration()
+        config::default_configuration_for(&features)
     };
     // FORMAT.md: percentageOfNodesToScore counts as 100 (every node is checked).
     cfg.percentage_of_nodes_to_score = Some(100);
@@ -82,24 +101,32 @@ fn diff(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn check_case(dir: &Path) -> Vec<String> {
+fn check_case(dir: &Path, version: KubeVersion) -> Vec<String> {
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("?")
         .to_string();
-    let expected: Value = match std::fs::read_to_string(dir.join("expected.json"))
+    let expected: Value = match std::fs::read_to_string(expected_file(version, &name))
         .map(|t| serde_json::from_str(&t))
     {
         Ok(Ok(v)) => v,
         other => return vec![format!("{name}: cannot read expected.json: {other:?}")],
     };
-    let e = match run_case(dir) {
+    let e = match run_case(dir, version) {
         Ok(e) => e,
         Err(err) => return vec![format!("{name}: explain failed: {err}")],
     };
     let got = actual_fields(&e);
     let mut problems = Vec::new();
+    // The real release (`v1.36.2`) is of the minor version kubestep followed (`v1.36`).
+    let real = expected["k8sVersion"].as_str().unwrap_or("");
+    if !real.starts_with(&format!("{}.", e.k8s_version)) {
+        problems.push(format!(
+            "k8sVersion: expected a {real} outcome, kubestep followed {}",
+            e.k8s_version
+        ));
+    }
     let compared = [
         "pod",
         "prefilter",
@@ -138,17 +165,27 @@ fn check_case(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn every_public_conformance_case_matches_kube_scheduler() {
+/// Every public case against the real scheduler of `version`.
+fn every_public_case_matches(version: KubeVersion) {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
         .expect("tests/conformance/cases exists")
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("expected.json").exists())
+        .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
+    let with_expected = dirs
+        .iter()
+        .filter(|d| {
+            expected_file(
+                version,
+                &d.file_name().unwrap_or_default().to_string_lossy(),
+            )
+            .exists()
+        })
+        .count();
     assert!(
-        dirs.len() >= 300,
-        "expected at least 300 cases, found {}",
+        dirs.len() >= 300 && with_expected == dirs.len(),
+        "expected at least 300 cases, each with its {version} outcome; found {} cases, {with_expected} outcomes",
         dirs.len()
     );
     let only = std::env::var("KUBESTEP_CASE").ok();
@@ -164,7 +201,7 @@ fn every_public_conformance_case_matches_kube_scheduler() {
             continue;
         }
         ran += 1;
-        let problems = check_case(d);
+        let problems = check_case(d, version);
         if !problems.is_empty() {
             failures.insert(name, problems);
         }
@@ -178,8 +215,23 @@ fn every_public_conformance_case_matches_kube_scheduler() {
             }
         }
         panic!(
-            "{} of {ran} conformance cases differ from kube-scheduler v1.35.4:\n{report}",
+            "{} of {ran} conformance cases differ from kube-scheduler {version}:\n{report}",
             failures.len()
         );
     }
+}
+
+#[test]
+fn every_public_conformance_case_matches_kube_scheduler_1_35() {
+    every_public_case_matches(KubeVersion::V1_35);
+}
+
+#[test]
+fn every_public_conformance_case_matches_kube_scheduler_1_34() {
+    every_public_case_matches(KubeVersion::V1_34);
+}
+
+#[test]
+fn every_public_conformance_case_matches_kube_scheduler_1_36() {
+    every_public_case_matches(KubeVersion::V1_36);
 }

@@ -392,7 +392,8 @@ fn missing_claim_and_missing_class() {
     );
     // The verdict says what would stop the pod past the gate, not a bare "no node".
     let first = explain::text::render(&e);
-    let first = first.lines().next().unwrap();
+    // The line after the version followed and its blank line.
+    let first = first.lines().nth(2).unwrap();
     assert_eq!(
         first,
         r#"default/p: gated at PreEnqueue by DynamicResources: could not find ResourceClaim "default/nope" (ungated it would still fit no node: PreFilter DynamicResources: could not find ResourceClaim "default/nope")"#

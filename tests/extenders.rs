@@ -1077,7 +1077,8 @@ fn explain_text_names_nodes_an_extender_left_out() {
         "text",
     );
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.starts_with("default/p: schedulable on n2"), "{out}");
+    assert!(out.starts_with("kube-scheduler v1.36 semantics"), "{out}");
+    assert!(out.contains("\n\ndefault/p: schedulable on n2"), "{out}");
     let row = |n: &str| {
         out.lines()
             .find(|l| l.starts_with(n))

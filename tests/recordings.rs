@@ -3,18 +3,14 @@
 use std::time::Duration;
 
 use kubestep::recording::{self, bundled};
-use kubestep::session::{
-    LocalActuator, PodRecord, PodStatus, Session, SessionOptions, clock, trace,
-};
+use kubestep::session::{PodRecord, PodStatus, Session, SessionOptions, clock, trace};
 
 fn session(name: &str) -> Session {
     let rec = recording::open(name).unwrap();
     assert!(rec.warnings.is_empty(), "{name}: {:?}", rec.warnings);
-    let cfg = rec
-        .scheduler_config(name)
-        .unwrap()
-        .unwrap_or_else(kubestep::config::default_configuration);
-    Session::from_recording(rec, cfg, SessionOptions::default(), Box::new(LocalActuator)).unwrap()
+    // The version it was recorded from, as every driver opens it.
+    let request = kubestep::features::Request::default();
+    Session::open_replay(rec, name, None, &request, SessionOptions::default()).unwrap()
 }
 
 /// Replays `name` up to `secs` after its start (or its end plus ten minutes).

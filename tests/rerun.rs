@@ -84,12 +84,9 @@ fn every_bundled_recording_reruns_as_recorded() {
     for entry in bundled::list().unwrap() {
         let rec = recording::open(entry.name).unwrap();
         let end = rec.end();
-        let cfg = rec
-            .scheduler_config(entry.name)
-            .unwrap()
-            .unwrap_or_else(config::default_configuration);
+        let request = kubestep::features::Request::default();
         let mut s =
-            Session::from_recording(rec, cfg, SessionOptions::default(), Box::new(LocalActuator))
+            Session::open_replay(rec, entry.name, None, &request, SessionOptions::default())
                 .unwrap();
         s.run_until(clock::add(end, Duration::from_secs(600)));
         // The large recording has thousands of attempts at thousands of nodes: a sample.

@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use kubestep::cluster::{ClusterState, Object, manifest};
 use kubestep::config;
 use kubestep::explain::{self, text};
+use kubestep::features::Choice;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Output {
@@ -82,9 +83,11 @@ pub struct ExplainArgs {
         hide_possible_values = true
     )]
     cluster: Vec<String>,
-    /// KubeSchedulerConfiguration (v1 or v1beta3); the v1.35 defaults without it.
+    /// KubeSchedulerConfiguration (v1 or v1beta3); the version's defaults without it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    kube: super::kube::KubeArgs,
     /// The pod: a manifest file, or NAMESPACE/NAME of a pod in the cluster (a unique
     /// prefix of the name will do: `ml/jupyter` for `ml/jupyter-7d9f…`).
     #[arg(
@@ -108,11 +111,22 @@ pub struct ExplainArgs {
 }
 
 pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
-    let (cluster, recorded_cfg) = load_cluster(&a.cluster)?;
+    let (cluster, recording) = load_cluster(&a.cluster)?;
+    // The version: the user's, else the recording's header, else the nodes' kubelets.
+    let reported = match &recording {
+        Some((_, v)) => v.clone(),
+        None => cluster.kubelet_version(),
+    };
+    let recording = recording.map(|(rec, _)| rec);
+    let features = a.kube.resolve(&super::user_defaults(true), reported)?;
+    let recorded_cfg = match &recording {
+        Some(rec) => rec.scheduler_config(&a.cluster.join(", "), &features)?,
+        None => None,
+    };
     let cfg = match (&a.config, recorded_cfg) {
-        (Some(p), _) => config::load_file(p)?,
+        (Some(p), _) => config::load_file_for(p, &features)?,
         (None, Some(c)) => c,
-        (None, None) => config::default_configuration(),
+        (None, None) => config::default_configuration_for(&features),
     };
     let Some(pod_arg) = a.pod.as_deref() else {
         return pending(&cluster, &cfg, a.output);
@@ -195,11 +209,13 @@ fn pending_text(verdicts: &[explain::PendingVerdict]) -> String {
     out
 }
 
+/// A recording given as `--cluster`: its header (events dropped), and the version it
+/// reports.
+type RecordingSource = (recording::Recording, Option<Choice>);
+
 /// Manifests are merged (duplicates are errors); a recording stands alone and brings its
-/// header's scheduler configuration.
-fn load_cluster(
-    sources: &[String],
-) -> anyhow::Result<(ClusterState, Option<config::KubeSchedulerConfiguration>)> {
+/// header (the version it was recorded from, its scheduler configuration).
+fn load_cluster(sources: &[String]) -> anyhow::Result<(ClusterState, Option<RecordingSource>)> {
     // `-` is standard input: a manifest or dump (kubectl's output piped in).
     let manifest = |s: &String| {
         let p = Path::new(s);
@@ -215,10 +231,13 @@ fn load_cluster(
             sources.join(", ")
         );
     };
-    let rec = recording::open(source)?;
+    let mut rec = recording::open(source)?;
     super::say_what_reading_found(&rec);
-    let cfg = rec.scheduler_config(source)?;
-    Ok((rec.cluster_at(rec.end()), cfg))
+    let cluster = rec.cluster_at(rec.end());
+    let version = rec.kube_version();
+    // Only the header is read after this; the events are in the cluster now.
+    rec.events = Vec::new();
+    Ok((cluster, Some((rec, version))))
 }
 
 fn resolve_pod(

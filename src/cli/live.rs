@@ -14,6 +14,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use kubestep::config::{self, KubeSchedulerConfiguration};
+use kubestep::features::{Choice, Features, Source};
 use kubestep::live::access;
 use kubestep::live::actuator::{
     ApiActuator, SHUTDOWN_DEADLINE, ShadowActuator, WriteBounds, WriteErrors,
@@ -53,8 +54,11 @@ pub struct LiveArgs {
     /// Run without the terminal UI.
     #[arg(long)]
     headless: bool,
+    /// KubeSchedulerConfiguration; the version's defaults without it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    kube: super::kube::KubeArgs,
     /// Commands to run, one per line ("-" reads standard input), once the cluster is
     /// mirrored; afterwards kubestep keeps scheduling as changes arrive.
     #[arg(long, value_name = "FILE|-", requires = "headless")]
@@ -109,7 +113,6 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         .transpose()
         .map_err(anyhow::Error::msg)
         .context("--duration")?;
-    let cfg = live_config(&a)?;
     let commands = match &a.script {
         Some(s) => script::parse_script(&read_script(s)?)
             .map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?,
@@ -165,7 +168,14 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         kubestep::live::watch::check_version(&mut conn, |m| eprintln!("{m}")),
         &format!("waiting for {server} to answer"),
     )?;
-    eprintln!("connected to {server} (Kubernetes {version})");
+    // The server's version chooses the semantics unless the user did.
+    let reported = Choice::reported(&version, Source::Server);
+    let features = a.kube.resolve(&defaults, reported)?;
+    eprintln!(
+        "connected to {server} (Kubernetes {version}): {}",
+        features.describe()
+    );
+    let cfg = live_config(&a, &features)?;
     if a.active {
         phase.ask_writes(&conn, namespace.as_deref(), &role)?;
     }
@@ -589,12 +599,12 @@ impl Phase<'_> {
     }
 }
 
-/// The configuration kubestep runs with: `--config`, else upstream's defaults; with
-/// `--scheduler-name`, the profile that serves that name.
-fn live_config(a: &LiveArgs) -> anyhow::Result<KubeSchedulerConfiguration> {
+/// The configuration kubestep runs with: `--config`, else upstream's defaults, for the
+/// version followed; with `--scheduler-name`, the profile that serves that name.
+fn live_config(a: &LiveArgs, features: &Features) -> anyhow::Result<KubeSchedulerConfiguration> {
     let mut cfg = match &a.config {
-        Some(p) => config::load_file(p)?,
-        None => config::default_configuration(),
+        Some(p) => config::load_file_for(p, features)?,
+        None => config::default_configuration_for(features),
     };
     if let Some(name) = &a.scheduler_name {
         serve_scheduler_name(&mut cfg, name)?;

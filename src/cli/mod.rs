@@ -21,6 +21,7 @@ mod bench;
 mod completion;
 mod explain;
 mod krew;
+mod kube;
 mod live;
 mod live_args;
 mod progress;
@@ -35,11 +36,11 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-/// `--version`: kubestep's version and the kube-scheduler whose behaviour it follows.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (kube-scheduler v1.35.4 semantics)"
-);
+/// `--version`: kubestep's version and the kube-scheduler versions it follows.
+pub fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| format!("{}\n{}", env!("CARGO_PKG_VERSION"), kube::versions_text()))
+}
 
 /// The name kubectl finds a plugin by: `kubectl kubestep ...` runs `kubectl-kubestep`.
 pub const KUBECTL_PLUGIN: &str = "kubectl-kubestep";
@@ -70,7 +71,6 @@ Defaults (context, history, theme) and keys: $XDG_CONFIG_HOME/kubestep/config.to
 #[derive(Debug, Parser)]
 #[command(
     name = "kubestep",
-    version = VERSION,
     about = "A step-through debugger for the Kubernetes scheduling framework",
     after_long_help = EXAMPLES
 )]
@@ -146,7 +146,9 @@ pub fn invoked_name() -> &'static str {
 /// clap's command, named as the user invoked it: usage and help read `kubectl kubestep`
 /// under kubectl.
 pub fn command() -> clap::Command {
-    Cli::command().bin_name(invoked_name())
+    Cli::command()
+        .bin_name(invoked_name())
+        .version(version_text())
 }
 
 /// Parses the command line (clap's errors, `--help` and `--version` exit here).

@@ -48,6 +48,8 @@ pub struct ReplayArgs {
     /// Scheduler configuration; without it, the recording header's, else the defaults.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    kube: super::kube::KubeArgs,
     /// Refuse a recording with a bad or truncated line instead of skipping it.
     #[arg(long)]
     strict: bool,
@@ -96,6 +98,8 @@ pub struct ReplayArgs {
 }
 
 pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let user = super::user_defaults(a.headless);
+    let request = a.kube.request(&user);
     let scheduler_log = match &a.scheduler_log {
         Some(p) => {
             let log = open_maybe_gz(p)
@@ -115,6 +119,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             history: a.history,
             speed: Some(a.speed),
             scheduler_log,
+            kube: request,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -147,11 +152,20 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let opts = SessionOptions {
         history_bytes: a
             .history
-            .or_else(|| super::user_defaults(true).history)
+            .or(user.history)
             .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    let mut session = Session::open_replay(rec, &a.source, a.config.as_deref(), opts)?;
+    let mut session = Session::open_replay(rec, &a.source, a.config.as_deref(), &request, opts)?;
+    // The start line: which scheduler's semantics the replay follows, and why.
+    let features = &session.config().features;
+    super::kube::say_warnings(features);
+    eprintln!(
+        "{}: replay {}: {}",
+        super::invoked_name(),
+        a.source,
+        features.describe()
+    );
     session.trace_level = a.trace.into();
     session.set_seed(a.seed);
     session.set_scheduler_log(scheduler_log);

@@ -22,6 +22,7 @@ pub struct TuiArgs {
     /// JSON or a kubectl List); the demo without it.
     #[arg(value_parser = super::completion::RecordingSource, hide_possible_values = true)]
     pub source: Option<String>,
+    /// KubeSchedulerConfiguration; without it, a recording header's, else the defaults.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Theme: dark, light, high-contrast, ansi16, mono, or a theme file.
@@ -33,6 +34,8 @@ pub struct TuiArgs {
     /// A second KubeSchedulerConfiguration to compare with (What-if tab).
     #[arg(long, value_name = "FILE")]
     pub compare: Option<PathBuf>,
+    #[command(flatten)]
+    pub kube: super::kube::KubeArgs,
 }
 
 pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
@@ -45,6 +48,7 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
         history: None,
         speed: None,
         scheduler_log: None,
+        kube: a.kube.request(&super::user_defaults(false)),
     })?;
     Ok(ExitCode::SUCCESS)
 }

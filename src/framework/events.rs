@@ -532,9 +532,21 @@ pub fn node_update_actions(old: &Node, new: &Node) -> Vec<ActionType> {
     out
 }
 
+fn declared_features(n: &Node) -> &[String] {
+    n.status
+        .as_ref()
+        .and_then(|s| s.declared_features.as_deref())
+        .unwrap_or(&[])
+}
+
 /// The events the scheduler's node handlers emit: `NodeAdd`, `NodeDelete`, or one event
-/// per specific update type (`NodeUpdateNodeLabel`, ...) found by comparing the two.
-pub fn events_for_node_change(old: Option<&Node>, new: Option<&Node>) -> Vec<ClusterEvent> {
+/// per specific update type (`NodeUpdateNodeLabel`, ...) found by comparing the two;
+/// `UpdateNodeDeclaredFeature` last, only with the NodeDeclaredFeatures gate (`features`).
+pub fn events_for_node_change(
+    old: Option<&Node>,
+    new: Option<&Node>,
+    features: &crate::features::Features,
+) -> Vec<ClusterEvent> {
     let obj = |n: &Node| EventObject::Node(Arc::new(n.clone()));
     match (old, new) {
         (None, Some(n)) => vec![ClusterEvent::new(
@@ -551,7 +563,13 @@ pub fn events_for_node_change(old: Option<&Node>, new: Option<&Node>) -> Vec<Clu
         )],
         (Some(o), Some(n)) => {
             let (old_obj, new_obj) = (obj(o), obj(n));
-            node_update_actions(o, n)
+            let mut actions = node_update_actions(o, n);
+            if features.enabled(crate::features::Gate::NodeDeclaredFeatures)
+                && declared_features(o) != declared_features(n)
+            {
+                actions.push(ActionType::UPDATE_NODE_DECLARED_FEATURE);
+            }
+            actions
                 .into_iter()
                 .map(|a| {
                     ClusterEvent::new(
@@ -736,7 +754,10 @@ pub fn events_for_object(
                 v.and_then(|v| serde_json::from_value::<Node>(v.clone()).ok())
             };
             let (o, n) = (parse(old), parse(new));
-            return events_for_node_change(o.as_ref(), n.as_ref());
+            // The session sends node changes through `events_for_node_change` with its
+            // features; this generic path has none (the library's default gates).
+            let features = crate::features::Features::default();
+            return events_for_node_change(o.as_ref(), n.as_ref(), &features);
         }
         _ => {}
     }
@@ -762,6 +783,32 @@ mod tests {
     use EventResource as R;
     use serde_json::{Value, json};
 
+    #[test]
+    fn a_node_declaring_other_features_is_an_event_only_with_the_gate() {
+        use crate::features::{Features, KubeVersion};
+        let node = |f: Value| -> Node {
+            serde_json::from_value(
+                json!({"metadata": {"name": "n"}, "status": {"declaredFeatures": f}}),
+            )
+            .unwrap()
+        };
+        let (old, new) = (
+            node(json!([])),
+            node(json!(["RestartAllContainersOnContainerExits"])),
+        );
+        let actions = |v| -> Vec<ActionType> {
+            events_for_node_change(Some(&old), Some(&new), &Features::version(v))
+                .iter()
+                .map(|e| e.action)
+                .collect()
+        };
+        assert_eq!(
+            actions(KubeVersion::V1_36),
+            [A::UPDATE_NODE_DECLARED_FEATURE]
+        );
+        assert!(actions(KubeVersion::V1_35).is_empty());
+    }
+
     /// `events_for_pod_change` for pods as they are written in tests.
     fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
         let info = |p: &Pod| Arc::new(PodInfo::new(Arc::new(p.clone())));
@@ -783,7 +830,7 @@ mod tests {
         let a = node("n", "1", json!({"a": "1"}));
         let mut b = node("n", "2", json!({"a": "2"}));
         b.metadata.annotations = Some([("k".to_string(), "v".to_string())].into());
-        let labels: Vec<String> = events_for_node_change(Some(&a), Some(&b))
+        let labels: Vec<String> = events_for_node_change(Some(&a), Some(&b), &Default::default())
             .into_iter()
             .map(|e| e.label)
             .collect();
@@ -797,17 +844,18 @@ mod tests {
         );
         // 1000m is 1: no change at all.
         let c = node("n", "1000m", json!({"a": "1"}));
-        assert!(events_for_node_change(Some(&a), Some(&c)).is_empty());
+        assert!(events_for_node_change(Some(&a), Some(&c), &Default::default()).is_empty());
         let mut cordoned = a.clone();
         cordoned.spec = Some(serde_json::from_value(json!({"unschedulable": true})).unwrap());
-        let uncordon: Vec<A> = events_for_node_change(Some(&cordoned), Some(&a))
-            .iter()
-            .map(|e| e.action)
-            .collect();
+        let uncordon: Vec<A> =
+            events_for_node_change(Some(&cordoned), Some(&a), &Default::default())
+                .iter()
+                .map(|e| e.action)
+                .collect();
         assert_eq!(uncordon, [A::UPDATE_NODE_TAINT]);
-        assert!(events_for_node_change(Some(&a), Some(&cordoned)).is_empty());
+        assert!(events_for_node_change(Some(&a), Some(&cordoned), &Default::default()).is_empty());
         assert_eq!(
-            events_for_node_change(Some(&a), None)[0].label,
+            events_for_node_change(Some(&a), None, &Default::default())[0].label,
             "NodeDelete"
         );
 

@@ -162,6 +162,16 @@ pub trait Plugin: Send + Sync {
     fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
         None
     }
+    /// Upstream's plugin is a PlacementGeneratePlugin (1.36's pod-group cycle). kubestep
+    /// runs no pod-group cycles: the framework only lists such plugins, as NewFramework does.
+    fn is_placement_generate(&self) -> bool {
+        false
+    }
+    /// Upstream's plugin is a PlacementScorePlugin (1.36; NodeResourcesFit is one). Listed
+    /// only, as [`is_placement_generate`](Self::is_placement_generate).
+    fn is_placement_score(&self) -> bool {
+        false
+    }
 }
 
 pub trait PreEnqueuePlugin: Plugin {

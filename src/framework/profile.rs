@@ -10,7 +10,7 @@ use super::types::PodInfo;
 use crate::config::{PluginArgs, PluginSet, Profile};
 pub use crate::factory::{BuildError, FactoryContext, PluginFactory, Registry};
 use crate::new_framework as build;
-pub use crate::new_framework::FrameworkError;
+pub use crate::new_framework::{FrameworkError, Placement};
 
 /// A plugin enabled at an extension point.
 #[derive(Clone)]
@@ -118,6 +118,8 @@ pub struct Framework {
     pub percentage_of_nodes_to_score: Option<i32>,
     points: BTreeMap<ExtensionPoint, Vec<PluginEntry>>,
     score_weights: BTreeMap<&'static str, i64>,
+    /// The pod-group placement points (1.36; empty before): listed, never run.
+    placement: build::Placement,
     pub plugin_args: BTreeMap<String, PluginArgs>,
     /// The Kubernetes version and gates its plugins were built for.
     pub features: Arc<crate::features::Features>,
@@ -147,15 +149,28 @@ impl Framework {
     ) -> Result<Framework, FrameworkError> {
         let args = build::plugin_args(profile)?;
         let instances = build::instantiate(registry, profile, &args, features)?;
-        let mut points = build::explicit_points(&profile.plugins, &instances)?;
-        build::expand_multi_point(&profile.plugins, &instances, &mut points)?;
-        build::check_required(&points, &profile.scheduler_name)?;
-        let score_weights = build::score_weights(&profile.plugins, &instances, &points)?;
+        let plugins = &profile.plugins;
+        let name = &profile.scheduler_name;
+        // Upstream's order: every point's explicit list (the placement points last), then
+        // multiPoint into each, then the checks.
+        let mut points = build::explicit_points(plugins, &instances)?;
+        let mut placement = build::explicit_placement(plugins, &instances, features)?;
+        build::expand_multi_point(plugins, &instances, &mut points)?;
+        build::expand_placement(plugins, &instances, &mut placement, features)?;
+        build::check_required(&points, name)?;
+        build::check_placement_generate(&placement, name)?;
+        let score_weights = build::score_weights(plugins, &instances, &points, features)?;
+        let placement = if features.semantics.placement_plugin_sets {
+            build::placement(plugins, &instances, placement)?
+        } else {
+            build::Placement::default()
+        };
         Ok(Framework {
             profile_name: profile.scheduler_name.clone(),
             percentage_of_nodes_to_score: profile.percentage_of_nodes_to_score,
             points,
             score_weights,
+            placement,
             plugin_args: args,
             features: Arc::new(features.clone()),
             hint_maps: Default::default(),
@@ -209,6 +224,12 @@ impl Framework {
                 (!names.is_empty()).then(|| names.join(", "))
             })
             .as_deref()
+    }
+
+    /// The pod-group placement points and their plugins (from 1.36); kubestep runs no
+    /// pod-group cycle, so this is what the profile would run there, for display.
+    pub fn placement(&self) -> &build::Placement {
+        &self.placement
     }
 
     pub fn score_weight(&self, name: &str) -> i64 {

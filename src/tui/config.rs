@@ -1,6 +1,7 @@
 //! kubestep's config file (`$XDG_CONFIG_HOME/kubestep/config.toml`, else
 //! `~/.config/kubestep/config.toml`): defaults for the command line (`context`,
-//! `history`), the terminal UI's `theme` and its `[keys]` table. A missing file is fine;
+//! `history`, `kube-version`, `feature-gates`), the terminal UI's `theme` and its `[keys]`
+//! table. A missing file is fine;
 //! a broken one, an unknown key or a bad value gives a warning naming the file, the line
 //! and the field, and the defaults: never an error.
 
@@ -15,6 +16,10 @@ pub struct UiConfig {
     pub context: Option<String>,
     /// History size (bytes) without `--history`.
     pub history: Option<usize>,
+    /// The kube-scheduler version to follow without `--kube-version`.
+    pub kube_version: Option<kubestep_engine::features::KubeVersion>,
+    /// Feature gates, as `--feature-gates` takes them (the flag's settings come after).
+    pub feature_gates: Vec<(String, bool)>,
     pub keys: toml::Table,
     /// The file's name and text, to give `[keys]` warnings their line.
     source: Option<(String, String)>,
@@ -91,6 +96,21 @@ pub fn parse(
                 Err(e) => warnings.push(format!("{}: {e}; the default is used", at(&k))),
             },
             ("history", toml::Value::Integer(n)) if n >= 0 => cfg.history = Some(n as usize),
+            ("kube-version", toml::Value::String(v)) => match v.parse() {
+                Ok(v) => cfg.kube_version = Some(v),
+                Err(e) => warnings.push(format!("{}: {e}; ignored", at(&k))),
+            },
+            ("feature-gates", toml::Value::String(g)) => {
+                match kubestep_engine::features::gates::parse_list(&g) {
+                    Ok(g) => cfg.feature_gates = g,
+                    Err(e) => warnings.push(format!("{}: {e}; ignored", at(&k))),
+                }
+            }
+            ("kube-version" | "feature-gates", v) => warnings.push(format!(
+                "{}: expected a string (such as \"1.36\" or \"A=true,B=false\"), got {}; ignored",
+                at(&k),
+                v.type_str()
+            )),
             ("keys", toml::Value::Table(t)) => cfg.keys = t,
             ("theme" | "context", v) => warnings.push(format!(
                 "{}: expected a string, got {}; ignored",
@@ -119,7 +139,14 @@ pub fn parse(
 }
 
 /// The settings the file knows.
-pub const KNOWN: [&str; 4] = ["context", "history", "theme", "keys"];
+pub const KNOWN: [&str; 6] = [
+    "context",
+    "history",
+    "kube-version",
+    "feature-gates",
+    "theme",
+    "keys",
+];
 
 /// The line (1-based) where `key` is set, in the table `[section]` or at the top.
 pub fn line_of(text: &str, section: Option<&str>, key: &str) -> Option<usize> {

@@ -61,6 +61,9 @@ pub struct TuiOptions {
     pub speed: Option<f64>,
     /// `replay --scheduler-log`: the real scheduler's node-search counts to follow.
     pub scheduler_log: Option<kubestep_engine::session::scheduler_log::SchedulerLog>,
+    /// `--kube-version` and `--feature-gates` (or config.toml's): resolved against the
+    /// version the source reports.
+    pub kube: kubestep_engine::features::Request,
 }
 
 #[cfg(test)]
@@ -81,6 +84,7 @@ pub fn open_session(
     source: Option<&Path>,
     config: Option<&Path>,
     history_bytes: Option<usize>,
+    kube: &kubestep_engine::features::Request,
 ) -> anyhow::Result<(Session, Vec<String>, Vec<String>)> {
     let name = source
         .map(|p| p.to_string_lossy().into_owned())
@@ -91,8 +95,14 @@ pub fn open_session(
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    let session = Session::open_replay(rec, &name, config, opts).context("starting the session")?;
-    Ok((session, said.0, said.1))
+    let session =
+        Session::open_replay(rec, &name, config, kube, opts).context("starting the session")?;
+    // What the version's choice and the gates said (a version out of range, a GA gate set).
+    let features = &session.config().features;
+    let mut warnings = said.0;
+    warnings.extend(features.choice.warning.iter().cloned());
+    warnings.extend(features.gates.warnings.iter().cloned());
+    Ok((session, warnings, said.1))
 }
 
 /// The example cluster plus one ManualApproval pod: a small fixed scene for the UI's own
@@ -121,12 +131,18 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
     let history = opts
         .history
         .or_else(|| config::load_user(&mut Vec::new()).history);
-    let (mut session, problems, mut notes) =
-        open_session(opts.source.as_deref(), opts.config.as_deref(), history)?;
+    let (mut session, problems, mut notes) = open_session(
+        opts.source.as_deref(),
+        opts.config.as_deref(),
+        history,
+        &opts.kube,
+    )?;
     session.set_scheduler_log(opts.scheduler_log.clone());
     // What loading adjusted in the input (priorities from PriorityClasses, finished pods
     // skipped, kinds not used) is information, not a problem: Logs, not the ⚠ counter.
     notes.extend(session.cluster().notes.iter().cloned());
+    // The version followed and why, first in the Logs pane (the header names the version).
+    notes.insert(0, session.config().features.describe());
     warnings.extend(problems);
     let label = match &opts.source {
         Some(p) => p
@@ -142,7 +158,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
         app.speed = app::speed_index(s);
     }
     if let Some(p) = &opts.compare {
-        match sched_config::load_file(p) {
+        match sched_config::load_file_for(p, &app.session.config().features) {
             Ok(c) => {
                 let name = p
                     .file_name()

@@ -213,6 +213,8 @@ pub fn app(
     let mode = link.mode();
     let mut app = App::new(session, &label, theme, keymap);
     app.logs = logs;
+    let semantics = app.session.config().features.describe();
+    app.note_all(vec![semantics]);
     app.live = Some(link);
     app.running = true;
     app.warn_all(warnings);

@@ -54,9 +54,11 @@ pub struct BenchArgs {
     /// 2000 for anti-affinity, 5000 for topology-spread, as in scheduler_perf.
     #[arg(long)]
     pods: Option<usize>,
-    /// Scheduler configuration (the v1.35 defaults without it).
+    /// Scheduler configuration (the version's defaults without it).
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    kube: super::kube::KubeArgs,
     /// Which path to time: the user's (a whole `replay --headless` process), the bare
     /// decision path, or both side by side.
     #[arg(long, value_enum, default_value_t = PathArg::Both)]
@@ -122,10 +124,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
             Workload::TopologySpread,
         ],
     };
+    // Generated workloads report no version: the user's, else the newest checked.
+    let features = a.kube.resolve(&super::user_defaults(true), None)?;
+    eprintln!("{}: bench: {}", super::invoked_name(), features.describe());
     for w in workloads {
         let cfg = match &a.config {
-            Some(p) => kubestep::config::load_file(p)?,
-            None => kubestep::config::default_configuration(),
+            Some(p) => kubestep::config::load_file_for(p, &features)?,
+            None => kubestep::config::default_configuration_for(&features),
         };
         let pods = a.pods.unwrap_or(match w {
             Workload::Basic => 10000,
@@ -155,14 +160,15 @@ fn user_path(
     pods: usize,
     cfg: kubestep::config::KubeSchedulerConfiguration,
 ) -> anyhow::Result<()> {
-    let bytes = workloads::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
+    let bytes =
+        workloads::workload_recording(w, a.nodes, pods, cfg.clone()).map_err(anyhow::Error::msg)?;
     let file = std::env::temp_dir().join(format!(
         "kubestep-bench-{}-{}.jsonl",
         std::process::id(),
         w.name()
     ));
     std::fs::write(&file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    let r = replay_bench::user_path(&file, a.config.as_deref());
+    let r = replay_bench::user_path(&file, a.config.as_deref(), &cfg.features);
     let _ = std::fs::remove_file(&file);
     let r = r.map_err(anyhow::Error::msg)?;
     let rate = pods as f64 / r.seconds.max(1e-9);

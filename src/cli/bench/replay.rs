@@ -100,7 +100,8 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
     let counts = rec.counts();
     let deadline = clock::add(rec.end(), Duration::from_secs(600));
     let started = Instant::now();
-    let mut s = Session::open_replay(rec, name, None, SessionOptions::default())
+    let request = kubestep::features::Request::default();
+    let mut s = Session::open_replay(rec, name, None, &request, SessionOptions::default())
         .map_err(|e| e.to_string())?;
     let setup_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
@@ -174,6 +175,7 @@ pub struct UserPathReport {
 pub fn user_path(
     file: &std::path::Path,
     config: Option<&std::path::Path>,
+    features: &kubestep::features::Features,
 ) -> Result<UserPathReport, String> {
     let exe = std::env::current_exe().map_err(|e| format!("finding this program: {e}"))?;
     let mut cmd = std::process::Command::new(exe);
@@ -184,6 +186,11 @@ pub fn user_path(
         .stderr(std::process::Stdio::inherit());
     if let Some(c) = config {
         cmd.arg("--config").arg(c);
+    }
+    // The child replays what this process decided: the version and the gates.
+    cmd.args(["--kube-version", &features.k8s_version()]);
+    if let Some(g) = features.gates.non_default_list() {
+        cmd.args(["--feature-gates", &g]);
     }
     let started = Instant::now();
     let child = cmd

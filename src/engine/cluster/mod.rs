@@ -375,6 +375,12 @@ impl ClusterState {
         Some((Arc::new(pi.with_resolved_priority(p)), class))
     }
 
+    /// The version the cluster's newest kubelet reports (kubelets are never newer than
+    /// their API server), when any node says.
+    pub fn kubelet_version(&self) -> Option<crate::features::Choice> {
+        kubelet_version_of(self.nodes().iter().map(|n| n.as_ref()))
+    }
+
     pub fn nodes(&self) -> &[Arc<Node>] {
         &self.nodes
     }
@@ -483,6 +489,16 @@ pub fn node_name(p: &Pod) -> &str {
         .as_ref()
         .and_then(|s| s.node_name.as_deref())
         .unwrap_or("")
+}
+
+/// The newest `status.nodeInfo.kubeletVersion` among `nodes`, as a version choice.
+pub fn kubelet_version_of<'a>(
+    nodes: impl Iterator<Item = &'a Node>,
+) -> Option<crate::features::Choice> {
+    crate::features::Choice::from_kubelets(nodes.filter_map(|n| {
+        let v = &n.status.as_ref()?.node_info.as_ref()?.kubelet_version;
+        Some((n.metadata.name.as_deref().unwrap_or(""), v.as_str()))
+    }))
 }
 
 #[cfg(test)]

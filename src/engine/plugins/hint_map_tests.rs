@@ -85,7 +85,7 @@ fn fit_node_hint() {
     let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [
         {"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}));
     let ask = |old: Option<&Node>, new: Option<&Node>| -> Vec<QueueingHint> {
-        events_for_node_change(old, new)
+        events_for_node_change(old, new, &Default::default())
             .iter()
             .flat_map(|e| {
                 let et = e.event_type();

@@ -33,7 +33,7 @@ in_tree! {
         (noderesources::balanced_allocation::NAME, noderesources::balanced_allocation::factory);
     podtopologyspread: (podtopologyspread::NAME, podtopologyspread::factory);
     interpodaffinity: (interpodaffinity::NAME, interpodaffinity::factory);
-    imagelocality: (imagelocality::NAME, plain::<imagelocality::ImageLocality>);
+    imagelocality: (imagelocality::NAME, imagelocality::factory);
     volumerestrictions: (volumerestrictions::NAME, plain::<volumerestrictions::VolumeRestrictions>);
     nodevolumelimits: (nodevolumelimits::NAME, plain::<nodevolumelimits::CsiLimits>);
     volumebinding: (volumebinding::NAME, volumebinding::factory);
@@ -41,6 +41,7 @@ in_tree! {
     dynamicresources: (dynamicresources::NAME, dynamicresources::factory);
     defaultpreemption: (defaultpreemption::NAME, defaultpreemption::factory);
     defaultbinder: (defaultbinder::NAME, plain::<defaultbinder::DefaultBinder>);
+    nodedeclaredfeatures: (nodedeclaredfeatures::NAME, nodedeclaredfeatures::factory);
     coscheduling: (coscheduling::NAME, coscheduling::factory);
     manualapproval: (manualapproval::NAME, manualapproval::factory);
 }

@@ -83,6 +83,67 @@ mod tests {
     }
 
     #[test]
+    fn fit_is_listed_under_placement_score_from_1_36() {
+        use crate::config::{default_configuration_for, parse_str_for};
+        use crate::framework::features::{Features, KubeVersion::*};
+        use crate::session::scheduler::frameworks;
+        let placement = |v| {
+            let cfg = default_configuration_for(&Features::version(v));
+            frameworks(&cfg).unwrap()[0].placement().clone()
+        };
+        assert!(placement(V1_35).score.is_empty());
+        assert_eq!(placement(V1_36).score, vec![("NodeResourcesFit", 1)]);
+        assert!(placement(V1_36).generate.is_empty());
+        // A plugin that is no PlacementScorePlugin, refused where the file names it.
+        let text = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- plugins:
+    placementScore:
+      enabled:
+      - name: ImageLocality
+";
+        let cfg = parse_str_for(text, "s.yaml", &Features::version(V1_36)).unwrap();
+        let e = frameworks(&cfg).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "s.yaml:7:9: profiles[0].plugins.placementScore.enabled[0].name \
+             (default-scheduler): plugin \"ImageLocality\" does not extend PlacementScorePlugin plugin"
+        );
+    }
+
+    #[test]
+    fn fit_args_are_checked_as_the_version_does() {
+        use crate::config::parse_str_for;
+        use crate::framework::features::{Features, KubeVersion::*};
+        use crate::session::scheduler::frameworks;
+        let text = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+        type: LeastAllocated
+        requestedToCapacityRatio:
+          shape:
+          - {utilization: 0, score: 10}
+";
+        let build = |v| {
+            let cfg = parse_str_for(text, "s.yaml", &Features::version(v)).unwrap();
+            frameworks(&cfg).map(drop).map_err(|e| e.to_string())
+        };
+        // 1.35 checks the shape and otherwise ignores it.
+        assert_eq!(build(V1_35), Ok(()));
+        assert_eq!(
+            build(V1_36),
+            Err("s.yaml:9:9: profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio: \
+                 Forbidden: must be nil when type is not RequestedToCapacityRatio"
+                .into())
+        );
+    }
+
+    #[test]
     fn every_registered_plugin_builds_without_args() {
         for name in in_tree().names() {
             assert_eq!(build(name, None), Ok(()), "{name}");

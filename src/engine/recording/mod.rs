@@ -219,16 +219,35 @@ pub fn open_with(source: &str, opts: ReadOptions) -> Result<Recording, ReadError
 
 impl Recording {
     /// The scheduler configuration the header carries, decoded and validated as a
-    /// `--config` file would be; `name` (the recording) prefixes its errors.
+    /// `--config` file would be for `features`; `name` (the recording) prefixes its errors.
     pub fn scheduler_config(
         &self,
         name: &str,
+        features: &crate::features::Features,
     ) -> Result<Option<crate::config::KubeSchedulerConfiguration>, crate::config::ConfigError> {
         let Some(v) = &self.header.scheduler_configuration else {
             return Ok(None);
         };
         // Pretty-printed so that errors can point at a line.
         let text = serde_json::to_string_pretty(v).unwrap_or_default();
-        crate::config::parse_str(&text, &format!("{name}: header schedulerConfiguration")).map(Some)
+        let source = format!("{name}: header schedulerConfiguration");
+        crate::config::parse_str_for(&text, &source, features).map(Some)
+    }
+
+    /// The Kubernetes version the recording reports: its header's (the server it was
+    /// recorded from), else, for a manifest read as a recording, its newest kubelet's.
+    pub fn kube_version(&self) -> Option<crate::features::Choice> {
+        use crate::features::{Choice, Source};
+        if let Some(v) = &self.header.source.kubernetes_version
+            && let Some(c) = Choice::reported(v, Source::Recording)
+        {
+            return Some(c);
+        }
+        crate::cluster::kubelet_version_of(self.events.iter().filter_map(
+            |e| match e.object.as_ref() {
+                crate::cluster::Object::Node(n) => Some(n.as_ref()),
+                _ => None,
+            },
+        ))
     }
 }

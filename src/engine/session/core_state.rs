@@ -367,7 +367,11 @@ impl Core {
                     Some(Stored::Node(n)) => Some(n.clone()),
                     _ => None,
                 };
-                queue::events_for_node_change(old_node.as_deref(), new_node.as_deref())
+                queue::events_for_node_change(
+                    old_node.as_deref(),
+                    new_node.as_deref(),
+                    &self.sched.config.features,
+                )
             }
             (old, new) => {
                 let v = |s: &Option<Stored>| match s {

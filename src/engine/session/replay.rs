@@ -12,34 +12,46 @@ use super::scheduler::SetupError;
 use super::{Actuator, Feed, Session, SessionOptions};
 use crate::cluster::{ClusterState, Object, node_name};
 use crate::config::{self, ConfigError, KubeSchedulerConfiguration};
+use crate::features::{Features, Request};
 use crate::recording::{Event, EventType, Recording};
 
-/// A replay's scheduler configuration: the `--config` file when given, else the one the
-/// recording's header carries, else upstream's defaults.
+/// A replay's scheduler configuration for `features`: the `--config` file when given,
+/// else the one the recording's header carries, else upstream's defaults.
 pub fn replay_config(
     rec: &Recording,
     name: &str,
     file: Option<&Path>,
+    features: &Features,
 ) -> Result<KubeSchedulerConfiguration, ConfigError> {
     match file {
-        Some(p) => config::load_file(p),
+        Some(p) => config::load_file_for(p, features),
         None => Ok(rec
-            .scheduler_config(name)?
-            .unwrap_or_else(config::default_configuration)),
+            .scheduler_config(name, features)?
+            .unwrap_or_else(|| config::default_configuration_for(features))),
     }
+}
+
+/// The version a replay of `rec` follows: the user's, else the one it was recorded from.
+pub fn replay_features(rec: &Recording, request: &Request) -> Result<Features, SetupError> {
+    request
+        .resolve(rec.kube_version())
+        .map_err(|e| SetupError::Gates(e.to_string()))
 }
 
 impl Session {
     /// The one place a recording becomes a session that replays it on its own copy of the
     /// cluster (the terminal UI, `replay --headless`, `bench`): its configuration as
-    /// [`replay_config`] decides, decisions applied locally. `name` prefixes errors.
+    /// [`replay_config`] decides for the version [`replay_features`] resolves, decisions
+    /// applied locally. `name` prefixes errors.
     pub fn open_replay(
         rec: Recording,
         name: &str,
         config_file: Option<&Path>,
+        request: &Request,
         opts: SessionOptions,
     ) -> Result<Session, SetupError> {
-        let cfg = replay_config(&rec, name, config_file)?;
+        let features = replay_features(&rec, request)?;
+        let cfg = replay_config(&rec, name, config_file, &features)?;
         Session::from_recording(rec, cfg, opts, Box::new(super::LocalActuator))
     }
 

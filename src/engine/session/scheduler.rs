@@ -39,6 +39,9 @@ pub enum SetupError {
     },
     #[error("{file}: couldn't build extenders: {message}")]
     Extenders { file: String, message: String },
+    /// `--feature-gates` (or config.toml's `feature-gates`) refused, in upstream's words.
+    #[error("--feature-gates: {0}")]
+    Gates(String),
 }
 
 /// Builds the configuration's extenders, ignorable ones last (upstream `buildExtenders`).
@@ -99,7 +102,7 @@ pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>,
                 .plugin_config_path(i, "NodeResourcesFit")
                 .unwrap_or_else(|| FieldPath::new("profiles"))
                 .child("args");
-            let errs = crate::config::validate_node_resources_fit_args(a, &path);
+            let errs = crate::config::validate_node_resources_fit_args(a, &path, &config.features);
             if !errs.is_empty() {
                 return Err(config.locate_errors(errs).into());
             }
@@ -109,7 +112,7 @@ pub fn frameworks(config: &KubeSchedulerConfiguration) -> Result<Vec<Framework>,
                 i,
                 e.plugin(),
                 e.point(),
-                e == FrameworkError::ScoreOverflow,
+                matches!(e, FrameworkError::ScoreOverflow { .. }),
             ),
             index: i,
             profile: p.scheduler_name.clone(),

@@ -149,6 +149,8 @@ pub fn workload_recording(
         "scheduler_perf-like {}: {nodes} nodes, {pods} pending pods",
         workload.name()
     ));
+    // The version it was generated for, so its replay follows the same one.
+    header.source.kubernetes_version = Some(cfg.features.k8s_version());
     let mut w = Writer::memory(&header);
     let mut cluster = ClusterState::default();
     let typed = |v: serde_json::Value, kind: &str| {

@@ -611,7 +611,13 @@ impl Dec {
 
     fn plugins(&mut self, node: &Node, path: &FieldPath) -> Plugins {
         let mut plugins = Plugins::default();
-        let names: Vec<&'static str> = ExtensionPoint::ALL.iter().map(|p| p.json_name()).collect();
+        // The placement sets are fields from 1.36 on; before, strict decoding refuses them.
+        let placement = self.semantics.placement_plugin_sets;
+        let names: Vec<&'static str> = ExtensionPoint::ALL
+            .iter()
+            .filter(|p| placement || !p.is_placement())
+            .map(|p| p.json_name())
+            .collect();
         let Some(fields) = self.fields(node, path, &names) else {
             return plugins;
         };

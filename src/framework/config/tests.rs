@@ -350,7 +350,7 @@ fn fit_scoring_strategy_without_type_or_resources() {
         ScoringStrategyType::Other(String::new())
     );
     assert_eq!(fit.scoring_strategy.resources, default_resource_spec());
-    let errs = validate_node_resources_fit_args(fit, &FieldPath::root());
+    let errs = validate_node_resources_fit_args(fit, &FieldPath::root(), &c.features);
     assert_eq!(
         errs.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
         vec![
@@ -383,7 +383,7 @@ fn fit_args_quirk_and_located_errors() {
     let PluginArgs::NodeResourcesFit(fit) = args_of(&c, "NodeResourcesFit") else {
         panic!()
     };
-    let errs = validate_node_resources_fit_args(fit, &path.child("args"));
+    let errs = validate_node_resources_fit_args(fit, &path.child("args"), &c.features);
     let e = c.locate_errors(errs);
     let text = e.to_string();
     let lines: Vec<&str> = text.lines().collect();
@@ -405,13 +405,192 @@ fn fit_args_quirk_and_located_errors() {
         ..Default::default()
     };
     assert_eq!(
-        validate_node_resources_fit_args(&bad, &FieldPath::root())
+        validate_node_resources_fit_args(&bad, &FieldPath::root(), &Default::default())
             .iter()
             .map(|e| e.to_string())
             .collect::<Vec<_>>(),
         vec![
             r#"ignoredResources[0]: Invalid value: "-x": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#
         ]
+    );
+}
+
+#[test]
+fn fit_args_ratio_goes_with_its_type_from_1_36() {
+    use crate::features::{Features, KubeVersion::*};
+    let with = |strategy: &str| {
+        format!(
+            "{HEAD}profiles:
+- pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      scoringStrategy:
+{strategy}"
+        )
+    };
+    // Config validation leaves fit args to the plugin (upstream keys its validator by the
+    // args kind), so each version parses them and the plugin's validation speaks.
+    let errs = |text: &str, v| {
+        let features = Features::version(v);
+        let c = parse_str_for(text, "scheduler.yaml", &features).unwrap();
+        let path = c.plugin_config_path(0, "NodeResourcesFit").unwrap();
+        let PluginArgs::NodeResourcesFit(fit) = args_of(&c, "NodeResourcesFit") else {
+            panic!()
+        };
+        let errs = validate_node_resources_fit_args(fit, &path.child("args"), &features);
+        if errs.is_empty() {
+            Vec::new()
+        } else {
+            c.locate_errors(errs)
+                .to_string()
+                .lines()
+                .map(String::from)
+                .collect()
+        }
+    };
+    // The ratio's type without the ratio.
+    let bare = with("        type: RequestedToCapacityRatio\n");
+    assert_eq!(errs(&bare, V1_35), Vec::<String>::new());
+    assert_eq!(
+        errs(&bare, V1_36),
+        [
+            "scheduler.yaml:7:7: profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio"
+        ]
+    );
+    // A ratio with another type: 1.35 checks its shape (under scoringStrategy), 1.36
+    // forbids it and looks no further.
+    let stray = with(
+        "        type: MostAllocated
+        requestedToCapacityRatio:
+          shape:
+          - {utilization: 50, score: 5}
+          - {utilization: 40, score: 11}
+",
+    );
+    assert_eq!(
+        errs(&stray, V1_35),
+        [
+            "scheduler.yaml:7:7: profiles[0].pluginConfig[0].args.scoringStrategy.shape[1].utilization: Invalid value: 40: values must be sorted in increasing order",
+            "scheduler.yaml:7:7: profiles[0].pluginConfig[0].args.scoringStrategy.shape[1].score: Invalid value: 11: not in valid range [0, 10]",
+        ]
+    );
+    assert_eq!(
+        errs(&stray, V1_36),
+        [
+            "scheduler.yaml:9:9: profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio"
+        ]
+    );
+    // With its type, the shape's errors sit under requestedToCapacityRatio from 1.36 (and
+    // now point at the shape the file wrote).
+    let bad_shape = with(
+        "        type: RequestedToCapacityRatio
+        requestedToCapacityRatio:
+          shape: []
+",
+    );
+    assert_eq!(
+        errs(&bad_shape, V1_35),
+        [
+            "scheduler.yaml:7:7: profiles[0].pluginConfig[0].args.scoringStrategy.shape: Required value: at least one point must be specified"
+        ]
+    );
+    assert_eq!(
+        errs(&bad_shape, V1_36),
+        [
+            "scheduler.yaml:10:11: profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape: Required value: at least one point must be specified"
+        ]
+    );
+    // A well-formed ratio passes in both.
+    let good = with(
+        "        type: RequestedToCapacityRatio
+        requestedToCapacityRatio:
+          shape:
+          - {utilization: 0, score: 0}
+          - {utilization: 100, score: 10}
+",
+    );
+    assert_eq!(errs(&good, V1_35), Vec::<String>::new());
+    assert_eq!(errs(&good, V1_36), Vec::<String>::new());
+}
+
+#[test]
+fn placement_plugin_sets_are_fields_from_1_36() {
+    use crate::features::{Features, KubeVersion::*};
+    let text = format!(
+        "{HEAD}profiles:
+- plugins:
+    placementScore:
+      enabled:
+      - name: NodeResourcesFit
+        weight: 3
+    placementGenerate:
+      disabled:
+      - name: '*'
+"
+    );
+    // Before 1.36 they are unknown fields, refused as any is.
+    for v in [V1_34, V1_35] {
+        let e = parse_str_for(&text, "scheduler.yaml", &Features::version(v)).unwrap_err();
+        assert_eq!(
+            e.messages(),
+            [
+                r#"strict decoding error: unknown field "profiles[0].plugins.placementScore""#,
+                r#"strict decoding error: unknown field "profiles[0].plugins.placementGenerate""#,
+            ],
+            "{v}"
+        );
+    }
+    // 1.36 decodes them and merges them with the defaults (which have none).
+    let c = parse_str_for(&text, "scheduler.yaml", &Features::version(V1_36)).unwrap();
+    let p = &c.profiles[0].plugins;
+    assert_eq!(
+        names(&p.placement_score),
+        expect(&[("NodeResourcesFit", 3)])
+    );
+    assert_eq!(p.placement_generate.disabled, vec![PluginRef::new("*", 0)]);
+    // They are shown after multiPoint, as upstream's Plugins orders its fields, and the
+    // configuration written out reads back the same.
+    let json = c.to_json();
+    let keys: Vec<&str> = json["profiles"][0]["plugins"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(keys, ["multiPoint", "placementGenerate", "placementScore"]);
+    let again = parse_str_for(&json.to_string(), "again.json", &Features::version(V1_36)).unwrap();
+    assert_eq!(again, c);
+    // Their plugin names are not checked against removed plugins (nor are they upstream).
+    let removed = format!(
+        "{HEAD}profiles:\n- plugins:\n    placementScore:\n      enabled:\n      - name: EBSLimits\n"
+    );
+    assert!(parse_str_for(&removed, "s.yaml", &Features::version(V1_36)).is_ok());
+    // A plugin named only there gets its default args, as one enabled anywhere does.
+    let only_there = format!(
+        "{HEAD}profiles:
+- plugins:
+    multiPoint:
+      disabled:
+      - name: '*'
+    queueSort:
+      enabled:
+      - name: PrioritySort
+    bind:
+      enabled:
+      - name: DefaultBinder
+    placementScore:
+      enabled:
+      - name: NodeResourcesFit
+"
+    );
+    let c = parse_str_for(&only_there, "s.yaml", &Features::version(V1_36)).unwrap();
+    assert!(c.profiles[0].plugin_args("NodeResourcesFit").is_some());
+    // Empty sets are not shown, so 1.35's output is as before.
+    let v135 = default_configuration_for(&Features::version(V1_35)).to_json();
+    assert!(
+        v135["profiles"][0]["plugins"]
+            .get("placementScore")
+            .is_none()
     );
 }
 

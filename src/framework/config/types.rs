@@ -279,6 +279,13 @@ pub struct Plugins {
     pub post_bind: PluginSet,
     #[serde(skip_serializing_if = "PluginSet::is_empty")]
     pub multi_point: PluginSet,
+    /// From 1.36: the plugins that propose placements for a pod group (at most one).
+    /// kubestep runs no pod-group cycles; the set is decoded, defaulted and checked.
+    #[serde(skip_serializing_if = "PluginSet::is_empty")]
+    pub placement_generate: PluginSet,
+    /// From 1.36: the plugins that rank a pod group's placements (weighted as Score's).
+    #[serde(skip_serializing_if = "PluginSet::is_empty")]
+    pub placement_score: PluginSet,
 }
 
 /// The extension points, in the order the framework runs them, with their JSON names.
@@ -297,10 +304,16 @@ pub enum ExtensionPoint {
     Bind,
     PostBind,
     MultiPoint,
+    /// From 1.36 (`Semantics::placement_plugin_sets`).
+    PlacementGenerate,
+    /// From 1.36 (`Semantics::placement_plugin_sets`).
+    PlacementScore,
 }
 
 impl ExtensionPoint {
-    pub const ALL: [ExtensionPoint; 13] = [
+    /// Every plugin set, in the order of upstream's `Plugins` fields (the placement sets
+    /// exist from 1.36 only: see [`is_placement`](Self::is_placement)).
+    pub const ALL: [ExtensionPoint; 15] = [
         ExtensionPoint::PreEnqueue,
         ExtensionPoint::QueueSort,
         ExtensionPoint::PreFilter,
@@ -314,7 +327,17 @@ impl ExtensionPoint {
         ExtensionPoint::Bind,
         ExtensionPoint::PostBind,
         ExtensionPoint::MultiPoint,
+        ExtensionPoint::PlacementGenerate,
+        ExtensionPoint::PlacementScore,
     ];
+
+    /// The pod-group placement sets (`placementGenerate`, `placementScore`), from 1.36.
+    pub fn is_placement(self) -> bool {
+        matches!(
+            self,
+            ExtensionPoint::PlacementGenerate | ExtensionPoint::PlacementScore
+        )
+    }
 
     /// The field name in the configuration (`preFilter`).
     pub fn json_name(self) -> &'static str {
@@ -332,6 +355,8 @@ impl ExtensionPoint {
             ExtensionPoint::Bind => "bind",
             ExtensionPoint::PostBind => "postBind",
             ExtensionPoint::MultiPoint => "multiPoint",
+            ExtensionPoint::PlacementGenerate => "placementGenerate",
+            ExtensionPoint::PlacementScore => "placementScore",
         }
     }
 }
@@ -352,6 +377,8 @@ impl Plugins {
             ExtensionPoint::Bind => &self.bind,
             ExtensionPoint::PostBind => &self.post_bind,
             ExtensionPoint::MultiPoint => &self.multi_point,
+            ExtensionPoint::PlacementGenerate => &self.placement_generate,
+            ExtensionPoint::PlacementScore => &self.placement_score,
         }
     }
 
@@ -370,6 +397,8 @@ impl Plugins {
             ExtensionPoint::Bind => &mut self.bind,
             ExtensionPoint::PostBind => &mut self.post_bind,
             ExtensionPoint::MultiPoint => &mut self.multi_point,
+            ExtensionPoint::PlacementGenerate => &mut self.placement_generate,
+            ExtensionPoint::PlacementScore => &mut self.placement_score,
         }
     }
 

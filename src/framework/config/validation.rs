@@ -219,10 +219,11 @@ fn validate_plugin_config(
     features: &Features,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    // Removed plugins at each explicit extension point (multiPoint is not checked upstream).
+    // Removed plugins at each explicit extension point (multiPoint is not checked upstream,
+    // nor are the placement sets of 1.36).
     let plugins_path = path.child("plugins");
     for point in ExtensionPoint::ALL {
-        if point == ExtensionPoint::MultiPoint {
+        if point == ExtensionPoint::MultiPoint || point.is_placement() {
             continue;
         }
         let set_path = plugins_path.child(point.json_name()).child("enabled");
@@ -819,9 +820,14 @@ pub fn validate_volume_binding_args(
 
 /// `ValidateNodeResourcesFitArgs`. Not part of configuration validation (upstream's quirk):
 /// the NodeResourcesFit plugin calls it when it is built, usually with the root path.
+/// `ValidateNodeResourcesFitArgs` of `features`' version: from 1.36
+/// (`Semantics::strict_fit_args`) `requestedToCapacityRatio` goes with its type only, and
+/// its shape's errors are reported under it. (1.36 also requires `scoringStrategy`, which
+/// v1 defaulting always sets.)
 pub fn validate_node_resources_fit_args(
     a: &NodeResourcesFitArgs,
     path: &FieldPath,
+    features: &Features,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let res_path = path.child("ignoredResources");
@@ -850,8 +856,28 @@ pub fn validate_node_resources_fit_args(
         ));
     }
     errs.extend(validate_resources(&s.resources, &sp.child("resources")));
-    if let Some(r) = &s.requested_to_capacity_ratio {
-        errs.extend(validate_function_shape(&r.shape, &sp.child("shape")));
+    let ratio = s.requested_to_capacity_ratio.as_ref();
+    if !features.semantics.strict_fit_args {
+        // Through 1.35 any shape given is checked, whatever the type, under scoringStrategy.
+        if let Some(r) = ratio {
+            errs.extend(validate_function_shape(&r.shape, &sp.child("shape")));
+        }
+        return errs;
+    }
+    let rp = sp.child("requestedToCapacityRatio");
+    match (&s.type_, ratio) {
+        (ScoringStrategyType::RequestedToCapacityRatio, Some(r)) => {
+            errs.extend(validate_function_shape(&r.shape, &rp.child("shape")))
+        }
+        (ScoringStrategyType::RequestedToCapacityRatio, None) => errs.push(FieldError::required(
+            rp,
+            "must be specified when type is RequestedToCapacityRatio",
+        )),
+        (_, Some(_)) => errs.push(FieldError::forbidden(
+            rp,
+            "must be nil when type is not RequestedToCapacityRatio",
+        )),
+        (_, None) => {}
     }
     errs
 }

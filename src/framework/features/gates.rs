@@ -201,10 +201,12 @@ pub enum GateError {
     BadBool { name: String, value: String },
     /// Upstream only warns about unknown gates and runs on; a debugger that silently
     /// ignored a misspelt gate would show the wrong scheduler, so it is refused here.
-    #[error("unrecognized feature gate: {name} (kube-scheduler {version} knows: {known})")]
+    #[error("unrecognized feature gate: {name}{} (kube-scheduler {version} knows: {known})", .suggestion.as_ref().map(|s| format!("; did you mean {s}?")).unwrap_or_default())]
     Unknown {
         name: String,
         version: KubeVersion,
+        /// A known gate the name is a slip of (case, or a letter or two).
+        suggestion: Option<String>,
         known: String,
     },
     #[error("cannot set feature gate {name} to {value}, feature is locked to {default}")]
@@ -290,10 +292,12 @@ impl FeatureGates {
             .collect();
         for (name, value) in settings {
             let Some(spec) = table().get(name).and_then(|r| r.at(version)) else {
+                let known = known_names(version);
                 return Err(GateError::Unknown {
                     name: name.clone(),
                     version,
-                    known: known_names(version).join(", "),
+                    suggestion: nearest(name, &known).map(str::to_string),
+                    known: known.join(", "),
                 });
             };
             if spec.locked && spec.default != *value {
@@ -401,6 +405,36 @@ fn default_of(name: &str, version: KubeVersion) -> bool {
         .get(name)
         .and_then(|r| r.at(version))
         .is_some_and(|s| s.default)
+}
+
+/// The known name `name` is most likely a slip of: the same but for case, else within
+/// two edits.
+fn nearest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    if let Some(k) = known.iter().find(|k| k.eq_ignore_ascii_case(name)) {
+        return Some(k);
+    }
+    known
+        .iter()
+        .map(|k| (edits(name, k), *k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance.
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
 }
 
 /// The gates a version knows, by name.

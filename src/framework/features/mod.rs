@@ -164,3 +164,26 @@ impl Default for Features {
         Features::version(KubeVersion::V1_35)
     }
 }
+
+/// What the user asked for (`--kube-version` or config.toml, `--feature-gates`), before
+/// the input is read: a driver resolves it against the version its input reports.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Request {
+    /// A version the user chose, and where (the flag or the config file).
+    pub version: Option<(KubeVersion, Source)>,
+    /// Gate settings in the order given.
+    pub gates: Vec<(String, bool)>,
+}
+
+impl Request {
+    /// The user's version, else the input's (`reported`), else the newest checked one;
+    /// then the gates, checked against that version.
+    pub fn resolve(&self, reported: Option<Choice>) -> Result<Features, GateError> {
+        let choice = match (&self.version, reported) {
+            (Some((v, source)), _) => Choice::given(*v, source.clone()),
+            (None, Some(c)) => c,
+            (None, None) => Choice::default_choice(),
+        };
+        Features::with_gates(choice, &self.gates)
+    }
+}

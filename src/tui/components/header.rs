@@ -1,5 +1,6 @@
-//! Header / status line: source, profile, time, speed, running or paused, the pod and
-//! extension point shown, queue counts, and whether this is a past moment.
+//! Header / status line: the Kubernetes version followed, source, profile, time, speed,
+//! running or paused, the pod and extension point shown, queue counts, and whether this
+//! is a past moment.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -44,8 +45,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else {
         "wall"
     };
-    // Most telling first: a narrow terminal cuts the end.
-    let mut spans: Vec<Span> = vec![span(" kubestep ", t.title)];
+    // Most telling first: a narrow terminal cuts the end. The version whose semantics
+    // decide is never cut: scores of another version's rules would mislead.
+    let mut spans: Vec<Span> = vec![
+        span(" kubestep ", t.title),
+        span(format!("{} ", version_label(app)), t.header),
+    ];
     match (&app.live, app.running) {
         (Some(l), running) => {
             let (label, style) = if running {
@@ -83,6 +88,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     if let (Some(c), Some(last)) = (app.cursor, app.session.history.last()) {
         spans.push(span(format!("│ ⏪ step {c}/{} ", last.seq), t.warning));
     }
+    let pod_at = moment.map(|_| spans.len());
     if let Some(s) = moment {
         let plugin = s
             .plugin
@@ -143,7 +149,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         }
         short
     };
-    // Counts are shown whole or not at all; the rest may be cut by the edge.
+    // Counts are shown whole or not at all; the pod and point shown give way to them
+    // first (the Cycle pane names them too), the rest may be cut by the edge.
+    let used: usize = spans.iter().map(Span::width).sum();
+    let over = (used + counts_text.chars().count()).saturating_sub(area.width as usize);
+    if let Some(i) = pod_at.filter(|_| over > 0) {
+        let keep = spans[i].width().saturating_sub(over + 1);
+        if keep >= 8 {
+            let text = super::fit(spans[i].content.trim_end(), keep);
+            spans[i] = span(format!("{text} "), t.header);
+        }
+    }
     let used: usize = spans.iter().map(Span::width).sum();
     if used + counts_text.chars().count() > area.width as usize {
         let spans = fit_spans(spans, area.width as usize);
@@ -160,6 +176,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     spans.push(span(format!("│ {} │ {profile} ", app.source), t.header));
     let spans = fit_spans(spans, area.width as usize);
     f.render_widget(Paragraph::new(Line::from(spans)).style(t.header), area);
+}
+
+/// `k8s v1.36`, with `+gates` when feature gates differ from the version's defaults and
+/// `unchecked` for a version no real scheduler checked (the Logs pane has the details).
+pub fn version_label(app: &App) -> String {
+    let f = &app.session.config().features;
+    let mut label = format!("k8s {}", f.kube_version());
+    if !f.gates.non_default().is_empty() {
+        label.push_str("+gates");
+    }
+    if f.choice.caveat().is_some() {
+        label.push_str(" unchecked");
+    }
+    label
 }
 
 /// `spans` cut to `w` columns, the cut marked with `…` (a pod name or plugin cut by the

@@ -114,7 +114,7 @@ fn send(
 }
 
 fn node_add(n: &Node) -> Vec<ClusterEvent> {
-    events_for_node_change(None, Some(n))
+    events_for_node_change(None, Some(n), &Default::default())
 }
 
 #[test]
@@ -271,7 +271,7 @@ fn fit_rejection_moves_on_a_big_enough_node_only() {
     // A label change is not among NodeResourcesFit's events.
     let n1 = node("n1", "1", json!({"a": "1"}));
     let n1b = node("n1", "1", json!({"a": "2"}));
-    let relabel = events_for_node_change(Some(&n1), Some(&n1b));
+    let relabel = events_for_node_change(Some(&n1), Some(&n1b), &Default::default());
     assert_eq!(relabel.len(), 1);
     assert_eq!(relabel[0].label, "NodeUpdateNodeLabel");
     send(&mut q, &env, &f, relabel, secs(1));
@@ -289,7 +289,7 @@ fn fit_rejection_moves_on_a_big_enough_node_only() {
         &mut q,
         &env,
         &f,
-        events_for_node_change(Some(&n1b), Some(&n1c)),
+        events_for_node_change(Some(&n1b), Some(&n1c), &Default::default()),
         secs(2),
     );
     assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
@@ -307,7 +307,7 @@ fn fit_rejection_moves_on_a_big_enough_node_only() {
         &mut q,
         &env,
         &f,
-        events_for_node_change(Some(&n1c), Some(&n1d)),
+        events_for_node_change(Some(&n1c), Some(&n1d), &Default::default()),
         secs(3),
     );
     assert_eq!(q.queue_of("p"), Some(QueueName::Active));
@@ -342,7 +342,7 @@ fn node_taint_updates_requeue_every_node_add_plugin() {
         serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoSchedule"}]})).unwrap(),
     );
     let clean = node("n", "1", json!({}));
-    let ev = events_for_node_change(Some(&tainted), Some(&clean));
+    let ev = events_for_node_change(Some(&tainted), Some(&clean), &Default::default());
     assert_eq!(ev[0].label, "NodeUpdateNodeTaint");
     send(&mut q, &env, &f, ev, secs(5));
     assert_eq!(q.queue_of("p"), Some(QueueName::Active));
@@ -929,7 +929,7 @@ fn cordon_ports_and_preemption_hints() {
         &mut q,
         &env,
         &f,
-        events_for_node_change(Some(&cordoned), Some(&uncordoned)),
+        events_for_node_change(Some(&cordoned), Some(&uncordoned), &Default::default()),
         secs(5),
     );
     assert_eq!(q.queue_of("u"), Some(QueueName::Active));

@@ -30,6 +30,9 @@ pub struct InterPodAffinity {
     hard_pod_affinity_weight: i32,
     /// Skip scoring entirely for pods without preferred (anti-)affinity of their own.
     ignore_preferred_terms_of_existing_pods: bool,
+    /// The version's `hints_see_nominated_pods` (1.36): what the pod-event hint counts as
+    /// placed, and the two events it queues on besides.
+    hints_see_nominated_pods: bool,
 }
 
 impl InterPodAffinity {
@@ -40,7 +43,14 @@ impl InterPodAffinity {
         InterPodAffinity {
             hard_pod_affinity_weight,
             ignore_preferred_terms_of_existing_pods,
+            hints_see_nominated_pods: false,
         }
+    }
+
+    /// The same plugin with the queueing hints of a version (`hints_see_nominated_pods`).
+    pub fn with_hints_seeing_nominated_pods(mut self, on: bool) -> InterPodAffinity {
+        self.hints_see_nominated_pods = on;
+        self
     }
 
     pub fn hard_pod_affinity_weight(&self) -> i32 {
@@ -77,7 +87,7 @@ impl Plugin for InterPodAffinity {
         NAME
     }
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
-        Some(hints::queueing_hints())
+        Some(hints::queueing_hints(self.hints_see_nominated_pods))
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -136,10 +146,13 @@ pub fn factory(
     crate::framework::factory::BuildError::check(
         crate::config::validation::validate_inter_pod_affinity_args(&root, &args),
     )?;
-    Ok(std::sync::Arc::new(InterPodAffinity::new(
-        args.hard_pod_affinity_weight,
-        args.ignore_preferred_terms_of_existing_pods,
-    )))
+    Ok(std::sync::Arc::new(
+        InterPodAffinity::new(
+            args.hard_pod_affinity_weight,
+            args.ignore_preferred_terms_of_existing_pods,
+        )
+        .with_hints_seeing_nominated_pods(ctx.features.semantics.hints_see_nominated_pods),
+    ))
 }
 
 #[cfg(test)]

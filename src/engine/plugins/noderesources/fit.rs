@@ -228,6 +228,11 @@ impl Plugin for Fit {
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
         Some(self)
     }
+    // Upstream's Fit scores pod-group placements from 1.36; the framework lists it under
+    // placementScore only in versions with placement sets.
+    fn is_placement_score(&self) -> bool {
+        true
+    }
 }
 
 impl PreFilterPlugin for Fit {
@@ -469,7 +474,9 @@ pub fn factory(
     let args: crate::config::NodeResourcesFitArgs = ctx.args()?;
     let root = crate::config::FieldPath::root();
     crate::framework::factory::BuildError::check(crate::config::validate_node_resources_fit_args(
-        &args, &root,
+        &args,
+        &root,
+        ctx.features,
     ))?;
     let s = &args.scoring_strategy;
     let strategy = match &s.type_ {

@@ -28,6 +28,9 @@ pub struct PodTopologySpread {
     /// missing a topology key still score.
     system_defaulted: bool,
     default_constraints: Vec<TopologySpreadConstraint>,
+    /// The version's `hints_see_nominated_pods` (1.36): a pod with only a nominated node
+    /// counts in the pod-event hint as placed.
+    hints_see_nominated_pods: bool,
 }
 
 impl PodTopologySpread {
@@ -41,13 +44,21 @@ impl PodTopologySpread {
             PodTopologySpread {
                 system_defaulted: true,
                 default_constraints: common::system_default_constraints(),
+                hints_see_nominated_pods: false,
             }
         } else {
             PodTopologySpread {
                 system_defaulted: false,
                 default_constraints,
+                hints_see_nominated_pods: false,
             }
         }
+    }
+
+    /// The same plugin with the queueing hints of a version (`hints_see_nominated_pods`).
+    pub fn with_hints_seeing_nominated_pods(mut self, on: bool) -> PodTopologySpread {
+        self.hints_see_nominated_pods = on;
+        self
     }
 
     pub fn default_constraints(&self) -> &[TopologySpreadConstraint] {
@@ -116,10 +127,10 @@ pub fn factory(
     crate::framework::factory::BuildError::check(
         crate::config::validation::validate_pod_topology_spread_args(&root, &args),
     )?;
-    Ok(std::sync::Arc::new(PodTopologySpread::new(
-        args.default_constraints.clone(),
-        args.is_system_defaulted(),
-    )))
+    Ok(std::sync::Arc::new(
+        PodTopologySpread::new(args.default_constraints.clone(), args.is_system_defaulted())
+            .with_hints_seeing_nominated_pods(ctx.features.semantics.hints_see_nominated_pods),
+    ))
 }
 
 #[cfg(test)]
