@@ -57,7 +57,13 @@ fn the_first_line_names_the_version_and_where_it_came_from() {
     };
     // A bundled recording: its header's version.
     assert_eq!(
-        first(&["explain", "--cluster", "demo", "--pod", "ml/trainer-llm-0"]),
+        first(&[
+            "explain",
+            "--cluster",
+            "demo",
+            "--pod",
+            "ml/llm-finetune-worker-0"
+        ]),
         "kube-scheduler v1.35 semantics (from the recording's header: v1.35.4)"
     );
     // A manifest without kubelet versions: the newest checked version, said as the default.
