@@ -127,6 +127,20 @@ fn parse_numbers(text: &str, strict: bool) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Text from an input as it may be printed: control characters (a terminal's escape
+/// sequences among them) escaped, so a dump cannot write to the user's terminal.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// A version some input reports (a server's `/version`, a kubelet's, a recording's
 /// header), parsed leniently and brought into the supported range.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,7 +155,7 @@ impl Reported {
     pub fn parse(raw: &str) -> Option<Reported> {
         let (major, minor) = parse_numbers(raw, false)?;
         Some(Reported {
-            raw: raw.trim().to_string(),
+            raw: printable(raw.trim()),
             major,
             minor,
         })
@@ -256,7 +270,7 @@ impl Choice {
             version,
             source: Source::Kubelets {
                 version: r.raw,
-                node: node.to_string(),
+                node: printable(node),
             },
             warning,
         })
@@ -357,6 +371,11 @@ mod tests {
             }
         );
         assert!(Choice::from_kubelets([("a", "")]).is_none());
+        // A reported version or node name from a file cannot write escapes to a terminal.
+        let c = Choice::from_kubelets([("n\u{1b}]0;T\u{7}", "v1.36.0-\u{1b}[2J")]).unwrap();
+        let shown = c.to_string();
+        assert!(!shown.chars().any(char::is_control), "{shown}");
+        assert!(shown.contains("v1.36.0-\\u{1b}[2J"), "{shown}");
     }
 
     #[test]
