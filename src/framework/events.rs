@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 
 use crate::api::pod_resources;
 use crate::api::quantity::Quantity;
+use crate::features::{Features, Gate};
 use crate::types::PodInfo;
 
 /// The kind of object an event is about (upstream `EventResource`). `AssignedPod` and
@@ -592,10 +593,11 @@ fn pod_node_name(p: &Pod) -> &str {
         .unwrap_or("")
 }
 
-fn scaled_down(old: &Pod, new: &Pod) -> bool {
+fn scaled_down(old: &Pod, new: &Pod, features: &Features) -> bool {
+    let resize = features.enabled(Gate::InPlacePodLevelResourcesVerticalScaling);
     let (o, n) = (
-        pod_resources::pod_requests(old, None),
-        pod_resources::pod_requests(new, None),
+        pod_resources::pod_requests_for(old, None, resize),
+        pod_resources::pod_requests_for(new, None, resize),
     );
     o.iter().any(|(name, oq)| match n.get(name) {
         None => true,
@@ -636,7 +638,7 @@ fn generated_claims_changed(old: &Pod, new: &Pod) -> bool {
 /// scale-down, scheduling gates removed, tolerations, generated claims), or the generic
 /// `Update` when none applies. The resource is `AssignedPod` when the new pod is bound,
 /// `UnschedulablePod` otherwise.
-pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>) -> Vec<ClusterEvent> {
+pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>, features: &Features) -> Vec<ClusterEvent> {
     let resource = if pod_node_name(new).is_empty() {
         EventResource::UnschedulablePod
     } else {
@@ -646,7 +648,7 @@ pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>) -> Vec<ClusterEvent> {
     if !map_eq(old.metadata.labels.as_ref(), new.metadata.labels.as_ref()) {
         actions.push(ActionType::UPDATE_POD_LABEL);
     }
-    if scaled_down(old, new) {
+    if scaled_down(old, new, features) {
         actions.push(ActionType::UPDATE_POD_SCALE_DOWN);
     }
     if gates_len(new) == 0 && gates_len(old) != 0 {
@@ -686,6 +688,7 @@ pub fn pod_update_events(old: &Arc<Pod>, new: &Arc<Pod>) -> Vec<ClusterEvent> {
 pub fn events_for_pod_change(
     old: Option<&Arc<PodInfo>>,
     new: Option<&Arc<PodInfo>>,
+    features: &Features,
 ) -> Vec<ClusterEvent> {
     // Hints read bound pods' containers (NodePorts the host ports of a deleted pod), so
     // they get the whole pod (read back when they do), not the packed one.
@@ -710,7 +713,7 @@ pub fn events_for_pod_change(
     let bound = |p: &PodInfo| !p.node_name().is_empty();
     match (old, new) {
         (None, Some(n)) if bound(n) => vec![assigned_add(n)],
-        (Some(o), Some(n)) if bound(o) => pod_update_events(&o.full_pod(), &n.full_pod()),
+        (Some(o), Some(n)) if bound(o) => pod_update_events(&o.full_pod(), &n.full_pod(), features),
         (Some(_), Some(n)) if bound(n) => vec![assigned_add(n)],
         (Some(o), Some(n)) => {
             let was = o.nominated_node_name();
@@ -747,7 +750,8 @@ pub fn events_for_object(
                     .map(|p| Arc::new(PodInfo::new(Arc::new(p))))
             };
             let (o, n) = (parse(old), parse(new));
-            return events_for_pod_change(o.as_ref(), n.as_ref());
+            // As for nodes below: the session sends pod changes with its features.
+            return events_for_pod_change(o.as_ref(), n.as_ref(), &Features::default());
         }
         "Node" => {
             let parse = |v: Option<&serde_json::Value>| {
@@ -756,8 +760,7 @@ pub fn events_for_object(
             let (o, n) = (parse(old), parse(new));
             // The session sends node changes through `events_for_node_change` with its
             // features; this generic path has none (the library's default gates).
-            let features = crate::features::Features::default();
-            return events_for_node_change(o.as_ref(), n.as_ref(), &features);
+            return events_for_node_change(o.as_ref(), n.as_ref(), &Features::default());
         }
         _ => {}
     }
@@ -812,7 +815,11 @@ mod tests {
     /// `events_for_pod_change` for pods as they are written in tests.
     fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
         let info = |p: &Pod| Arc::new(PodInfo::new(Arc::new(p.clone())));
-        events_for_pod_change(old.map(info).as_ref(), new.map(info).as_ref())
+        events_for_pod_change(
+            old.map(info).as_ref(),
+            new.map(info).as_ref(),
+            &Features::default(),
+        )
     }
 
     fn node(name: &str, cpu: &str, labels: Value) -> Node {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 
-use super::types::{PodInfo, Resource};
+use super::types::{PodInfo, PodResource, Resource};
 use crate::api::labels::Labels;
 use crate::api::node_affinity::node_labels;
 use crate::api::pod_resources::{DEFAULT_BIND_ALL_HOST_IP, to_resource_list};
@@ -105,6 +105,8 @@ pub struct NodeInfo {
     /// `namespace/claim` → number of pods on this node using it.
     pub pvc_ref_counts: HashMap<String, i32>,
     pub generation: u64,
+    /// InPlacePodLevelResourcesVerticalScaling: pods count their pod-level resize status.
+    pod_level_resize: bool,
 }
 
 impl NodeInfo {
@@ -160,6 +162,7 @@ impl NodeInfo {
             images,
             pvc_ref_counts: HashMap::new(),
             generation: 0,
+            pod_level_resize: false,
         }
     }
 
@@ -198,7 +201,9 @@ impl NodeInfo {
     /// Replaces the node object, keeping the pods (a node update).
     pub fn set_node(&mut self, node: Arc<Node>) {
         let pods = std::mem::take(&mut self.pods);
+        let resize = self.pod_level_resize;
         *self = NodeInfo::new(node);
+        self.pod_level_resize = resize;
         for p in pods {
             self.add_pod(p);
         }
@@ -229,11 +234,41 @@ impl NodeInfo {
         Some(removed)
     }
 
-    fn update(&mut self, pod: &PodInfo, sign: i64) {
-        let res = &pod.resource;
+    /// Counts pods under InPlacePodLevelResourcesVerticalScaling (or not): only pods
+    /// resizing their pod-level resources count differently.
+    pub fn set_pod_level_resize(&mut self, on: bool) {
+        if self.pod_level_resize == on {
+            return;
+        }
+        let resizing: Vec<Arc<PodInfo>> = self
+            .pods
+            .iter()
+            .filter(|p| p.resource.resized.is_some())
+            .cloned()
+            .collect();
+        for p in &resizing {
+            self.count(&p.resource, -1);
+        }
+        self.pod_level_resize = on;
+        for p in &resizing {
+            self.count(&p.resource, 1);
+        }
+    }
+
+    /// What one of this node's pods counts for in `requested`.
+    pub fn pod_request<'p>(&self, pod: &'p PodInfo) -> &'p Resource {
+        &pod.resource.counted(self.pod_level_resize).resource
+    }
+
+    fn count(&mut self, res: &PodResource, sign: i64) {
+        let res = res.counted(self.pod_level_resize);
         self.requested.add_signed(&res.resource, sign);
         self.non_zero_requested.milli_cpu += sign * res.non0_cpu;
         self.non_zero_requested.memory += sign * res.non0_mem;
+    }
+
+    fn update(&mut self, pod: &PodInfo, sign: i64) {
+        self.count(&pod.resource, sign);
         for hp in &pod.host_ports {
             if sign > 0 {
                 self.used_ports.add(&hp.ip, &hp.protocol, hp.port);
@@ -296,6 +331,28 @@ mod tests {
         assert!(!ni.used_ports.check_conflict("0.0.0.0", "TCP", 80));
         assert_eq!(ni.pvc_ref_counts.get("d/data"), Some(&1));
         assert!(ni.remove_pod("d/zzz").is_none());
+    }
+
+    #[test]
+    fn pods_resizing_pod_level_resources_count_as_the_gate_says() {
+        let v = json!({"metadata": {"name": "r", "namespace": "d"},
+            "spec": {"resources": {"requests": {"cpu": "1"}}, "containers": [{"name": "c"}]},
+            "status": {"resources": {"requests": {"cpu": "1"}}, "allocatedResources": {"cpu": "3"}}});
+        let resizing = Arc::new(PodInfo::new(Arc::new(serde_json::from_value(v).unwrap())));
+        let mut ni = NodeInfo::new(node());
+        ni.add_pod(resizing.clone());
+        ni.add_pod(pod("a", "500m", 0));
+        assert_eq!(ni.requested.milli_cpu, 1500);
+        ni.set_pod_level_resize(true);
+        assert_eq!(ni.requested.milli_cpu, 3500);
+        assert_eq!(ni.pod_request(&resizing).milli_cpu, 3000);
+        // A node update keeps the setting; removing the pod takes back what it counted.
+        ni.set_node(node());
+        assert_eq!(ni.requested.milli_cpu, 3500);
+        ni.remove_pod("d/r").unwrap();
+        assert_eq!(ni.requested.milli_cpu, 500);
+        ni.set_pod_level_resize(false);
+        assert_eq!(ni.requested.milli_cpu, 500);
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct Snapshot {
     epoch: u64,
     /// The changes made, when someone asked to record them (see [`SnapshotOp`]).
     log: OpLog,
+    /// InPlacePodLevelResourcesVerticalScaling, for every NodeInfo.
+    pod_level_resize: bool,
 }
 
 /// A change to a snapshot, recorded so that the snapshot as of any past moment can be
@@ -147,6 +149,14 @@ impl Snapshot {
             s.add_pod(p);
         }
         s
+    }
+
+    /// Counts pods as the scheduler's gates say (set once, before the first cycle).
+    pub fn set_pod_level_resize(&mut self, on: bool) {
+        self.pod_level_resize = on;
+        for n in &mut self.nodes {
+            n.set_pod_level_resize(on);
+        }
     }
 
     fn tree_add(&mut self, node: &Node) {
@@ -467,6 +477,7 @@ impl Snapshot {
             None => {
                 self.tree_add(&node);
                 let mut ni = NodeInfo::new(node);
+                ni.set_pod_level_resize(self.pod_level_resize);
                 for p in self.orphans.remove(&name).unwrap_or_default() {
                     for k in p.pvc_keys() {
                         *self.used_pvcs.entry(k).or_default() += 1;

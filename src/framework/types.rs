@@ -64,14 +64,29 @@ pub struct PodResource {
     pub resource: Resource,
     pub non0_cpu: i64,
     pub non0_mem: i64,
+    /// The same under InPlacePodLevelResourcesVerticalScaling, for the rare pod whose
+    /// pod-level resources are being resized and count differently then.
+    pub resized: Option<Box<PodResource>>,
 }
 
 impl PodResource {
     pub fn calculate(pod: &Pod) -> PodResource {
-        let requests = pod_resources::pod_requests(pod, None);
+        let plain = Self::with(pod, pod_resources::pod_requests);
+        if !pod_resources::has_pod_level_status(pod) {
+            return plain;
+        }
+        let resized = Self::with(pod, pod_resources::pod_requests_resized);
+        PodResource {
+            resized: (resized != plain).then(|| Box::new(resized)),
+            ..plain
+        }
+    }
+
+    fn with(pod: &Pod, requests_of: fn(&Pod, Option<&ResourceList>) -> ResourceList) -> Self {
+        let requests = requests_of(pod, None);
         let pod_level = pod_resources::is_pod_level_requests_set(pod);
         let nm = pod_resources::non_missing_container_requests(&requests, pod_level);
-        let non0 = pod_resources::pod_requests(pod, Some(&nm));
+        let non0 = requests_of(pod, Some(&nm));
         PodResource {
             resource: Resource::from_list(&requests),
             non0_cpu: non0
@@ -82,6 +97,15 @@ impl PodResource {
                 .get(pod_resources::MEMORY)
                 .map(|q| q.value())
                 .unwrap_or(0),
+            resized: None,
+        }
+    }
+
+    /// What the pod counts for, with or without pod-level in-place resize.
+    pub fn counted(&self, pod_level_resize: bool) -> &PodResource {
+        match &self.resized {
+            Some(r) if pod_level_resize => r,
+            _ => self,
         }
     }
 }

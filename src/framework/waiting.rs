@@ -198,6 +198,18 @@ impl WaitingPods {
         true
     }
 
+    /// Preemption (1.36 on) stops the wait with an Error, so the pod goes to backoff rather
+    /// than unschedulable. False when the wait was already over: the caller deletes then.
+    pub fn preempt(&self, uid: &str, plugin: &str, message: &str) -> bool {
+        let mut map = self.lock();
+        let Some(wp) = map.get_mut(uid).filter(|w| w.outcome.is_none()) else {
+            return false;
+        };
+        wp.pending.clear();
+        wp.outcome = Some(Status::error(message.to_string()).with_plugin(plugin.to_string()));
+        true
+    }
+
     /// Rejects pods whose earliest pending deadline has passed.
     pub fn expire(&self, now: Timestamp) -> Vec<String> {
         let mut map = self.lock();

@@ -381,6 +381,10 @@ impl Actuator for ApiActuator {
         }
     }
 
+    fn preempted_waiting(&mut self, victim: &PodInfo, note: &str) {
+        self.event(victim, "Normal", "Preempted", "Preempting", note);
+    }
+
     /// Kept for `failed`, which writes it with the condition.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError> {
         self.nomination = Some((pod.uid.clone(), node.map(str::to_string)));

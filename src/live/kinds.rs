@@ -49,6 +49,7 @@ pub const KINDS: &[Kind] = &[
         false,
     ),
     kind("CSINode", "storage.k8s.io", "v1", "csinodes", false),
+    kind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", false),
     kind("PersistentVolume", "", "v1", "persistentvolumes", false),
     kind(
         "PersistentVolumeClaim",

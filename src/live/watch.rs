@@ -253,6 +253,9 @@ pub fn unserved_consequence(kind: &str) -> Option<&'static str> {
             "StorageClasses: VolumeBinding cannot bind or provision claims of a class (WaitForFirstConsumer claims stay unschedulable)"
         }
         "CSINode" => "CSINodes: per-node CSI volume limits (NodeVolumeLimits) are not applied",
+        "CSIDriver" => {
+            "CSIDrivers: with VolumeLimitScaling, NodeVolumeLimits does not check that a volume's CSI driver is installed on the node"
+        }
         "PersistentVolume" => {
             "PersistentVolumes: pods with unbound claims find no volume to bind, and volume zones are unknown"
         }

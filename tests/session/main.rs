@@ -6,6 +6,7 @@ mod support;
 mod approval;
 mod batch;
 mod gang;
+mod preemption;
 mod queue;
 mod queue_history;
 mod stepping;

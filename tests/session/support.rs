@@ -137,3 +137,32 @@ profiles:
     args:
       timeoutSeconds: 120
 ";
+
+/// A session at a chosen Kubernetes version (its default gates).
+pub fn session_at(objects: &str, config_yaml: Option<&str>, version: &str) -> Session {
+    use kubestep::features::{Features, KubeVersion};
+    let features = Features::version(KubeVersion::parse(version).expect("version"));
+    let (objs, _notes) = manifest::parse_str(objects, "test.yaml").expect("test manifest");
+    let cluster = ClusterState::from_objects(objs).expect("test cluster");
+    let cfg = match config_yaml {
+        Some(y) => config::parse_str_for(y, "config.yaml", &features).expect("test config"),
+        None => config::default_configuration_for(&features),
+    };
+    let mut s = Session::new(
+        cluster,
+        cfg,
+        SessionOptions::default(),
+        Box::new(LocalActuator),
+    )
+    .expect("session");
+    s.trace_level = kubestep::session::trace::TraceLevel::Steps;
+    s
+}
+
+/// Adds one object (a manifest) to a running session, as a watch event would.
+pub fn apply(s: &mut Session, manifest_text: &str) {
+    let (objs, _) = manifest::parse_str(manifest_text, "added.yaml").expect("manifest");
+    for o in objs {
+        s.apply(o.value);
+    }
+}

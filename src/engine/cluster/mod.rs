@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 pub use manifest::{Located, ManifestError};
 pub use object::{Object, ObjectError};
 
+use crate::features::{Features, Gate};
 use crate::framework::listers::{ListerValue, Listers};
 use crate::framework::nominator::Nominator;
 use crate::framework::{PodInfo, Snapshot};
@@ -410,13 +411,21 @@ impl ClusterState {
             .filter_map(|p| p.whole().filter(|p| node_name(p).is_empty()))
     }
 
-    /// Nodes with their bound pods, in node-tree order.
+    /// Nodes with their bound pods, in node-tree order (counted as 1.35's default gates
+    /// count them).
     pub fn snapshot(&self) -> Snapshot {
         let bound = self
             .pod_infos()
             .filter(|p| !p.node_name().is_empty())
             .cloned();
         Snapshot::new(self.nodes.clone(), bound)
+    }
+
+    /// The snapshot as a scheduler with these features counts it.
+    pub fn snapshot_for(&self, features: &Features) -> Snapshot {
+        let mut s = self.snapshot();
+        s.set_pod_level_resize(features.enabled(Gate::InPlacePodLevelResourcesVerticalScaling));
+        s
     }
 
     /// Pending pods that preemption nominated to a node.

@@ -87,6 +87,7 @@ const KINDS: &[(&str, &[&str])] = &[
     ("PersistentVolumeClaim", &["v1"]),
     ("StorageClass", &["storage.k8s.io/v1"]),
     ("CSINode", &["storage.k8s.io/v1"]),
+    ("CSIDriver", &["storage.k8s.io/v1"]),
     ("PodDisruptionBudget", &["policy/v1"]),
     ("PriorityClass", &["scheduling.k8s.io/v1"]),
     ("Service", &["v1"]),
@@ -108,6 +109,7 @@ pub fn is_namespaced(kind: &str) -> bool {
             | "PersistentVolume"
             | "StorageClass"
             | "CSINode"
+            | "CSIDriver"
             | "PriorityClass"
             | "DeviceClass"
             | "ResourceSlice"

@@ -187,7 +187,7 @@ impl<'a> Explainer<'a> {
             config,
             exts: extenders(config)?,
             fwks: frameworks(config)?,
-            snapshot: cluster.snapshot(),
+            snapshot: cluster.snapshot_for(&config.features),
             nominator: cluster.nominator(),
             pool: pool(config),
         })

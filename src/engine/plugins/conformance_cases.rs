@@ -60,7 +60,7 @@ pub fn load(id: &str) -> Case {
     Case {
         env: Env {
             framework,
-            snapshot: cluster.snapshot(),
+            snapshot: cluster.snapshot_for(&cfg.features),
             listers: cluster.listers.clone(),
             nominator: cluster.nominator(),
             waiting: Default::default(),

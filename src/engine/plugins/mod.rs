@@ -35,7 +35,7 @@ in_tree! {
     interpodaffinity: (interpodaffinity::NAME, interpodaffinity::factory);
     imagelocality: (imagelocality::NAME, imagelocality::factory);
     volumerestrictions: (volumerestrictions::NAME, plain::<volumerestrictions::VolumeRestrictions>);
-    nodevolumelimits: (nodevolumelimits::NAME, plain::<nodevolumelimits::CsiLimits>);
+    nodevolumelimits: (nodevolumelimits::NAME, nodevolumelimits::csi::factory);
     volumebinding: (volumebinding::NAME, volumebinding::factory);
     volumezone: (volumezone::NAME, plain::<volumezone::VolumeZone>);
     dynamicresources: (dynamicresources::NAME, dynamicresources::factory);

@@ -15,6 +15,9 @@ pub trait Actuator: Send {
         preemptor: &PodInfo,
         node: &str,
     ) -> Result<(), ActuatorError>;
+    /// A preemption victim waiting at Permit is stopped in the scheduler's memory, with no
+    /// API call but the Preempted event (`note` is its message).
+    fn preempted_waiting(&mut self, _victim: &PodInfo, _note: &str) {}
     /// Set (or with `None` clear) `status.nominatedNodeName`. After a failed attempt it
     /// comes just before `failed`, which may write both at once.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError>;

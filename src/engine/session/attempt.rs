@@ -12,6 +12,9 @@ use crate::features::Gate;
 use crate::framework::batch::BatchProbe;
 use crate::framework::cycle::{CycleOutcome, Detail, Phase, SchedulingCycle};
 use crate::framework::diagnosis::{Diagnosis, FitError, NodeToStatus};
+use crate::framework::events::{
+    ActionType, ClusterEvent, EventObject, EventPod, EventResource, PreCheck,
+};
 use crate::framework::plugin::{MAX_PERMIT_TIMEOUT, PostFilterResult};
 use crate::framework::profile::{ExtensionPoint, PluginEntry};
 use crate::framework::queued::QueuedPodInfo;
@@ -169,6 +172,8 @@ pub struct Attempt {
     pub bound_packed: Option<Arc<PodInfo>>,
     /// Pre-bind plugins PreBindPreFlight said to skip.
     skip_pre_bind: Vec<&'static str>,
+    /// Past Permit: a failure now is handleBindingCycleError's.
+    binding: bool,
     /// How far the search start moved to follow the recording (see `realign.rs`).
     moved: Option<isize>,
 }
@@ -207,6 +212,7 @@ impl Attempt {
             result: None,
             reported: 0,
             skip_pre_bind: Vec::new(),
+            binding: false,
             frozen: None,
             cycle_summary: None,
             post_cycle: Vec::new(),
@@ -960,6 +966,7 @@ impl Attempt {
     /// nominated to its node, so that others (an autoscaler) see where it is about to go.
     /// Without the gate nothing happens here.
     fn start_binding_cycle(&mut self, core: &mut Core, waits: bool, out: &mut Vec<StepEvent>) {
+        self.binding = true;
         if !core
             .sched
             .config
@@ -1198,11 +1205,12 @@ impl Attempt {
             .checked_sub(1)
             .and_then(|j| self.entry(core, ExtensionPoint::Reserve, j))
         else {
-            if let Some(a) = self.assumed.take() {
-                core.sched.cache.forget_pod(&a);
+            let forgotten = self.assumed.take();
+            if let Some(a) = &forgotten {
+                core.sched.cache.forget_pod(a);
             }
             core.waiting.remove(&self.pod().uid);
-            self.fail(core, f);
+            self.fail_binding_cycle(core, f, forgotten);
             return;
         };
         let e = &e;
@@ -1232,6 +1240,33 @@ impl Attempt {
             ..StepEvent::at(core)
         });
         self.stage = Stage::Unreserve(i - 1, Box::new(f));
+    }
+
+    /// handleBindingCycleError: the forgotten assumed pod freed its place, which is an
+    /// AssignedPodDelete for the queue. A rejected pod is requeued first and left out of
+    /// the move (it stays unschedulable); after an error the move comes first, so the pod
+    /// itself records the event while in flight.
+    fn fail_binding_cycle(&mut self, core: &mut Core, f: Failure, forgotten: Option<Arc<PodInfo>>) {
+        let Some(a) = forgotten.filter(|_| self.binding) else {
+            return self.fail(core, f);
+        };
+        let now = core.clock.now();
+        let event = ClusterEvent::new(
+            EventResource::AssignedPod,
+            ActionType::DELETE,
+            Some(EventObject::Pod(EventPod::of(&a))),
+            None,
+        );
+        if f.error {
+            core.broadcast(&event, now);
+            self.fail(core, f);
+        } else {
+            self.fail(core, f);
+            core.broadcast(
+                &event.with_pre_check(PreCheck::ExcludePod(a.uid.clone())),
+                now,
+            );
+        }
     }
 
     fn fail(&mut self, core: &mut Core, f: Failure) {

@@ -312,16 +312,32 @@ impl Core {
         self.queue.done(&pod.uid);
     }
 
-    /// Preemption: waiting victims are rejected, the others deleted.
+    /// Preemption: a victim waiting at Permit is stopped in memory, the others deleted.
+    /// Up to 1.35 the wait is rejected (the victim turns unschedulable), and a victim still
+    /// in the waiting map is never deleted, even when its wait was already over; from 1.36
+    /// it is preempted (an Error: backoff), and deleted when its wait was over.
     pub(super) fn evict(&mut self, preemptor: &PodInfo, node: &str, victims: &[String]) {
+        const PLUGIN: &str = "DefaultPreemption";
+        let in_memory = self
+            .sched
+            .config
+            .features
+            .semantics
+            .preempts_waiting_victims_in_memory;
         for key in victims {
             let Some(victim) = self.cluster.pod_info(key).cloned() else {
                 continue;
             };
-            if self
-                .waiting
-                .reject(&victim.uid, "DefaultPreemption", "preempted")
-            {
+            let note = format!("Preempted by pod {} on node {node}", preemptor.uid);
+            if in_memory {
+                if self.waiting.preempt(&victim.uid, PLUGIN, "preempted") {
+                    let note = format!("{note} (in kube-scheduler memory).");
+                    self.actuator.preempted_waiting(&victim, &note);
+                    continue;
+                }
+            } else if self.waiting.contains(&victim.uid) {
+                self.waiting.reject(&victim.uid, PLUGIN, "preempted");
+                self.actuator.preempted_waiting(&victim, &note);
                 continue;
             }
             if self.actuator.delete(&victim, preemptor, node).is_ok()
@@ -352,7 +368,11 @@ impl Core {
                     _ => None,
                 };
                 self.apply_pod_change(old_pod.as_deref(), new_pod.clone(), now);
-                queue::events_for_pod_change(old_pod.as_ref(), new_pod.as_ref())
+                queue::events_for_pod_change(
+                    old_pod.as_ref(),
+                    new_pod.as_ref(),
+                    &self.sched.config.features,
+                )
             }
             (old, new) if c.kind == "Node" => {
                 let old_node = match old {
@@ -382,9 +402,14 @@ impl Core {
             }
         };
         for e in &events {
-            let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, 0);
-            self.queue.on_event(&h, &self.sched.frameworks, e, now);
+            self.broadcast(e, now);
         }
+    }
+
+    /// One cluster event to the queue (MoveAllToActiveOrBackoffQueue).
+    pub(super) fn broadcast(&mut self, e: &queue::ClusterEvent, now: Timestamp) {
+        let h = handle_of(&self.sched, &self.cluster, &self.waiting, now, 0);
+        self.queue.on_event(&h, &self.sched.frameworks, e, now);
     }
 
     pub(super) fn apply_pod_change(

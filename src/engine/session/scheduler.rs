@@ -172,11 +172,12 @@ impl Scheduler {
             })
             .flatten();
         let batches = vec![OpportunisticBatch::default(); frameworks.len()];
+        let cache = Cache::new(cluster.snapshot_for(&config.features));
         Ok(Scheduler {
             config,
             frameworks,
             extenders,
-            cache: Cache::new(cluster.snapshot()),
+            cache,
             nominator: Arc::new(cluster.nominator()),
             seed: 0,
             next_start_node_index: 0,

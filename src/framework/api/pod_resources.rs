@@ -99,6 +99,18 @@ fn effective_requests(
     }
 }
 
+/// The pod-level requests given the pod's resize status, when it has one.
+fn pod_level_effective(pod: &Pod, spec: &ResourceList) -> Option<ResourceList> {
+    let status = pod.status.as_ref()?;
+    let actuated = to_resource_list(status.resources.as_ref()?.requests.as_ref());
+    let allocated = to_resource_list(status.allocated_resources.as_ref());
+    Some(if is_resize_infeasible(pod) {
+        max_of(&[&actuated, &allocated])
+    } else {
+        max_of(&[spec, &actuated, &allocated])
+    })
+}
+
 fn apply_non_missing(reqs: ResourceList, non_missing: &ResourceList) -> ResourceList {
     let mut out = reqs;
     for (k, v) in non_missing {
@@ -131,6 +143,38 @@ pub fn pod_requests(pod: &Pod, non_missing: Option<&ResourceList>) -> ResourceLi
 pub fn pod_requests_with(
     pod: &Pod,
     use_status: bool,
+    non_missing: Option<&ResourceList>,
+) -> ResourceList {
+    requests(pod, use_status, false, non_missing)
+}
+
+/// `PodRequests` under InPlacePodLevelResourcesVerticalScaling (on from 1.36): a pod whose
+/// pod-level resources are being resized in place counts each at the most of its spec,
+/// actuated (`status.resources`) and allocated (`status.allocatedResources`) value, as
+/// containers always did. Pods without pod-level status are counted as by
+/// [`pod_requests`].
+pub fn pod_requests_resized(pod: &Pod, non_missing: Option<&ResourceList>) -> ResourceList {
+    requests(pod, true, true, non_missing)
+}
+
+/// [`pod_requests_resized`] when `pod_level_resize` (the gate), else [`pod_requests`].
+pub fn pod_requests_for(
+    pod: &Pod,
+    non_missing: Option<&ResourceList>,
+    pod_level_resize: bool,
+) -> ResourceList {
+    requests(pod, true, pod_level_resize, non_missing)
+}
+
+/// Whether [`pod_requests_resized`] can differ from [`pod_requests`] for this pod.
+pub fn has_pod_level_status(pod: &Pod) -> bool {
+    is_pod_level_requests_set(pod) && pod.status.as_ref().is_some_and(|s| s.resources.is_some())
+}
+
+fn requests(
+    pod: &Pod,
+    use_status: bool,
+    pod_level_status: bool,
     non_missing: Option<&ResourceList>,
 ) -> ResourceList {
     let Some(spec) = pod.spec.as_ref() else {
@@ -184,8 +228,16 @@ pub fn pod_requests_with(
 
     if is_pod_level_requests_set(pod) {
         let pod_level = to_resource_list(spec.resources.as_ref().and_then(|r| r.requests.as_ref()));
+        let effective = (use_status && pod_level_status)
+            .then(|| pod_level_effective(pod, &pod_level))
+            .flatten();
         for (k, v) in pod_level {
             if is_supported_pod_level(&k) {
+                // Upstream indexes the effective list: a resource it lacks counts as zero.
+                let v = match &effective {
+                    Some(e) => e.get(&k).copied().unwrap_or_default(),
+                    None => v,
+                };
                 reqs.insert(k, v);
             }
         }
@@ -347,6 +399,42 @@ mod tests {
         let r = pod_requests(&p, None);
         assert_eq!(milli(&r, CPU), 3000);
         assert_eq!(r[MEMORY].value(), 1 << 30);
+    }
+
+    /// A pod resizing its pod-level cpu from 1 to 3 (allocated 3, still running at 1).
+    fn resizing(conditions: serde_json::Value) -> Pod {
+        pod(json!({
+            "spec": {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                "containers": [{"name": "a"}]},
+            "status": {"resources": {"requests": {"cpu": "1"}},
+                "allocatedResources": {"cpu": "3"}, "conditions": conditions}}))
+    }
+
+    #[test]
+    fn pod_level_resize_counts_the_most_of_spec_actuated_and_allocated() {
+        let p = resizing(json!([]));
+        assert!(has_pod_level_status(&p));
+        // Without the gate the spec counts; with it, the allocated 3 cpu.
+        assert_eq!(milli(&pod_requests(&p, None), CPU), 1000);
+        let r = pod_requests_resized(&p, None);
+        assert_eq!(milli(&r, CPU), 3000);
+        assert_eq!(r[MEMORY].value(), 1 << 30);
+        let infeasible = resizing(
+            json!([{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]),
+        );
+        // Infeasible: the spec no longer counts, only what runs and what is allocated; a
+        // pod-level resource neither names counts as zero, as upstream's.
+        let r = pod_requests_resized(&infeasible, None);
+        assert_eq!(milli(&r, CPU), 3000);
+        assert_eq!(milli(&r, MEMORY), 0);
+        // A pod without pod-level status counts the same either way.
+        let plain = pod(json!({"spec": {"resources": {"requests": {"cpu": "1"}},
+            "containers": [{"name": "a"}]}}));
+        assert!(!has_pod_level_status(&plain));
+        assert_eq!(
+            pod_requests_resized(&plain, None),
+            pod_requests(&plain, None)
+        );
     }
 
     #[test]

@@ -45,9 +45,17 @@ pub struct Semantics {
     /// nominated node as placed; InterPodAffinity also queues on the pod's own label update
     /// and on a deleted pod whose required anti-affinity the pod matches: from 1.36.
     pub hints_see_nominated_pods: bool,
-    /// A preemption victim waiting at Permit is failed with an Error ("preempted") and one
-    /// in PreBind has its binding cancelled, in memory: from 1.36.
+    /// A preemption victim waiting at Permit is failed with an Error ("preempted") in
+    /// memory, and deleted only when its wait was already over: from 1.36. (Upstream also
+    /// cancels a victim in PreBind; kubestep's PreBind never spans another pod's cycle.)
     pub preempts_waiting_victims_in_memory: bool,
+    /// NodeVolumeLimits counts Portworx volumes as CSI only where the CSINode's
+    /// migrated-plugins annotation lists the plugin: up to 1.35.
+    pub csi_portworx_needs_migrated_annotation: bool,
+    /// VolumeLimitScaling's "CSI driver is not installed on the node" check applies only to
+    /// CSIDrivers with `spec.preventPodSchedulingIfMissing: true`: from 1.36 (in 1.35, to
+    /// every CSIDriver).
+    pub csi_driver_check_opt_in: bool,
     /// NewFramework's score-weight overflow error begins "score plugins: ": from 1.36.
     pub score_overflow_prefix: bool,
     /// NodeResourcesFitArgs: scoringStrategy required, requestedToCapacityRatio only with
@@ -92,6 +100,8 @@ impl Semantics {
             },
             hints_see_nominated_pods: v >= V1_36,
             preempts_waiting_victims_in_memory: v >= V1_36,
+            csi_portworx_needs_migrated_annotation: v <= V1_35,
+            csi_driver_check_opt_in: v >= V1_36,
             score_overflow_prefix: v >= V1_36,
             strict_fit_args: v >= V1_36,
             placement_plugin_sets: v >= V1_36,

@@ -256,7 +256,7 @@ impl SchedulingQueue {
         let uid = new.uid.clone();
         if let Some(inf) = self.in_flight.get_mut(&uid) {
             let old = std::mem::replace(&mut inf.pod, Arc::clone(&new));
-            for e in events::pod_update_events(&old.full_pod(), &new.full_pod()) {
+            for e in events::pod_update_events(&old.full_pod(), &new.full_pod(), &fwk.features) {
                 self.push_in_flight_event(Arc::new(e));
             }
             return;
@@ -279,7 +279,7 @@ impl SchedulingQueue {
         if let Some(qpi) = self.unschedulable.get_mut(&uid) {
             let old = std::mem::replace(&mut qpi.pod_info, Arc::clone(&new));
             let hints = self.hints(fwk);
-            for e in events::pod_update_events(&old.full_pod(), &new.full_pod()) {
+            for e in events::pod_update_events(&old.full_pod(), &new.full_pod(), &fwk.features) {
                 let Some(qpi) = self.unschedulable.remove(&uid) else {
                     break;
                 };

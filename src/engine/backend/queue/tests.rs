@@ -20,7 +20,11 @@ use crate::plugins::testing::{Env, pod};
 /// `events_for_pod_change` for pods as they are written in tests.
 fn pod_change(old: Option<&Pod>, new: Option<&Pod>) -> Vec<ClusterEvent> {
     let info = |p: &Pod| Arc::new(PodInfo::new(Arc::new(p.clone())));
-    events_for_pod_change(old.map(info).as_ref(), new.map(info).as_ref())
+    events_for_pod_change(
+        old.map(info).as_ref(),
+        new.map(info).as_ref(),
+        &crate::features::Features::default(),
+    )
 }
 
 const FIT: &str = "NodeResourcesFit";
@@ -971,7 +975,7 @@ fn cordon_ports_and_preemption_hints() {
         &mut q,
         &env,
         &f,
-        events_for_pod_change(Some(&packed), None),
+        events_for_pod_change(Some(&packed), None, &crate::features::Features::default()),
         secs(10),
     );
     assert_eq!(q.queue_of("port"), Some(QueueName::Active));

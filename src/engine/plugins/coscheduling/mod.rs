@@ -394,7 +394,7 @@ fn node_left_for_group(node: &NodeInfo, group: &str) -> ResourceList {
     let mut pods = node.pods.len();
     for p in &node.pods {
         if full_name(p).as_deref() == Some(group) {
-            requested.add_signed(&p.resource.resource, -1);
+            requested.add_signed(node.pod_request(p), -1);
             pods -= 1;
         }
     }

@@ -53,6 +53,8 @@ pub struct Fit {
     ignored_resources: BTreeSet<String>,
     ignored_resource_groups: BTreeSet<String>,
     scorer: ResourceAllocationScorer,
+    /// InPlacePodLevelResourcesVerticalScaling, for the scale-down hint.
+    pod_level_resize: bool,
 }
 
 impl Default for Fit {
@@ -67,6 +69,14 @@ impl Fit {
             ignored_resources: args.ignored_resources.into_iter().collect(),
             ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
             scorer: ResourceAllocationScorer::new(args.resources, args.strategy, false),
+            pod_level_resize: false,
+        }
+    }
+
+    pub fn with_pod_level_resize(self, on: bool) -> Fit {
+        Fit {
+            pod_level_resize: on,
+            ..self
         }
     }
 }
@@ -214,7 +224,7 @@ impl Plugin for Fit {
         NAME
     }
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
-        Some(queueing_hints())
+        Some(queueing_hints(self.pod_level_resize))
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -338,13 +348,13 @@ impl ScorePlugin for Fit {
 // ---- queueing hints (EnqueueExtensions) ----
 
 /// NodeResourcesFit's EnqueueExtensions.
-pub(crate) fn queueing_hints() -> Vec<ClusterEventWithHint> {
+pub(crate) fn queueing_hints(pod_level_resize: bool) -> Vec<ClusterEventWithHint> {
     // InPlacePodVerticalScaling is on (GA): scale-downs of other pods may free room.
     vec![
         ClusterEventWithHint::with_hint(
             R::Pod,
             A::DELETE | A::UPDATE_POD_SCALE_DOWN,
-            |_, pod, old, new| fit_after_pod_event(pod, old, new),
+            move |_, pod, old, new| fit_after_pod_event(pod, old, new, pod_level_resize),
         ),
         ClusterEventWithHint::with_hint(
             R::Node,
@@ -358,6 +368,7 @@ fn fit_after_pod_event(
     pod: &PodInfo,
     old: Option<&EventObject>,
     new: Option<&EventObject>,
+    pod_level_resize: bool,
 ) -> HintResult {
     let (original, modified) = as_pods(old, new)?;
     let Some(modified) = modified else {
@@ -368,13 +379,13 @@ fn fit_after_pod_event(
         );
     };
     let original = required(original, "old pod")?;
-    skip_or_queue(scale_down_helps(pod, original, modified))
+    skip_or_queue(scale_down_helps(pod, original, modified, pod_level_resize))
 }
 
 /// Requests of a pod as `SetMaxResource` over an empty Resource.
-fn max_resource(p: &Pod) -> Resource {
+fn max_resource(p: &Pod, pod_level_resize: bool) -> Resource {
     let mut r = Resource::default();
-    for (name, q) in &pod_resources::pod_requests(p, None) {
+    for (name, q) in &pod_resources::pod_requests_for(p, None, pod_level_resize) {
         match name.as_str() {
             pod_resources::CPU => r.milli_cpu = r.milli_cpu.max(q.milli_value()),
             pod_resources::MEMORY => r.memory = r.memory.max(q.value()),
@@ -393,15 +404,23 @@ fn max_resource(p: &Pod) -> Resource {
 
 /// The scaled-down pod is the target itself, or a bound pod that now requests less of a
 /// resource the target asks for.
-fn scale_down_helps(target: &PodInfo, original: &Pod, modified: &Pod) -> bool {
+fn scale_down_helps(
+    target: &PodInfo,
+    original: &Pod,
+    modified: &Pod,
+    pod_level_resize: bool,
+) -> bool {
     if pod_uid(modified) == target.uid {
         return true;
     }
     if pod_node_name(modified).is_empty() {
         return false;
     }
-    let (o, m) = (max_resource(original), max_resource(modified));
-    pod_resources::pod_requests(target.pod(), None)
+    let (o, m) = (
+        max_resource(original, pod_level_resize),
+        max_resource(modified, pod_level_resize),
+    );
+    pod_resources::pod_requests_for(target.pod(), None, pod_level_resize)
         .iter()
         .filter(|(_, q)| !q.is_zero())
         .any(|(name, _)| match name.as_str() {
@@ -502,12 +521,18 @@ pub fn factory(
             return Err(format!("scoring strategy {t} is not supported").into());
         }
     };
-    Ok(std::sync::Arc::new(Fit::new(FitArgs {
-        ignored_resources: args.ignored_resources.clone(),
-        ignored_resource_groups: args.ignored_resource_groups.clone(),
-        strategy,
-        resources: s.resources.clone(),
-    })))
+    let resize = ctx
+        .features
+        .enabled(crate::features::Gate::InPlacePodLevelResourcesVerticalScaling);
+    Ok(std::sync::Arc::new(
+        Fit::new(FitArgs {
+            ignored_resources: args.ignored_resources.clone(),
+            ignored_resource_groups: args.ignored_resource_groups.clone(),
+            strategy,
+            resources: s.resources.clone(),
+        })
+        .with_pod_level_resize(resize),
+    ))
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Volume};
 use k8s_openapi::api::storage::v1::CSINode;
 
 use super::utils::is_csi_migration_on;
+use crate::features::{Features, Gate};
 use crate::api::csi_translation::{InTreePlugin, translate_inline, translate_pv};
 use crate::api::volume::{
     RESOURCE_PVC, not_found, pod_volumes, pvc_class, pvc_name, pvc_namespace, pvc_volume_name,
@@ -35,14 +36,57 @@ pub struct CsiLimits {
     /// Prefix of the made-up handles of unbound claims. Upstream draws 32 random
     /// characters per scheduler start; kubestep uses a fixed one to stay deterministic.
     random_volume_id_prefix: String,
+    /// VolumeLimitScaling: a new volume's CSI driver must be installed on the node.
+    check_driver_installed: bool,
+    /// ... only where its CSIDriver asks so (`preventPodSchedulingIfMissing`), from 1.36.
+    driver_check_opt_in: bool,
+    portworx_needs_annotation: bool,
 }
 
 impl Default for CsiLimits {
     fn default() -> Self {
+        CsiLimits::new(&Features::default())
+    }
+}
+
+impl CsiLimits {
+    pub fn new(features: &Features) -> CsiLimits {
         CsiLimits {
             random_volume_id_prefix: "kubestep-unbound-claim".into(),
+            check_driver_installed: features.enabled(Gate::VolumeLimitScaling),
+            driver_check_opt_in: features.semantics.csi_driver_check_opt_in,
+            portworx_needs_annotation: features.semantics.csi_portworx_needs_migrated_annotation,
         }
     }
+
+    /// `checkCSIDriverOnNode`: a driver without a CSIDriver object may not be a CSI driver
+    /// at all and passes; otherwise the node's CSINode must list it.
+    fn driver_installed(&self, h: &Handle, driver: &str, csi_node: Option<&CSINode>) -> bool {
+        let Some(obj) = h
+            .listers
+            .custom
+            .get(CSI_DRIVER_KIND)
+            .and_then(|m| m.get(driver))
+        else {
+            return true;
+        };
+        let opted_in = obj
+            .pointer("/spec/preventPodSchedulingIfMissing")
+            .and_then(|v| v.as_bool())
+            == Some(true);
+        if self.driver_check_opt_in && !opted_in {
+            return true;
+        }
+        csi_node.is_some_and(|n| n.spec.drivers.iter().any(|d| d.name == driver))
+    }
+}
+
+/// CSIDriver objects are kept as JSON (their 1.36 field included).
+pub const CSI_DRIVER_KIND: &str = "CSIDriver";
+
+/// Builds the plugin for a version's gates and rules.
+pub fn factory(ctx: &crate::framework::factory::FactoryContext) -> crate::framework::factory::Built {
+    Ok(std::sync::Arc::new(CsiLimits::new(ctx.features)))
 }
 
 /// Why counting a pod's volumes failed; `not_found` marks a missing claim of the new pod.
@@ -137,7 +181,7 @@ impl CsiLimits {
         let Some(plugin) = InTreePlugin::of_inline(vol) else {
             return Ok(());
         };
-        if !is_csi_migration_on(csi_node, plugin.in_tree_name()) {
+        if !is_csi_migration_on(csi_node, plugin.in_tree_name(), self.portworx_needs_annotation) {
             return Ok(());
         }
         let source = translate_inline(vol, namespace).map_err(|e| {
@@ -174,7 +218,7 @@ impl CsiLimits {
             return Some((c.driver.clone(), c.volume_handle.clone()));
         }
         let plugin = InTreePlugin::of_pv(pv)?;
-        if !is_csi_migration_on(csi_node, plugin.in_tree_name()) {
+        if !is_csi_migration_on(csi_node, plugin.in_tree_name(), self.portworx_needs_annotation) {
             return None;
         }
         let translated = translate_pv(pv).ok()?;
@@ -204,7 +248,7 @@ impl CsiLimits {
         );
         let provisioner = class.provisioner.as_str();
         if let Some(plugin) = InTreePlugin::from_in_tree_name(provisioner) {
-            if !is_csi_migration_on(csi_node, provisioner) {
+            if !is_csi_migration_on(csi_node, provisioner, self.portworx_needs_annotation) {
                 return None;
             }
             return Some((plugin.csi_driver().to_string(), handle));
@@ -271,7 +315,19 @@ impl FilterPlugin for CsiLimits {
         if new_volumes.is_empty() {
             return Status::success();
         }
-        // VolumeLimitScaling (alpha) is off in 1.35: no "driver is not installed" check.
+        if self.check_driver_installed {
+            // Upstream walks a map, so with several missing drivers any may be named.
+            let mut drivers: Vec<&String> = new_volumes.values().collect();
+            drivers.dedup();
+            if let Some(d) = drivers
+                .into_iter()
+                .find(|d| !self.driver_installed(h, d, csi_node))
+            {
+                return Status::unschedulable(format!(
+                    "{d} CSI driver is not installed on the node"
+                ));
+            }
+        }
 
         let limits = volume_limits(csi_node);
         if limits.is_empty() {
@@ -488,6 +544,53 @@ mod tests {
             env.snapshot.get("node-02").unwrap(),
         );
         assert!(s.is_success(), "{s}");
+    }
+
+    /// VolumeLimitScaling: the new volume's driver must be on the node's CSINode, for every
+    /// CSIDriver in 1.35 and only for those that opt in from 1.36; a driver with no
+    /// CSIDriver object passes.
+    #[test]
+    fn volume_limit_scaling_checks_the_driver_is_installed() {
+        use crate::features::{Choice, KubeVersion, Source};
+        let nodes = ["node-01", "node-04"]
+            .map(|n| node_obj(json!({"metadata": {"name": n}})))
+            .to_vec();
+        let verdicts = |version: KubeVersion, gate: bool, opt_in: Option<bool>| {
+            let mut l = listers(0, true);
+            if let Some(o) = opt_in {
+                let d = json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
+                    "metadata": {"name": "csi.example.com"},
+                    "spec": {"preventPodSchedulingIfMissing": o}});
+                l.custom
+                    .entry(CSI_DRIVER_KIND.into())
+                    .or_default()
+                    .insert("csi.example.com".into(), Arc::new(d));
+            }
+            let settings = [("VolumeLimitScaling".to_string(), gate)];
+            let f = Features::with_gates(Choice::given(version, Source::Given), &settings).unwrap();
+            let env = Env::new(Snapshot::new(nodes.clone(), []), l);
+            let p = claim_pod("p", None, &["newvol"]);
+            let pl = CsiLimits::new(&f);
+            ["node-01", "node-04"].map(|n| {
+                let s = pl.filter(&env.handle(), &CycleState::new(), &p, env.snapshot.get(n).unwrap());
+                (s.code(), s.message())
+            })
+        };
+        let ok = (Code::Success, String::new());
+        let missing = (
+            Code::Unschedulable,
+            "csi.example.com CSI driver is not installed on the node".to_string(),
+        );
+        // node-01's CSINode lists the driver; node-04 has no CSINode.
+        use KubeVersion::*;
+        assert_eq!(verdicts(V1_35, false, Some(false)), [ok.clone(), ok.clone()]);
+        assert_eq!(verdicts(V1_35, true, None), [ok.clone(), ok.clone()]);
+        assert_eq!(verdicts(V1_35, true, Some(false)), [ok.clone(), missing.clone()]);
+        assert_eq!(verdicts(V1_36, true, Some(false)), [ok.clone(), ok.clone()]);
+        assert_eq!(verdicts(V1_36, true, Some(true)), [ok.clone(), missing.clone()]);
+        // 1.37 turns the gate on by default.
+        let f = Features::version(V1_37);
+        assert!(CsiLimits::new(&f).check_driver_installed);
     }
 
     #[test]
