@@ -53,7 +53,7 @@ Examples:
   kubectl get nodes,pods -A -o json | kubestep explain --cluster - --pod shop/checkout-0
 
   # Your cluster as kubectl prints it, and a pod manifest not yet applied
-  kubectl get nodes,pods,namespaces,pv,pvc,storageclasses,csinodes,csidrivers,pdb,priorityclasses,services,replicasets,statefulsets,replicationcontrollers -A -o yaml > cluster.yaml
+  kubectl get nodes,pods,namespaces,pv,pvc,storageclasses,csinodes,csidrivers,csistoragecapacities,pdb,priorityclasses,services,replicasets,statefulsets,replicationcontrollers -A -o yaml > cluster.yaml
   kubestep explain --cluster cluster.yaml --pod new-pod.yaml -o yaml
 
   # With dynamic resource allocation objects (Kubernetes 1.34+)

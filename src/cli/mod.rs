@@ -51,7 +51,7 @@ Examples:
   kubestep
 
   # Why is my pod Pending? Explain it against a cluster exported with kubectl
-  kubectl get nodes,pods,namespaces,pv,pvc,storageclasses,csinodes,csidrivers,pdb,priorityclasses,services,replicasets,statefulsets,replicationcontrollers -A -o yaml > cluster.yaml
+  kubectl get nodes,pods,namespaces,pv,pvc,storageclasses,csinodes,csidrivers,csistoragecapacities,pdb,priorityclasses,services,replicasets,statefulsets,replicationcontrollers -A -o yaml > cluster.yaml
   kubestep explain --cluster cluster.yaml --pod shop/checkout-0
 
   # Watch the live cluster in shadow mode (reads only; writes nothing)

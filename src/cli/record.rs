@@ -25,7 +25,7 @@ Examples:
 
 It only reads (every request is a GET): get, list and watch on nodes, pods, namespaces,
 persistentvolumes, persistentvolumeclaims, storageclasses, csinodes, csidrivers,
-poddisruptionbudgets, priorityclasses, services, replicasets, statefulsets,
+csistoragecapacities, poddisruptionbudgets, priorityclasses, services, replicasets, statefulsets,
 replicationcontrollers, and when served, the DRA kinds (resource.k8s.io/v1 deviceclasses,
 resourceslices, resourceclaims, resourceclaimtemplates) and podgroups.
 

@@ -50,6 +50,13 @@ pub const KINDS: &[Kind] = &[
     ),
     kind("CSINode", "storage.k8s.io", "v1", "csinodes", false),
     kind("CSIDriver", "storage.k8s.io", "v1", "csidrivers", false),
+    kind(
+        "CSIStorageCapacity",
+        "storage.k8s.io",
+        "v1",
+        "csistoragecapacities",
+        true,
+    ),
     kind("PersistentVolume", "", "v1", "persistentvolumes", false),
     kind(
         "PersistentVolumeClaim",

@@ -254,7 +254,10 @@ pub fn unserved_consequence(kind: &str) -> Option<&'static str> {
         }
         "CSINode" => "CSINodes: per-node CSI volume limits (NodeVolumeLimits) are not applied",
         "CSIDriver" => {
-            "CSIDrivers: with VolumeLimitScaling, NodeVolumeLimits does not check that a volume's CSI driver is installed on the node"
+            "CSIDrivers: storage capacity is never checked, and with VolumeLimitScaling NodeVolumeLimits does not check that a volume's CSI driver is installed on the node"
+        }
+        "CSIStorageCapacity" => {
+            "CSIStorageCapacities: claims of drivers that track storage capacity find no room to be provisioned"
         }
         "PersistentVolume" => {
             "PersistentVolumes: pods with unbound claims find no volume to bind, and volume zones are unknown"

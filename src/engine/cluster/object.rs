@@ -88,6 +88,7 @@ const KINDS: &[(&str, &[&str])] = &[
     ("StorageClass", &["storage.k8s.io/v1"]),
     ("CSINode", &["storage.k8s.io/v1"]),
     ("CSIDriver", &["storage.k8s.io/v1"]),
+    ("CSIStorageCapacity", &["storage.k8s.io/v1"]),
     ("PodDisruptionBudget", &["policy/v1"]),
     ("PriorityClass", &["scheduling.k8s.io/v1"]),
     ("Service", &["v1"]),

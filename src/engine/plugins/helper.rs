@@ -5,6 +5,29 @@ use serde_json::{Map, Value};
 use crate::config::PluginArgs;
 use crate::framework::plugin::{MAX_NODE_SCORE, NodeScore};
 
+/// A point of a utilization → score shape (RequestedToCapacityRatio, VolumeBinding's
+/// capacity scoring), score already scaled to 0..100.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShapePoint {
+    pub utilization: i64,
+    pub score: i64,
+}
+
+/// Upstream `BuildBrokenLinearFunction`.
+pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for i in 0..shape.len() {
+        if p <= shape[i].utilization {
+            if i == 0 {
+                return shape[0].score;
+            }
+            let (a, b) = (shape[i - 1], shape[i]);
+            return a.score
+                + (b.score - a.score) * (p - a.utilization) / (b.utilization - a.utilization);
+        }
+    }
+    shape.last().map_or(0, |s| s.score)
+}
+
 /// Upstream `DefaultNormalizeScore`: scale to [0, max] by the highest score; when all are
 /// zero, leave them (or set all to `max` when reversed). Integer arithmetic as upstream.
 pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [NodeScore]) {

@@ -32,6 +32,10 @@ pub const CLAIM_LOST: &str = "Lost";
 pub const VOLUME_AVAILABLE: &str = "Available";
 pub const VOLUME_MODE_FILESYSTEM: &str = "Filesystem";
 pub const RESOURCE_STORAGE: &str = "storage";
+/// CSIDriver and CSIStorageCapacity objects are kept as JSON in the listers' `custom`
+/// (their newer fields, such as 1.36's `preventPodSchedulingIfMissing`, included).
+pub const CSI_DRIVER_KIND: &str = "CSIDriver";
+pub const CSI_STORAGE_CAPACITY_KIND: &str = "CSIStorageCapacity";
 
 pub const LABEL_FAILURE_DOMAIN_BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
 pub const LABEL_FAILURE_DOMAIN_BETA_REGION: &str = "failure-domain.beta.kubernetes.io/region";

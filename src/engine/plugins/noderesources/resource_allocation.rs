@@ -18,12 +18,7 @@ pub fn default_resources() -> Vec<ResourceSpec> {
     crate::config::default_resource_spec()
 }
 
-/// A point of RequestedToCapacityRatio's shape, score already scaled to 0..100.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShapePoint {
-    pub utilization: i64,
-    pub score: i64,
-}
+pub use crate::plugins::helper::{ShapePoint, broken_linear};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Strategy {
@@ -250,21 +245,6 @@ pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
         return 0;
     }
     requested.min(capacity) * MAX_NODE_SCORE / capacity
-}
-
-/// Upstream `BuildBrokenLinearFunction`.
-pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
-    for i in 0..shape.len() {
-        if p <= shape[i].utilization {
-            if i == 0 {
-                return shape[0].score;
-            }
-            let (a, b) = (shape[i - 1], shape[i]);
-            return a.score
-                + (b.score - a.score) * (p - a.utilization) / (b.utilization - a.utilization);
-        }
-    }
-    shape.last().map_or(0, |s| s.score)
 }
 
 /// From 1.36: each balance score lies in [50, 100], so their difference in [-50, 50];

@@ -16,7 +16,7 @@ use super::utils::is_csi_migration_on;
 use crate::features::{Features, Gate};
 use crate::api::csi_translation::{InTreePlugin, translate_inline, translate_pv};
 use crate::api::volume::{
-    RESOURCE_PVC, not_found, pod_volumes, pvc_class, pvc_name, pvc_namespace, pvc_volume_name,
+    CSI_DRIVER_KIND, RESOURCE_PVC, not_found, pod_volumes, pvc_class, pvc_name, pvc_namespace, pvc_volume_name,
     volume_claim_of, volume_is_for,
 };
 use crate::framework::events::{ActionType as A, EventResource as R};
@@ -81,8 +81,6 @@ impl CsiLimits {
     }
 }
 
-/// CSIDriver objects are kept as JSON (their 1.36 field included).
-pub const CSI_DRIVER_KIND: &str = "CSIDriver";
 
 /// Builds the plugin for a version's gates and rules.
 pub fn factory(ctx: &crate::framework::factory::FactoryContext) -> crate::framework::factory::Built {

@@ -41,12 +41,12 @@ pub struct BindingInfo {
     pub pv: Arc<PersistentVolume>,
 }
 
-/// A claim to be provisioned dynamically. Upstream also keeps the CSIStorageCapacity
-/// that admitted it (used only for capacity scoring, off in 1.35); kubestep does not model
-/// those objects, so there is none.
+/// A claim to be provisioned dynamically, with the CSIStorageCapacity that admitted it
+/// (for capacity scoring), if one had to.
 #[derive(Debug, Clone)]
 pub struct DynamicProvision {
     pub pvc: Arc<PersistentVolumeClaim>,
+    pub node_capacity: Option<super::capacity::NodeCapacity>,
 }
 
 /// How a pod's unbound claims are satisfied on one node.
@@ -283,10 +283,8 @@ impl<'a> VolumeBinder<'a> {
     }
 
     /// `checkVolumeProvisions`: (provisioning possible, enough storage, provisions). The
-    /// class must name a provisioner and allow the node's topology. Capacity is checked
-    /// only for CSI drivers that opt into storage capacity tracking through a CSIDriver
-    /// object; kubestep's cluster has none, so, as upstream without such an object, every
-    /// node has room.
+    /// class must name a provisioner and allow the node's topology; capacity is checked
+    /// for CSI drivers that opt into storage capacity tracking (capacity.rs).
     fn check_volume_provisions(
         &self,
         claims: &[Arc<PersistentVolumeClaim>],
@@ -309,7 +307,19 @@ impl<'a> VolumeBinder<'a> {
             if !match_topology_selector_terms(terms, node_labels(node)) {
                 return Ok((false, true, Vec::new()));
             }
-            provisions.push(DynamicProvision { pvc: claim.clone() });
+            let Some(node_capacity) = super::capacity::has_enough_capacity(
+                self.listers,
+                provisioner,
+                claim,
+                class_name,
+                node,
+            ) else {
+                return Ok((true, false, Vec::new()));
+            };
+            provisions.push(DynamicProvision {
+                pvc: claim.clone(),
+                node_capacity,
+            });
         }
         Ok((true, true, provisions))
     }

@@ -1,8 +1,9 @@
-//! VolumeBinding (upstream `volumebinding`): the plugin and the volume binder it drives.
-//! Capacity scoring (`scorer.go`) belongs to the StorageCapacityScoring gate, off in 1.35,
-//! so the plugin never scores.
+//! VolumeBinding (upstream `volumebinding`): the plugin, the volume binder it drives, and
+//! storage capacity (capacity.rs: CSIStorageCapacity checks and, with the
+//! StorageCapacityScoring gate, the score).
 
 pub mod binder;
+pub mod capacity;
 mod hints;
 pub mod volume_binding;
 

@@ -16,6 +16,7 @@ use crate::api::volume::{
     pvc_volume_name, volume_claim, volume_is_for_pod,
 };
 use crate::framework::hints::ClusterEventWithHint;
+use crate::plugins::helper::ShapePoint;
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
     ReservePlugin, ScorePlugin,
@@ -27,13 +28,13 @@ const STATE_KEY: &str = "VolumeBinding";
 pub const ERR_REASON_UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
 
-/// `StorageCapacityScoring` (alpha) is off in 1.35: there is no scorer, PreScore skips.
-const ENABLE_STORAGE_CAPACITY_SCORING: bool = false;
-
 #[derive(Debug)]
 pub struct VolumeBinding {
     /// How long PreBind waits for the PV controller (`bindTimeoutSeconds`).
     pub bind_timeout_seconds: i64,
+    /// With StorageCapacityScoring: the args' shape (scores scaled to 0..100). Without it
+    /// there is no scorer, PreScore skips and every node scores 0.
+    scorer: Option<Vec<ShapePoint>>,
 }
 
 impl Default for VolumeBinding {
@@ -47,6 +48,15 @@ impl VolumeBinding {
     pub fn new(bind_timeout_seconds: i64) -> VolumeBinding {
         VolumeBinding {
             bind_timeout_seconds,
+            scorer: None,
+        }
+    }
+
+    /// StorageCapacityScoring on, with the args' (defaulted) shape.
+    pub fn with_capacity_scoring(self, shape: Vec<ShapePoint>) -> VolumeBinding {
+        VolumeBinding {
+            scorer: Some(shape),
+            ..self
         }
     }
 }
@@ -329,13 +339,14 @@ impl PreScorePlugin for VolumeBinding {
         _pod: &PodInfo,
         _nodes: &[&NodeInfo],
     ) -> Status {
-        if !ENABLE_STORAGE_CAPACITY_SCORING {
+        if self.scorer.is_none() {
             return Status::skip();
         }
+        // The scorer exists only with StorageCapacityScoring, which then scores every
+        // pod (0 where it has no volumes), as upstream.
         match read_state(state) {
             Err(e) => e,
-            Ok(s) if s.lock().has_static_bindings => Status::success(),
-            Ok(_) => Status::skip(),
+            Ok(_) => Status::success(),
         }
     }
 }
@@ -345,11 +356,22 @@ impl ScorePlugin for VolumeBinding {
     fn score(
         &self,
         _h: &Handle,
-        _state: &CycleState,
+        state: &CycleState,
         _pod: &PodInfo,
-        _node: &NodeInfo,
+        node: &NodeInfo,
     ) -> (i64, Status) {
-        (0, Status::success())
+        let Some(shape) = &self.scorer else {
+            return (0, Status::success());
+        };
+        let s = match read_state(state) {
+            Ok(s) => s,
+            Err(e) => return (0, e),
+        };
+        let inner = s.lock();
+        match inner.pod_volumes_by_node.get(node.name()) {
+            Some(pv) => (super::capacity::score(pv, shape), Status::success()),
+            None => (0, Status::success()),
+        }
     }
 }
 
@@ -434,9 +456,28 @@ pub fn factory(
     ctx: &crate::framework::factory::FactoryContext,
 ) -> crate::framework::factory::Built {
     let args: crate::config::VolumeBindingArgs = ctx.args()?;
-    Ok(std::sync::Arc::new(VolumeBinding::new(
-        args.bind_timeout_seconds,
-    )))
+    let plugin = VolumeBinding::new(args.bind_timeout_seconds);
+    let scaled = crate::framework::plugin::MAX_NODE_SCORE
+        / crate::plugins::noderesources::resource_allocation::MAX_CUSTOM_PRIORITY_SCORE;
+    let plugin = match &args.shape {
+        Some(shape)
+            if ctx
+                .features
+                .enabled(crate::features::Gate::StorageCapacityScoring) =>
+        {
+            plugin.with_capacity_scoring(
+                shape
+                    .iter()
+                    .map(|p| ShapePoint {
+                        utilization: i64::from(p.utilization),
+                        score: i64::from(p.score) * scaled,
+                    })
+                    .collect(),
+            )
+        }
+        _ => plugin,
+    };
+    Ok(std::sync::Arc::new(plugin))
 }
 
 #[cfg(test)]
