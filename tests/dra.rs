@@ -527,9 +527,9 @@ mod cli {
     use std::path::PathBuf;
     use std::process::Command;
 
-    /// `kubestep explain` over BASE plus `extra`, for the pod using claim `c`: exit code
-    /// and stderr.
-    fn explain(case: &str, extra: &str) -> (Option<i32>, String) {
+    /// `kubestep explain` over BASE plus `extra`, for the pod using claim `c`: exit code,
+    /// stderr and stdout.
+    fn explain(case: &str, extra: &str) -> (Option<i32>, String, String) {
         let dir = std::env::temp_dir().join(format!("kubestep-dra-{}-{case}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let cluster: PathBuf = dir.join("cluster.yaml");
@@ -547,11 +547,12 @@ mod cli {
         (
             o.status.code(),
             String::from_utf8_lossy(&o.stderr).to_string(),
+            String::from_utf8_lossy(&o.stdout).to_string(),
         )
     }
 
     fn bad(case: &str, extra: &str, needles: &[&str]) {
-        let (code, err) = explain(case, extra);
+        let (code, err, _) = explain(case, extra);
         assert_eq!(code, Some(2), "{err}");
         assert!(err.starts_with("kubestep: "), "{err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
@@ -560,44 +561,53 @@ mod cli {
         }
     }
 
+    /// A broken claim or class is the scheduler's business, not bad input: explain shows
+    /// what kube-scheduler does with it (exit 1, the pod does not fit).
+    fn reported(case: &str, extra: &str, needles: &[&str]) {
+        let (code, err, out) = explain(case, extra);
+        assert_eq!(code, Some(1), "{err}{out}");
+        for n in needles {
+            assert!(out.contains(n), "{out:?} should mention {n:?}");
+        }
+    }
+
     #[test]
-    fn missing_device_class_names_the_claim_and_field() {
-        bad(
+    fn missing_device_class_is_a_prefilter_rejection() {
+        reported(
             "class",
             &super::claim("c", &super::request("nope", "")),
             &[
-                "pod default/p",
-                "claim default/c, spec.devices.requests[name=gpu].exactly.deviceClassName",
-                r#"DeviceClass "nope" does not exist"#,
+                "default/p: unschedulable: 0/",
+                "request gpu: device class nope does not exist",
             ],
         );
     }
 
     #[test]
-    fn cel_compile_error_names_the_class_and_expression() {
+    fn cel_compile_error_is_a_scheduling_error_naming_the_class() {
         let class = "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: broken}\nspec:\n  selectors:\n  - cel: {expression: 'device.driver =='}\n";
-        bad(
+        reported(
             "compile",
             &format!(
                 "{class}{}",
                 super::claim("c", &super::request("broken", ""))
             ),
             &[
-                "DeviceClass broken, spec.selectors[0].cel.expression: CEL compile error",
-                "(expression: device.driver ==)",
+                "scheduling error, the attempt ends",
+                "running \"DynamicResources\" filter plugin: class broken: selector #0: CEL compile error",
             ],
         );
     }
 
     #[test]
-    fn cel_runtime_error_names_claim_request_device_and_expression() {
+    fn cel_runtime_error_is_a_scheduling_error_naming_the_claim() {
         let sel = r#", selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].driverVersion.isGreaterThan(semver("1.0.0"))'}}]"#;
-        bad(
+        reported(
             "runtime",
             &super::claim("c", &super::request("gpu", sel)),
             &[
-                "claim default/c, spec.devices.requests[name=gpu].exactly.selectors[0].cel.expression: CEL runtime error on device gpu.example.com/node-b/gpu-0 (request gpu): no such key: driverVersion",
-                "(expression: device.attributes[",
+                "scheduling error, the attempt ends",
+                "claim default/c: selector #0: CEL runtime error: no such key: driverVersion",
             ],
         );
     }

@@ -135,8 +135,6 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     if let Some(w) = missing_priority_class(&pod, &cluster) {
         eprintln!("{}: warning: {w}", super::invoked_name());
     }
-    kubestep::plugins::dynamicresources::check_inputs(&cluster.listers, &pod)
-        .map_err(|e| anyhow::anyhow!("{}: pod {}: {e}", a.cluster.join(", "), pod_key(&pod)))?;
     // One explainer for the pod and the changed copies the what-if hints re-run.
     let explainer = explain::Explainer::new(&cluster, &cfg, &pod)?;
     let mut e = explainer.explain(pod.clone())?;

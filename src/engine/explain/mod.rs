@@ -213,6 +213,33 @@ impl<'a> Explainer<'a> {
         let pre_enqueue = gated(&env, &pi);
         let mut cycle = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
         let outcome = cycle.run(&env).clone();
+        if matches!(&outcome, CycleOutcome::Error(_)) && cycle.scores.is_none() {
+            // A Filter Error ended the search: look again with the Error as that node's
+            // verdict, so every node's verdict and the other nodes' ranking show beside it.
+            let mut again = SchedulingCycle::new(pi.clone(), Detail::Full, 0);
+            again.errors_reject = true;
+            let second = again.run(&env).clone();
+            if matches!(second, CycleOutcome::Error(_)) {
+                // Not a Filter plugin's Error (an extender's, PreFilter's): as it ended.
+                return Ok(build(
+                    &cycle,
+                    &outcome,
+                    &env,
+                    pre_enqueue,
+                    !pi.node_name().is_empty(),
+                ));
+            }
+            let mut e = build(
+                &again,
+                &outcome,
+                &env,
+                pre_enqueue,
+                !pi.node_name().is_empty(),
+            );
+            // The ranking stands for what the nodes say; the attempt still ended in the Error.
+            e.selected = selected(&again, &env);
+            return Ok(e);
+        }
         Ok(build(
             &cycle,
             &outcome,
@@ -221,6 +248,17 @@ impl<'a> Explainer<'a> {
             !pi.node_name().is_empty(),
         ))
     }
+}
+
+/// The feasible nodes that share the best score, sorted.
+fn selected(cycle: &SchedulingCycle, env: &CycleEnv) -> Vec<String> {
+    let mut v: Vec<String> = cycle
+        .best_nodes(env.snapshot)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
 }
 
 /// A pod from a manifest has not been through admission: the priority its
@@ -393,12 +431,7 @@ fn build(
         BTreeMap::new()
     };
     let (all_filters, notes) = parts::matrix(cycle, snap);
-    let mut selected: Vec<String> = cycle
-        .best_nodes(snap)
-        .into_iter()
-        .map(str::to_string)
-        .collect();
-    selected.sort();
+    let mut selected = selected(cycle, env);
     // Every Error ends the cycle before a host is selected (an extender's filter error,
     // a Score plugin's): no node was selected, whatever the nodes left at that point.
     if matches!(outcome, CycleOutcome::Error(_)) {

@@ -102,6 +102,14 @@ fn extender_errors(e: &Explanation, out: &mut String) {
 }
 
 /// The one-line verdict on a pod: schedulable where, gated, already bound, or why not.
+/// A Filter plugin's Error ended the attempt: no node was chosen, whatever the others say.
+fn filter_error(e: &Explanation) -> bool {
+    e.bound.is_none()
+        && e.filter
+            .values()
+            .any(|f| f.code == crate::framework::Code::Error)
+}
+
 pub fn verdict(e: &Explanation) -> String {
     if let Some(pe) = &e.pre_enqueue {
         // Past the gate, what would stop it next (a missing claim stops PreFilter too).
@@ -143,6 +151,14 @@ pub fn verdict(e: &Explanation) -> String {
             "{}: already bound; the framework would choose {}",
             e.pod,
             some_names(&e.selected)
+        );
+    }
+    if filter_error(e) {
+        // Upstream ends the attempt at the Error and retries the pod after backoff.
+        return format!(
+            "{}: scheduling error, the attempt ends (kube-scheduler retries after backoff): {}",
+            e.pod,
+            e.message.as_deref().unwrap_or("")
         );
     }
     let mut s = format!(
@@ -245,7 +261,7 @@ fn node_rows(e: &Explanation) -> Vec<Row> {
         } else {
             let score = e.scores.as_ref().and_then(|s| s.get(n)).map(|s| s.total);
             let detail = score.map_or_else(|| "feasible".into(), |s| format!("score {s}"));
-            let (kind, mark, shared) = if e.selected.contains(n) {
+            let (kind, mark, shared) = if e.selected.contains(n) && !filter_error(e) {
                 // The best nodes share their score; other feasible nodes form one group.
                 (Kind::Best, "✓ best", detail.clone())
             } else {

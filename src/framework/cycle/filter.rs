@@ -596,7 +596,7 @@ impl SchedulingCycle {
             }
             return false;
         }
-        if s.code() == Code::Error {
+        if s.code() == Code::Error && !self.errors_reject {
             self.finish(CycleOutcome::Error(s));
             return true;
         }
@@ -773,7 +773,7 @@ impl SchedulingCycle {
         let mut first = std::mem::take(&mut p.first_failure);
         cols.without_nominated(0, &mut first, &p.nominated, &mut extra);
         drop(cols);
-        let mut search = Search::new(p.num_to_find);
+        let mut search = Search::new(p.num_to_find, self.errors_reject);
         let mut examined = first.len();
         for (ci, s) in first.into_iter().enumerate() {
             if search.consume(p.candidates.get(ci), s.unwrap_or_default()) {
@@ -797,7 +797,7 @@ impl SchedulingCycle {
 
     fn run_filter_fast(&mut self, env: &CycleEnv) {
         let Some(p) = self.filter.take() else { return };
-        let mut search = Search::new(p.num_to_find);
+        let mut search = Search::new(p.num_to_find, self.errors_reject);
         let cols = Columns::new(env, &self.state, &self.pod, &p.candidates);
         let mut durations = vec![Duration::ZERO; cols.cols.len()];
         if !env.framework.has_filter_plugins() {
@@ -971,6 +971,7 @@ impl SchedulingCycle {
 /// and handed to the cycle at the end, so plugins can borrow the cycle meanwhile.
 struct Search {
     num_to_find: usize,
+    errors_reject: bool,
     stopped: bool,
     error: Option<Status>,
     feasible: Vec<usize>,
@@ -978,9 +979,10 @@ struct Search {
 }
 
 impl Search {
-    fn new(num_to_find: usize) -> Search {
+    fn new(num_to_find: usize, errors_reject: bool) -> Search {
         Search {
             num_to_find,
+            errors_reject,
             stopped: false,
             error: None,
             feasible: Vec::new(),
@@ -1011,7 +1013,7 @@ impl Search {
             self.feasible.push(idx);
             return false;
         }
-        if s.code() == Code::Error {
+        if s.code() == Code::Error && !self.errors_reject {
             self.error = Some(s);
             self.stopped = true;
             return true;

@@ -215,6 +215,10 @@ pub struct SchedulingCycle {
     pub ranking: Vec<(String, crate::select::Scored)>,
     /// The nominated node (or the batch's hint) has been tried.
     nominated_checked: bool,
+    /// A Filter Error rejects its node instead of ending the cycle: only for explain's
+    /// second look after such an Error, to show every node's verdict beside it (as the
+    /// conformance oracle evaluates each node on its own).
+    pub errors_reject: bool,
 }
 
 impl SchedulingCycle {
@@ -238,6 +242,7 @@ impl SchedulingCycle {
             post_filter: None,
             scores: None,
             outcome: None,
+            errors_reject: false,
             batch_probe: None,
             batch: None,
             ranking: Vec::new(),

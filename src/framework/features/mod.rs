@@ -63,6 +63,9 @@ pub struct Semantics {
     pub strict_fit_args: bool,
     /// The `placementGenerate` and `placementScore` plugin sets: from 1.36.
     pub placement_plugin_sets: bool,
+    /// DynamicResources' "was not created for Pod ... (Pod is not owner)" capitalizes
+    /// Pod: from 1.36.
+    pub dra_owner_message_capitalized: bool,
 }
 
 /// NodeDeclaredFeatures' rules, which changed in 1.36 (its registry of features and its
@@ -105,6 +108,7 @@ impl Semantics {
             score_overflow_prefix: v >= V1_36,
             strict_fit_args: v >= V1_36,
             placement_plugin_sets: v >= V1_36,
+            dra_owner_message_capitalized: v >= V1_36,
         }
     }
 }

@@ -1,23 +1,69 @@
-//! The structured allocator (upstream `structured/internal/stable`): for one node, finds
-//! devices in the ResourceSlices available there for every request of the claims still to
-//! allocate, skipping devices other claims hold, honouring class and request selectors
-//! and `matchAttribute` constraints, by depth-first search in pool and slice order.
+//! The structured allocator: for one node, finds devices in the pools that node sees for
+//! every request of the claims still to allocate, by depth-first search in pool, slice and
+//! device order, the first full solution winning. Upstream keeps three implementations
+//! (stable, incubating, experimental) and picks the first that supports every enabled
+//! feature; here one search follows `AllocFeatures`, which says what each would ignore.
+//! The search is in `search.rs`, kubestep's diagnosis of a failure in `diagnose.rs`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
-use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, Device, DeviceAllocationResult, DeviceAttribute, DeviceClass,
-    DeviceRequestAllocationResult, DeviceSelector, ResourceClaim, ResourceSlice,
+    AllocationResult, CapacityRequirements, Device, DeviceAllocationResult, DeviceClass,
+    DeviceRequestAllocationResult, DeviceSelector, DeviceToleration, ResourceClaim,
+    ResourceSlice,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
-use super::cel;
-use crate::api::node_affinity::{NodeSelectorMatcher, node_name};
+use super::capacity::Consumed;
+use super::pools::{Pool, per_device};
+use crate::api::node_affinity::node_name;
+use crate::features::{Features, Gate};
+
+pub use super::diagnose::Shortfall;
 
 /// Upstream `resourceapi.AllocationResultsMaxSize`.
-const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
+pub(super) const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
+
+/// The DRA features the allocator uses (upstream `structured.Features`), from the gates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocFeatures {
+    pub admin_access: bool,
+    pub prioritized_list: bool,
+    pub partitionable: bool,
+    pub taints: bool,
+    /// DRADeviceBindingConditions with DRAResourceClaimDeviceStatus.
+    pub binding_conditions: bool,
+    pub consumable_capacity: bool,
+}
+
+/// 1.35's defaults, as `Features::default()`.
+impl Default for AllocFeatures {
+    fn default() -> AllocFeatures {
+        AllocFeatures::of(&Features::default())
+    }
+}
+
+impl AllocFeatures {
+    pub fn of(f: &Features) -> AllocFeatures {
+        AllocFeatures {
+            admin_access: f.enabled(Gate::DRAAdminAccess),
+            prioritized_list: f.enabled(Gate::DRAPrioritizedList),
+            partitionable: f.enabled(Gate::DRAPartitionableDevices),
+            taints: f.enabled(Gate::DRADeviceTaints),
+            binding_conditions: f.enabled(Gate::DRADeviceBindingConditions)
+                && f.enabled(Gate::DRAResourceClaimDeviceStatus),
+            consumable_capacity: f.enabled(Gate::DRAConsumableCapacity),
+        }
+    }
+
+    /// Upstream's experimental allocator: the only one with consumable capacity and
+    /// binding conditions, chosen when either is on.
+    pub fn experimental(&self) -> bool {
+        self.binding_conditions || self.consumable_capacity
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct DeviceId {
@@ -44,116 +90,58 @@ pub fn allocated_ids(a: &AllocationResult) -> impl Iterator<Item = DeviceId> + '
         })
 }
 
-/// A resource pool as seen from one node: the slices of its newest generation.
-#[derive(Debug)]
-pub struct Pool<'a> {
-    pub driver: &'a str,
-    pub name: &'a str,
-    pub slices: Vec<&'a ResourceSlice>,
-    pub incomplete: bool,
-    pub invalid: bool,
-}
+/// Devices other claims hold for themselves, with the claim (`namespace/name`) holding
+/// each. Admin-access allocations hold nothing; shared ones (consumable capacity) are in
+/// `SharedUse` instead.
+pub type InUse = BTreeMap<DeviceId, String>;
+/// Per shared device, the capacity its allocations consume.
+pub type SharedUse = BTreeMap<DeviceId, Consumed>;
 
-fn node_matches(
-    node: &Node,
-    name: Option<&str>,
-    all: bool,
-    sel: Option<&k8s_openapi::api::core::v1::NodeSelector>,
-) -> bool {
-    match (name, sel) {
-        (Some(n), _) => n == node_name(node),
-        _ if all => true,
-        (None, Some(s)) => NodeSelectorMatcher::new(s).matches_node(node),
-        _ => false,
-    }
-}
-
-/// Upstream `GatherPools`: slices for this node (by name, selector or all nodes), by pool.
-pub fn gather_pools<'a>(slices: &'a [ResourceSlice], node: &Node) -> Vec<Pool<'a>> {
-    let mut by_pool: BTreeMap<(&str, &str), Vec<&ResourceSlice>> = BTreeMap::new();
-    for s in slices {
-        let sp = &s.spec;
-        let here = sp.per_device_node_selection.unwrap_or(false)
-            || node_matches(
-                node,
-                sp.node_name.as_deref(),
-                sp.all_nodes.unwrap_or(false),
-                sp.node_selector.as_ref(),
-            );
-        if here {
-            by_pool
-                .entry((&sp.driver, &sp.pool.name))
-                .or_default()
-                .push(s);
-        }
-    }
-    by_pool
-        .into_iter()
-        .map(|((driver, name), all)| {
-            let newest = all
-                .iter()
-                .map(|s| s.spec.pool.generation)
-                .max()
-                .unwrap_or(0);
-            let slices: Vec<_> = all
-                .into_iter()
-                .filter(|s| s.spec.pool.generation == newest)
-                .collect();
-            let count = slices
-                .first()
-                .map_or(0, |s| s.spec.pool.resource_slice_count);
-            let mut names = BTreeSet::new();
-            let invalid = !slices
-                .iter()
-                .flat_map(|s| s.spec.devices.iter().flatten())
-                .all(|d| names.insert(d.name.as_str()));
-            Pool {
-                driver,
-                name,
-                incomplete: slices.len() as i64 != count,
-                invalid,
-                slices,
+/// Splits what allocated claims hold into dedicated devices and shared capacity, as the
+/// scheduler's allocated-devices tracker does.
+pub fn held(claims: &[(String, &AllocationResult)], features: AllocFeatures) -> (InUse, SharedUse) {
+    let mut in_use = InUse::new();
+    let mut shared = SharedUse::new();
+    for (key, a) in claims {
+        for r in a.devices.iter().flat_map(|d| d.results.iter().flatten()) {
+            if r.admin_access == Some(true) {
+                continue;
             }
-        })
-        .collect()
-}
-
-/// One request or sub-request, resolved: its class, selectors and how many devices.
-struct Req<'a> {
-    claim: usize,
-    /// `request` or `request/sub`.
-    name: String,
-    /// The parent request, for constraints that name it.
-    parent: &'a str,
-    class: DeviceClass,
-    selectors: &'a [DeviceSelector],
-    all: bool,
-    count: usize,
-}
-
-/// Why a request could not be met on a node, for kubestep's explanation.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Shortfall {
-    pub claim: String,
-    pub request: String,
-    pub reason: String,
-    /// Matching devices on the node that other claims hold (device, claim): freeing
-    /// them is what would help.
-    pub held: Vec<(DeviceId, String)>,
-}
-
-impl fmt::Display for Shortfall {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.request.is_empty() {
-            write!(f, "claim {}: {}", self.claim, self.reason)
-        } else {
-            write!(
-                f,
-                "claim {}, request {}: {}",
-                self.claim, self.request, self.reason
-            )
+            let id = DeviceId {
+                driver: r.driver.clone(),
+                pool: r.pool.clone(),
+                device: r.device.clone(),
+            };
+            if features.consumable_capacity && r.share_id.is_some() {
+                if let Some(c) = &r.consumed_capacity {
+                    let c: Consumed = c.iter().map(|(k, v)| (k.clone(), super::pools::nanos(&v.0))).collect();
+                    super::capacity::add(shared.entry(id).or_default(), &c);
+                }
+                continue;
+            }
+            in_use.insert(id, key.clone());
         }
     }
+    (in_use, shared)
+}
+
+/// One request or sub-request, resolved.
+pub(super) struct Req<'a> {
+    pub claim: usize,
+    /// The request's name, or the sub-request's.
+    pub own: &'a str,
+    /// `request` or `request/sub`, as results name it.
+    pub name: String,
+    /// The parent request's name.
+    pub parent: &'a str,
+    pub class: DeviceClass,
+    pub selectors: &'a [DeviceSelector],
+    pub all: bool,
+    pub count: usize,
+    pub admin: bool,
+    pub tolerations: &'a [DeviceToleration],
+    pub capacity: Option<&'a CapacityRequirements>,
+    pub sub: bool,
 }
 
 /// The outcome for one node: allocations (one per claim) or why not.
@@ -169,645 +157,382 @@ pub enum Outcome {
     TimedOut,
 }
 
-/// Devices other claims hold, with the claim (`namespace/name`) holding each.
-pub type InUse = BTreeMap<DeviceId, String>;
-
 pub struct Allocator<'a> {
     pub claims: &'a [(&'a str, &'a ResourceClaim)],
     pub classes: &'a dyn Fn(&str) -> Option<DeviceClass>,
     pub in_use: &'a InUse,
+    pub shared: &'a SharedUse,
     pub pools: Vec<Pool<'a>>,
     pub node: &'a Node,
     /// When the search gives up (`filterTimeout`); `None`: never.
     pub deadline: Option<std::time::Instant>,
+    pub features: AllocFeatures,
 }
 
-struct Search<'a, 'b> {
-    a: &'b Allocator<'a>,
-    /// Per claim, per top-level request: the candidate (sub-)requests in order.
-    reqs: Vec<Vec<Vec<Req<'a>>>>,
-    taken: BTreeSet<DeviceId>,
-    chosen: Vec<Vec<(String, DeviceId, &'a Device)>>,
-    /// Per claim: (request names or empty for all, attribute, value fixed so far, count).
-    constraints: Vec<Vec<MatchAttribute>>,
-    cel: BTreeMap<(usize, String, DeviceId), bool>,
-    /// Set when the deadline passed: the search unwinds as if nothing fit.
-    timed_out: bool,
-}
-
-fn attr<'d>(d: &'d Device, id: &DeviceId, name: &str) -> Option<&'d DeviceAttribute> {
-    let attrs = d.attributes.as_ref()?;
-    attrs.get(name).or_else(|| {
-        let (domain, short) = name.split_once('/')?;
-        (domain == id.driver).then(|| attrs.get(short)).flatten()
-    })
-}
-
-/// An attribute's value in words.
-fn attr_value(v: &DeviceAttribute) -> String {
-    if let Some(b) = v.bool {
-        b.to_string()
-    } else if let Some(i) = v.int {
-        i.to_string()
-    } else if let Some(s) = &v.string {
-        format!("{s:?}")
-    } else {
-        v.version.clone().unwrap_or_default()
-    }
+/// A chosen device.
+#[derive(Clone)]
+pub(super) struct Chosen<'a> {
+    pub req: (usize, usize),
+    pub name: String,
+    pub id: DeviceId,
+    pub device: &'a Device,
+    pub slice: &'a ResourceSlice,
+    pub consumed: Option<Consumed>,
 }
 
 impl<'a> Allocator<'a> {
-    pub fn allocate(&self) -> Outcome {
-        let mut reqs = Vec::new();
-        let mut constraints = Vec::new();
+    /// Resolves every request (upstream's checks, in its order) before searching.
+    pub(super) fn requests(&self) -> Result<Vec<Vec<Vec<Req<'a>>>>, String> {
+        let f = self.features;
+        let mut out = Vec::new();
         for (ci, (key, claim)) in self.claims.iter().enumerate() {
-            let dc = claim.spec.devices.as_ref();
             let mut per_claim = Vec::new();
-            for r in dc.and_then(|d| d.requests.as_ref()).into_iter().flatten() {
-                let mut alts = Vec::new();
-                let subs: Vec<_> = match (&r.exactly, &r.first_available) {
-                    (Some(e), _) => vec![(
-                        r.name.clone(),
-                        &e.device_class_name,
-                        e.selectors.as_deref(),
-                        e.allocation_mode.as_deref(),
-                        e.count,
-                    )],
-                    (None, Some(fa)) => fa
-                        .iter()
-                        .map(|s| {
-                            (
-                                format!("{}/{}", r.name, s.name),
-                                &s.device_class_name,
-                                s.selectors.as_deref(),
-                                s.allocation_mode.as_deref(),
-                                s.count,
-                            )
-                        })
-                        .collect(),
-                    _ => {
-                        return Outcome::Error(format!(
-                            "claim {key}, request {}: unknown request type",
+            let mut min_devices = 0;
+            let requests = claim.spec.devices.as_ref().and_then(|d| d.requests.as_ref());
+            for r in requests.into_iter().flatten() {
+                let subs = r.first_available.as_deref().unwrap_or(&[]);
+                if !subs.is_empty() && !f.prioritized_list {
+                    return Err(format!(
+                        "claim {key}, request {}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                        r.name
+                    ));
+                }
+                if f.experimental() && !f.consumable_capacity {
+                    let has = r.exactly.as_ref().is_some_and(|e| e.capacity.is_some());
+                    if has {
+                        return Err(format!(
+                            "claim {key}, request {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
                             r.name
                         ));
                     }
-                };
-                for (name, class, sels, mode, count) in subs {
-                    let Some(class) = (self.classes)(class) else {
-                        return Outcome::Error(format!(
-                            "claim {key}, request {name}: could not retrieve device class {class}: deviceclass.resource.k8s.io {class:?} not found"
+                    if let Some(s) = subs.iter().find(|s| s.capacity.is_some()) {
+                        return Err(format!(
+                            "claim {key}, subrequest {}: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                            s.name
+                        ));
+                    }
+                }
+                let mut alts = Vec::new();
+                if subs.is_empty() {
+                    let Some(e) = &r.exactly else {
+                        return Err(format!(
+                            "claim {key}, request {}: missing device class name (unsupported request type?)",
+                            r.name
                         ));
                     };
-                    let all = mode == Some("All");
-                    if !all && !matches!(mode, None | Some("ExactCount")) {
-                        return Outcome::Error(format!(
-                            "claim {key}, request {name}: unsupported count mode {}",
-                            mode.unwrap_or("")
-                        ));
+                    alts.push(self.request(ci, key, &r.name, &r.name, None, RequestParts {
+                        class: &e.device_class_name,
+                        selectors: e.selectors.as_deref().unwrap_or(&[]),
+                        mode: e.allocation_mode.as_deref(),
+                        count: e.count,
+                        admin: e.admin_access.unwrap_or(false),
+                        tolerations: e.tolerations.as_deref().unwrap_or(&[]),
+                        capacity: e.capacity.as_ref(),
+                    })?);
+                } else {
+                    for s in subs {
+                        alts.push(self.request(ci, key, &s.name, &r.name, Some(&s.name), RequestParts {
+                            class: &s.device_class_name,
+                            selectors: s.selectors.as_deref().unwrap_or(&[]),
+                            mode: s.allocation_mode.as_deref(),
+                            count: s.count,
+                            admin: false,
+                            tolerations: s.tolerations.as_deref().unwrap_or(&[]),
+                            capacity: s.capacity.as_ref(),
+                        })?);
                     }
-                    alts.push(Req {
-                        claim: ci,
-                        name,
-                        parent: &r.name,
-                        class,
-                        selectors: sels.unwrap_or(&[]),
-                        all,
-                        count: count.unwrap_or(1).max(0) as usize,
-                    });
                 }
+                min_devices += alts.iter().map(|a| a.count).min().unwrap_or(0);
                 per_claim.push(alts);
             }
-            reqs.push(per_claim);
-            let mut cs = Vec::new();
-            for (i, c) in dc
-                .and_then(|d| d.constraints.as_ref())
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
-                match &c.match_attribute {
-                    Some(a) => {
-                        cs.push((c.requests.clone().unwrap_or_default(), a.clone(), None, 0))
-                    }
-                    None => {
-                        return Outcome::Error(format!(
-                            "claim {key}, constraint #{i}: empty constraint (unsupported constraint type?)"
-                        ));
-                    }
-                }
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE {
+                return Err(format!(
+                    "claim {key}: number of requested devices {min_devices} exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                ));
             }
-            constraints.push(cs);
+            out.push(per_claim);
         }
-        let mut s = Search {
-            a: self,
-            reqs,
-            taken: BTreeSet::new(),
-            chosen: vec![Vec::new(); self.claims.len()],
-            constraints,
-            cel: BTreeMap::new(),
-            timed_out: false,
+        Ok(out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &self,
+        ci: usize,
+        key: &str,
+        own: &'a str,
+        parent: &'a str,
+        sub: Option<&'a str>,
+        p: RequestParts<'a>,
+    ) -> Result<Req<'a>, String> {
+        if let Some(i) = p.selectors.iter().position(|s| s.cel.is_none()) {
+            return Err(format!(
+                "claim {key}, request {own}, selector #{i}: CEL expression empty (unsupported selector type?)"
+            ));
+        }
+        if p.admin && !self.features.admin_access {
+            return Err(format!(
+                "claim {key}, request {own}: admin access is requested, but the feature is disabled"
+            ));
+        }
+        if p.class.is_empty() {
+            return Err(format!(
+                "claim {key}, request {own}: missing device class name (unsupported request type?)"
+            ));
+        }
+        let Some(class) = (self.classes)(p.class) else {
+            return Err(format!(
+                "claim {key}, request {own}: could not retrieve device class {}: deviceclass.resource.k8s.io {:?} not found",
+                p.class, p.class
+            ));
         };
-        // "All" requests fix their device lists up front, which needs complete pools.
-        let mut all_lists = BTreeMap::new();
-        for (ci, per_claim) in s.reqs.iter().enumerate() {
-            for (ri, alts) in per_claim.iter().enumerate() {
-                for (ai, r) in alts.iter().enumerate().filter(|(_, r)| r.all) {
-                    let mut devs = Vec::new();
-                    for p in &self.pools {
-                        if p.incomplete || p.invalid {
-                            let what = if p.incomplete {
-                                "currently being updated"
-                            } else {
-                                "currently invalid"
-                            };
-                            return Outcome::Error(format!(
-                                "claim {}, request {}: asks for all devices, but resource pool {}/{} is {what}",
-                                self.claims[ci].0, r.name, p.driver, p.name
-                            ));
-                        }
-                        for d in p
-                            .slices
-                            .iter()
-                            .flat_map(|sl| sl.spec.devices.iter().flatten())
-                        {
-                            devs.push((p.driver, p.name, d));
-                        }
+        let all = match p.mode {
+            None | Some("ExactCount") | Some("") => false,
+            Some("All") => true,
+            Some(m) => {
+                return Err(format!(
+                    "claim {key}, request {own}: unsupported count mode {m}"
+                ));
+            }
+        };
+        Ok(Req {
+            claim: ci,
+            own,
+            name: sub.map_or_else(|| own.to_string(), |s| format!("{parent}/{s}")),
+            parent,
+            class,
+            selectors: p.selectors,
+            all,
+            count: if all { 0 } else { p.count.unwrap_or(1).max(0) as usize },
+            admin: p.admin,
+            tolerations: p.tolerations,
+            capacity: p.capacity,
+            sub: sub.is_some(),
+        })
+    }
+
+    /// Upstream's allocation results: per claim its devices, the class and claim
+    /// configuration for the requests chosen, and where the allocation can be used.
+    pub(super) fn results(
+        &self,
+        chosen: &[Vec<Chosen<'a>>],
+        reqs: &[Vec<Vec<Req<'a>>>],
+    ) -> Result<Vec<AllocationResult>, String> {
+        use k8s_openapi::api::resource::v1::DeviceAllocationConfiguration as Config;
+        let mut out = Vec::new();
+        for (ci, devs) in chosen.iter().enumerate() {
+            let claim = self.claims[ci].1;
+            let results = devs
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let r = &reqs[ci][c.req.0][c.req.1];
+                    let consumed = c.consumed.as_ref().filter(|m| !m.is_empty()).map(|m| {
+                        m.iter()
+                            .map(|(k, v)| (k.clone(), ApiQuantity(nano_text(*v))))
+                            .collect()
+                    });
+                    let binding = self.features.binding_conditions;
+                    DeviceRequestAllocationResult {
+                        request: c.name.clone(),
+                        driver: c.id.driver.clone(),
+                        pool: c.id.pool.clone(),
+                        device: c.id.device.clone(),
+                        admin_access: r.admin.then_some(true),
+                        tolerations: (!r.tolerations.is_empty()).then(|| r.tolerations.to_vec()),
+                        share_id: c.consumed.as_ref().map(|_| share_id(self.claims[ci].0, &c.id, i)),
+                        consumed_capacity: consumed,
+                        binding_conditions: c.device.binding_conditions.clone().filter(|_| binding),
+                        binding_failure_conditions: c
+                            .device
+                            .binding_failure_conditions
+                            .clone()
+                            .filter(|_| binding),
                     }
-                    all_lists.insert((ci, ri, ai), devs);
+                })
+                .collect();
+            // Configuration: each chosen request's class config once per class, then the
+            // claim's own for the requests chosen.
+            let mut config: Vec<Config> = Vec::new();
+            let mut class_at: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+            let chosen_req = |ri: usize| -> Option<&Req<'a>> {
+                let ai = devs.iter().find(|c| c.req.0 == ri).map_or(0, |c| c.req.1);
+                reqs[ci].get(ri)?.get(ai)
+            };
+            for ri in 0..reqs[ci].len() {
+                let Some(r) = chosen_req(ri) else { continue };
+                let class = r.class.metadata.name.clone().unwrap_or_default();
+                if let Some(&(start, end)) = class_at.get(&class) {
+                    for c in &mut config[start..end] {
+                        c.requests.get_or_insert_with(Vec::new).push(r.name.clone());
+                    }
+                    continue;
                 }
+                let start = config.len();
+                for c in r.class.spec.config.iter().flatten() {
+                    config.push(Config {
+                        source: "FromClass".into(),
+                        requests: Some(vec![r.name.clone()]),
+                        opaque: c.opaque.clone(),
+                    });
+                }
+                class_at.insert(class, (start, config.len()));
             }
-        }
-        let mut all_selected = BTreeMap::new();
-        for ((ci, ri, ai), devs) in all_lists {
-            let mut sel = Vec::new();
-            for (driver, pool, d) in devs {
-                let id = DeviceId {
-                    driver: driver.into(),
-                    pool: pool.into(),
-                    device: d.name.clone(),
+            let spec = claim.spec.devices.as_ref();
+            for c in spec.and_then(|d| d.config.as_ref()).into_iter().flatten() {
+                let names = c.requests.clone().unwrap_or_default();
+                let from_claim = || Config {
+                    source: "FromClaim".into(),
+                    requests: c.requests.clone(),
+                    opaque: c.opaque.clone(),
                 };
-                match s.selectable(ci, ri, ai, &id, d) {
-                    Ok(true) => sel.push((id, d)),
-                    Ok(false) => {}
-                    Err(e) => return Outcome::Error(e),
+                if names.is_empty() {
+                    config.push(from_claim());
+                    continue;
+                }
+                for (ri, r) in spec.and_then(|d| d.requests.as_ref()).into_iter().flatten().enumerate() {
+                    if names.contains(&r.name) {
+                        config.push(from_claim());
+                        continue;
+                    }
+                    if let Some(req) = chosen_req(ri).filter(|q| q.sub)
+                        && names.contains(&req.name)
+                    {
+                        config.push(from_claim());
+                    }
                 }
             }
-            all_selected.insert((ci, ri, ai), sel);
+            out.push(AllocationResult {
+                devices: Some(DeviceAllocationResult {
+                    results: Some(results),
+                    config: (!config.is_empty()).then_some(config),
+                }),
+                node_selector: self.node_selector(devs)?,
+                ..Default::default()
+            });
         }
-        match s.claim(0, &all_selected) {
-            Err(e) => Outcome::Error(e),
-            Ok(false) if s.timed_out => Outcome::TimedOut,
-            Ok(true) => Outcome::Allocated(s.results()),
-            Ok(false) if self.pools.iter().any(|p| p.invalid) => Outcome::InvalidPools,
-            Ok(false) => Outcome::Unsatisfiable(s.diagnose()),
+        Ok(out)
+    }
+
+    /// Where an allocation can be used (upstream `createNodeSelector`): this node when a
+    /// device is local (its slice, or with per-device selection the device, names a node;
+    /// or it binds to the node), else the node selectors' requirements merged, else
+    /// anywhere.
+    fn node_selector(&self, devs: &[Chosen<'a>]) -> Result<Option<NodeSelector>, String> {
+        let mut term = NodeSelectorTerm::default();
+        for c in devs {
+            let (name, sel) = if per_device(c.slice) {
+                (c.device.node_name.as_deref(), c.device.node_selector.as_ref())
+            } else {
+                (c.slice.spec.node_name.as_deref(), c.slice.spec.node_selector.as_ref())
+            };
+            let binds = self.features.experimental() && c.device.binds_to_node == Some(true);
+            if name.is_some_and(|n| !n.is_empty()) || binds {
+                // Experimental names the target node; the others the slice's.
+                let n = match name {
+                    Some(n) if !n.is_empty() && !self.features.experimental() => n,
+                    _ => node_name(self.node),
+                };
+                return Ok(Some(NodeSelector {
+                    node_selector_terms: vec![NodeSelectorTerm {
+                        match_fields: Some(vec![NodeSelectorRequirement {
+                            key: "metadata.name".into(),
+                            operator: "In".into(),
+                            values: Some(vec![n.to_string()]),
+                        }]),
+                        match_expressions: None,
+                    }],
+                }));
+            }
+            let Some(sel) = sel else { continue };
+            match sel.node_selector_terms.as_slice() {
+                [] => {}
+                [t] => {
+                    merge(&mut term.match_fields, t.match_fields.as_deref());
+                    merge(&mut term.match_expressions, t.match_expressions.as_deref());
+                }
+                terms => {
+                    return Err(format!(
+                        "create NodeSelector for claim {}: unsupported ResourceSlice.NodeSelector with {} terms",
+                        self.claims[0].0,
+                        terms.len()
+                    ));
+                }
+            }
+        }
+        let any = term.match_fields.as_ref().is_some_and(|v| !v.is_empty())
+            || term.match_expressions.as_ref().is_some_and(|v| !v.is_empty());
+        Ok(any.then(|| NodeSelector {
+            node_selector_terms: vec![term],
+        }))
+    }
+}
+
+pub(super) struct RequestParts<'a> {
+    class: &'a str,
+    selectors: &'a [DeviceSelector],
+    mode: Option<&'a str>,
+    count: Option<i64>,
+    admin: bool,
+    tolerations: &'a [DeviceToleration],
+    capacity: Option<&'a CapacityRequirements>,
+}
+
+fn merge(into: &mut Option<Vec<NodeSelectorRequirement>>, from: Option<&[NodeSelectorRequirement]>) {
+    for r in from.into_iter().flatten() {
+        let v = into.get_or_insert_with(Vec::new);
+        if !v.contains(r) {
+            v.push(r.clone());
         }
     }
 }
 
-/// A `matchAttribute` constraint while searching: the requests it covers (all if empty),
-/// the attribute, the value the first device fixed, and how many devices hold it.
-type MatchAttribute = (Vec<String>, String, Option<DeviceAttribute>, usize);
-
-type AllSelected<'a> = BTreeMap<(usize, usize, usize), Vec<(DeviceId, &'a Device)>>;
-
-impl<'a> Search<'a, '_> {
-    fn selectable(
-        &mut self,
-        ci: usize,
-        ri: usize,
-        ai: usize,
-        id: &DeviceId,
-        d: &Device,
-    ) -> Result<bool, String> {
-        let r = &self.reqs[ci][ri][ai];
-        let memo = (ci, r.name.clone(), id.clone());
-        if let Some(m) = self.cel.get(&memo) {
-            return Ok(*m);
-        }
-        let ok = self.selectors_match(ci, ri, ai, id, d, false)?;
-        self.cel.insert(memo, ok);
-        Ok(ok)
+/// A nanos value as a Quantity string (whole units when it has no fraction).
+fn nano_text(n: i128) -> String {
+    const NANO: i128 = 1_000_000_000;
+    if n % NANO == 0 {
+        (n / NANO).to_string()
+    } else {
+        format!("{n}n")
     }
+}
 
-    /// The class's selectors (and unless `class_only` the request's) accept the device,
-    /// and the device is available on this node. Errors read as upstream's.
-    fn selectors_match(
-        &self,
-        ci: usize,
-        ri: usize,
-        ai: usize,
-        id: &DeviceId,
-        d: &Device,
-        class_only: bool,
-    ) -> Result<bool, String> {
-        let r = &self.reqs[ci][ri][ai];
-        let class_name = r.class.metadata.name.clone().unwrap_or_default();
-        let class_sels = r.class.spec.selectors.as_deref().unwrap_or(&[]);
-        let claim = self.a.claims[ci].0;
-        let own: &[DeviceSelector] = if class_only { &[] } else { r.selectors };
-        let mut ok = true;
-        for (who, sels) in [
-            (format!("class {class_name}"), class_sels),
-            (format!("claim {claim}"), own),
-        ] {
-            for (i, s) in sels.iter().enumerate() {
-                let Some(c) = &s.cel else {
-                    return Err(format!(
-                        "claim {claim}, request {}, selector #{i}: CEL expression empty (unsupported selector type?)",
-                        r.name
-                    ));
-                };
-                let expr = cel::compile(&c.expression)
-                    .map_err(|e| format!("{who}: selector #{i}: CEL compile error: {e}"))?;
-                if !cel::matches(&expr, &id.driver, d)
-                    .map_err(|e| format!("{who}: selector #{i}: CEL runtime error: {e}"))?
-                {
-                    ok = false;
-                    break;
-                }
-            }
-            if !ok {
-                break;
-            }
-        }
-        if ok && (d.node_name.is_some() || d.all_nodes.is_some() || d.node_selector.is_some()) {
-            ok = ok
-                && node_matches(
-                    self.a.node,
-                    d.node_name.as_deref(),
-                    d.all_nodes.unwrap_or(false),
-                    d.node_selector.as_ref(),
-                );
-        }
-        Ok(ok)
+/// Upstream draws a random UID per shared allocation; kubestep derives one from the claim
+/// and device, so replays repeat themselves.
+fn share_id(claim: &str, id: &DeviceId, i: usize) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (claim, id, i).hash(&mut h);
+    let x = h.finish();
+    format!(
+        "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        (x >> 32) as u32,
+        (x >> 16) as u16,
+        (x & 0xfff) as u16,
+        ((x >> 12) & 0xfff) as u16,
+        x & 0xffff_ffff_ffff
+    )
+}
+
+/// Whether a device taint keeps the request away (DRADeviceTaints): NoSchedule and
+/// NoExecute do unless tolerated; other effects (None among them) never do.
+pub(super) fn taint_blocks(d: &Device, tolerations: &[DeviceToleration]) -> bool {
+    d.taints.iter().flatten().any(|t| {
+        matches!(t.effect.as_str(), "NoSchedule" | "NoExecute")
+            && !tolerations.iter().any(|tol| tolerates(tol, t))
+    })
+}
+
+fn tolerates(tol: &DeviceToleration, t: &k8s_openapi::api::resource::v1::DeviceTaint) -> bool {
+    if tol.key.as_deref().is_some_and(|k| !k.is_empty() && k != t.key) {
+        return false;
     }
-
-    fn in_use(&self, id: &DeviceId) -> bool {
-        self.a.in_use.contains_key(id) || self.taken.contains(id)
+    if tol.effect.as_deref().is_some_and(|e| !e.is_empty() && e != t.effect) {
+        return false;
     }
-
-    /// Adds a device unless in use or a constraint objects; false leaves nothing changed.
-    fn take(&mut self, ci: usize, ri: usize, ai: usize, id: &DeviceId, d: &'a Device) -> bool {
-        if self.in_use(id) {
-            return false;
-        }
-        let r = &self.reqs[ci][ri][ai];
-        let (name, parent) = (r.name.clone(), r.parent);
-        let applies =
-            |reqs: &[String]| reqs.is_empty() || reqs.iter().any(|q| *q == name || q == parent);
-        for (reqs, a, fixed, _) in &self.constraints[ci] {
-            if !applies(reqs) {
-                continue;
-            }
-            let Some(v) = attr(d, id, a) else {
-                return false;
-            };
-            if let Some(f) = fixed
-                && f != v
-            {
-                return false;
-            }
-        }
-        for (reqs, a, fixed, n) in &mut self.constraints[ci] {
-            if applies(reqs) {
-                *fixed = attr(d, id, a).cloned();
-                *n += 1;
-            }
-        }
-        self.taken.insert(id.clone());
-        self.chosen[ci].push((name, id.clone(), d));
-        true
-    }
-
-    fn untake(&mut self, ci: usize) {
-        // Only called after a successful take; nothing to undo otherwise.
-        let Some((name, id, _)) = self.chosen[ci].pop() else {
-            return;
-        };
-        self.taken.remove(&id);
-        for (reqs, _, fixed, n) in &mut self.constraints[ci] {
-            if reqs.is_empty()
-                || reqs
-                    .iter()
-                    .any(|q| *q == name || name.split('/').next() == Some(q))
-            {
-                *n -= 1;
-                if *n == 0 {
-                    *fixed = None;
-                }
-            }
-        }
-    }
-
-    fn claim(&mut self, ci: usize, all: &AllSelected<'a>) -> Result<bool, String> {
-        if ci == self.reqs.len() {
-            return Ok(true);
-        }
-        self.request(ci, 0, all)
-    }
-
-    fn request(&mut self, ci: usize, ri: usize, all: &AllSelected<'a>) -> Result<bool, String> {
-        if ri == self.reqs[ci].len() {
-            return self.claim(ci + 1, all);
-        }
-        for ai in 0..self.reqs[ci][ri].len() {
-            if self.device(ci, ri, ai, 0, all)? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
-
-    fn device(
-        &mut self,
-        ci: usize,
-        ri: usize,
-        ai: usize,
-        n: usize,
-        all: &AllSelected<'a>,
-    ) -> Result<bool, String> {
-        if self.timed_out || self.a.deadline.is_some_and(|d| Instant::now() >= d) {
-            self.timed_out = true;
-            return Ok(false);
-        }
-        let r = &self.reqs[ci][ri][ai];
-        let list = all.get(&(ci, ri, ai));
-        let want = list.map_or(r.count, Vec::len);
-        if list.is_some_and(Vec::is_empty) {
-            return Ok(false);
-        }
-        if n == want {
-            return self.request(ci, ri + 1, all);
-        }
-        if self.chosen[ci].len() + want - n > ALLOCATION_RESULTS_MAX_SIZE {
-            return Ok(false);
-        }
-        if let Some(list) = list {
-            let (id, d) = &list[n];
-            if !self.take(ci, ri, ai, id, d) {
-                return Ok(false);
-            }
-            if self.device(ci, ri, ai, n + 1, all)? {
-                return Ok(true);
-            }
-            self.untake(ci);
-            return Ok(false);
-        }
-        let pools: Vec<(&'a str, &'a str, Vec<&'a ResourceSlice>)> = self
-            .a
-            .pools
-            .iter()
-            .filter(|p| !p.incomplete && !p.invalid)
-            .map(|p| (p.driver, p.name, p.slices.clone()))
-            .collect();
-        for (driver, pool, slices) in pools {
-            for d in slices.iter().flat_map(|s| s.spec.devices.iter().flatten()) {
-                let id = DeviceId {
-                    driver: driver.into(),
-                    pool: pool.into(),
-                    device: d.name.clone(),
-                };
-                if self.in_use(&id) || !self.selectable(ci, ri, ai, &id, d)? {
-                    continue;
-                }
-                if !self.take(ci, ri, ai, &id, d) {
-                    continue;
-                }
-                if self.device(ci, ri, ai, n + 1, all)? {
-                    return Ok(true);
-                }
-                self.untake(ci);
-            }
-        }
-        Ok(false)
-    }
-
-    fn results(&self) -> Vec<AllocationResult> {
-        self.chosen
-            .iter()
-            .map(|devs| AllocationResult {
-                devices: Some(DeviceAllocationResult {
-                    results: Some(
-                        devs.iter()
-                            .map(|(req, id, _)| DeviceRequestAllocationResult {
-                                request: req.clone(),
-                                driver: id.driver.clone(),
-                                pool: id.pool.clone(),
-                                device: id.device.clone(),
-                                ..Default::default()
-                            })
-                            .collect(),
-                    ),
-                    config: None,
-                }),
-                node_selector: self.node_selector(devs),
-                ..Default::default()
-            })
-            .collect()
-    }
-
-    /// Where an allocation can be used (upstream's allocation node selector): this node
-    /// when a device is local to it (its slice or the device names the node), else the
-    /// slice's node selector, else anywhere.
-    fn node_selector(
-        &self,
-        devs: &[(String, DeviceId, &'a Device)],
-    ) -> Option<k8s_openapi::api::core::v1::NodeSelector> {
-        use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
-        let slices_of = |id: &DeviceId| -> Vec<&'a ResourceSlice> {
-            self.a
-                .pools
-                .iter()
-                .filter(|p| p.driver == id.driver && p.name == id.pool)
-                .flat_map(|p| p.slices.iter().copied())
-                .collect()
-        };
-        let local = devs.iter().any(|(_, id, d)| {
-            d.node_name.is_some() || slices_of(id).iter().any(|s| s.spec.node_name.is_some())
-        });
-        if local {
-            return Some(NodeSelector {
-                node_selector_terms: vec![NodeSelectorTerm {
-                    match_fields: Some(vec![NodeSelectorRequirement {
-                        key: "metadata.name".into(),
-                        operator: "In".into(),
-                        values: Some(vec![node_name(self.a.node).to_string()]),
-                    }]),
-                    match_expressions: None,
-                }],
-            });
-        }
-        devs.iter().find_map(|(_, id, d)| {
-            d.node_selector.clone().or_else(|| {
-                slices_of(id)
-                    .iter()
-                    .find_map(|s| s.spec.node_selector.clone())
-            })
-        })
-    }
-
-    fn shortfall(
-        &mut self,
-        devices: &[(DeviceId, &'a Device)],
-        ci: usize,
-        ri: usize,
-        ai: usize,
-    ) -> Option<Shortfall> {
-        let r = &self.reqs[ci][ri][ai];
-        let (name, count, all) = (r.name.clone(), r.count, r.all);
-        let class = r.class.metadata.name.clone().unwrap_or_default();
-        let of_class = devices
-            .iter()
-            .filter(|(id, d)| {
-                self.selectors_match(ci, ri, ai, id, d, true)
-                    .unwrap_or(false)
-            })
-            .count();
-        let matching: Vec<&DeviceId> = devices
-            .iter()
-            .filter(|(id, d)| self.selectable(ci, ri, ai, id, d).unwrap_or(false))
-            .map(|(id, _)| id)
-            .collect();
-        let held: Vec<(DeviceId, String)> = matching
-            .iter()
-            .filter_map(|id| Some(((*id).clone(), self.a.in_use.get(*id)?.clone())))
-            .collect();
-        let free = matching.len() - held.len();
-        let holders = || {
-            held.iter()
-                .map(|(id, c)| format!("{} ({c})", id.device))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let reason = if devices.is_empty() {
-            "no ResourceSlice publishes devices for this node".to_string()
-        } else if of_class == 0 {
-            format!(
-                "none of the {} device(s) on this node matches device class {class}",
-                devices.len()
-            )
-        } else if matching.is_empty() {
-            format!(
-                "{of_class} device(s) match device class {class}, none matches the request's selectors"
-            )
-        } else if all && free < matching.len() {
-            format!(
-                "allocationMode All: {} of {} matching device(s) allocated to other claims: {}",
-                held.len(),
-                matching.len(),
-                holders()
-            )
-        } else if free == 0 {
-            format!(
-                "all {} matching device(s) are allocated to other claims: {}",
-                matching.len(),
-                holders()
-            )
-        } else if !all && free < count {
-            let also = if held.is_empty() {
-                String::new()
-            } else {
-                format!("; allocated to other claims: {}", holders())
-            };
-            format!(
-                "needs {count} device(s), {free} of {} matching device(s) free{also}",
-                matching.len()
-            )
-        } else {
-            return None;
-        };
-        Some(Shortfall {
-            claim: self.a.claims[ci].0.to_string(),
-            request: name,
-            reason,
-            held,
-        })
-    }
-
-    /// kubestep's diagnosis: the first request that cannot be met even on its own.
-    fn diagnose(&mut self) -> Option<Shortfall> {
-        let devices: Vec<(DeviceId, &'a Device)> = self
-            .a
-            .pools
-            .iter()
-            .filter(|p| !p.incomplete && !p.invalid)
-            .flat_map(|p| {
-                p.slices
-                    .iter()
-                    .copied()
-                    .flat_map(|s| s.spec.devices.iter().flatten())
-                    .map(|d| {
-                        (
-                            DeviceId {
-                                driver: p.driver.into(),
-                                pool: p.name.into(),
-                                device: d.name.clone(),
-                            },
-                            d,
-                        )
-                    })
-            })
-            .collect();
-        for ci in 0..self.reqs.len() {
-            for ri in 0..self.reqs[ci].len() {
-                // A request fails alone only if every alternative does; report the first.
-                let mut first = None;
-                let mut fits = false;
-                for ai in 0..self.reqs[ci][ri].len() {
-                    match self.shortfall(&devices, ci, ri, ai) {
-                        Some(s) => {
-                            first.get_or_insert(s);
-                        }
-                        None => fits = true,
-                    }
-                }
-                if !fits && first.is_some() {
-                    return first;
-                }
-            }
-        }
-        // Each request can be met alone: a constraint, or requests competing for the
-        // same devices, stand in the way.
-        for ci in 0..self.reqs.len() {
-            let Some((reqs, attr_name, _, _)) = self.constraints[ci].first().cloned() else {
-                continue;
-            };
-            let mut values: BTreeSet<String> = BTreeSet::new();
-            for (id, d) in &devices {
-                if self.in_use(id) {
-                    continue;
-                }
-                if let Some(v) = attr(d, id, &attr_name) {
-                    values.insert(attr_value(v));
-                }
-            }
-            let covered = if reqs.is_empty() {
-                "all requests".to_string()
-            } else {
-                format!("requests {}", reqs.join(", "))
-            };
-            let found = if values.is_empty() {
-                "no free device has it".to_string()
-            } else {
-                format!(
-                    "free devices have {}",
-                    values.into_iter().collect::<Vec<_>>().join(", ")
-                )
-            };
-            return Some(Shortfall {
-                claim: self.a.claims[ci].0.to_string(),
-                request: String::new(),
-                reason: format!(
-                    "each request can be met alone, but no choice of free devices gives {covered} the same {attr_name} ({found})"
-                ),
-                held: Vec::new(),
-            });
-        }
-        self.reqs.first().and_then(|c| c.first()).and_then(|r| r.first()).map(|r| Shortfall {
-            claim: self.a.claims[r.claim].0.to_string(),
-            request: String::new(),
-            reason: "each request can be met alone, but not all together: they compete for the same devices".into(),
-            held: Vec::new(),
-        })
+    match tol.operator.as_deref() {
+        None | Some("") | Some("Equal") => tol.value.as_deref().unwrap_or("") == t.value.as_deref().unwrap_or(""),
+        Some("Exists") => true,
+        _ => false,
     }
 }

@@ -20,7 +20,7 @@ pub fn pod_claim_lines(l: &Listers, pod: &Pod) -> Vec<String> {
     if !wanted {
         return Vec::new();
     }
-    let claims = match pod_claims(l, pod, &BTreeMap::new()) {
+    let claims = match pod_claims(l, pod, &BTreeMap::new(), "pod") {
         Ok(c) => c,
         Err(e) => return vec![e],
     };

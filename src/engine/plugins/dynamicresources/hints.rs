@@ -43,7 +43,7 @@ fn after_claim_change(
 ) -> HintResult {
     let (old, new) = as_objects::<ResourceClaim>(old, new)?;
     let new = required(new, "ResourceClaim")?;
-    let Ok(claims) = objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new()) else {
+    let Ok(claims) = objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new(), "pod") else {
         return skip_or_queue(false);
     };
     let was_allocated = old
@@ -84,5 +84,5 @@ fn after_pod_change(
     if modified.metadata.uid.as_deref().unwrap_or("") != pod.uid {
         return skip_or_queue(false);
     }
-    skip_or_queue(objects::pod_claims(h.listers, modified, &BTreeMap::new()).is_ok())
+    skip_or_queue(objects::pod_claims(h.listers, modified, &BTreeMap::new(), "pod").is_ok())
 }

@@ -14,10 +14,15 @@
 
 pub mod allocator;
 mod assume;
+mod binding;
+mod capacity;
 pub mod cel;
 pub mod describe;
+mod diagnose;
 pub(crate) mod hints;
 pub mod objects;
+pub mod pools;
+mod search;
 mod state;
 
 /// Built from the profile's `DynamicResourcesArgs` (the defaults without them): its
@@ -37,6 +42,12 @@ pub fn factory(
     Ok(Arc::new(DynamicResources {
         filter_timeout,
         without_score: !ctx.features.semantics.dynamic_resources_score,
+        features: allocator::AllocFeatures::of(ctx.features),
+        binding_timeout: args
+            .binding_timeout
+            .filter(|_| allocator::AllocFeatures::of(ctx.features).binding_conditions)
+            .and_then(|t| t.to_std()),
+        owner_capitalized: ctx.features.semantics.dra_owner_message_capitalized,
         ..Default::default()
     }))
 }
@@ -48,12 +59,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
 use crate::api::node_affinity::NodeSelectorMatcher;
 use crate::framework::hints::ClusterEventWithHint;
-use crate::framework::listers::Listers;
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PluginState, PostFilterPlugin, PostFilterResult,
     PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
@@ -61,7 +70,8 @@ use crate::framework::plugin::{
 use crate::framework::queued::{ObjectWrite, ObjectWrites};
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 use crate::plugins::helper::default_normalize;
-use allocator::{Allocator, InUse, Outcome, allocated_ids, gather_pools};
+use allocator::{Allocator, Outcome};
+use pools::gather_pools;
 use assume::{Assumed, Written};
 use state::{NodeResult, StateData};
 
@@ -83,12 +93,21 @@ pub struct DynamicResources {
     filter_timeout: Option<std::time::Duration>,
     /// Before 1.35 the plugin does not score (no Score extension point at all).
     without_score: bool,
+    /// What the allocator uses, from the DRA gates.
+    features: allocator::AllocFeatures,
+    /// `bindingTimeout`, when binding conditions are on.
+    binding_timeout: Option<std::time::Duration>,
+    /// The "not owner" message says "Pod" (from 1.36), not "pod".
+    owner_capitalized: bool,
 }
 
 /// Upstream's reason when the device search on a node outlives `filterTimeout`.
 pub const ERR_FILTER_TIMEOUT: &str = "timed out trying to allocate devices";
 
 impl DynamicResources {
+    fn pod_word(&self) -> &'static str {
+        if self.owner_capitalized { "Pod" } else { "pod" }
+    }
     fn lock(&self) -> MutexGuard<'_, Assumed> {
         self.assumed.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -184,7 +203,7 @@ impl PreEnqueuePlugin for DynamicResources {
         if !has_claims(pod) {
             return Status::success();
         }
-        match objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new()) {
+        match objects::pod_claims(h.listers, pod.pod(), &BTreeMap::new(), self.pod_word()) {
             Ok(_) => Status::success(),
             Err(e) => Status::unresolvable(e),
         }
@@ -217,7 +236,7 @@ impl PreFilterPlugin for DynamicResources {
             return (None, Status::skip());
         }
         let view = self.lock().view(h.listers);
-        let claims = match objects::pod_claims(h.listers, pod.pod(), &view.claims) {
+        let claims = match objects::pod_claims(h.listers, pod.pod(), &view.claims, self.pod_word()) {
             Ok(c) => c,
             Err(e) => return (None, Status::unresolvable(e)),
         };
@@ -281,14 +300,13 @@ impl PreFilterPlugin for DynamicResources {
                 .map(|(k, c)| (k, Arc::new(c)))
                 .collect();
             all.extend(view.claims.iter().map(|(k, c)| (k.clone(), c.clone())));
-            let mut in_use: InUse = all
+            let allocated: Vec<(String, &k8s_openapi::api::resource::v1::AllocationResult)> = all
                 .iter()
-                .filter_map(|(k, c)| Some((k, c.status.as_ref()?.allocation.as_ref()?)))
-                .flat_map(|(k, a)| allocated_ids(a).map(move |d| (d, k.clone())))
+                .filter_map(|(k, c)| Some((k.clone(), c.status.as_ref()?.allocation.as_ref()?)))
+                .chain(view.in_flight.iter().map(|(k, a)| (k.clone(), a)))
                 .collect();
-            for (k, a) in &view.in_flight {
-                in_use.extend(allocated_ids(a).map(|d| (d, k.clone())));
-            }
+            let (in_use, shared) = allocator::held(&allocated, self.features);
+            s.shared = shared;
             s.in_use = in_use;
             s.slices = std::sync::Arc::new(objects::slices(h.listers));
             s.classes = std::sync::Arc::new(objects::all_classes(h.listers));
@@ -300,7 +318,7 @@ impl PreFilterPlugin for DynamicResources {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, _h: &Handle, cs: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, h: &Handle, cs: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match state(cs) {
             Ok(s) => s,
             Err(e) => return e,
@@ -313,7 +331,23 @@ impl FilterPlugin for DynamicResources {
             .pinned
             .iter()
             .enumerate()
-            .filter(|(_, m)| m.as_ref().is_some_and(|m| !m.matches_node(n)))
+            .filter(|(i, m)| match m {
+                Some(m) if !m.matches_node(n) => true,
+                // Allocated: unusable once its binding failed or timed out.
+                _ => self.features.binding_conditions && {
+                    let c = &s.claims[*i].claim;
+                    c.status.as_ref().is_some_and(|st| st.allocation.is_some())
+                        && match binding::ready(c) {
+                            Err(_) => true,
+                            Ok(ready) => {
+                                !ready
+                                    && self
+                                        .binding_timeout
+                                        .is_some_and(|t| binding::timed_out(c, t, h.now))
+                            }
+                        }
+                },
+            })
             .map(|(i, _)| i)
             .collect();
         let name = node.name().to_string();
@@ -328,9 +362,11 @@ impl FilterPlugin for DynamicResources {
                 claims: &claims,
                 classes: &classes,
                 in_use: &s.in_use,
-                pools: gather_pools(&s.slices, n),
+                shared: &s.shared,
+                pools: gather_pools(&s.slices, n, self.features),
                 node: n,
                 deadline: self.filter_timeout.map(|t| std::time::Instant::now() + t),
+                features: self.features,
             };
             match alloc.allocate() {
                 Outcome::Error(e) => return Status::error(e),
@@ -749,93 +785,4 @@ impl PreBindPlugin for DynamicResources {
         }
         Status::success()
     }
-}
-
-/// Checks what `explain` would otherwise report as a bare scheduling error: every class
-/// the pod's unallocated claims name exists, and every selector (class and request)
-/// compiles and evaluates on every published device. The error names the object, the
-/// field and the expression. Claims that do not exist yet are not an input error (the pod
-/// waits at PreEnqueue, as upstream).
-pub fn check_inputs(l: &Listers, pod: &Pod) -> Result<(), String> {
-    let Ok(claims) = objects::pod_claims(l, pod, &BTreeMap::new()) else {
-        return Ok(());
-    };
-    let slices = objects::slices(l);
-    for c in claims.iter().filter(|c| c.allocation().is_none()) {
-        let what = match &c.from_template {
-            Some(t) => format!("claim {} (from ResourceClaimTemplate {t})", c.key),
-            None => format!("claim {}", c.key),
-        };
-        for r in c.requests() {
-            let subs: Vec<(
-                String,
-                String,
-                &[k8s_openapi::api::resource::v1::DeviceSelector],
-            )> = match (&r.exactly, &r.first_available) {
-                (Some(e), _) => vec![(
-                    format!("spec.devices.requests[name={}].exactly", r.name),
-                    e.device_class_name.clone(),
-                    e.selectors.as_deref().unwrap_or(&[]),
-                )],
-                (None, Some(fa)) => fa
-                    .iter()
-                    .map(|s| {
-                        (
-                            format!(
-                                "spec.devices.requests[name={}].firstAvailable[name={}]",
-                                r.name, s.name
-                            ),
-                            s.device_class_name.clone(),
-                            s.selectors.as_deref().unwrap_or(&[]),
-                        )
-                    })
-                    .collect(),
-                _ => {
-                    return Err(format!(
-                        "{what}, spec.devices.requests[name={}]: neither exactly nor firstAvailable is set",
-                        r.name
-                    ));
-                }
-            };
-            for (field, class_name, sels) in subs {
-                let Some(class) = objects::class(l, &class_name) else {
-                    return Err(format!(
-                        "{what}, {field}.deviceClassName: DeviceClass {class_name:?} does not exist (kube-scheduler keeps the pod unschedulable: request {}: device class {class_name} does not exist)",
-                        r.name
-                    ));
-                };
-                let class_sels = class.spec.selectors.as_deref().unwrap_or(&[]);
-                let owners = [
-                    (format!("DeviceClass {class_name}, spec"), class_sels),
-                    (format!("{what}, {field}"), sels),
-                ];
-                for (owner, sels) in owners {
-                    for (i, s) in sels.iter().enumerate() {
-                        let at = format!("{owner}.selectors[{i}].cel.expression");
-                        let Some(expr) = &s.cel else {
-                            return Err(format!("{at}: no CEL expression"));
-                        };
-                        let src = &expr.expression;
-                        // The first line: upstream's message (the source line and
-                        // caret that follow it are the expression, given at the end).
-                        let compiled = cel::compile(src).map_err(|e| {
-                            let e = e.lines().next().unwrap_or_default();
-                            format!("{at}: CEL compile error: {e} (expression: {src})")
-                        })?;
-                        for sl in &slices {
-                            for d in sl.spec.devices.iter().flatten() {
-                                if let Err(e) = cel::matches(&compiled, &sl.spec.driver, d) {
-                                    return Err(format!(
-                                        "{at}: CEL runtime error on device {}/{}/{} (request {}): {e} (expression: {src})",
-                                        sl.spec.driver, sl.spec.pool.name, d.name, r.name
-                                    ));
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
 }

@@ -72,12 +72,14 @@ impl PodClaim {
 }
 
 /// The pod's claims in `spec.resourceClaims` order, or upstream's error for the first one
-/// that does not exist. `known` are claims as kubestep wrote them, which stand for the
-/// cluster's copy (see `assume`).
+/// that does not exist or, made from a template, is not the pod's (`pod` names the pod in
+/// that message: "pod" or "Pod", by version). `known` are claims as kubestep wrote them,
+/// which stand for the cluster's copy (see `assume`).
 pub fn pod_claims(
     l: &Listers,
     pod: &Pod,
     known: &BTreeMap<String, Arc<ResourceClaim>>,
+    pod_word: &str,
 ) -> Result<Vec<PodClaim>, String> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let pod_name = pod.metadata.name.as_deref().unwrap_or("");
@@ -91,6 +93,7 @@ pub fn pod_claims(
         .iter()
         .flat_map(|s| s.resource_claims.iter().flatten())
     {
+        let mut check_owner = false;
         let (name, template) = match (&pc.resource_claim_name, &pc.resource_claim_template_name) {
             (Some(n), None) => (n.clone(), None),
             (None, Some(t)) => {
@@ -98,7 +101,10 @@ pub fn pod_claims(
                     .and_then(|st| st.iter().find(|s| s.name == pc.name))
                     .and_then(|s| s.resource_claim_name.clone());
                 match generated {
-                    Some(n) => (n, None),
+                    Some(n) => {
+                        check_owner = true;
+                        (n, None)
+                    }
                     // No claim generated yet: kubestep plays the claim controller, if the
                     // template exists; otherwise the pod waits as it would upstream.
                     None if l.custom_object(TEMPLATE, &ns_key(ns, t)).is_some() => {
@@ -150,6 +156,17 @@ pub fn pod_claims(
         };
         if claim.metadata.deletion_timestamp.is_some() {
             return Err(format!("resourceclaim {name:?} is being deleted"));
+        }
+        let controlled = claim
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .any(|o| o.controller == Some(true) && Some(&o.uid) == pod.metadata.uid.as_ref());
+        if check_owner && !controlled {
+            return Err(format!(
+                "ResourceClaim {key} was not created for {pod_word} {ns}/{pod_name} ({pod_word} is not owner)"
+            ));
         }
         out.push(PodClaim {
             key,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceSlice};
 
-use super::allocator::{DeviceId, InUse, Shortfall, allocated_ids};
+use super::allocator::{DeviceId, InUse, SharedUse, Shortfall, allocated_ids};
 use super::objects::PodClaim;
 use crate::api::node_affinity::NodeSelectorMatcher;
 use crate::framework::{RenderState, StateTree};
@@ -40,6 +40,7 @@ pub struct StateData {
     /// Indices of the claims the scheduler allocates.
     pub to_allocate: Vec<usize>,
     pub in_use: InUse,
+    pub shared: SharedUse,
     pub slices: Arc<Vec<ResourceSlice>>,
     pub classes: Arc<BTreeMap<String, DeviceClass>>,
     inner: Mutex<Inner>,
@@ -52,6 +53,7 @@ impl Clone for StateData {
             pinned: self.pinned.clone(),
             to_allocate: self.to_allocate.clone(),
             in_use: self.in_use.clone(),
+            shared: self.shared.clone(),
             slices: self.slices.clone(),
             classes: self.classes.clone(),
             inner: Mutex::new(self.lock().clone()),

@@ -311,7 +311,7 @@ fn classes_selectors_and_constraints() {
     let (cs, _, msgs) = run(&pl, &env, &gpu_pod("p", "all"));
     assert_eq!(msgs, ["", "cannot allocate all claims"]);
     assert_eq!(
-        allocated_ids(&state(&cs).unwrap().allocations("node-a").unwrap()[0]).count(),
+        allocator::allocated_ids(&state(&cs).unwrap().allocations("node-a").unwrap()[0]).count(),
         2
     );
 }

@@ -506,7 +506,7 @@ fn qualified<'a>(name: &'a str, driver: &'a str) -> (&'a str, &'a str) {
     name.split_once('/').unwrap_or((driver, name))
 }
 
-fn device_val(driver: &str, d: &Device) -> Result<DeviceVal, String> {
+fn device_val(driver: &str, d: &Device, multi_visible: bool) -> Result<DeviceVal, String> {
     let mut attrs: HashMap<String, HashMap<CelMapKey<'static>, Box<dyn Val>>> = HashMap::new();
     for (name, a) in d.attributes.iter().flatten() {
         let v: Box<dyn Val> = if let Some(i) = a.int {
@@ -549,7 +549,7 @@ fn device_val(driver: &str, d: &Device) -> Result<DeviceVal, String> {
     };
     Ok(DeviceVal {
         driver: CelString::from(driver.to_string()),
-        multi: CelBool::from(d.allow_multiple_allocations.unwrap_or(false)),
+        multi: CelBool::from(multi_visible && d.allow_multiple_allocations.unwrap_or(false)),
         attributes: domains(attrs),
         capacity: domains(caps),
     })
@@ -1140,9 +1140,10 @@ fn runtime_error(e: ExecutionError) -> String {
 }
 
 /// Whether the device matches the selector. The result must be a bool (upstream's
-/// message otherwise).
-pub fn matches(e: &Program, driver: &str, d: &Device) -> Result<bool, String> {
-    let device = device_val(driver, d)?;
+/// message otherwise). `device.allowMultipleAllocations` reads false unless
+/// `multi_visible` (the allocators without consumable capacity do not pass it on).
+pub fn matches(e: &Program, driver: &str, d: &Device, multi_visible: bool) -> Result<bool, String> {
+    let device = device_val(driver, d, multi_visible)?;
     let mut ctx = Context::with_env(ENV.clone());
     ctx.add_variable_as_val("device", Box::new(device));
     limit::start();

@@ -11,7 +11,7 @@ fn dev() -> Device {
 }
 
 fn run(src: &str) -> Result<bool, String> {
-    matches(&*compile(src)?, "gpu.example.com", &dev())
+    matches(&*compile(src)?, "gpu.example.com", &dev(), true)
 }
 
 #[test]
@@ -167,7 +167,7 @@ fn semver_library() {
         serde_json::from_value(json!({"name": "d", "attributes": {"v": {"version": "one"}}}))
             .unwrap();
     assert_eq!(
-        matches(&compile("true").unwrap(), "d.io", &bad),
+        matches(&compile("true").unwrap(), "d.io", &bad, true),
         Err("attribute v: parse semantic version: No Major.Minor.Patch elements found".into())
     );
 }
@@ -340,7 +340,7 @@ fn run_unestimated(src: &str) -> Result<bool, String> {
     let mut expr = expr;
     limit::instrument(&mut expr);
     let t = std::time::Instant::now();
-    let r = matches(&Program { expr }, "gpu.example.com", &dev());
+    let r = matches(&Program { expr }, "gpu.example.com", &dev(), true);
     assert!(t.elapsed().as_secs() < 5, "{src}: {:?}", t.elapsed());
     r
 }
