@@ -323,8 +323,45 @@ impl<'a> Search<'a, '_> {
     }
 }
 
-/// A counter value in nanos, in plain units when whole.
+/// A quantity in nanos as people write it: `40Gi`, `100G`, `7`, `0.5`.
 fn show(n: i128) -> String {
     const NANO: i128 = 1_000_000_000;
-    if n % NANO == 0 { (n / NANO).to_string() } else { format!("{}", n as f64 / NANO as f64) }
+    if n % NANO != 0 {
+        return format!("{}", n as f64 / NANO as f64);
+    }
+    let v = n / NANO;
+    if v == 0 {
+        return "0".into();
+    }
+    // The shortest of the plain number and its largest whole binary and decimal units.
+    let units: [(&str, i128); 8] = [
+        ("Ti", 1 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+        ("T", 1_000_000_000_000),
+        ("G", 1_000_000_000),
+        ("M", 1_000_000),
+        ("k", 1_000),
+    ];
+    let mut best = v.to_string();
+    for (suffix, unit) in units {
+        let t = format!("{}{suffix}", v / unit);
+        if v % unit == 0 && t.len() < best.len() {
+            best = t;
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quantities_read_as_written() {
+        let n = |v: i128| v * 1_000_000_000;
+        assert_eq!(super::show(n(40 << 30)), "40Gi");
+        assert_eq!(super::show(n(100_000_000_000)), "100G");
+        assert_eq!(super::show(n(7)), "7");
+        assert_eq!(super::show(500_000_000), "0.5");
+    }
 }
