@@ -34,7 +34,12 @@ pub const SIGNED_POINTS: [ExtensionPoint; 4] = [
 /// Upstream `SignPod`: the scheduler name and every fragment of the profile's PreFilter,
 /// Filter, PreScore and Score plugins (each plugin once), as one JSON object with sorted
 /// keys.
-pub fn sign_pod(fwk: &Framework, has_extenders: bool, pod: &PodInfo) -> Signature {
+pub fn sign_pod(
+    fwk: &Framework,
+    has_extenders: bool,
+    pod: &PodInfo,
+    listers: &crate::listers::Listers,
+) -> Signature {
     if has_extenders {
         return Signature::Disabled("the configuration has extenders".into());
     }
@@ -54,7 +59,7 @@ pub fn sign_pod(fwk: &Framework, has_extenders: bool, pod: &PodInfo) -> Signatur
                 continue;
             }
             seen.push(e.name);
-            match e.plugin.sign_pod(pod) {
+            match e.plugin.sign_pod_in(pod, listers) {
                 Some(Ok(fragments)) => {
                     for f in fragments {
                         sig.insert(f.key.into(), f.value);

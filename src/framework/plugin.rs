@@ -126,6 +126,15 @@ pub trait Plugin: Send + Sync {
     fn sign_pod(&self, _pod: &PodInfo) -> Option<super::signature::SignResult> {
         None
     }
+    /// SignPod where the answer depends on cluster objects (Fit under
+    /// DRAExtendedResource asks which DeviceClasses exist); the rest sign from the pod.
+    fn sign_pod_in(
+        &self,
+        pod: &PodInfo,
+        _listers: &super::listers::Listers,
+    ) -> Option<super::signature::SignResult> {
+        self.sign_pod(pod)
+    }
     fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
         None
     }

@@ -500,7 +500,12 @@ impl SchedulingCycle {
             return;
         };
         let started = Instant::now();
-        let signature = batch::sign_pod(env.framework, !env.extenders.is_empty(), &self.pod);
+        let signature = batch::sign_pod(
+            env.framework,
+            !env.extenders.is_empty(),
+            &self.pod,
+            env.listers,
+        );
         // A replay that follows the real scheduler's log takes the hint its cycle took:
         // which nodes the ranking held came from a timing-dependent parallel search.
         let own = self.own_hint(env, &probe, &signature);

@@ -66,6 +66,9 @@ pub struct Semantics {
     /// DynamicResources' "was not created for Pod ... (Pod is not owner)" capitalizes
     /// Pod: from 1.36.
     pub dra_owner_message_capitalized: bool,
+    /// Under DRAExtendedResource, Fit refuses to sign only pods whose extended resources a
+    /// DeviceClass serves (from 1.36); in 1.35 every pod.
+    pub fit_sign_refuses_only_dra_pods: bool,
 }
 
 /// NodeDeclaredFeatures' rules, which changed in 1.36 (its registry of features and its
@@ -109,6 +112,7 @@ impl Semantics {
             strict_fit_args: v >= V1_36,
             placement_plugin_sets: v >= V1_36,
             dra_owner_message_capitalized: v >= V1_36,
+            fit_sign_refuses_only_dra_pods: v >= V1_36,
         }
     }
 }

@@ -55,6 +55,19 @@ pub struct Fit {
     scorer: ResourceAllocationScorer,
     /// InPlacePodLevelResourcesVerticalScaling, for the scale-down hint.
     pod_level_resize: bool,
+    /// DRAExtendedResource: which pods SignPod refuses.
+    dra_sign: DraSign,
+}
+
+/// What SignPod does under DRAExtendedResource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DraSign {
+    /// The gate is off: every pod is signed.
+    Off,
+    /// 1.35: no pod is signed.
+    Never,
+    /// 1.36: pods whose extended resources a DeviceClass serves are not.
+    UnlessDeviceClass,
 }
 
 impl Default for Fit {
@@ -70,7 +83,12 @@ impl Fit {
             ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
             scorer: ResourceAllocationScorer::new(args.resources, args.strategy, false),
             pod_level_resize: false,
+            dra_sign: DraSign::Off,
         }
+    }
+
+    pub fn with_dra_sign(self, dra_sign: DraSign) -> Fit {
+        Fit { dra_sign, ..self }
     }
 
     pub fn with_pod_level_resize(self, on: bool) -> Fit {
@@ -79,6 +97,19 @@ impl Fit {
             ..self
         }
     }
+}
+
+/// Whether a DeviceClass serves one of the resources: by its `extendedResourceName`, or
+/// as `deviceclass.resource.kubernetes.io/<class>`.
+fn served_by_device_class(listers: &crate::framework::listers::Listers, names: &[&String]) -> bool {
+    const IMPLICIT: &str = "deviceclass.resource.kubernetes.io/";
+    let classes = crate::plugins::dynamicresources::objects::all_classes(listers);
+    names.iter().any(|n| {
+        n.strip_prefix(IMPLICIT).is_some_and(|c| classes.contains_key(c))
+            || classes
+                .values()
+                .any(|c| c.spec.extended_resource_name.as_deref() == Some(n.as_str()))
+    })
 }
 
 /// The pod's requests as PreFilter computes them (no defaults, no resize status).
@@ -217,8 +248,38 @@ impl Fit {
 
 impl Plugin for Fit {
     fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
-        // DRAExtendedResource (which would make pods unsignable here) is off in v1.35.
         Some(Ok(vec![crate::plugins::signers::resources(pod)]))
+    }
+    fn sign_pod_in(
+        &self,
+        pod: &PodInfo,
+        listers: &crate::framework::listers::Listers,
+    ) -> Option<crate::framework::signature::SignResult> {
+        match self.dra_sign {
+            DraSign::Off => {}
+            DraSign::Never => {
+                return Some(Err(
+                    "signature disabled when dra extended resources enabled".into()
+                ));
+            }
+            DraSign::UnlessDeviceClass => {
+                let wanted: Vec<&String> = pod
+                    .resource
+                    .resource
+                    .scalar_resources
+                    .iter()
+                    .filter(|(_, v)| **v != 0)
+                    .map(|(k, _)| k)
+                    .collect();
+                if !wanted.is_empty() && served_by_device_class(listers, &wanted) {
+                    return Some(Err(
+                        "signature disabled when dra extended resources are used in the cluster"
+                            .into(),
+                    ));
+                }
+            }
+        }
+        self.sign_pod(pod)
     }
     fn name(&self) -> &'static str {
         NAME
@@ -531,13 +592,51 @@ pub fn factory(
             strategy,
             resources: s.resources.clone(),
         })
-        .with_pod_level_resize(resize),
+        .with_pod_level_resize(resize)
+        .with_dra_sign(
+            if !ctx.features.enabled(crate::features::Gate::DRAExtendedResource) {
+                DraSign::Off
+            } else if ctx.features.semantics.fit_sign_refuses_only_dra_pods {
+                DraSign::UnlessDeviceClass
+            } else {
+                DraSign::Never
+            },
+        ),
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dra_extended_resource_refuses_signatures_as_each_version_does() {
+        use crate::framework::listers::Listers;
+        let gpu_pod = crate::framework::testing::pod(serde_json::json!({
+            "metadata": {"name": "g", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"example.com/gpu": "1"}}}]}
+        }));
+        let plain = crate::framework::testing::pod(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+        }));
+        let mut with_class = Listers::default();
+        with_class.custom.entry("DeviceClass".into()).or_default().insert(
+            "gpu.example.com".into(),
+            std::sync::Arc::new(serde_json::json!({"metadata": {"name": "gpu.example.com"},
+                "spec": {"extendedResourceName": "example.com/gpu"}})),
+        );
+        let none = Listers::default();
+        let signs = |f: &Fit, p: &PodInfo, l: &Listers| matches!(f.sign_pod_in(p, l), Some(Ok(_)));
+        let off = Fit::default();
+        assert!(signs(&off, &gpu_pod, &with_class));
+        let v135 = Fit::default().with_dra_sign(DraSign::Never);
+        assert!(!signs(&v135, &plain, &none));
+        let v136 = Fit::default().with_dra_sign(DraSign::UnlessDeviceClass);
+        assert!(signs(&v136, &plain, &with_class));
+        assert!(signs(&v136, &gpu_pod, &none));
+        assert!(!signs(&v136, &gpu_pod, &with_class));
+    }
     use crate::framework::{Code, Snapshot, listers::Listers};
     use crate::plugins::noderesources::resource_allocation::ShapePoint;
     use crate::plugins::testing::{Env, node, pod};
