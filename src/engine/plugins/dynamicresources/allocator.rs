@@ -329,7 +329,7 @@ impl<'a> Allocator<'a> {
                     let r = &reqs[ci][c.req.0][c.req.1];
                     let consumed = c.consumed.as_ref().filter(|m| !m.is_empty()).map(|m| {
                         m.iter()
-                            .map(|(k, v)| (k.clone(), ApiQuantity(nano_text(*v))))
+                            .map(|(k, v)| (k.clone(), ApiQuantity(crate::api::quantity::Quantity::from_nanos(*v).to_string())))
                             .collect()
                     });
                     let binding = self.features.binding_conditions;
@@ -484,16 +484,6 @@ fn merge(into: &mut Option<Vec<NodeSelectorRequirement>>, from: Option<&[NodeSel
         if !v.contains(r) {
             v.push(r.clone());
         }
-    }
-}
-
-/// A nanos value as a Quantity string (whole units when it has no fraction).
-fn nano_text(n: i128) -> String {
-    const NANO: i128 = 1_000_000_000;
-    if n % NANO == 0 {
-        (n / NANO).to_string()
-    } else {
-        format!("{n}n")
     }
 }
 

@@ -11,10 +11,9 @@ use super::pools::nanos;
 /// Consumed capacity per capacity name, in nanos.
 pub type Consumed = BTreeMap<String, i128>;
 
-/// The whole units of a value (upstream `Quantity.Value()`, rounding up).
+/// The whole units of a value, rounding up (upstream `Quantity.Value()`).
 fn units(n: i128) -> i128 {
-    const NANO: i128 = 1_000_000_000;
-    n.div_euclid(NANO) + i128::from(n.rem_euclid(NANO) != 0)
+    i128::from(crate::api::quantity::Quantity::from_nanos(n).value())
 }
 
 /// What a request of `requested` (none: unspecified) consumes of `cap`.

@@ -327,7 +327,7 @@ impl<'a> Search<'a, '_> {
 fn show(n: i128) -> String {
     const NANO: i128 = 1_000_000_000;
     if n % NANO != 0 {
-        return format!("{}", n as f64 / NANO as f64);
+        return crate::api::quantity::Quantity::from_nanos(n).to_string();
     }
     let v = n / NANO;
     if v == 0 {

@@ -39,13 +39,14 @@ pub fn factory(
         .filter_timeout
         .filter(|t| gate && !t.is_zero())
         .and_then(|t| t.to_std());
+    let features = allocator::AllocFeatures::of(ctx.features);
     Ok(Arc::new(DynamicResources {
         filter_timeout,
         without_score: !ctx.features.semantics.dynamic_resources_score,
-        features: allocator::AllocFeatures::of(ctx.features),
+        features,
         binding_timeout: args
             .binding_timeout
-            .filter(|_| allocator::AllocFeatures::of(ctx.features).binding_conditions)
+            .filter(|_| features.binding_conditions)
             .and_then(|t| t.to_std()),
         owner_capitalized: ctx.features.semantics.dra_owner_message_capitalized,
         ..Default::default()
@@ -311,6 +312,25 @@ impl PreFilterPlugin for DynamicResources {
             s.slices = std::sync::Arc::new(objects::slices(h.listers));
             s.classes = std::sync::Arc::new(objects::all_classes(h.listers));
         }
+        if self.features.binding_conditions {
+            // Allocated claims whose binding failed or timed out: unusable on every node
+            // (upstream asks in Filter; the answer does not depend on the node).
+            s.binding_broken = claims
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.allocation().is_some())
+                .filter(|(_, c)| match binding::ready(&c.claim) {
+                    Err(_) => true,
+                    Ok(ready) => {
+                        !ready
+                            && self
+                                .binding_timeout
+                                .is_some_and(|t| binding::timed_out(&c.claim, t, h.now))
+                    }
+                })
+                .map(|(i, _)| i)
+                .collect();
+        }
         s.claims = claims;
         cs.write(STATE_KEY, s);
         (None, Status::success())
@@ -318,7 +338,7 @@ impl PreFilterPlugin for DynamicResources {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, h: &Handle, cs: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, _h: &Handle, cs: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match state(cs) {
             Ok(s) => s,
             Err(e) => return e,
@@ -331,22 +351,8 @@ impl FilterPlugin for DynamicResources {
             .pinned
             .iter()
             .enumerate()
-            .filter(|(i, m)| match m {
-                Some(m) if !m.matches_node(n) => true,
-                // Allocated: unusable once its binding failed or timed out.
-                _ => self.features.binding_conditions && {
-                    let c = &s.claims[*i].claim;
-                    c.status.as_ref().is_some_and(|st| st.allocation.is_some())
-                        && match binding::ready(c) {
-                            Err(_) => true,
-                            Ok(ready) => {
-                                !ready
-                                    && self
-                                        .binding_timeout
-                                        .is_some_and(|t| binding::timed_out(c, t, h.now))
-                            }
-                        }
-                },
+            .filter(|(i, m)| {
+                m.as_ref().is_some_and(|m| !m.matches_node(n)) || s.binding_broken.contains(i)
             })
             .map(|(i, _)| i)
             .collect();

@@ -39,6 +39,8 @@ pub struct StateData {
     pub pinned: Vec<Option<NodeSelectorMatcher>>,
     /// Indices of the claims the scheduler allocates.
     pub to_allocate: Vec<usize>,
+    /// Indices of allocated claims whose binding failed or timed out.
+    pub binding_broken: Vec<usize>,
     pub in_use: InUse,
     pub shared: SharedUse,
     pub slices: Arc<Vec<ResourceSlice>>,
@@ -52,6 +54,7 @@ impl Clone for StateData {
             claims: self.claims.clone(),
             pinned: self.pinned.clone(),
             to_allocate: self.to_allocate.clone(),
+            binding_broken: self.binding_broken.clone(),
             in_use: self.in_use.clone(),
             shared: self.shared.clone(),
             slices: self.slices.clone(),
