@@ -359,3 +359,10 @@ fn every_versioned_case_matches_its_real_kube_scheduler() {
 fn every_dra_case_matches_its_real_kube_scheduler() {
     assert_versioned_sets("dra");
 }
+
+/// `dra-own/`: kubestep's own DRA cases (DRAExtendedResource so far), their outcomes made
+/// by ../shared/goharness under the same three configurations as `dra/`.
+#[test]
+fn every_own_dra_case_matches_its_real_kube_scheduler() {
+    assert_versioned_sets("dra-own");
+}

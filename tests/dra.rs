@@ -985,3 +985,110 @@ fn pod_of(yaml: &str) -> Pod {
         other => panic!("not a pod: {}", other.kind()),
     }
 }
+
+/// DRAExtendedResource (on by default from 1.36): a container's extended resource served by
+/// a DeviceClass's devices, the claim PreBind creates for it, and the next pod seeing its
+/// devices taken.
+mod extended_resources {
+    use kubestep::cluster::{ClusterState, manifest};
+    use kubestep::features::{Features, KubeVersion};
+    use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
+
+    const IMPLICIT: &str = "deviceclass.resource.kubernetes.io/gpu";
+
+    fn pod(name: &str, gpus: u32) -> String {
+        format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default, uid: uid-{name}}}\nspec:\n  containers:\n  - name: main\n    image: x\n    resources: {{requests: {{{IMPLICIT}: \"{gpus}\"}}, limits: {{{IMPLICIT}: \"{gpus}\"}}}}\n"
+        )
+    }
+
+    fn session(extra: &str, v: KubeVersion) -> Session {
+        let objects = format!("{}{extra}", super::BASE);
+        let (objs, _) = manifest::parse_str(&objects, "cluster.yaml").expect("cluster parses");
+        let cluster = ClusterState::from_objects(objs).expect("cluster loads");
+        let cfg = kubestep::config::default_configuration_for(&Features::version(v));
+        Session::new(
+            cluster,
+            cfg,
+            SessionOptions::default(),
+            Box::new(LocalActuator),
+        )
+        .expect("session")
+    }
+
+    #[test]
+    fn pre_bind_creates_the_claim_and_the_next_pod_sees_its_devices_taken() {
+        // node-a has two GPUs, node-b four; three pods of two GPUs each: two fit on
+        // node-b, one on node-a, and each created claim holds what it got.
+        let mut s = session(
+            &format!("{}{}{}", pod("p1", 2), pod("p2", 2), pod("p3", 2)),
+            KubeVersion::V1_36,
+        );
+        s.run_command(&kubestep::session::script::Command::Continue)
+            .expect("continue");
+        let mut nodes = Vec::new();
+        let mut held = std::collections::BTreeSet::new();
+        for p in ["p1", "p2", "p3"] {
+            let r = s.pod(&format!("default/{p}")).expect("record");
+            assert_eq!(r.status, PodStatus::Bound, "{p}: {r:?}");
+            nodes.push(r.node.clone().unwrap());
+            let pod = s.cluster().pod_info(&format!("default/{p}")).expect("pod");
+            let status = pod.pod().status.clone().unwrap_or_default();
+            let ext = status
+                .extended_resource_claim_status
+                .unwrap_or_else(|| panic!("{p} has no extendedResourceClaimStatus"));
+            assert!(
+                ext.resource_claim_name
+                    .starts_with(&format!("{p}-extended-resources-"))
+            );
+            assert_eq!(ext.request_mappings.len(), 1);
+            assert_eq!(ext.request_mappings[0].container_name, "main");
+            assert_eq!(ext.request_mappings[0].resource_name, IMPLICIT);
+            assert_eq!(
+                ext.request_mappings[0].request_name,
+                "container-0-request-0"
+            );
+            let claim = s
+                .cluster()
+                .listers
+                .custom_object(
+                    "ResourceClaim",
+                    &format!("default/{}", ext.resource_claim_name),
+                )
+                .expect("the created claim");
+            assert_eq!(
+                claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"],
+                "true"
+            );
+            assert_eq!(
+                claim["metadata"]["ownerReferences"][0]["uid"],
+                format!("uid-{p}")
+            );
+            let results = claim["status"]["allocation"]["devices"]["results"]
+                .as_array()
+                .expect("allocated")
+                .clone();
+            assert_eq!(results.len(), 2, "{claim}");
+            for r in results {
+                assert!(
+                    held.insert(format!("{}/{}", r["pool"], r["device"])),
+                    "device given twice: {r}"
+                );
+            }
+            assert_eq!(claim["status"]["reservedFor"][0]["uid"], format!("uid-{p}"));
+        }
+        nodes.sort();
+        assert_eq!(nodes, ["node-a", "node-b", "node-b"]);
+    }
+
+    #[test]
+    fn with_the_gate_off_the_resource_is_left_to_fit_alone() {
+        let mut s = session(&pod("p1", 1), KubeVersion::V1_35);
+        s.run_command(&kubestep::session::script::Command::Continue)
+            .expect("continue");
+        let r = s.pod("default/p1").expect("record");
+        assert_ne!(r.status, PodStatus::Bound);
+        let msg = r.message.unwrap_or_default();
+        assert!(msg.contains(&format!("Insufficient {IMPLICIT}")), "{msg}");
+    }
+}

@@ -123,9 +123,22 @@ pub struct ObjectWrites {
     pub done: Vec<(ObjectWrite, Option<String>)>,
 }
 
-/// One object's new state after a write (a status update).
+/// What a write does to its object.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ObjectOp {
+    /// Update the status (with the finalizers, for a claim) of an existing object.
+    #[default]
+    UpdateStatus,
+    /// Create the object, then write its status.
+    Create,
+    /// Delete the object (its finalizers dropped first, as upstream's `deleteClaim`).
+    Delete,
+}
+
+/// One object's new state after a write.
 #[derive(Debug, Clone)]
 pub struct ObjectWrite {
+    pub op: ObjectOp,
     /// What was being done, as upstream's error names it (`add allocation and reservation
     /// to claim default/c`); a failed write's error follows it.
     pub what: String,

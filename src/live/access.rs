@@ -82,6 +82,20 @@ pub const WRITES: &[Write] = &[
         purpose: "for the finalizer on a ResourceClaim DynamicResources allocates",
     },
     Write {
+        verb: "create",
+        group: "resource.k8s.io",
+        resource: "resourceclaims",
+        subresource: "",
+        purpose: "for the claim serving a pod's extended resources (DRAExtendedResource)",
+    },
+    Write {
+        verb: "delete",
+        group: "resource.k8s.io",
+        resource: "resourceclaims",
+        subresource: "",
+        purpose: "to delete that claim again when its pod's binding fails",
+    },
+    Write {
         verb: "patch",
         group: "resource.k8s.io",
         resource: "resourceclaims",

@@ -461,11 +461,86 @@ impl Actuator for ApiActuator {
         Ok(())
     }
 
-    /// A status DynamicResources wrote (a ResourceClaim's allocation and reservation), as
-    /// kube-scheduler writes it: the finalizer in a normal update, then the status, each
-    /// conditional on the resourceVersion read (when the object has one), so a claim
-    /// changed meanwhile is a conflict.
+    /// A status DynamicResources wrote, as kube-scheduler writes it: for a ResourceClaim
+    /// (allocation and reservation) the finalizer in a normal update, then the status,
+    /// each conditional on the resourceVersion read (when the object has one), so a claim
+    /// changed meanwhile is a conflict; for a Pod its extendedResourceClaimStatus.
     fn update_status(&mut self, object: &Value) -> Result<(), ActuatorError> {
+        let (api, name, what) = self.object_api(object);
+        let params = PatchParams::default();
+        let meta = &object["metadata"];
+        let is_pod = object["kind"] == "Pod";
+        let write = async {
+            if is_pod {
+                let patch = json!({"status": {
+                    "extendedResourceClaimStatus": object["status"]["extendedResourceClaimStatus"]}});
+                return api
+                    .patch_status(&name, &params, &Patch::Merge(patch))
+                    .await
+                    .map(drop);
+            }
+            let mut version = meta["resourceVersion"].clone();
+            if meta["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
+                let patch = Patch::Merge(json!({"metadata": {
+                    "finalizers": meta["finalizers"], "resourceVersion": version}}));
+                let updated = api.patch(&name, &params, &patch).await?;
+                version = json!(updated.metadata.resource_version);
+            }
+            let status = &object["status"];
+            let mut patch = json!({"status": {"allocation": status["allocation"],
+                "reservedFor": status["reservedFor"], "devices": status["devices"]}});
+            // Without a version the write is unconditional (Unreserve's, as upstream's
+            // patch).
+            if version.is_string() {
+                patch["metadata"] = json!({ "resourceVersion": version });
+            }
+            api.patch_status(&name, &params, &Patch::Merge(patch))
+                .await
+                .map(drop)
+        };
+        let described = || format!("status of {what}");
+        let r = self.write(described, write);
+        self.object_result(r, WriteOp::ObjectStatus, what)
+    }
+
+    /// The claim DynamicResources creates for a pod's extended resources: created (the
+    /// server ignores its status), then its status written against the new version.
+    fn create(&mut self, object: &Value) -> Result<(), ActuatorError> {
+        let (api, _, what) = self.object_api(object);
+        let mut body = object.clone();
+        if let Some(m) = body.as_object_mut() {
+            m.remove("status");
+        }
+        let write = async {
+            let obj: DynamicObject =
+                serde_json::from_value(body).map_err(kube::Error::SerdeError)?;
+            api.create(&PostParams::default(), &obj).await
+        };
+        let created = self.write(|| format!("create {what}"), write);
+        let created = self.object_result(created, WriteOp::ObjectCreate, what)?;
+        let mut written = object.clone();
+        written["metadata"]["resourceVersion"] = json!(created.metadata.resource_version);
+        self.update_status(&written)
+    }
+
+    /// A claim DynamicResources deletes again: its delete-protection finalizer dropped
+    /// (the object carries the finalizers to keep), then deleted.
+    fn delete_object(&mut self, object: &Value) -> Result<(), ActuatorError> {
+        let (api, name, what) = self.object_api(object);
+        let finalizers = object["metadata"]["finalizers"].clone();
+        let write = async {
+            let patch = Patch::Merge(json!({"metadata": {"finalizers": finalizers}}));
+            api.patch(&name, &PatchParams::default(), &patch).await?;
+            api.delete(&name, &DeleteParams::default()).await.map(drop)
+        };
+        let r = self.write(|| format!("delete {what}"), write);
+        self.object_result(r, WriteOp::ObjectDelete, what)
+    }
+}
+
+impl ApiActuator {
+    /// The API of a plugin-written object, its name, and how errors name it.
+    fn object_api(&self, object: &Value) -> (Api<DynamicObject>, String, String) {
         let meta = &object["metadata"];
         let (ns, name) = (
             meta["namespace"].as_str().unwrap_or_default(),
@@ -478,32 +553,20 @@ impl Actuator for ApiActuator {
         let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
         let ar = ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(group, version, kind));
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &ar);
-        let what = format!("{kind} {ns}/{name}");
-        let params = PatchParams::default();
-        let write = async {
-            let mut version = meta["resourceVersion"].clone();
-            if meta["finalizers"].as_array().is_some_and(|f| !f.is_empty()) {
-                let patch = Patch::Merge(json!({"metadata": {
-                    "finalizers": meta["finalizers"], "resourceVersion": version}}));
-                let updated = api.patch(name, &params, &patch).await?;
-                version = json!(updated.metadata.resource_version);
-            }
-            let status = &object["status"];
-            let mut patch = json!({"status": {"allocation": status["allocation"],
-                "reservedFor": status["reservedFor"], "devices": status["devices"]}});
-            // Without a version the write is unconditional (Unreserve's, as upstream's
-            // patch).
-            if version.is_string() {
-                patch["metadata"] = json!({ "resourceVersion": version });
-            }
-            let patch = Patch::Merge(patch);
-            api.patch_status(name, &params, &patch).await.map(drop)
-        };
-        let described = || format!("status of {what}");
-        self.write(described, write).map_err(|e| {
+        (api, name.to_string(), format!("{kind} {ns}/{name}"))
+    }
+
+    /// A plugin's write's outcome; a failure is reported and named by its object.
+    fn object_result<T>(
+        &mut self,
+        r: Result<T, Failure>,
+        op: WriteOp,
+        what: String,
+    ) -> Result<T, ActuatorError> {
+        r.map_err(|e| {
             let (code, reason, message) = said(&e);
             let e = ActuatorError::Write {
-                op: WriteOp::ObjectStatus,
+                op,
                 pod: what,
                 detail: None,
                 code,

@@ -33,6 +33,15 @@ pub trait Actuator: Send {
     fn update_status(&mut self, _object: &serde_json::Value) -> Result<(), ActuatorError> {
         Ok(())
     }
+    /// Create an object (DynamicResources' claim for a pod's extended resources), then
+    /// write its status as `update_status` does.
+    fn create(&mut self, _object: &serde_json::Value) -> Result<(), ActuatorError> {
+        Ok(())
+    }
+    /// Delete an object (that claim again, when the binding fails).
+    fn delete_object(&mut self, _object: &serde_json::Value) -> Result<(), ActuatorError> {
+        Ok(())
+    }
     /// The attempt failed with this message (FailedScheduling event, PodScheduled=False);
     /// `error` when it was not about fit (the condition's reason is then SchedulerError).
     fn failed(&mut self, _pod: &PodInfo, _message: &str, _error: bool) {}

@@ -1086,8 +1086,13 @@ impl Attempt {
                     .find(|e| e.is_binder())
                     .map(|e| e.name().to_string());
                 let s = match r.map_err(|e| e.to_string()).and_then(|()| {
-                    core.bind_pod(&self.pod().clone(), self.assumed.clone(), &node)
-                        .map_err(|e| e.scheduler_message())
+                    core.bind_pod(
+                        &self.pod().clone(),
+                        self.assumed.clone(),
+                        &node,
+                        &self.cycle.state,
+                    )
+                    .map_err(|e| e.scheduler_message())
                 }) {
                     Ok(()) => Status::success(),
                     Err(e) => Status::error(e),
@@ -1139,7 +1144,7 @@ impl Attempt {
             }
             // The plugin took the pod: make the binding happen (in the replayed cluster,
             // or through the API server in live mode).
-            match core.bind_pod(&pod, assumed, &node) {
+            match core.bind_pod(&pod, assumed, &node, state) {
                 Ok(()) => s,
                 Err(e) => Status::error(e.scheduler_message()),
             }

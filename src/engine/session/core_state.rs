@@ -170,14 +170,20 @@ impl Core {
         pod: &PodInfo,
         assumed: Option<Arc<PodInfo>>,
         node: &str,
+        state: &crate::framework::CycleState,
     ) -> Result<(), ActuatorError> {
         self.actuator.bind(pod, node)?;
         if self.actuator.applies_locally() {
             // What was derived from the pod stays valid: only its node changes (the
-            // assumed pod is that, packed).
-            let bound = match assumed.filter(|a| a.node_name() == node) {
-                Some(a) => a,
-                None => Arc::new(pod.bound_to(node).packed()),
+            // assumed pod is that, packed), and the status a plugin wrote in this
+            // binding cycle (DynamicResources' extended-resource claim status) is kept.
+            let bound = match (
+                written_pod(state, &pod.uid),
+                assumed.filter(|a| a.node_name() == node),
+            ) {
+                (Some(p), _) => Arc::new(PodInfo::new(p).bound_to(node).packed()),
+                (None, Some(a)) => a,
+                (None, None) => Arc::new(pod.bound_to(node).packed()),
             };
             self.bound_packed = Some(bound.clone());
             let change = self.cluster.upsert(Object::PackedPod(bound));
@@ -205,16 +211,26 @@ impl Core {
         };
         let mut first = Ok(());
         for w in std::mem::take(&mut ws.pending) {
-            let r = self
-                .actuator
-                .update_status(&w.object)
-                .map_err(|e| e.to_string());
+            use crate::framework::queued::ObjectOp;
+            let r = match w.op {
+                ObjectOp::UpdateStatus => self.actuator.update_status(&w.object),
+                ObjectOp::Create => self.actuator.create(&w.object),
+                ObjectOp::Delete => self.actuator.delete_object(&w.object),
+            }
+            .map_err(|e| e.to_string());
+            // A pod's own status goes with its binding (`bind_pod`), not as an update of
+            // the pod being bound.
+            let is_pod = w.object["kind"] == "Pod";
             if r.is_ok() {
                 w.written.store(true, std::sync::atomic::Ordering::Release);
                 if self.actuator.applies_locally()
+                    && !is_pod
                     && let Ok(Some(obj)) = crate::cluster::object::from_value((*w.object).clone())
                 {
-                    let change = self.cluster.upsert(obj);
+                    let change = match w.op {
+                        ObjectOp::Delete => self.cluster.remove(obj.kind(), &obj.key()),
+                        _ => self.cluster.upsert(obj),
+                    };
                     self.apply_change(change);
                 }
             }
@@ -567,4 +583,21 @@ impl Core {
             awaiting: c(q.awaiting_binding),
         }
     }
+}
+
+/// The pod as a plugin's status write of this binding cycle left it, if one did.
+fn written_pod(
+    state: &crate::framework::CycleState,
+    uid: &str,
+) -> Option<Arc<k8s_openapi::api::core::v1::Pod>> {
+    use crate::framework::queued::{OBJECT_WRITES_KEY, ObjectWrites};
+    let ws = state.read::<ObjectWrites>(OBJECT_WRITES_KEY).ok()?;
+    ws.done
+        .iter()
+        .rev()
+        .filter(|(w, e)| {
+            e.is_none() && w.object["kind"] == "Pod" && w.object["metadata"]["uid"] == uid
+        })
+        .find_map(|(w, _)| serde_json::from_value((*w.object).clone()).ok())
+        .map(Arc::new)
 }

@@ -68,6 +68,10 @@ pub enum WriteOp {
     /// Another object's status written by a plugin (`pod` then names the object as
     /// `Kind namespace/name`): DynamicResources' ResourceClaim allocation.
     ObjectStatus,
+    /// Creating an object for a plugin (DynamicResources' extended-resource claim).
+    ObjectCreate,
+    /// Deleting an object for a plugin (that claim again).
+    ObjectDelete,
 }
 
 /// A decision the actuator could not carry out: which pod, which write, and what the API
@@ -102,6 +106,8 @@ fn describe(op: WriteOp, pod: &str, detail: Option<&str>) -> String {
         WriteOp::StatusPatch => format!("patching the status of pod {pod}"),
         WriteOp::Delete => format!("deleting preemption victim {pod}"),
         WriteOp::ObjectStatus => format!("updating the status of {pod}"),
+        WriteOp::ObjectCreate => format!("creating {pod}"),
+        WriteOp::ObjectDelete => format!("deleting {pod}"),
     }
 }
 

@@ -69,6 +69,19 @@ pub struct Semantics {
     /// Under DRAExtendedResource, Fit refuses to sign only pods whose extended resources a
     /// DeviceClass serves (from 1.36); in 1.35 every pod.
     pub fit_sign_refuses_only_dra_pods: bool,
+    /// Under DRAExtendedResource, when kube-scheduler's NodeResourcesBalancedAllocation
+    /// crashes scoring an extended resource in its `resources`.
+    pub balanced_allocation_dra_crash: BalancedDraCrash,
+}
+
+/// A nil pointer in upstream's NodeResourcesBalancedAllocation under DRAExtendedResource:
+/// 1.35 builds it without the DRA manager, 1.36 without the CEL cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BalancedDraCrash {
+    /// PreScore, for any extended resource name among its resources.
+    AnyExtendedName,
+    /// Score, on a node where a DeviceClass's CEL selectors are evaluated for one.
+    ClassSelectors,
 }
 
 /// NodeDeclaredFeatures' rules, which changed in 1.36 (its registry of features and its
@@ -113,6 +126,11 @@ impl Semantics {
             placement_plugin_sets: v >= V1_36,
             dra_owner_message_capitalized: v >= V1_36,
             fit_sign_refuses_only_dra_pods: v >= V1_36,
+            balanced_allocation_dra_crash: if v >= V1_36 {
+                BalancedDraCrash::ClassSelectors
+            } else {
+                BalancedDraCrash::AnyExtendedName
+            },
         }
     }
 }

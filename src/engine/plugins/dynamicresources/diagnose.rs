@@ -20,11 +20,16 @@ pub struct Shortfall {
     /// Matching devices on the node that other claims hold (device, claim): freeing
     /// them is what would help.
     pub held: Vec<(DeviceId, String)>,
+    /// Who asked, in a person's words, when the claim is not the pod's own (the
+    /// extended-resource claim: which container's resource, through which class).
+    pub about: Option<String>,
 }
 
 impl fmt::Display for Shortfall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.request.is_empty() {
+        if let Some(a) = &self.about {
+            write!(f, "{a}: {}", self.reason)
+        } else if self.request.is_empty() {
             write!(f, "claim {}: {}", self.claim, self.reason)
         } else {
             write!(f, "claim {}, request {}: {}", self.claim, self.request, self.reason)
@@ -185,6 +190,7 @@ impl<'a> Search<'a, '_> {
             request: name,
             reason,
             held,
+            about: None,
         })
     }
 
@@ -270,6 +276,7 @@ impl<'a> Search<'a, '_> {
                 request: String::new(),
                 reason: format!("each request can be met alone, but the devices' shared counters run out: {why}"),
                 held: Vec::new(),
+                about: None,
             });
         }
         // Each request can be met alone: a constraint, or requests competing for the
@@ -306,6 +313,7 @@ impl<'a> Search<'a, '_> {
                     c.attribute
                 ),
                 held: Vec::new(),
+                about: None,
             });
         }
         let capacity = self.a.features.consumable_capacity
@@ -319,6 +327,7 @@ impl<'a> Search<'a, '_> {
                 "each request can be met alone, but not all together: they compete for the same devices".into()
             },
             held: Vec::new(),
+            about: None,
         })
     }
 }

@@ -19,6 +19,7 @@ mod capacity;
 pub mod cel;
 pub mod describe;
 mod diagnose;
+pub mod extended;
 pub(crate) mod hints;
 pub mod objects;
 pub mod pools;
@@ -49,6 +50,9 @@ pub fn factory(
             .filter(|_| features.binding_conditions)
             .and_then(|t| t.to_std()),
         owner_capitalized: ctx.features.semantics.dra_owner_message_capitalized,
+        extended_resources: ctx
+            .features
+            .enabled(crate::features::Gate::DRAExtendedResource),
         ..Default::default()
     }))
 }
@@ -60,6 +64,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use k8s_openapi::api::core::v1::ContainerExtendedResourceRequest;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimConsumerReference};
 
 use crate::api::node_affinity::NodeSelectorMatcher;
@@ -68,7 +73,7 @@ use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PluginState, PostFilterPlugin, PostFilterResult,
     PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
 };
-use crate::framework::queued::{ObjectWrite, ObjectWrites};
+use crate::framework::queued::{ObjectOp, ObjectWrite, ObjectWrites};
 use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 use crate::plugins::helper::default_normalize;
 use allocator::{Allocator, Outcome};
@@ -100,6 +105,8 @@ pub struct DynamicResources {
     binding_timeout: Option<std::time::Duration>,
     /// The "not owner" message says "Pod" (from 1.36), not "pod".
     owner_capitalized: bool,
+    /// DRAExtendedResource: extended resources served by DeviceClasses (`extended`).
+    extended_resources: bool,
 }
 
 /// Upstream's reason when the device search on a node outlives `filterTimeout`.
@@ -114,6 +121,94 @@ impl DynamicResources {
     }
 }
 
+/// The extended-resource claim as a node needs it, and which container's resource each of
+/// its requests stands for.
+type NodeClaim = (Arc<ResourceClaim>, Vec<ContainerExtendedResourceRequest>);
+
+impl DynamicResources {
+    /// Upstream `deleteClaim`: the claim, its delete-protection finalizer dropped, is
+    /// deleted. Until the cluster shows it gone it stands as being deleted.
+    fn delete_claim(&self, cs: &mut CycleState, c: &objects::PodClaim) {
+        let mut claim = (*c.claim).clone();
+        if let Some(f) = claim.metadata.finalizers.as_mut() {
+            f.retain(|f| f != CLAIM_FINALIZER);
+        }
+        let base = claim.metadata.resource_version.clone();
+        let done = write_object(cs, ObjectOp::Delete, format!("delete claim {}", c.key), &claim);
+        claim.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH));
+        let mut assumed = self.lock();
+        assumed.end(&c.key);
+        assumed.wrote(
+            &c.key,
+            Written {
+                claim: Arc::new(claim),
+                base,
+                done,
+                allocated: false,
+                pods: BTreeSet::new(),
+            },
+        );
+    }
+
+    /// The pod's extended-resource claim: its own from an earlier attempt's PreBind, else
+    /// upstream's in-memory one, keyed by the name PreBind will create it under.
+    fn extended_claim(&self, h: &Handle, pod: &PodInfo, view: &assume::View) -> objects::PodClaim {
+        let mut all: BTreeMap<String, Arc<ResourceClaim>> = objects::all_claims(h.listers)
+            .into_iter()
+            .map(|(k, c)| (k, Arc::new(c)))
+            .collect();
+        all.extend(view.claims.iter().map(|(k, c)| (k.clone(), c.clone())));
+        all.retain(|_, c| c.metadata.deletion_timestamp.is_none());
+        let (key, claim) = extended::find_claim(pod.pod(), &all).unwrap_or_else(|| {
+            let c = extended::in_memory_claim(pod.pod());
+            let ns = c.metadata.namespace.as_deref().unwrap_or("default");
+            let key = crate::framework::listers::ns_key(ns, &extended::created_name(&pod.name, &pod.uid));
+            (key, Arc::new(c))
+        });
+        objects::PodClaim {
+            key,
+            claim,
+            from_template: None,
+        }
+    }
+
+    /// Upstream `filterExtendedResources`: `None` when the node serves the extended
+    /// resources itself (and the pod has no other claims) or the claim is allocated.
+    fn extended_on_node(&self, s: &StateData, pod: &PodInfo, node: &NodeInfo) -> Result<Option<NodeClaim>, Status> {
+        let Some(ei) = s.extended else {
+            return Ok(None);
+        };
+        let claim = &s.claims[ei].claim;
+        if claim.spec.devices.as_ref().and_then(|d| d.requests.as_ref()).is_some() {
+            return Err(Status::unresolvable("cannot schedule extended resource claim"));
+        }
+        let mut wanted = BTreeSet::new();
+        for (name, &q) in &s.pod_scalar {
+            if q == 0 || !extended::is_dra_extended_resource_name(name) {
+                continue;
+            }
+            let have = node.allocatable.scalar_resources.get(name);
+            if s.resolver.get(name).is_some() && have.copied().unwrap_or(0) == 0 {
+                wanted.insert(name.clone());
+            } else if have.is_none() {
+                return Err(Status::unresolvable("cannot fit resource"));
+            }
+        }
+        if wanted.is_empty() && s.no_user_claim() {
+            return Ok(None);
+        }
+        if claim.status.as_ref().and_then(|st| st.allocation.as_ref()).is_some() {
+            return Ok(None);
+        }
+        let (requests, mappings) = extended::requests_and_mappings(pod.pod(), &wanted, &s.resolver);
+        let mut c = (**claim).clone();
+        c.spec.devices.get_or_insert_with(Default::default).requests =
+            (!requests.is_empty()).then_some(requests);
+        Ok(Some((Arc::new(c), mappings)))
+    }
+}
+
 /// The claim has a `reservedFor` entry for the pod.
 fn reserved_for(c: &ResourceClaim, uid: &str) -> bool {
     c.status
@@ -124,11 +219,21 @@ fn reserved_for(c: &ResourceClaim, uid: &str) -> bool {
 
 /// Hands a claim's new state to the session to write (see `ObjectWrites`).
 fn write_claim(cs: &mut CycleState, what: String, claim: &ResourceClaim) -> Arc<AtomicBool> {
+    write_object(cs, ObjectOp::UpdateStatus, what, claim)
+}
+
+fn write_object<T: serde::Serialize>(
+    cs: &mut CycleState,
+    op: ObjectOp,
+    what: String,
+    object: &T,
+) -> Arc<AtomicBool> {
     let done = Arc::new(AtomicBool::new(false));
-    let object = serde_json::to_value(claim).unwrap_or_default();
+    let object = serde_json::to_value(object).unwrap_or_default();
     ObjectWrites::push(
         cs,
         ObjectWrite {
+            op,
             what,
             object: Arc::new(object),
             written: done.clone(),
@@ -233,15 +338,34 @@ impl PreFilterPlugin for DynamicResources {
         pod: &PodInfo,
     ) -> (Option<PreFilterResult>, Status) {
         cs.write(STATE_KEY, StateData::default());
-        if !has_claims(pod) {
+        let wants_extended = self.extended_resources
+            && pod
+                .resource
+                .resource
+                .scalar_resources
+                .iter()
+                .any(|(n, v)| *v != 0 && extended::is_dra_extended_resource_name(n));
+        if !has_claims(pod) && !wants_extended {
             return (None, Status::skip());
         }
         let view = self.lock().view(h.listers);
-        let claims = match objects::pod_claims(h.listers, pod.pod(), &view.claims, self.pod_word()) {
+        let mut claims = match objects::pod_claims(h.listers, pod.pod(), &view.claims, self.pod_word()) {
             Ok(c) => c,
             Err(e) => return (None, Status::unresolvable(e)),
         };
         let mut s = StateData::default();
+        if wants_extended {
+            let resolver = extended::ClassResolver::of(h.listers);
+            if resolver.serves_any(pod.resource.resource.scalar_resources.iter().filter(|(_, v)| **v != 0).map(|(k, _)| k)) {
+                s.extended = Some(claims.len());
+                claims.push(self.extended_claim(h, pod, &view));
+                s.pod_scalar = pod.resource.resource.scalar_resources.clone();
+                s.resolver = Arc::new(resolver);
+            }
+        }
+        if claims.is_empty() {
+            return (None, Status::skip());
+        }
         for c in &claims {
             match c.allocation() {
                 Some(a) => {
@@ -271,6 +395,10 @@ impl PreFilterPlugin for DynamicResources {
                     }
                     s.pinned.push(None);
                     s.to_allocate.push(s.pinned.len() - 1);
+                    // The extended-resource claim gets its requests per node, in Filter.
+                    if s.extended == Some(s.pinned.len() - 1) {
+                        continue;
+                    }
                     for r in c.requests() {
                         let bad = match (&r.exactly, &r.first_available) {
                             (Some(e), _) => check_class(h, &e.device_class_name, &r.name),
@@ -338,12 +466,20 @@ impl PreFilterPlugin for DynamicResources {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, _h: &Handle, cs: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+    fn filter(&self, _h: &Handle, cs: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
         let s = match state(cs) {
             Ok(s) => s,
             Err(e) => return e,
         };
         if s.claims.is_empty() {
+            return Status::success();
+        }
+        let node_claim = match self.extended_on_node(s, pod, node) {
+            Ok(c) => c,
+            Err(st) => return st,
+        };
+        // Only extended resources, all served by the node itself.
+        if node_claim.is_none() && s.no_user_claim() {
             return Status::success();
         }
         let n = node.node();
@@ -361,7 +497,10 @@ impl FilterPlugin for DynamicResources {
             let claims: Vec<(&str, &k8s_openapi::api::resource::v1::ResourceClaim)> = s
                 .to_allocate
                 .iter()
-                .map(|&i| (s.claims[i].key.as_str(), &*s.claims[i].claim))
+                .map(|&i| match &node_claim {
+                    Some((c, _)) if s.extended == Some(i) => (s.claims[i].key.as_str(), &**c),
+                    _ => (s.claims[i].key.as_str(), &*s.claims[i].claim),
+                })
                 .collect();
             let classes = |c: &str| s.classes.get(c).cloned();
             let alloc = Allocator {
@@ -384,11 +523,22 @@ impl FilterPlugin for DynamicResources {
                     s.record(name, NodeResult::Failed(None));
                     return Status::unresolvable("invalid resource pools were encountered");
                 }
-                Outcome::Unsatisfiable(why) => {
+                Outcome::Unsatisfiable(mut why) => {
+                    if let Some(c) = node_claim.clone() {
+                        s.record_node_claim(name.clone(), c);
+                    }
+                    if let (Some(w), Some((c, maps))) = (why.as_mut(), &node_claim)
+                        && s.extended.is_some_and(|i| s.claims[i].key == w.claim)
+                    {
+                        w.about = extended::describe_request(c, maps, &w.request);
+                    }
                     s.record(name, NodeResult::Failed(why));
                     return Status::unresolvable("cannot allocate all claims");
                 }
                 Outcome::Allocated(a) if unavailable.is_empty() => {
+                    if let Some(c) = node_claim.clone() {
+                        s.record_node_claim(name.clone(), c);
+                    }
                     s.record(name.clone(), NodeResult::Allocated(a));
                 }
                 Outcome::Allocated(_) => {}
@@ -455,7 +605,16 @@ impl PostFilterPlugin for DynamicResources {
             return (None, Status::unschedulable("no new claims to deallocate"));
         }
         let mut target = None;
+        let created_extended = s
+            .extended
+            .filter(|&i| s.claims[i].claim.metadata.name.as_deref() != Some(extended::IN_MEMORY_NAME));
         for i in s.unavailable() {
+            if s.extended == Some(i) {
+                if created_extended.is_some() {
+                    break;
+                }
+                continue;
+            }
             let c = &s.claims[i];
             let reserved = c
                 .claim
@@ -470,6 +629,13 @@ impl PostFilterPlugin for DynamicResources {
             }
         }
         let Some((key, mut claim)) = target else {
+            // The pod's extended-resource claim from an earlier attempt goes, so the next
+            // attempt can allocate afresh.
+            if let Some(i) = created_extended {
+                let c = s.claims[i].clone();
+                self.delete_claim(cs, &c);
+                return (None, Status::unschedulable("deletion of ResourceClaim completed"));
+            }
             return (None, Status::unschedulable("still not schedulable"));
         };
         let base = claim.metadata.resource_version.clone();
@@ -587,8 +753,11 @@ impl ReservePlugin for DynamicResources {
         if s.to_allocate.is_empty() {
             return Status::success();
         }
-        let Some(allocs) = s.allocations(node) else {
-            return Status::error("claim allocation not found for node");
+        let allocs = match s.allocations(node) {
+            Some(a) if !a.is_empty() => a,
+            // Only the extended-resource claim, and the node serves those resources.
+            _ if !s.user_claims_to_allocate() => return Status::success(),
+            _ => return Status::error("claim allocation not found for node"),
         };
         let mut assumed = self.lock();
         for (&ci, a) in s.to_allocate.iter().zip(allocs) {
@@ -621,8 +790,11 @@ impl ReservePlugin for DynamicResources {
             for &ci in &s.to_allocate {
                 assumed.end(&s.claims[ci].key);
             }
-            for c in &s.claims {
-                if c.allocation().is_none() || !reserved_for(&c.claim, &pod.uid) {
+            for (i, c) in s.claims.iter().enumerate() {
+                if s.extended == Some(i)
+                    || c.allocation().is_none()
+                    || !reserved_for(&c.claim, &pod.uid)
+                {
                     continue;
                 }
                 // PreBind's write that never happened has nothing to undo.
@@ -639,6 +811,14 @@ impl ReservePlugin for DynamicResources {
             }
         }
         s.set_reserved_none();
+        // The extended-resource claim a PreBind created (this one or an earlier attempt's)
+        // goes again.
+        if let Some(i) = s.extended
+            && s.claims[i].claim.metadata.name.as_deref() != Some(extended::IN_MEMORY_NAME)
+        {
+            let c = s.claims[i].clone();
+            self.delete_claim(cs, &c);
+        }
         for (key, claim, prev) in writes {
             let base = claim.metadata.resource_version.clone();
             // Upstream patches without a precondition: the write carries no version.
@@ -694,30 +874,65 @@ impl PreBindPlugin for DynamicResources {
         if s.claims.is_empty() {
             return Status::success();
         }
-        let allocs = if s.to_allocate.is_empty() {
-            Vec::new()
-        } else {
-            match s.allocations(node) {
-                Some(a) => a,
-                None => return Status::error("claim allocation not found for node"),
-            }
+        let allocs = match s.allocations(node) {
+            Some(a) => a,
+            None if s.to_allocate.is_empty() || !s.user_claims_to_allocate() => Vec::new(),
+            None => return Status::error("claim allocation not found for node"),
         };
         let view = self.lock().view(h.listers);
         let mut updates = Vec::new();
+        let mut creates = None;
         for (i, c) in s.claims.iter().enumerate() {
             if reserved_for(&c.claim, &pod.uid) {
                 continue;
             }
-            let allocation = s
+            let mut allocation = s
                 .to_allocate
                 .iter()
                 .position(|&ci| ci == i)
                 .and_then(|j| allocs.get(j).cloned());
+            let mut created = None;
+            if s.extended == Some(i) {
+                let no_requests = c
+                    .claim
+                    .spec
+                    .devices
+                    .as_ref()
+                    .and_then(|d| d.requests.as_ref())
+                    .is_none();
+                // The node serves the extended resources itself.
+                if allocation.is_none() && no_requests {
+                    continue;
+                }
+                if c.claim.metadata.name.as_deref() == Some(extended::IN_MEMORY_NAME) {
+                    let Some((nc, maps)) = s.node_claim(node) else {
+                        return Status::error(format!(
+                            "extended resource claim not found for node {node}"
+                        ));
+                    };
+                    let mut claim = (*nc).clone();
+                    claim.metadata.name = c.key.split_once('/').map(|(_, n)| n.to_string());
+                    claim.metadata.uid = None;
+                    claim.status = None;
+                    created = Some((claim, maps));
+                }
+            }
+            if let (Some(a), true) = (allocation.as_mut(), self.features.binding_conditions) {
+                a.allocation_timestamp
+                    .get_or_insert(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(h.now));
+            }
             // The claim as the API server has it now: kubestep's last write, the
-            // cluster's, or the one kubestep makes from a template.
-            let mut claim = match view.claims.get(&c.key) {
-                Some(w) => (**w).clone(),
-                None => objects::claim(h.listers, &c.key).unwrap_or_else(|| (*c.claim).clone()),
+            // cluster's, the one kubestep makes from a template, or the pod's
+            // extended-resource claim it creates.
+            let mut claim = match (&created, view.claims.get(&c.key)) {
+                (Some((nc, maps)), _) => {
+                    creates = Some((i, maps.clone()));
+                    nc.clone()
+                }
+                (None, Some(w)) => (**w).clone(),
+                (None, None) => {
+                    objects::claim(h.listers, &c.key).unwrap_or_else(|| (*c.claim).clone())
+                }
             };
             if claim.metadata.deletion_timestamp.is_some() {
                 return Status::error(format!("claim {} got deleted in the meantime", c.key));
@@ -750,16 +965,24 @@ impl PreBindPlugin for DynamicResources {
             }
             updates.push((i, c.key.clone(), allocated, claim));
         }
+        let created_name = creates
+            .as_ref()
+            .and_then(|(i, _)| s.claims[*i].key.split_once('/'))
+            .map(|(_, n)| n.to_string());
         let mut done_flags = Vec::new();
         for (i, key, allocated, claim) in updates {
-            let what = if allocated {
+            let create = creates.as_ref().is_some_and(|(ci, _)| *ci == i);
+            let what = if create {
+                format!("create claim {key} for the pod's extended resources, with allocation and reservation")
+            } else if allocated {
                 format!("add allocation and reservation to claim {key}")
             } else {
                 format!("add reservation to claim {key}")
             };
             let base = claim.metadata.resource_version.clone();
             let claim = Arc::new(claim);
-            let done = write_claim(cs, what, &claim);
+            let op = if create { ObjectOp::Create } else { ObjectOp::UpdateStatus };
+            let done = write_object(cs, op, what, &*claim);
             let mut assumed = self.lock();
             let (was_allocated, mut pods) = assumed
                 .written(&key)
@@ -780,6 +1003,19 @@ impl PreBindPlugin for DynamicResources {
             );
             drop(assumed);
             done_flags.push((i, key, claim, done));
+        }
+        // Upstream's patchPodExtendedResourceClaimStatus: the kubelet learns which request
+        // serves which container's resource.
+        if let Some((_, maps)) = creates {
+            let name = created_name;
+            let mut p = (*pod.pod()).clone();
+            p.status.get_or_insert_with(Default::default).extended_resource_claim_status =
+                Some(k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus {
+                    request_mappings: maps,
+                    resource_claim_name: name.unwrap_or_default(),
+                });
+            let what = format!("update pod {} ExtendedResourceClaimStatus", pod.key);
+            write_object(cs, ObjectOp::UpdateStatus, what, &p);
         }
         if let Ok(s) = cs.read_mut::<StateData>(STATE_KEY) {
             for (i, key, claim, done) in done_flags {

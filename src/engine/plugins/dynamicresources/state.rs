@@ -29,6 +29,8 @@ struct Inner {
     bound: Option<String>,
     /// PreBind's claim writes by claim key: set once the session carried each out.
     pre_bind_writes: BTreeMap<String, Arc<AtomicBool>>,
+    /// Per node, the extended-resource claim with the requests that node needs.
+    node_claims: BTreeMap<String, super::NodeClaim>,
 }
 
 /// Fixed after PreFilter, except `inner`, which Filter (in parallel) and Reserve fill.
@@ -45,6 +47,11 @@ pub struct StateData {
     pub shared: SharedUse,
     pub slices: Arc<Vec<ResourceSlice>>,
     pub classes: Arc<BTreeMap<String, DeviceClass>>,
+    /// DRAExtendedResource: the index of the claim standing for the pod's extended
+    /// resources (the last one), the pod's scalar requests, and who serves them.
+    pub extended: Option<usize>,
+    pub pod_scalar: BTreeMap<String, i64>,
+    pub resolver: Arc<super::extended::ClassResolver>,
     inner: Mutex<Inner>,
 }
 
@@ -59,6 +66,9 @@ impl Clone for StateData {
             shared: self.shared.clone(),
             slices: self.slices.clone(),
             classes: self.classes.clone(),
+            extended: self.extended,
+            pod_scalar: self.pod_scalar.clone(),
+            resolver: self.resolver.clone(),
             inner: Mutex::new(self.lock().clone()),
         }
     }
@@ -76,6 +86,21 @@ impl StateData {
             Some(NodeResult::Allocated(a)) => Some(a.clone()),
             _ => None,
         }
+    }
+    pub fn record_node_claim(&self, node: String, c: super::NodeClaim) {
+        self.lock().node_claims.insert(node, c);
+    }
+    /// The extended-resource claim as Filter made it for `node`.
+    pub fn node_claim(&self, node: &str) -> Option<super::NodeClaim> {
+        self.lock().node_claims.get(node).cloned()
+    }
+    /// Claims of the pod's own (not the extended-resource one) are to be allocated.
+    pub fn user_claims_to_allocate(&self) -> bool {
+        self.to_allocate.iter().any(|&i| Some(i) != self.extended)
+    }
+    /// The pod has no claims of its own (only the extended-resource one).
+    pub fn no_user_claim(&self) -> bool {
+        self.claims.len() == usize::from(self.extended.is_some())
     }
     pub fn mark_unavailable(&self, claims: &[usize]) {
         self.lock().unavailable.extend(claims);
@@ -177,10 +202,28 @@ impl RenderState for StateData {
         let claims = self
             .claims
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 let mut label = c.key.clone();
                 if let Some(t) = &c.from_template {
                     label += &format!(" (made by kubestep from template {t}, standing in for the claim controller)");
+                }
+                if self.extended == Some(i) {
+                    let served: Vec<&str> = self
+                        .pod_scalar
+                        .iter()
+                        .filter(|(n, v)| **v != 0 && self.resolver.get(n).is_some())
+                        .map(|(n, _)| n.as_str())
+                        .collect();
+                    let made = if c.claim.metadata.name.as_deref() == Some(super::extended::IN_MEMORY_NAME) {
+                        "in memory until PreBind creates it"
+                    } else {
+                        "created by an earlier PreBind"
+                    };
+                    label += &format!(
+                        " (the pod's extended resources {} served by DeviceClasses; {made})",
+                        served.join(", ")
+                    );
                 }
                 let mut kids = Vec::new();
                 match c.allocation() {

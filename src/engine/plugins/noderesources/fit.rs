@@ -16,7 +16,7 @@ use crate::framework::events::{ActionType as A, EventResource as R};
 use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::hints::HintResult;
 use crate::framework::hints::access::{
-    as_nodes, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
+    as_nodes, as_objects, as_pods, pod_node_name, pod_nominated, pod_uid, required, skip_or_queue,
 };
 use crate::framework::plugin::{
     FilterPlugin, Handle, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
@@ -57,6 +57,9 @@ pub struct Fit {
     pod_level_resize: bool,
     /// DRAExtendedResource: which pods SignPod refuses.
     dra_sign: DraSign,
+    /// DRAExtendedResource: extended resources a DeviceClass serves are left to
+    /// DynamicResources on nodes that do not advertise them.
+    dra_extended: bool,
 }
 
 /// What SignPod does under DRAExtendedResource.
@@ -84,11 +87,22 @@ impl Fit {
             scorer: ResourceAllocationScorer::new(args.resources, args.strategy, false),
             pod_level_resize: false,
             dra_sign: DraSign::Off,
+            dra_extended: false,
         }
     }
 
+    /// DRAExtendedResource on: SignPod as the version does, and resources a DeviceClass
+    /// serves delegated to DynamicResources.
     pub fn with_dra_sign(self, dra_sign: DraSign) -> Fit {
-        Fit { dra_sign, ..self }
+        let on = dra_sign != DraSign::Off;
+        let mut scorer = self.scorer;
+        scorer.dra_extended = on;
+        Fit {
+            dra_sign,
+            dra_extended: on,
+            scorer,
+            ..self
+        }
     }
 
     pub fn with_pod_level_resize(self, on: bool) -> Fit {
@@ -99,26 +113,50 @@ impl Fit {
     }
 }
 
-/// Whether a DeviceClass serves one of the resources: by its `extendedResourceName`, or
-/// as `deviceclass.resource.kubernetes.io/<class>`.
-fn served_by_device_class(listers: &crate::framework::listers::Listers, names: &[&String]) -> bool {
-    const IMPLICIT: &str = "deviceclass.resource.kubernetes.io/";
-    let classes = crate::plugins::dynamicresources::objects::all_classes(listers);
-    names.iter().any(|n| {
-        n.strip_prefix(IMPLICIT).is_some_and(|c| classes.contains_key(c))
-            || classes
-                .values()
-                .any(|c| c.spec.extended_resource_name.as_deref() == Some(n.as_str()))
-    })
+/// The pod's nonzero extended resources a DeviceClass serves (DRAExtendedResource): on a
+/// node that does not advertise one, DynamicResources allocates devices for it instead.
+pub type DraServed = BTreeSet<String>;
+
+fn dra_served(listers: &crate::framework::listers::Listers, req: &Resource) -> DraServed {
+    use crate::plugins::dynamicresources::extended::{ClassResolver, is_dra_extended_resource_name};
+    let wanted: Vec<&String> = req
+        .scalar_resources
+        .iter()
+        .filter(|(n, v)| **v != 0 && is_dra_extended_resource_name(n))
+        .map(|(k, _)| k)
+        .collect();
+    if wanted.is_empty() {
+        return DraServed::new();
+    }
+    let resolver = ClassResolver::of(listers);
+    wanted
+        .into_iter()
+        .filter(|n| resolver.get(n).is_some())
+        .cloned()
+        .collect()
 }
 
-/// The pod's requests as PreFilter computes them (no defaults, no resize status).
+/// The pod's requests as PreFilter computes them (no defaults, no resize status), and
+/// which of them DeviceClasses serve.
 #[derive(Debug, Clone)]
-pub struct PreFilterState(pub Resource);
+pub struct PreFilterState(pub Resource, pub DraServed);
 
 impl RenderState for PreFilterState {
     fn render(&self) -> StateTree {
-        render_resource("podRequests", &self.0)
+        let mut t = render_resource("podRequests", &self.0);
+        if !self.1.is_empty() {
+            t = StateTree::node(
+                "NodeResourcesFit",
+                vec![
+                    t,
+                    StateTree::list(
+                        "served by DeviceClasses where a node does not advertise them",
+                        self.1.iter().cloned(),
+                    ),
+                ],
+            );
+        }
+        t
     }
 }
 
@@ -138,6 +176,7 @@ pub fn render_resource(label: &str, r: &Resource) -> StateTree {
 struct PreScoreState {
     pod_requests: Vec<i64>,
     names: Vec<String>,
+    dra: Option<Arc<super::resource_allocation::DeviceTotals>>,
 }
 
 impl RenderState for PreScoreState {
@@ -189,7 +228,12 @@ pub(crate) struct Insufficient {
 }
 
 impl Fit {
-    pub(crate) fn fits_request(&self, req: &Resource, node: &NodeInfo) -> Vec<Insufficient> {
+    pub(crate) fn fits_request(
+        &self,
+        req: &Resource,
+        node: &NodeInfo,
+        dra: &DraServed,
+    ) -> Vec<Insufficient> {
         let mut out = Vec::new();
         let alloc = &node.allocatable;
         let used = &node.requested;
@@ -235,6 +279,9 @@ impl Fit {
                 }
             }
             let have = alloc.scalar(name);
+            if have <= 0 && dra.contains(name) {
+                continue;
+            }
             if want > have - used.scalar(name) {
                 out.push(Insufficient {
                     reason: format!("Insufficient {name}"),
@@ -263,15 +310,7 @@ impl Plugin for Fit {
                 ));
             }
             DraSign::UnlessDeviceClass => {
-                let wanted: Vec<&String> = pod
-                    .resource
-                    .resource
-                    .scalar_resources
-                    .iter()
-                    .filter(|(_, v)| **v != 0)
-                    .map(|(k, _)| k)
-                    .collect();
-                if !wanted.is_empty() && served_by_device_class(listers, &wanted) {
+                if !dra_served(listers, &pod.resource.resource).is_empty() {
                     return Some(Err(
                         "signature disabled when dra extended resources are used in the cluster"
                             .into(),
@@ -285,7 +324,7 @@ impl Plugin for Fit {
         NAME
     }
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
-        Some(queueing_hints(self.pod_level_resize))
+        Some(queueing_hints(self.pod_level_resize, self.dra_extended))
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -309,26 +348,29 @@ impl Plugin for Fit {
 impl PreFilterPlugin for Fit {
     fn pre_filter(
         &self,
-        _h: &Handle,
+        h: &Handle,
         state: &mut CycleState,
         pod: &PodInfo,
     ) -> (Option<PreFilterResult>, Status) {
-        state.write(
-            PRE_FILTER_STATE_KEY,
-            PreFilterState(pre_filter_resource(pod)),
-        );
+        let req = pre_filter_resource(pod);
+        let dra = if self.dra_extended {
+            dra_served(h.listers, &req)
+        } else {
+            DraServed::new()
+        };
+        state.write(PRE_FILTER_STATE_KEY, PreFilterState(req, dra));
         (None, Status::success())
     }
 }
 
 impl FilterPlugin for Fit {
     fn filter(&self, _h: &Handle, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
-        let Ok(PreFilterState(req)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
+        let Ok(PreFilterState(req, dra)) = state.read::<PreFilterState>(PRE_FILTER_STATE_KEY) else {
             return Status::error(format!(
                 "error reading {PRE_FILTER_STATE_KEY:?} from cycleState: not found"
             ));
         };
-        let insufficient = self.fits_request(req, node);
+        let insufficient = self.fits_request(req, node, dra);
         if insufficient.is_empty() {
             return Status::success();
         }
@@ -347,12 +389,13 @@ impl FilterPlugin for Fit {
 impl PreScorePlugin for Fit {
     fn pre_score(
         &self,
-        _h: &Handle,
+        h: &Handle,
         state: &mut CycleState,
         pod: &PodInfo,
         _nodes: &[&NodeInfo],
     ) -> Status {
         let pod_requests = self.scorer.pod_requests(pod);
+        let dra = self.scorer.device_totals(h.listers);
         let names = self
             .scorer
             .resources
@@ -364,6 +407,7 @@ impl PreScorePlugin for Fit {
             PreScoreState {
                 pod_requests,
                 names,
+                dra,
             },
         );
         Status::success()
@@ -371,11 +415,20 @@ impl PreScorePlugin for Fit {
 }
 
 impl Fit {
-    /// The pod's requests as PreScore stored them (computed afresh if it did not run).
-    fn score_requests<'a>(&self, state: &'a CycleState, pod: &PodInfo) -> Cow<'a, [i64]> {
+    /// The pod's requests and the devices serving configured resources as PreScore
+    /// stored them (computed afresh if it did not run).
+    fn score_requests<'a>(
+        &self,
+        h: &Handle,
+        state: &'a CycleState,
+        pod: &PodInfo,
+    ) -> (Cow<'a, [i64]>, Option<Arc<super::resource_allocation::DeviceTotals>>) {
         match state.read::<PreScoreState>(PRE_SCORE_STATE_KEY) {
-            Ok(s) => Cow::Borrowed(&s.pod_requests),
-            Err(_) => Cow::Owned(self.scorer.pod_requests(pod)),
+            Ok(s) => (Cow::Borrowed(&s.pod_requests), s.dra.clone()),
+            Err(_) => (
+                Cow::Owned(self.scorer.pod_requests(pod)),
+                self.scorer.device_totals(h.listers),
+            ),
         }
     }
 }
@@ -383,25 +436,25 @@ impl Fit {
 impl ScorePlugin for Fit {
     fn score(
         &self,
-        _h: &Handle,
+        h: &Handle,
         state: &CycleState,
         pod: &PodInfo,
         node: &NodeInfo,
     ) -> (i64, Status) {
-        let requests = self.score_requests(state, pod);
-        (self.scorer.score(node, &requests), Status::success())
+        let (requests, dra) = self.score_requests(h, state, pod);
+        (self.scorer.score(node, &requests, dra.as_deref()), Status::success())
     }
 
     fn score_nodes(
         &self,
-        _h: &Handle,
+        h: &Handle,
         state: &CycleState,
         pod: &PodInfo,
         nodes: &[&NodeInfo],
         out: &mut [i64],
     ) -> Option<(usize, Status)> {
-        let requests = self.score_requests(state, pod);
-        self.scorer.score_all(nodes, &requests, out);
+        let (requests, dra) = self.score_requests(h, state, pod);
+        self.scorer.score_all(nodes, &requests, dra.as_deref(), out);
         None
     }
 }
@@ -409,9 +462,9 @@ impl ScorePlugin for Fit {
 // ---- queueing hints (EnqueueExtensions) ----
 
 /// NodeResourcesFit's EnqueueExtensions.
-pub(crate) fn queueing_hints(pod_level_resize: bool) -> Vec<ClusterEventWithHint> {
+pub(crate) fn queueing_hints(pod_level_resize: bool, dra_extended: bool) -> Vec<ClusterEventWithHint> {
     // InPlacePodVerticalScaling is on (GA): scale-downs of other pods may free room.
-    vec![
+    let mut events = vec![
         ClusterEventWithHint::with_hint(
             R::Pod,
             A::DELETE | A::UPDATE_POD_SCALE_DOWN,
@@ -420,9 +473,56 @@ pub(crate) fn queueing_hints(pod_level_resize: bool) -> Vec<ClusterEventWithHint
         ClusterEventWithHint::with_hint(
             R::Node,
             A::ADD | A::UPDATE_NODE_ALLOCATABLE,
-            |_, pod, old, new| fit_after_node_change(pod, old, new),
+            move |h, pod, old, new| {
+                let request = pre_filter_resource(pod);
+                let dra = if dra_extended {
+                    dra_served(h.listers, &request)
+                } else {
+                    DraServed::new()
+                };
+                fit_after_node_change(&request, &dra, old, new)
+            },
         ),
-    ]
+    ];
+    if dra_extended {
+        // A class that now serves an extended resource the pod asks for.
+        events.push(ClusterEventWithHint::with_hint(
+            R::DeviceClass,
+            A::ADD | A::UPDATE,
+            |_, pod, old, new| fit_after_device_class(pod, old, new),
+        ));
+    }
+    events
+}
+
+/// `isSchedulableAfterDeviceClassEvent`: an added class whose implicit name the pod
+/// requests, or a class whose `extendedResourceName` changed to one the pod requests.
+fn fit_after_device_class(
+    pod: &PodInfo,
+    old: Option<&EventObject>,
+    new: Option<&EventObject>,
+) -> HintResult {
+    use k8s_openapi::api::resource::v1::DeviceClass;
+    let (original, modified) = as_objects::<DeviceClass>(old, new)?;
+    let modified = required(modified, "device class")?;
+    let explicit = |c: &DeviceClass| c.spec.extended_resource_name.clone().unwrap_or_default();
+    let requests = pod_resources::pod_requests(pod.pod(), None);
+    match original {
+        Some(original) if explicit(&original) == explicit(&modified) => return skip_or_queue(false),
+        Some(_) => {}
+        None => {
+            let implicit = format!(
+                "{}{}",
+                crate::plugins::dynamicresources::extended::IMPLICIT_PREFIX,
+                modified.metadata.name.as_deref().unwrap_or("")
+            );
+            if requests.contains_key(&implicit) {
+                return skip_or_queue(true);
+            }
+        }
+    }
+    let named = modified.spec.extended_resource_name.as_ref();
+    skip_or_queue(named.is_some_and(|n| requests.contains_key(n)))
 }
 
 fn fit_after_pod_event(
@@ -493,16 +593,16 @@ fn scale_down_helps(
 }
 
 fn fit_after_node_change(
-    pod: &PodInfo,
+    request: &Resource,
+    dra: &DraServed,
     old: Option<&EventObject>,
     new: Option<&EventObject>,
 ) -> HintResult {
     let (original, modified) = as_nodes(old, new)?;
-    let request = pre_filter_resource(pod);
     // An empty node of this shape: would the pod fit at all?
     let fits = modified.is_some_and(|n| {
         Fit::default()
-            .fits_request(&request, &NodeInfo::new(Arc::clone(n)))
+            .fits_request(request, &NodeInfo::new(Arc::clone(n)), dra)
             .is_empty()
     });
     if !fits {
@@ -513,15 +613,21 @@ fn fit_after_node_change(
     };
     let modified = required(modified, "node")?;
     skip_or_queue(requested_resources_increased(
-        &request,
+        request,
         &NodeInfo::new(Arc::clone(original)).allocatable,
         &NodeInfo::new(Arc::clone(modified)).allocatable,
+        dra,
     ))
 }
 
 /// `haveAnyRequestedResourcesIncreased`: more pods allowed, or more of something the pod
-/// requests.
-fn requested_resources_increased(req: &Resource, before: &Resource, after: &Resource) -> bool {
+/// requests (or a node that leaves one to DynamicResources).
+fn requested_resources_increased(
+    req: &Resource,
+    before: &Resource,
+    after: &Resource,
+    dra: &DraServed,
+) -> bool {
     if after.allowed_pod_number > before.allowed_pod_number {
         return true;
     }
@@ -541,7 +647,10 @@ fn requested_resources_increased(req: &Resource, before: &Resource, after: &Reso
     req.scalar_resources
         .iter()
         .filter(|(_, v)| **v != 0)
-        .any(|(name, _)| after.scalar(name) > before.scalar(name))
+        .any(|(name, _)| {
+            after.scalar(name) > before.scalar(name)
+                || (after.scalar(name) <= 0 && dra.contains(name))
+        })
 }
 
 /// Built from validated `NodeResourcesFitArgs`: the scoring strategy becomes the scorer

@@ -6,6 +6,7 @@ use crate::api::pod_resources::{self, CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_
 use crate::features::BalancedFormula;
 use crate::framework::plugin::MAX_NODE_SCORE;
 use crate::framework::{NodeInfo, PodInfo};
+pub use crate::plugins::dynamicresources::extended::DeviceTotals;
 
 /// Upstream `config.MaxCustomPriorityScore` and `maxUtilization`.
 pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
@@ -46,6 +47,9 @@ pub struct ResourceAllocationScorer {
     /// Score against what pods request (true), or against requests with the 100m / 200Mi
     /// defaults for containers that name none (false).
     pub use_requested: bool,
+    /// DRAExtendedResource: a configured resource a DeviceClass serves counts a node's
+    /// devices where the node does not advertise it.
+    pub dra_extended: bool,
 }
 
 /// Per-resource values for one node; configurations name a handful of resources.
@@ -74,7 +78,21 @@ impl ResourceAllocationScorer {
             kinds,
             strategy,
             use_requested,
+            dra_extended: false,
         }
+    }
+
+    /// The devices serving configured resources, read once per cycle (`None` when the
+    /// gate is off or no class serves one).
+    pub fn device_totals(
+        &self,
+        listers: &crate::framework::listers::Listers,
+    ) -> Option<std::sync::Arc<DeviceTotals>> {
+        if !self.dra_extended {
+            return None;
+        }
+        let names: Vec<String> = self.resources.iter().map(|r| r.name.clone()).collect();
+        DeviceTotals::of(listers, &names).map(std::sync::Arc::new)
     }
 
     /// The pod's request of each configured resource (cpu in millicores).
@@ -120,8 +138,9 @@ impl ResourceAllocationScorer {
     fn allocatable_and_requested(
         &self,
         node: &NodeInfo,
-        kind: &ResourceKind,
+        (i, kind): (usize, &ResourceKind),
         pod_request: i64,
+        dra: Option<&DeviceTotals>,
     ) -> (i64, i64) {
         let requested = if self.use_requested {
             &node.requested
@@ -145,7 +164,15 @@ impl ResourceAllocationScorer {
                 if pod_request == 0 && *is_scalar_name {
                     return (0, 0);
                 }
-                match node.allocatable.scalar_resources.get(name) {
+                let have = node.allocatable.scalar_resources.get(name);
+                // DRAExtendedResource: the node's devices of the class serving it.
+                if have.copied().unwrap_or(0) == 0
+                    && let Some((total, held)) = dra.and_then(|d| d.on_node(i, node.node()))
+                    && total > 0
+                {
+                    return (total, held + pod_request);
+                }
+                match have {
                     Some(&alloc) => (alloc, node.requested.scalar(name) + pod_request),
                     None => (0, 0),
                 }
@@ -154,16 +181,24 @@ impl ResourceAllocationScorer {
     }
 
     /// `score` for each node into `out` (the batch form both plugins use).
-    pub fn score_all(&self, nodes: &[&NodeInfo], pod_requests: &[i64], out: &mut [i64]) {
+    pub fn score_all(
+        &self,
+        nodes: &[&NodeInfo],
+        pod_requests: &[i64],
+        dra: Option<&DeviceTotals>,
+        out: &mut [i64],
+    ) {
         for (node, slot) in nodes.iter().zip(out.iter_mut()) {
-            *slot = self.score(node, pod_requests);
+            *slot = self.score(node, pod_requests, dra);
         }
     }
 
-    pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> i64 {
+    /// `dra`: the devices serving configured resources (DRAExtendedResource), when any.
+    pub fn score(&self, node: &NodeInfo, pod_requests: &[i64], dra: Option<&DeviceTotals>) -> i64 {
         // Each resource the node has (allocatable > 0) as (index, requested, allocatable).
         let resources = self.kinds.iter().enumerate().filter_map(|(i, kind)| {
-            let (alloc, req) = self.allocatable_and_requested(node, kind, pod_requests[i]);
+            let (alloc, req) =
+                self.allocatable_and_requested(node, (i, kind), pod_requests[i], dra);
             (alloc != 0).then_some((i, req, alloc))
         });
         match &self.strategy {
@@ -357,7 +392,7 @@ mod tests {
         // An empty node and a pod of 2 cpu, 0 memory: with the pod the fractions are
         // (0.5, 0): 75; without it (0, 0): 100. 1.36: 50 + (50 + 75 - 100) / 2 = 62.
         let pod = [2000, 0];
-        assert_eq!(with.score(&node, &pod), 75);
-        assert_eq!(improvement.score(&node, &pod), 62);
+        assert_eq!(with.score(&node, &pod, None), 75);
+        assert_eq!(improvement.score(&node, &pod, None), 62);
     }
 }
