@@ -1081,6 +1081,35 @@ mod extended_resources {
         assert_eq!(nodes, ["node-a", "node-b", "node-b"]);
     }
 
+    /// kube-scheduler's BalancedAllocation dereferences a nil pointer scoring such a
+    /// resource (1.35: no DRA manager, at PreScore; 1.36: no CEL cache, at Score where a
+    /// class's selectors are evaluated): kubestep ends the attempt saying so.
+    #[test]
+    fn balanced_allocation_over_a_served_resource_is_where_kube_scheduler_crashes() {
+        let ba = format!(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - {{name: cpu, weight: 1}}\n      - {{name: \"{IMPLICIT}\", weight: 1}}\n"
+        );
+        let gates = [("DRAExtendedResource".to_string(), true)];
+        for (v, needle) in [
+            (KubeVersion::V1_35, "looks up which DeviceClass serves"),
+            (KubeVersion::V1_36, "evaluates DeviceClass gpu's selectors"),
+        ] {
+            let f = Features::with_gates(
+                kubestep::features::Choice::given(v, kubestep::features::Source::Flag),
+                &gates,
+            )
+            .expect("gates");
+            let cfg = kubestep::config::parse_str_for(&ba, "config.yaml", &f).expect("config");
+            let e = super::explain_with(cfg, "", &pod("p1", 1));
+            let msg = e.message.clone().unwrap_or_default();
+            assert!(e.bound.is_none(), "{v:?}: {e:?}");
+            assert!(
+                msg.contains("kube-scheduler crashes here") && msg.contains(needle),
+                "{v:?}: {msg}"
+            );
+        }
+    }
+
     #[test]
     fn with_the_gate_off_the_resource_is_left_to_fit_alone() {
         let mut s = session(&pod("p1", 1), KubeVersion::V1_35);
