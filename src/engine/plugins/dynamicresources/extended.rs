@@ -398,12 +398,39 @@ fn class_matches(class: &DeviceClass, driver: &str, d: &Device) -> Result<bool, 
 }
 
 /// A request of the extended-resource claim in a person's words: which containers'
-/// resource it stands for, how many devices, through which DeviceClass.
+/// resource it stands for, how many devices, through which DeviceClass (the whole claim
+/// when `request` is empty).
 pub fn describe_request(
     claim: &ResourceClaim,
     mappings: &[ContainerExtendedResourceRequest],
     request: &str,
 ) -> Option<String> {
+    if request.is_empty() {
+        // Per resource: devices wanted in all, the class, the containers.
+        let requests = claim.spec.devices.as_ref()?.requests.as_ref()?;
+        let mut per: BTreeMap<&str, (i64, &str, BTreeSet<&str>)> = BTreeMap::new();
+        for r in requests {
+            let Some(e) = &r.exactly else { continue };
+            for m in mappings.iter().filter(|m| m.request_name == r.name) {
+                let p = per.entry(&m.resource_name).or_insert((0, &e.device_class_name, BTreeSet::new()));
+                p.2.insert(&m.container_name);
+            }
+            if let Some(m) = mappings.iter().find(|m| m.request_name == r.name) {
+                per.entry(&m.resource_name).or_default().0 += e.count.unwrap_or(1);
+            }
+        }
+        let parts: Vec<String> = per
+            .iter()
+            .map(|(res, (n, class, cs))| {
+                let cs: Vec<&str> = cs.iter().copied().collect();
+                format!("{res}: {n} device(s) through DeviceClass {class} for container {}", cs.join(", "))
+            })
+            .collect();
+        return Some(format!(
+            "the pod's extended resources the node does not advertise ({})",
+            parts.join("; ")
+        ));
+    }
     let r = claim
         .spec
         .devices
