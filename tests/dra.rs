@@ -1121,3 +1121,45 @@ mod extended_resources {
         assert!(msg.contains(&format!("Insufficient {IMPLICIT}")), "{msg}");
     }
 }
+
+/// DRADeviceTaintRules on 1.36: kube-scheduler 1.36.2 watches v1beta2 rules and reads them
+/// as v1alpha3, a panic; kubestep says so for a pod with claims instead of deciding.
+#[test]
+fn taint_rules_on_1_36_are_where_kube_scheduler_crashes() {
+    use kubestep::features::{Choice, Features, KubeVersion, Source};
+    let rule = "---\napiVersion: resource.k8s.io/v1beta2\nkind: DeviceTaintRule\nmetadata: {name: r}\nspec:\n  deviceSelector: {driver: gpu.example.com}\n  taint: {key: k, effect: NoSchedule}\n";
+    let gates = [("DRADeviceTaintRules".to_string(), true)];
+    let f = Features::with_gates(Choice::given(KubeVersion::V1_36, Source::Flag), &gates)
+        .expect("gates");
+    let cfg = config::default_configuration_for(&f);
+    let e = explain_with(
+        cfg,
+        &format!("{}{rule}", claim("c", &request("gpu", ""))),
+        &pod_using("c"),
+    );
+    let msg = e.message.clone().unwrap_or_default();
+    assert!(e.bound.is_none());
+    assert!(
+        msg.contains("kube-scheduler crashes here") && msg.contains("DeviceTaintRule"),
+        "{msg}"
+    );
+    // 1.35 applies the rule: every GPU tainted, none allocatable.
+    let gates = [
+        ("DRADeviceTaints".to_string(), true),
+        ("DRADeviceTaintRules".to_string(), true),
+    ];
+    let f = Features::with_gates(Choice::given(KubeVersion::V1_35, Source::Flag), &gates)
+        .expect("gates");
+    let rule35 = rule.replace("v1beta2", "v1alpha3");
+    let e = explain_with(
+        config::default_configuration_for(&f),
+        &format!("{}{rule35}", claim("c", &request("gpu", ""))),
+        &pod_using("c"),
+    );
+    assert!(e.bound.is_none(), "{e:?}");
+    assert!(
+        note(&e, "node-a").contains("taint k=:NoSchedule not tolerated"),
+        "{}",
+        note(&e, "node-a")
+    );
+}

@@ -27,7 +27,8 @@ It only reads (every request is a GET): get, list and watch on nodes, pods, name
 persistentvolumes, persistentvolumeclaims, storageclasses, csinodes, csidrivers,
 csistoragecapacities, poddisruptionbudgets, priorityclasses, services, replicasets, statefulsets,
 replicationcontrollers, and when served, the DRA kinds (resource.k8s.io/v1 deviceclasses,
-resourceslices, resourceclaims, resourceclaimtemplates) and podgroups.
+resourceslices, resourceclaims, resourceclaimtemplates, devicetaintrules where served) and
+podgroups.
 
 Failed requests are retried with backoff until --duration or Ctrl-C (a refused connection
 or refused credentials end it at once, exit code 2). A watch that fails until the end

@@ -80,7 +80,9 @@ impl EventResource {
             "CSIStorageCapacity" => EventResource::CsiStorageCapacity,
             "StorageClass" => EventResource::StorageClass,
             "ResourceClaim" => EventResource::ResourceClaim,
-            "ResourceSlice" => EventResource::ResourceSlice,
+            // Upstream's slice tracker turns a DeviceTaintRule change into updates of the
+            // slices it patches.
+            "ResourceSlice" | "DeviceTaintRule" => EventResource::ResourceSlice,
             "DeviceClass" => EventResource::DeviceClass,
             "Workload" => EventResource::Workload,
             other => EventResource::Custom(other.to_string()),

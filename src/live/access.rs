@@ -188,6 +188,8 @@ pub fn role_yaml(mode: Mode, namespace: Option<&str>) -> String {
         let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
         for k in kinds.iter().filter(|k| k.namespaced == namespaced) {
             match groups.iter_mut().find(|(g, _)| *g == k.group) {
+                // A kind served in two versions (DeviceTaintRule) is one resource.
+                Some((_, r)) if r.iter().any(|p| p == k.plural) => {}
                 Some((_, r)) => r.push(k.plural.to_string()),
                 None => groups.push((k.group, vec![k.plural.to_string()])),
             }

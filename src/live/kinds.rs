@@ -121,9 +121,32 @@ pub const DRA: &[Kind] = &[
     ),
 ];
 
+/// DeviceTaintRules (DRADeviceTaintRules), in the newest version the server serves:
+/// v1beta2 from 1.36, v1alpha3 in 1.35 (and only where enabled on the server).
+pub const TAINT_RULES: &[Kind] = &[
+    kind(
+        "DeviceTaintRule",
+        "resource.k8s.io",
+        "v1beta2",
+        "devicetaintrules",
+        false,
+    ),
+    kind(
+        "DeviceTaintRule",
+        "resource.k8s.io",
+        "v1alpha3",
+        "devicetaintrules",
+        false,
+    ),
+];
+
 /// Every kind kubestep may watch: the ones always watched, then the optional ones.
 pub fn all_kinds() -> impl Iterator<Item = &'static Kind> {
-    KINDS.iter().chain(DRA).chain([&POD_GROUP])
+    KINDS
+        .iter()
+        .chain(DRA)
+        .chain(TAINT_RULES)
+        .chain([&POD_GROUP])
 }
 
 /// The scheduler-plugins PodGroup, watched when its CRD is installed.
@@ -173,7 +196,7 @@ mod tests {
     fn every_watched_kind_is_one_the_engine_reads() {
         for k in all_kinds() {
             let v = serde_json::json!({"apiVersion": k.api_version(), "kind": k.kind,
-                "metadata": {"name": "x", "namespace": "ns"}, "spec": {"containers": [], "drivers": []},
+                "metadata": {"name": "x", "namespace": "ns"}, "spec": {"containers": [], "drivers": [], "taint": {"key": "k", "effect": "NoSchedule"}},
                 "provisioner": "p", "value": 1});
             assert!(
                 matches!(crate::cluster::object::from_value(v), Ok(Some(_))),

@@ -22,7 +22,7 @@ use tokio::task::JoinHandle;
 
 use super::connect::Connection;
 use super::error::{Doing, LiveError, cause, classify, classify_watch, transient};
-use super::kinds::{DRA, DRA_GROUP_VERSION, KINDS, Kind, POD_GROUP};
+use super::kinds::{DRA, DRA_GROUP_VERSION, KINDS, Kind, POD_GROUP, TAINT_RULES};
 use super::tap::WatchSignal;
 use crate::recording::EventType;
 
@@ -148,6 +148,16 @@ impl Watchers {
             });
         } else {
             kinds.extend_from_slice(DRA);
+            // DeviceTaintRules where the server serves them (they matter only with
+            // DRADeviceTaintRules on in the scheduler followed; read either way).
+            for k in TAINT_RULES {
+                let gv = k.api_version();
+                if served(conn, &gv, k.plural, "devicetaintrules", &mut retrying).await? {
+                    kinds.push(*k);
+                    all.push(*k);
+                    break;
+                }
+            }
         }
         let signals = conn.tap.subscribe();
         let mut paths = HashMap::new();

@@ -100,6 +100,7 @@ const KINDS: &[(&str, &[&str])] = &[
     ("ResourceClaimTemplate", &[RESOURCE_API_VERSION]),
     ("DeviceClass", &[RESOURCE_API_VERSION]),
     ("ResourceSlice", &[RESOURCE_API_VERSION]),
+    (dra::TAINT_RULE, dra::TAINT_RULE_API_VERSIONS),
 ];
 
 pub fn is_namespaced(kind: &str) -> bool {
@@ -114,6 +115,7 @@ pub fn is_namespaced(kind: &str) -> bool {
             | "PriorityClass"
             | "DeviceClass"
             | "ResourceSlice"
+            | "DeviceTaintRule"
     )
 }
 
@@ -678,6 +680,7 @@ fn check_dra(
         dra::TEMPLATE => typed::<ResourceClaimTemplate>(v.clone(), err).map(drop),
         dra::CLASS => typed::<DeviceClass>(v.clone(), err).map(drop),
         dra::SLICE => typed::<ResourceSlice>(v.clone(), err).map(drop),
+        dra::TAINT_RULE => typed::<dra::DeviceTaintRule>(v.clone(), err).map(drop),
         _ => Ok(()),
     }
 }

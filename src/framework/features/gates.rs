@@ -167,6 +167,8 @@ gates! {
     DRAResourceClaimDeviceStatus,
     DRAExtendedResource,
     DRADeviceTaints,
+    /// DeviceTaintRule objects add taints to the devices they select.
+    DRADeviceTaintRules,
     DRAPartitionableDevices,
     DRAConsumableCapacity,
     DRAAdminAccess,

@@ -72,6 +72,9 @@ pub struct Semantics {
     /// Under DRAExtendedResource, when kube-scheduler's NodeResourcesBalancedAllocation
     /// crashes scoring an extended resource in its `resources`.
     pub balanced_allocation_dra_crash: BalancedDraCrash,
+    /// With DRADeviceTaintRules on, kube-scheduler crashes once a DeviceTaintRule exists:
+    /// from 1.36 its slice tracker watches v1beta2 rules but reads them as v1alpha3.
+    pub device_taint_rules_crash: bool,
 }
 
 /// A nil pointer in upstream's NodeResourcesBalancedAllocation under DRAExtendedResource:
@@ -126,6 +129,7 @@ impl Semantics {
             placement_plugin_sets: v >= V1_36,
             dra_owner_message_capitalized: v >= V1_36,
             fit_sign_refuses_only_dra_pods: v >= V1_36,
+            device_taint_rules_crash: v >= V1_36,
             balanced_allocation_dra_crash: if v >= V1_36 {
                 BalancedDraCrash::ClassSelectors
             } else {

@@ -53,6 +53,10 @@ pub fn factory(
         extended_resources: ctx
             .features
             .enabled(crate::features::Gate::DRAExtendedResource),
+        taint_rules: ctx
+            .features
+            .enabled(crate::features::Gate::DRADeviceTaintRules),
+        taint_rules_crash: ctx.features.semantics.device_taint_rules_crash,
         ..Default::default()
     }))
 }
@@ -107,6 +111,10 @@ pub struct DynamicResources {
     owner_capitalized: bool,
     /// DRAExtendedResource: extended resources served by DeviceClasses (`extended`).
     extended_resources: bool,
+    /// DRADeviceTaintRules: DeviceTaintRules taint the devices they select.
+    taint_rules: bool,
+    /// ... where kube-scheduler crashes instead once a rule exists (1.36).
+    taint_rules_crash: bool,
 }
 
 /// Upstream's reason when the device search on a node outlives `filterTimeout`.
@@ -437,7 +445,21 @@ impl PreFilterPlugin for DynamicResources {
             let (in_use, shared) = allocator::held(&allocated, self.features);
             s.shared = shared;
             s.in_use = in_use;
-            s.slices = std::sync::Arc::new(objects::slices(h.listers));
+            let mut slices = objects::slices(h.listers);
+            if self.taint_rules {
+                let rules = objects::taint_rules(h.listers);
+                if self.taint_rules_crash && !rules.is_empty() {
+                    return (
+                        None,
+                        Status::error(format!(
+                            "kube-scheduler crashes here: with DRADeviceTaintRules on, its slice tracker reads the {} DeviceTaintRule(s) (served as resource.k8s.io/v1beta2) as v1alpha3 and panics; it decides nothing for any pod",
+                            rules.len()
+                        )),
+                    );
+                }
+                slices = objects::with_taint_rules(slices, &rules);
+            }
+            s.slices = std::sync::Arc::new(slices);
             s.classes = std::sync::Arc::new(objects::all_classes(h.listers));
         }
         if self.features.binding_conditions {

@@ -12,7 +12,8 @@ use k8s_openapi::api::resource::v1::{
 
 use crate::framework::listers::{Listers, ns_key};
 
-pub use crate::api::dra::{CLAIM, CLASS, SLICE, TEMPLATE};
+pub use crate::api::dra::{CLAIM, CLASS, SLICE, TAINT_RULE, TEMPLATE};
+use crate::api::dra::DeviceTaintRule;
 
 fn get<T: serde::de::DeserializeOwned>(l: &Listers, kind: &str, key: &str) -> Option<T> {
     serde_json::from_value((**l.custom_object(kind, key)?).clone()).ok()
@@ -32,6 +33,35 @@ pub fn slices(l: &Listers) -> Vec<ResourceSlice> {
     l.custom_objects(SLICE)
         .filter_map(|(_, v)| serde_json::from_value((**v).clone()).ok())
         .collect()
+}
+
+/// The cluster's DeviceTaintRules, by name.
+pub fn taint_rules(l: &Listers) -> Vec<DeviceTaintRule> {
+    l.custom_objects(TAINT_RULE)
+        .filter_map(|(_, v)| serde_json::from_value((**v).clone()).ok())
+        .collect()
+}
+
+/// The slices with the rules' taints added to the devices they select, as upstream's
+/// slice tracker patches them (`ListWithDeviceTaintRules`).
+pub fn with_taint_rules(mut slices: Vec<ResourceSlice>, rules: &[DeviceTaintRule]) -> Vec<ResourceSlice> {
+    for s in &mut slices {
+        for rule in rules {
+            let sel = rule.spec.device_selector.clone().unwrap_or_default();
+            if sel.driver.as_ref().is_some_and(|d| *d != s.spec.driver)
+                || sel.pool.as_ref().is_some_and(|p| *p != s.spec.pool.name)
+            {
+                continue;
+            }
+            for d in s.spec.devices.iter_mut().flatten() {
+                if sel.device.as_ref().is_some_and(|n| *n != d.name) {
+                    continue;
+                }
+                d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
+            }
+        }
+    }
+    slices
 }
 
 /// The cluster's ResourceClaim `namespace/name`.
