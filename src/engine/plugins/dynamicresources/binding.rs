@@ -16,6 +16,28 @@ fn condition_true<'s>(s: &'s AllocatedDeviceStatus, ty: &str) -> Option<&'s k8s_
     s.conditions.iter().flatten().find(|c| c.type_ == ty && c.status == "True")
 }
 
+/// The binding conditions of the claim's devices that do not hold yet, as
+/// `device: cond, cond`.
+pub fn pending(c: &ResourceClaim) -> Vec<String> {
+    let Some(a) = c.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
+        return Vec::new();
+    };
+    a.devices
+        .iter()
+        .flat_map(|d| d.results.iter().flatten())
+        .filter_map(|r| {
+            let conds = r.binding_conditions.as_deref().unwrap_or(&[]);
+            let s = status(c, r);
+            let open: Vec<&str> = conds
+                .iter()
+                .filter(|ty| s.is_none_or(|s| condition_true(s, ty).is_none()))
+                .map(String::as_str)
+                .collect();
+            (!open.is_empty()).then(|| format!("{}: {}", r.device, open.join(", ")))
+        })
+        .collect()
+}
+
 /// Upstream `isClaimReadyForBinding`: Ok(true) when every binding condition holds (or
 /// there are none), Ok(false) while waiting, Err when a failure condition holds.
 pub fn ready(c: &ResourceClaim) -> Result<bool, String> {

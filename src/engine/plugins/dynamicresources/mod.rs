@@ -1039,6 +1039,7 @@ impl PreBindPlugin for DynamicResources {
             let what = format!("update pod {} ExtendedResourceClaimStatus", pod.key);
             write_object(cs, ObjectOp::UpdateStatus, what, &p);
         }
+        let mut failed = None;
         if let Ok(s) = cs.read_mut::<StateData>(STATE_KEY) {
             for (i, key, claim, done) in done_flags {
                 // Unreserve works with the claim as PreBind wrote it.
@@ -1046,7 +1047,26 @@ impl PreBindPlugin for DynamicResources {
                 s.set_pre_bind_write(key, done);
             }
             s.set_bound(node);
+            // Upstream's first look of isPodReadyForBinding: a failure condition fails
+            // PreBind; conditions still open are what it then waits for.
+            if self.features.binding_conditions {
+                let mut wait = Vec::new();
+                for c in &s.claims {
+                    match binding::ready(&c.claim) {
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                        }
+                        Ok(false) => wait.push((c.key.clone(), binding::pending(&c.claim))),
+                        Ok(true) => {}
+                    }
+                }
+                wait.retain(|(_, p)| !p.is_empty());
+                s.set_binding_wait(wait, self.binding_timeout);
+            }
         }
-        Status::success()
+        match failed {
+            Some(e) => Status::error(e),
+            None => Status::success(),
+        }
     }
 }

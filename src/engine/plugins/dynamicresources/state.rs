@@ -31,6 +31,9 @@ struct Inner {
     pre_bind_writes: BTreeMap<String, Arc<AtomicBool>>,
     /// Per node, the extended-resource claim with the requests that node needs.
     node_claims: BTreeMap<String, super::NodeClaim>,
+    /// PreBind: binding conditions not yet met, per claim (kube-scheduler waits here).
+    binding_wait: Vec<(String, Vec<String>)>,
+    binding_timeout: Option<std::time::Duration>,
 }
 
 /// Fixed after PreFilter, except `inner`, which Filter (in parallel) and Reserve fill.
@@ -115,6 +118,11 @@ impl StateData {
         let mut i = self.lock();
         i.reserved = None;
         i.bound = None;
+    }
+    pub fn set_binding_wait(&self, w: Vec<(String, Vec<String>)>, timeout: Option<std::time::Duration>) {
+        let mut i = self.lock();
+        i.binding_wait = w;
+        i.binding_timeout = timeout;
     }
     pub fn set_bound(&self, node: &str) {
         self.lock().bound = Some(node.to_string());
@@ -289,6 +297,22 @@ impl RenderState for StateData {
         }
         if let Some(n) = &inner.bound {
             top.push(StateTree::kv("PreBind: claims written for node", n));
+        }
+        if !inner.binding_wait.is_empty() {
+            let timeout = inner
+                .binding_timeout
+                .map(|t| format!("{}s", t.as_secs()))
+                .unwrap_or_else(|| "bindingTimeout".into());
+            top.push(StateTree::node(
+                format!(
+                    "PreBind: kube-scheduler waits here, up to {timeout}, for these binding conditions; kubestep does not model the wait and binds at once"
+                ),
+                inner
+                    .binding_wait
+                    .iter()
+                    .map(|(c, p)| StateTree::kv(c, p.join("; ")))
+                    .collect(),
+            ));
         }
         StateTree::node("DynamicResources", top)
     }
