@@ -651,6 +651,13 @@ profiles:
             Some(y) => kubestep::config::parse_str(y, "config.yaml").expect("config"),
             None => kubestep::config::default_configuration(),
         };
+        session_with(cluster, cfg)
+    }
+
+    pub(super) fn session_with(
+        cluster: ClusterState,
+        cfg: kubestep::config::KubeSchedulerConfiguration,
+    ) -> Session {
         Session::new(
             cluster,
             cfg,
@@ -992,7 +999,7 @@ fn pod_of(yaml: &str) -> Pod {
 mod extended_resources {
     use kubestep::cluster::{ClusterState, manifest};
     use kubestep::features::{Features, KubeVersion};
-    use kubestep::session::{LocalActuator, PodStatus, Session, SessionOptions};
+    use kubestep::session::{PodStatus, Session};
 
     const IMPLICIT: &str = "deviceclass.resource.kubernetes.io/gpu";
 
@@ -1007,13 +1014,7 @@ mod extended_resources {
         let (objs, _) = manifest::parse_str(&objects, "cluster.yaml").expect("cluster parses");
         let cluster = ClusterState::from_objects(objs).expect("cluster loads");
         let cfg = kubestep::config::default_configuration_for(&Features::version(v));
-        Session::new(
-            cluster,
-            cfg,
-            SessionOptions::default(),
-            Box::new(LocalActuator),
-        )
-        .expect("session")
+        super::session::session_with(cluster, cfg)
     }
 
     #[test]

@@ -58,6 +58,18 @@ fn pod_exists(l: &Listers, uid: &str, key: &str) -> bool {
 }
 
 impl Written {
+    /// A write that allocates nothing and reserves for no pod (a deallocation, a
+    /// deletion).
+    pub fn of_status(claim: ResourceClaim, base: Option<String>, done: Arc<AtomicBool>) -> Written {
+        Written {
+            claim: Arc::new(claim),
+            base,
+            done,
+            allocated: false,
+            pods: BTreeSet::new(),
+        }
+    }
+
     /// The claim as it stands: without the reservations of pods kubestep reserved it for
     /// that are gone, and deallocated when kubestep allocated it and nobody holds it.
     fn current(&self, l: &Listers) -> Arc<ResourceClaim> {

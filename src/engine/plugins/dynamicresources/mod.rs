@@ -147,16 +147,7 @@ impl DynamicResources {
             Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(jiff::Timestamp::UNIX_EPOCH));
         let mut assumed = self.lock();
         assumed.end(&c.key);
-        assumed.wrote(
-            &c.key,
-            Written {
-                claim: Arc::new(claim),
-                base,
-                done,
-                allocated: false,
-                pods: BTreeSet::new(),
-            },
-        );
+        assumed.wrote(&c.key, Written::of_status(claim, base, done));
     }
 
     /// The pod's extended-resource claim: its own from an earlier attempt's PreBind, else
@@ -667,16 +658,8 @@ impl PostFilterPlugin for DynamicResources {
             st.devices = None;
         }
         let done = write_claim(cs, format!("deallocate claim {key}"), &claim);
-        self.lock().wrote(
-            &key,
-            Written {
-                claim: Arc::new(claim),
-                base,
-                done,
-                allocated: false,
-                pods: BTreeSet::new(),
-            },
-        );
+        self.lock()
+            .wrote(&key, Written::of_status(claim, base, done));
         (
             None,
             Status::unschedulable("deallocation of ResourceClaim completed"),
