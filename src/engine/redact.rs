@@ -6,45 +6,140 @@ use std::borrow::Cow;
 /// What stands in for a password (and for a bare user name, which is often a token).
 pub const MASK: &str = "***";
 
-/// `url` with its user info masked: `https://admin:***@host/path`; a URL without user
-/// info is returned as it is. The user info runs to the last `@` of the URL, so a
-/// password holding `/`, `?` or `#` (which a URL parser would cut at) is masked whole;
-/// a URL without a scheme (`admin:pw@host:6443`) is masked the same way.
+/// `url` with its user info masked: `https://admin:***@host/path`, and the values of
+/// query parameters that carry credentials (`?token=***`); a URL without either is returned
+/// as it is. The user info runs to the last `@` of the URL, so a password holding `/`, `?`
+/// or `#` (which a URL parser would cut at) is masked whole; a URL without a scheme
+/// (`admin:pw@host:6443`, `//admin:pw@host`) is masked the same way.
 pub fn url(url: &str) -> Cow<'_, str> {
     let start = url.find("://").map_or(0, |i| i + 3);
-    let Some(at) = url[start..].rfind('@').map(|i| start + i) else {
-        return Cow::Borrowed(url);
+    let masked = match url[start..].rfind('@').map(|i| start + i) {
+        None => Cow::Borrowed(url),
+        Some(at) => {
+            let userinfo = &url[start..at];
+            // A scheme-less `//user:pw@host` keeps its slashes.
+            let (slashes, userinfo) = match userinfo.strip_prefix("//") {
+                Some(u) if start == 0 => ("//", u),
+                _ => ("", userinfo),
+            };
+            let shown = match userinfo.split_once(':') {
+                // A user name is kept only when a password follows it (as Go does).
+                Some((user, _)) if !user.is_empty() => format!("{user}:{MASK}"),
+                _ => MASK.to_string(),
+            };
+            Cow::Owned(format!("{}{slashes}{shown}{}", &url[..start], &url[at..]))
+        }
     };
-    let userinfo = &url[start..at];
-    let shown = match userinfo.split_once(':') {
-        // A user name is kept only when a password follows it (as Go does).
-        Some((user, _)) if !user.is_empty() => format!("{user}:{MASK}"),
-        _ => MASK.to_string(),
-    };
-    Cow::Owned(format!("{}{shown}{}", &url[..start], &url[at..]))
+    match mask_query(&masked) {
+        Some(q) => Cow::Owned(q),
+        None => masked,
+    }
 }
 
-/// `text` with the user info of every URL in it masked. A URL runs from its scheme to
-/// the next white space, so quotes or brackets inside a password do not end it early.
+/// Query parameter names whose values are credentials (compared without case).
+const SECRET_PARAMS: &[&str] = &[
+    "token",
+    "access_token",
+    "id_token",
+    "refresh_token",
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "client_secret",
+    "key",
+    "api_key",
+    "apikey",
+    "sig",
+    "signature",
+    "auth",
+    "authorization",
+    "credential",
+    "x-amz-signature",
+    "x-amz-credential",
+    "x-amz-security-token",
+];
+
+/// The URL with the values of credential query parameters masked; `None` when it has none.
+fn mask_query(url: &str) -> Option<String> {
+    let q = url.find('?')?;
+    let end = url[q..].find('#').map_or(url.len(), |i| q + i);
+    let mut changed = false;
+    let params: Vec<String> = url[q + 1..end]
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, v))
+                if !v.is_empty() && SECRET_PARAMS.iter().any(|s| k.eq_ignore_ascii_case(s)) =>
+            {
+                changed = true;
+                format!("{k}={MASK}")
+            }
+            _ => p.to_string(),
+        })
+        .collect();
+    changed.then(|| format!("{}?{}{}", &url[..q], params.join("&"), &url[end..]))
+}
+
+/// Whether a word of text holds a URL with credentials to mask: a scheme, or user info
+/// written without one (`user:pw@host`, `//user:pw@host`).
+fn credential_bearing(word: &str) -> bool {
+    if word.contains("://") {
+        return true;
+    }
+    match word.rfind('@') {
+        Some(at) => word.starts_with("//") || word[..at].contains(':'),
+        None => false,
+    }
+}
+
+/// `text` with the credentials of every URL in it masked (see `url`). A URL runs from its
+/// start to the next white space, so quotes or brackets inside a password do not end it
+/// early; quotes and brackets before it are kept.
 pub fn text(text: &str) -> Cow<'_, str> {
-    if !text.contains("://") {
+    if !text.contains("://") && !text.contains('@') && !text.contains('?') {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
+    let mut changed = false;
     let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let start = rest[..i]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-            .map_or(0, |j| j + 1);
-        let end = rest[i..]
-            .find(char::is_whitespace)
-            .map_or(rest.len(), |j| i + j);
-        out.push_str(&rest[..start]);
-        out.push_str(&url(&rest[start..end]));
+    while !rest.is_empty() {
+        let ws = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..ws]);
+        rest = &rest[ws..];
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..end];
+        // What precedes the URL in the word: `key=`, a quote, a bracket; a scheme's
+        // letters belong to the URL.
+        let lead = match word.find("://") {
+            Some(i) => word[..i]
+                .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+                .map_or(0, |j| j + 1),
+            None => word
+                .find(|c: char| !matches!(c, '"' | '\'' | '(' | '[' | '<' | '{' | '`' | '='))
+                .unwrap_or(0),
+        };
+        let candidate = &word[lead..];
+        let masked = if credential_bearing(candidate) {
+            url(candidate)
+        } else {
+            mask_query(candidate).map_or(Cow::Borrowed(candidate), Cow::Owned)
+        };
+        if let Cow::Owned(m) = &masked {
+            changed = true;
+            out.push_str(&word[..lead]);
+            out.push_str(m);
+        } else {
+            out.push_str(word);
+        }
         rest = &rest[end..];
     }
-    out.push_str(rest);
-    Cow::Owned(out)
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +171,33 @@ mod tests {
         );
         assert_eq!(text("no url here"), "no url here");
         assert_eq!(text("x://"), "x://");
+    }
+
+    #[test]
+    fn urls_without_a_scheme_and_credential_queries_are_masked_too() {
+        assert_eq!(
+            text("proxy URL \"puser:SECRET@127.0.0.1:1\" uses an unsupported protocol"),
+            "proxy URL \"puser:***@127.0.0.1:1\" uses an unsupported protocol"
+        );
+        assert_eq!(url("//admin:SECRET@host/x"), "//admin:***@host/x");
+        assert_eq!(
+            text("extender //admin:SECRET@host/x failed"),
+            "extender //admin:***@host/x failed"
+        );
+        assert_eq!(
+            url("https://h:6443/api?watch=1&token=abc&Signature=s#f"),
+            "https://h:6443/api?watch=1&token=***&Signature=***#f"
+        );
+        assert_eq!(
+            text("GET http://h/x?access_token=t1 failed"),
+            "GET http://h/x?access_token=*** failed"
+        );
+        assert_eq!(text("urlPrefix=//u:p@h"), "urlPrefix=//u:***@h");
+        // An e-mail address and an ordinary question keep their words.
+        assert_eq!(
+            text("ask admin@example.com? yes"),
+            "ask admin@example.com? yes"
+        );
+        assert_eq!(text("pod ns/a@b is pending"), "pod ns/a@b is pending");
     }
 }
