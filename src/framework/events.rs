@@ -767,10 +767,13 @@ pub fn events_for_object(
         _ => {}
     }
     let action = match (old, new) {
+        (None, None) => return Vec::new(),
+        // Upstream's slice tracker turns any DeviceTaintRule change into updates of the
+        // slices whose devices it taints (or tainted).
+        _ if kind == crate::api::dra::TAINT_RULE => ActionType::UPDATE,
         (None, Some(_)) => ActionType::ADD,
         (Some(_), Some(_)) => ActionType::UPDATE,
         (Some(_), None) => ActionType::DELETE,
-        (None, None) => return Vec::new(),
     };
     vec![ClusterEvent::new(
         EventResource::from_kind(kind),
@@ -787,6 +790,23 @@ mod tests {
     use ActionType as A;
     use EventResource as R;
     use serde_json::{Value, json};
+
+    #[test]
+    fn a_device_taint_rule_change_is_a_resource_slice_update() {
+        let rule = json!({"kind": "DeviceTaintRule", "metadata": {"name": "r"}});
+        for (old, new) in [
+            (None, Some(&rule)),
+            (Some(&rule), Some(&rule)),
+            (Some(&rule), None),
+        ] {
+            let e = events_for_object("DeviceTaintRule", old, new);
+            assert_eq!(e.len(), 1);
+            assert_eq!(
+                (&e[0].resource, e[0].action),
+                (&R::ResourceSlice, A::UPDATE)
+            );
+        }
+    }
 
     #[test]
     fn a_node_declaring_other_features_is_an_event_only_with_the_gate() {
