@@ -520,6 +520,10 @@ impl Actuator for ApiActuator {
         let created = self.object_result(created, WriteOp::ObjectCreate, what)?;
         let mut written = object.clone();
         written["metadata"]["resourceVersion"] = json!(created.metadata.resource_version);
+        // The finalizer went in with the object: only the status is left to write.
+        if let Some(m) = written["metadata"].as_object_mut() {
+            m.remove("finalizers");
+        }
         self.update_status(&written)
     }
 

@@ -111,7 +111,9 @@ impl Assumed {
             w.done.load(Ordering::Acquire)
                 && match &cluster {
                     Some(c) => version(c) == w.base.as_deref(),
-                    None => w.base.is_none(),
+                    // A deletion is over once the claim is gone; a claim kubestep made
+                    // (no version yet) stands until the cluster shows it.
+                    None => w.base.is_none() && w.claim.metadata.deletion_timestamp.is_none(),
                 }
         });
         // In flight until PreBind writes it, the pod goes, or the cluster shows the claim

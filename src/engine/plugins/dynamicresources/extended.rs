@@ -119,9 +119,11 @@ pub fn find_claim<'a>(
 }
 
 /// The name PreBind creates the claim under: upstream lets the API server complete
-/// `<pod>-extended-resources-`; kubestep derives the five characters from the pod's uid,
-/// so a replay names it the same every time and live mode knows the name it wrote.
+/// `<pod>-extended-resources-` (cut to 58 characters, as its name generator cuts a
+/// generateName); kubestep derives the five characters from the pod's uid, so a replay
+/// names it the same every time and live mode knows the name it wrote.
 pub fn created_name(pod_name: &str, pod_uid: &str) -> String {
+    const MAX_BASE: usize = 58;
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     // FNV-1a: stable across runs and platforms.
     let mut h: u64 = 0xcbf29ce484222325;
@@ -131,7 +133,11 @@ pub fn created_name(pod_name: &str, pod_uid: &str) -> String {
     let suffix: String = (0..5)
         .map(|i| ALPHABET[((h >> (i * 8)) % ALPHABET.len() as u64) as usize] as char)
         .collect();
-    format!("{pod_name}-extended-resources-{suffix}")
+    let base: String = format!("{pod_name}-extended-resources-")
+        .chars()
+        .take(MAX_BASE)
+        .collect();
+    format!("{base}{suffix}")
 }
 
 /// Upstream's in-memory claim: no requests yet, owned by the pod, marked as the pod's
@@ -530,5 +536,9 @@ mod tests {
         assert_eq!(a, created_name("trainer-0", "uid-1"));
         assert!(a.starts_with("trainer-0-extended-resources-") && a.len() == 34);
         assert_ne!(a, created_name("trainer-0", "uid-2"));
+        // A long pod name is cut as the API server cuts a generateName.
+        let long = created_name(&"p".repeat(100), "u");
+        assert_eq!(long.len(), 63);
+        assert!(long.starts_with(&"p".repeat(58)));
     }
 }

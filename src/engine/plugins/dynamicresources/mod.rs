@@ -153,10 +153,8 @@ impl DynamicResources {
     /// The pod's extended-resource claim: its own from an earlier attempt's PreBind, else
     /// upstream's in-memory one, keyed by the name PreBind will create it under.
     fn extended_claim(&self, h: &Handle, pod: &PodInfo, view: &assume::View) -> objects::PodClaim {
-        let mut all: BTreeMap<String, Arc<ResourceClaim>> = objects::all_claims(h.listers)
-            .into_iter()
-            .map(|(k, c)| (k, Arc::new(c)))
-            .collect();
+        let ns = pod.pod().metadata.namespace.as_deref().unwrap_or("default");
+        let mut all = objects::extended_resource_claims(h.listers, ns);
         all.extend(view.claims.iter().map(|(k, c)| (k.clone(), c.clone())));
         all.retain(|_, c| c.metadata.deletion_timestamp.is_none());
         let (key, claim) = extended::find_claim(pod.pod(), &all).unwrap_or_else(|| {

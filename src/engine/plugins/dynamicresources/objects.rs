@@ -64,6 +64,19 @@ pub fn with_taint_rules(mut slices: Vec<ResourceSlice>, rules: &[DeviceTaintRule
     slices
 }
 
+/// The namespace's claims marked as a pod's extended-resource claim, by `namespace/name`
+/// (only those are decoded: a pod's lookup stays cheap in a cluster of many claims).
+pub fn extended_resource_claims(l: &Listers, ns: &str) -> BTreeMap<String, Arc<ResourceClaim>> {
+    let prefix = format!("{ns}/");
+    l.custom_objects(CLAIM)
+        .filter(|(k, v)| {
+            k.starts_with(&prefix)
+                && v["metadata"]["annotations"][super::extended::CLAIM_ANNOTATION] == "true"
+        })
+        .filter_map(|(k, v)| Some((k.clone(), Arc::new(serde_json::from_value((**v).clone()).ok()?))))
+        .collect()
+}
+
 /// The cluster's ResourceClaim `namespace/name`.
 pub fn claim(l: &Listers, key: &str) -> Option<ResourceClaim> {
     get(l, CLAIM, key)

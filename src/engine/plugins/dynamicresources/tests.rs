@@ -451,3 +451,25 @@ fn pre_bind_refuses_a_claim_allocated_meanwhile() {
         )
     );
 }
+
+/// A claim kubestep created and then deleted (the extended-resource claim of a pod whose
+/// binding failed) is forgotten once the cluster no longer has it: its devices are free.
+#[test]
+fn a_deleted_claim_kubestep_made_is_forgotten_once_gone() {
+    use super::assume::{Assumed, Written};
+    use std::sync::atomic::AtomicBool;
+    let l = cluster();
+    let mut claim: k8s_openapi::api::resource::v1::ResourceClaim =
+        serde_json::from_value(json!({"metadata": {"name": "p-extended-resources-abcde", "namespace": "default"}}))
+            .unwrap();
+    let mut a = Assumed::default();
+    let done = Arc::new(AtomicBool::new(true));
+    a.wrote("default/p-extended-resources-abcde", Written::of_status(claim.clone(), None, done.clone()));
+    // Created, not yet seen in the cluster: it stands.
+    assert_eq!(a.view(&l).claims.len(), 1);
+    claim.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        jiff::Timestamp::UNIX_EPOCH,
+    ));
+    a.wrote("default/p-extended-resources-abcde", Written::of_status(claim, None, done));
+    assert!(a.view(&l).claims.is_empty());
+}

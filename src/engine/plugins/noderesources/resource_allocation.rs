@@ -88,7 +88,12 @@ impl ResourceAllocationScorer {
         &self,
         listers: &crate::framework::listers::Listers,
     ) -> Option<std::sync::Arc<DeviceTotals>> {
-        if !self.dra_extended {
+        // Every pod passes here under 1.36: no allocation unless a configured resource
+        // could be served by a class at all.
+        let any = self.resources.iter().any(|r| {
+            crate::plugins::dynamicresources::extended::is_dra_extended_resource_name(&r.name)
+        });
+        if !self.dra_extended || !any {
             return None;
         }
         let names: Vec<String> = self.resources.iter().map(|r| r.name.clone()).collect();
