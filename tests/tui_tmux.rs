@@ -50,14 +50,26 @@ impl Tmux {
 
     /// Waits until the screen shows `text`; the last screen in the failure message.
     fn wait_for(&self, text: &str) -> String {
+        self.wait_all(&[text])
+    }
+
+    /// Waits until one screen shows every text at once. tmux can capture a frame half
+    /// drawn, so what a test checks on a screen it waits for, never reads once.
+    fn wait_all(&self, texts: &[&str]) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
-            if s.contains(text) {
-                return s;
+            if texts.iter().all(|t| s.contains(t)) {
+                // Once more a moment later, so what a test checks absent is not a leftover
+                // of the frame before.
+                std::thread::sleep(Duration::from_millis(50));
+                let again = self.screen();
+                if texts.iter().all(|t| again.contains(t)) {
+                    return again;
+                }
             }
             if start.elapsed() > Duration::from_secs(20) {
-                panic!("screen never showed {text:?}; it shows:\n{s}");
+                panic!("screen never showed all of {texts:?}; it shows:\n{s}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -138,40 +150,34 @@ fn demo_in_tmux() {
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
 
-    let s = t.wait_for("Waiting at Permit 0");
-    assert!(s.contains("⏸ paused"), "{s}");
-    assert!(s.contains("shop/release-gate-0"), "{s}");
+    t.wait_all(&["Waiting at Permit 0", "⏸ paused", "shop/release-gate-0"]);
 
     // One step: the first pod is popped.
     t.keys(&["n"]);
-    let s = t.wait_for("QueueSort");
-    assert!(s.contains("Cycle · attempt 1"), "{s}");
+    t.wait_all(&["QueueSort", "Cycle · attempt 1"]);
 
     // Continue: pods are scheduled until the ManualApproval pod waits at Permit.
     t.keys(&["c"]);
-    let s = t.wait_for("Waiting at Permit 1");
-    assert!(s.contains("ManualApproval") || s.contains(" MA "), "{s}");
+    t.wait_all(&["Waiting at Permit 1", " MA "]);
     t.keys(&["c"]);
     t.wait_for("paused");
 
     // Approve it: it binds at once.
     t.keys(&["a"]);
-    let s = t.wait_for("allowed by ManualApproval");
-    assert!(s.contains("Waiting at Permit 0"), "{s}");
-    assert!(s.contains("Bound on"), "{s}");
+    t.wait_all(&[
+        "allowed by ManualApproval",
+        "Waiting at Permit 0",
+        "Bound on",
+    ]);
 
     // Help, generated from the keymap: in columns, scrolling with its position shown,
     // every key reachable, and searchable with /.
     t.keys(&["?"]);
-    let s = t.wait_for("Help");
-    assert!(s.contains("step one plugin"), "{s}");
-    assert!(s.contains("lines 1–"), "{s}");
+    t.wait_all(&["Help", "step one plugin", "lines 1–"]);
     t.keys(&["G"]);
-    let s = t.wait_for("Command line (:)");
-    assert!(s.contains("NS/NAME [PLUGIN] [MESSAGE]"), "{s}");
+    t.wait_all(&["Command line (:)", "NS/NAME [PLUGIN] [MESSAGE]"]);
     t.keys(&["/", "r", "e", "j", "e", "c", "t"]);
-    let s = t.wait_for("search / reject");
-    assert!(s.contains("reject the selected waiting pod"), "{s}");
+    let s = t.wait_all(&["search / reject", "reject the selected waiting pod"]);
     assert!(!s.contains("step one plugin"), "{s}");
     // One Escape at a time: two sent together can arrive as one Alt-Escape.
     t.keys(&["Escape"]);
@@ -222,8 +228,7 @@ fn first_screen_in_tmux() {
     t.wait_for("NOTE  Pod");
     // Help fits 80x24 by scrolling.
     t.keys(&["?"]);
-    let s = t.wait_for("↓ more");
-    assert!(s.contains("lines 1–"), "{s}");
+    t.wait_all(&["↓ more", "lines 1–"]);
     t.keys(&["Escape"]);
     // Esc and q read together would be Alt+q: let the help close first.
     let start = Instant::now();
@@ -282,19 +287,18 @@ fn live_shadow_mode_in_tmux() {
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
 
-    let s = t.wait_for("▶ live shadow");
-    assert!(s.contains("connected"), "{s}");
-    assert!(s.contains("wall +"), "{s}");
-    let s = t.wait_for("kubestep picks n1");
-    assert!(s.contains("team/fits"), "{s}");
-    assert!(s.contains("team/huge"), "{s}");
-    assert!(s.contains("Waiting at Permit 0 · simulated"), "{s}");
+    t.wait_all(&["▶ live shadow", "connected", "wall +"]);
+    t.wait_all(&[
+        "kubestep picks n1",
+        "team/fits",
+        "team/huge",
+        "Waiting at Permit 0 · simulated",
+    ]);
 
     // The unschedulable pod comes first in the queue: its latest step, then why.
     t.keys(&["Enter"]);
     t.keys(&["4"]);
-    let s = t.wait_for("Insufficient cpu");
-    assert!(s.contains("0/2 nodes are available"), "{s}");
+    t.wait_all(&["Insufficient cpu", "0/2 nodes are available"]);
 
     // A pod created now appears; a watch ended by 410 Gone is re-listed.
     server.apply(pod("late", "1"));
@@ -444,9 +448,11 @@ fn q_and_ctrl_c_quit_live_mode_during_the_first_lists_in_tmux() {
             &script,
         ]);
         assert!(out.status.success(), "tmux new-session: {out:?}");
-        let s = t.wait_for("Pod: reconnecting after error");
-        assert!(s.contains("connecting to http://127.0.0.1"), "{s}");
-        assert!(s.contains("(q quits)"), "{s}");
+        t.wait_all(&[
+            "Pod: reconnecting after error",
+            "connecting to http://127.0.0.1",
+            "(q quits)",
+        ]);
         let pressed = Instant::now();
         t.keys(&[key]);
         t.wait_for("EXIT=");
@@ -464,8 +470,7 @@ fn q_and_ctrl_c_quit_live_mode_during_the_first_lists_in_tmux() {
         assert!(s.contains("still waiting for "), "{s}");
         assert!(s.contains("(last errors: Pod: list pods (core/v1)"), "{s}");
         // Line mode is back for the shell.
-        let s = t.wait_for("icanon");
-        assert!(s.contains(" icanon"), "{s}");
+        let s = t.wait_all(&["icanon", " icanon"]);
         assert!(!s.contains("-icanon"), "{s}");
         let _ = std::fs::remove_dir_all(&home);
     }
@@ -515,9 +520,11 @@ fn live_tui_shows_a_cut_watch_in_tmux() {
         s.open_watches() >= 13
     });
     server.drop_connections();
-    let s = t.wait_for("reconnected");
-    assert!(s.contains("│ connected · reconnected "), "{s}");
-    assert!(s.contains("watching again"), "{s}");
+    t.wait_all(&[
+        "reconnected",
+        "│ connected · reconnected ",
+        "watching again",
+    ]);
     t.keys(&["q"]);
     t.wait_gone();
     let _ = std::fs::remove_dir_all(&home);
@@ -647,9 +654,11 @@ fn grid_keys_time_travel_and_remapped_hints_in_tmux() {
     ]);
     assert!(out.status.success(), "tmux new-session: {out:?}");
     // The remapped key in every hint.
-    let s = t.wait_for("N step · c run · ? help");
-    assert!(s.contains("no step yet: press N"), "{s}");
-    assert!(s.contains("press N to step the first pod"), "{s}");
+    let s = t.wait_all(&[
+        "N step · c run · ? help",
+        "no step yet: press N",
+        "press N to step the first pod",
+    ]);
     assert!(!s.contains("press n"), "{s}");
 
     // Into the first pod's Filter: the matrix's selected cell names its plugin.
@@ -694,8 +703,7 @@ fn grid_keys_time_travel_and_remapped_hints_in_tmux() {
     t.keys(&["?"]);
     t.wait_for("Help");
     t.keys(&["/", "a", "p", "p", "r", "o", "v", "e"]);
-    let s = t.wait_for("search / approve");
-    assert!(s.contains("(also: approve)"), "{s}");
+    t.wait_all(&["search / approve", "(also: approve)"]);
     t.keys(&["Escape"]);
     t.wait_for("step one plugin");
     t.keys(&["Escape"]);
