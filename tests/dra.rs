@@ -1159,7 +1159,7 @@ fn taint_rules_on_1_36_are_where_kube_scheduler_crashes() {
     );
     assert!(e.bound.is_none(), "{e:?}");
     assert!(
-        note(&e, "node-a").contains("taint k=:NoSchedule not tolerated"),
+        note(&e, "node-a").contains("taint k=:NoSchedule from DeviceTaintRule r not tolerated"),
         "{}",
         note(&e, "node-a")
     );

@@ -335,12 +335,56 @@ pub trait PreBindPlugin: Plugin {
         pod: &PodInfo,
         node: &str,
     ) -> Status;
+    /// Success, Error, a rejection, or Wait: upstream's plugin blocks inside PreBind
+    /// (DynamicResources polling device binding conditions); kubestep parks the attempt
+    /// there and asks `pre_bind_poll` at each look `pre_bind_polling` gives.
     fn pre_bind(&self, h: &Handle, state: &mut CycleState, pod: &PodInfo, node: &str) -> Status;
+
+    /// When a Wait from `pre_bind` is looked at again and when it gives up.
+    fn pre_bind_polling(&self) -> PreBindPolling {
+        PreBindPolling::default()
+    }
+
+    /// One look of a PreBind wait: Success (go on), Wait (still open: the message says
+    /// what for), or the failure that ends it.
+    fn pre_bind_poll(
+        &self,
+        _h: &Handle,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _node: &str,
+    ) -> Status {
+        Status::success()
+    }
 
     /// kubestep's: PreBind has nothing to do for this pod (its pre-flight skips it), and
     /// the session records no step for it, as if the plugin had no PreBind.
     fn nothing_to_bind(&self, _state: &CycleState) -> bool {
         false
+    }
+}
+
+/// How a PreBind plugin's wait is polled (upstream's `wait.PollUntilContextTimeout`):
+/// at once, then every `every`, until `timeout` after the wait began, when the attempt
+/// fails with `timeout_message` as an error.
+#[derive(Debug, Clone)]
+pub struct PreBindPolling {
+    pub every: Duration,
+    pub timeout: Duration,
+    pub timeout_message: &'static str,
+    /// The Normal event the plugin records on the pod as the wait begins (reason), with
+    /// the wait's message as its note.
+    pub event_reason: &'static str,
+}
+
+impl Default for PreBindPolling {
+    fn default() -> Self {
+        PreBindPolling {
+            every: Duration::from_secs(5),
+            timeout: Duration::from_secs(600),
+            timeout_message: "timed out waiting",
+            event_reason: "",
+        }
     }
 }
 

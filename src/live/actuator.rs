@@ -385,6 +385,10 @@ impl Actuator for ApiActuator {
         self.event(victim, "Normal", "Preempted", "Preempting", note);
     }
 
+    fn pod_event(&mut self, pod: &PodInfo, reason: &str, note: &str) {
+        self.event(pod, "Normal", reason, "Scheduling", note);
+    }
+
     /// Kept for `failed`, which writes it with the condition.
     fn nominate(&mut self, pod: &PodInfo, node: Option<&str>) -> Result<(), ActuatorError> {
         self.nomination = Some((pod.uid.clone(), node.map(str::to_string)));

@@ -423,6 +423,7 @@ impl Mirror {
                 let _ = s.reject(&w.pod.key, None, message);
             }
         }
+        s.cancel_pre_bind_waits(message);
         s.finish_parked();
         let tapped = s.history.stop_tap();
         s.trace_lines(tapped)

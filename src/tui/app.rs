@@ -410,6 +410,11 @@ impl App {
         self.session.waiting().len()
     }
 
+    /// Pods waiting inside a PreBind plugin (device binding conditions) right now.
+    pub fn pods_waiting_pre_bind(&self) -> usize {
+        self.session.pre_bind_waits()
+    }
+
     /// Running whole attempts against a time budget rather than a few steps a tick.
     pub fn fast(&self) -> bool {
         self.running && !self.is_live() && (self.sprint || self.speed >= SPEEDS.len() - 1)

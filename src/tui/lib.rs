@@ -223,3 +223,5 @@ mod live_tests;
 mod tests;
 #[cfg(test)]
 mod tests_sizes;
+#[cfg(test)]
+mod tests_waits;

@@ -92,16 +92,24 @@ impl LiveLink {
     pub fn shutdown(&mut self, s: &mut Session) -> Vec<String> {
         let mut out = Vec::new();
         let waiting = s.waiting().len();
-        if !self.mirror.shadow && waiting > 0 {
+        let pre_bind = s.pre_bind_waits();
+        if !self.mirror.shadow && waiting + pre_bind > 0 {
             // The rejections' writes share one deadline, and a signal now ends them rather
             // than the process, so what was not written is still said.
             let shutting = self.stop.as_ref().map(Stop::shutting_down);
             self.bounds.begin();
             self.mirror.release_waiting(s, SHUTDOWN_MESSAGE);
             drop(shutting);
-            out.push(format!(
-                "rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}"
-            ));
+            if waiting > 0 {
+                out.push(format!(
+                    "rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}"
+                ));
+            }
+            if pre_bind > 0 {
+                out.push(format!(
+                    "stopped {pre_bind} pod(s) waiting at PreBind for device binding conditions (Unreserve ran): {SHUTDOWN_MESSAGE}"
+                ));
+            }
             out.extend(self.bounds.report());
         }
         while let Some(u) = self.updates.try_next() {

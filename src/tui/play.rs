@@ -66,7 +66,7 @@ impl App {
         }
         self.sprint_through_waits = None;
         if self.at_the_end() {
-            self.sprint_through_waits = self.last_permit_deadline();
+            self.sprint_through_waits = self.last_wait_deadline();
         }
         self.running = true;
         self.sprint = true;
@@ -75,7 +75,7 @@ impl App {
         let pause = self.keymap.key(Command::ContinuePause);
         if self.sprint_through_waits.is_some() {
             self.info(format!(
-                "running on to the Permit timeouts at full speed ({pause} pauses)"
+                "running on to the wait timeouts at full speed ({pause} pauses)"
             ));
         } else {
             self.info(format!(
@@ -153,8 +153,15 @@ impl App {
             // Play ends where nothing more can happen.
             Some(StopReason::Idle) => {
                 self.stop_running();
-                match self.waits_left() {
-                        Some(w) => {
+                match (self.waits_left(), self.pre_bind_waits_left()) {
+                        (None, Some(w)) => {
+                            let msg = format!(
+                                "paused: {w}: the driver's write to the claim's device status ends it, {} runs on to the timeout",
+                                self.keymap.key(Command::Sprint)
+                            );
+                            self.info(msg)
+                        }
+                        (Some(w), _) => {
                             let k = |c| self.keymap.key(c);
                             let msg = format!(
                                 "paused: {w}: {} allows, {} rejects, {} runs on to the timeout",
@@ -164,7 +171,7 @@ impl App {
                             );
                             self.info(msg)
                         }
-                    None => self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)"),
+                    (None, None) => self.info("paused: nothing more can happen (every pod bound, or waiting for a cluster change)"),
                 }
             }
             _ => {}
@@ -242,16 +249,44 @@ impl App {
         !s.has_work() && s.feed_is_empty() && c.backoff == 0 && through.is_none_or(|t| now >= t)
     }
 
-    /// When the last of the current Permit waits times out (a pod retried after it may
-    /// wait again: that is a new wait, and the sprint stops there).
-    fn last_permit_deadline(&self) -> Option<jiff::Timestamp> {
+    /// When the last of the current Permit and PreBind waits times out (a pod retried
+    /// after it may wait again: that is a new wait, and the sprint stops there).
+    fn last_wait_deadline(&self) -> Option<jiff::Timestamp> {
         self.session
             .waiting()
             .list()
             .iter()
             .filter(|w| w.outcome.is_none())
             .flat_map(|w| w.pending.values().copied())
+            .chain(self.pre_bind_holds().map(|(_, h)| h.deadline))
             .max()
+    }
+
+    /// Pods parked in a PreBind plugin's wait, with the wait.
+    fn pre_bind_holds(
+        &self,
+    ) -> impl Iterator<Item = (&str, &crate::session::pre_bind_wait::PreBindHold)> {
+        self.session.parked().values().filter_map(|a| {
+            let h = a.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none())?;
+            Some((a.pod().key.as_str(), h))
+        })
+    }
+
+    /// The pods waiting at PreBind for their devices, and when the first wait times out.
+    fn pre_bind_waits_left(&self) -> Option<String> {
+        let (first, _) = self.pre_bind_holds().next()?;
+        let n = self.pre_bind_holds().count();
+        let deadline = self.pre_bind_holds().map(|(_, h)| h.deadline).min()?;
+        let left = crate::session::clock::since(deadline, self.session.now());
+        let who = if n == 1 {
+            format!("{first} waits")
+        } else {
+            format!("{n} pods wait ({first} first)")
+        };
+        Some(format!(
+            "{who} at PreBind for device binding conditions (the first timeout in {})",
+            crate::components::text::short_duration(left)
+        ))
     }
 
     /// The pods still waiting at Permit, and when the first wait times out, in words.

@@ -95,7 +95,7 @@ impl App {
             Command::Help => self.mode = Mode::Help(HelpState::default()),
             Command::Quit => {
                 // Shadow mode's waits are simulated: nothing real is lost by quitting.
-                if self.pods_waiting() > 0 && !self.shadow() {
+                if self.pods_waiting() + self.pods_waiting_pre_bind() > 0 && !self.shadow() {
                     self.mode = Mode::ConfirmQuit;
                 } else {
                     self.quit = true;

@@ -5,6 +5,7 @@ mod support;
 
 mod approval;
 mod batch;
+mod binding_conditions;
 mod gang;
 mod preemption;
 mod queue;

@@ -28,6 +28,11 @@ impl Session {
         &self.core.waiting
     }
 
+    /// Attempts parked in a PreBind plugin's wait (counted apart from Permit's map).
+    pub fn pre_bind_waits(&self) -> usize {
+        self.core.pre_bind_waits()
+    }
+
     /// Attempts held at Permit, by pod UID.
     pub fn parked(&self) -> &BTreeMap<String, Attempt> {
         &self.core.parked

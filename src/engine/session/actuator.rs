@@ -42,6 +42,9 @@ pub trait Actuator: Send {
     fn delete_object(&mut self, _object: &serde_json::Value) -> Result<(), ActuatorError> {
         Ok(())
     }
+    /// A Normal event about the pod from a plugin (DynamicResources'
+    /// BindingConditionsPending as PreBind begins to wait).
+    fn pod_event(&mut self, _pod: &PodInfo, _reason: &str, _note: &str) {}
     /// The attempt failed with this message (FailedScheduling event, PodScheduled=False);
     /// `error` when it was not about fit (the condition's reason is then SchedulerError).
     fn failed(&mut self, _pod: &PodInfo, _message: &str, _error: bool) {}

@@ -37,6 +37,9 @@ pub enum Stage {
     Permit(usize, Vec<(String, Duration)>),
     WaitOnPermit,
     PreBind(usize),
+    /// Parked in the PreBind plugin at this index until its wait is decided (see
+    /// `pre_bind_wait.rs`).
+    WaitOnPreBind(usize),
     Bind(usize),
     PostBind(usize),
     /// Unreserve plugins still to run (counting down), then the failure is handled.
@@ -60,7 +63,7 @@ pub struct Failure {
 impl Failure {
     /// A rejection after the scheduling cycle: upstream reports it as a FitError over
     /// the one chosen node.
-    fn after_cycle(status: &Status, node: &str) -> Failure {
+    pub(super) fn after_cycle(status: &Status, node: &str) -> Failure {
         if !status.is_rejected() {
             return Failure {
                 message: status.message(),
@@ -98,7 +101,7 @@ pub enum AttemptResult {
     Bound {
         node: String,
     },
-    /// Held at Permit; the attempt is parked until the wait ends.
+    /// Held at Permit or in a PreBind plugin; the attempt is parked until the wait ends.
     Waiting {
         node: String,
     },
@@ -130,7 +133,7 @@ pub struct StepEvent {
 
 impl StepEvent {
     /// A step at this moment (its other fields filled by struct update).
-    fn at(core: &Core) -> StepEvent {
+    pub(super) fn at(core: &Core) -> StepEvent {
         StepEvent {
             point: Point::PreEnqueue,
             plugin: None,
@@ -176,6 +179,8 @@ pub struct Attempt {
     binding: bool,
     /// How far the search start moved to follow the recording (see `realign.rs`).
     moved: Option<isize>,
+    /// A PreBind plugin's wait, while parked in it.
+    pub pre_bind_hold: Option<super::pre_bind_wait::PreBindHold>,
 }
 
 fn phase_point(p: Phase) -> Point {
@@ -220,6 +225,7 @@ impl Attempt {
             first_seq: 0,
             bound_packed: None,
             moved: None,
+            pre_bind_hold: None,
         }
     }
 
@@ -257,9 +263,9 @@ impl Attempt {
         matches!(self.stage, Stage::Done)
     }
 
-    /// Parked at Permit, waiting for the waiting map to decide.
+    /// Parked at Permit (the waiting map decides) or in a PreBind plugin (its polls do).
     pub fn is_waiting(&self) -> bool {
-        matches!(self.stage, Stage::WaitOnPermit)
+        matches!(self.stage, Stage::WaitOnPermit | Stage::WaitOnPreBind(_))
             && matches!(self.result, Some(AttemptResult::Waiting { .. }))
     }
 
@@ -270,7 +276,7 @@ impl Attempt {
             Stage::Reserve(_) => Point::Reserve,
             Stage::Permit(..) => Point::Permit,
             Stage::WaitOnPermit => Point::WaitOnPermit,
-            Stage::PreBind(_) => Point::PreBind,
+            Stage::PreBind(_) | Stage::WaitOnPreBind(_) => Point::PreBind,
             Stage::Bind(_) => Point::Bind,
             Stage::PostBind(_) => Point::PostBind,
             Stage::Unreserve(..) => Point::Unreserve,
@@ -286,7 +292,7 @@ impl Attempt {
             Stage::Cycle => self.cycle.next_plugin(fwk).map(str::to_string),
             Stage::Reserve(i) => at(ExtensionPoint::Reserve, *i),
             Stage::Permit(i, _) => at(ExtensionPoint::Permit, *i),
-            Stage::PreBind(i) => at(ExtensionPoint::PreBind, *i),
+            Stage::PreBind(i) | Stage::WaitOnPreBind(i) => at(ExtensionPoint::PreBind, *i),
             Stage::Bind(i) => at(ExtensionPoint::Bind, *i),
             Stage::PostBind(i) => at(ExtensionPoint::PostBind, *i),
             Stage::Unreserve(i, _) => i
@@ -336,6 +342,7 @@ impl Attempt {
             Stage::Permit(i, waits) => self.permit(core, i, waits, out),
             Stage::WaitOnPermit => self.wait_on_permit(core, out),
             Stage::PreBind(i) => self.pre_bind(core, i, out),
+            Stage::WaitOnPreBind(i) => self.resume_pre_bind(core, i, out),
             Stage::Bind(i) => self.bind(core, i, out),
             Stage::PostBind(i) => self.post_bind(core, i, out),
             Stage::Unreserve(i, f) => self.unreserve(core, i, *f, out),
@@ -772,11 +779,11 @@ impl Attempt {
         note
     }
 
-    fn node(&self) -> String {
+    pub(super) fn node(&self) -> String {
         self.node.clone().unwrap_or_default()
     }
 
-    fn run_plugin<T>(core: &mut Core, f: impl FnOnce(&mut Core) -> T) -> (T, Duration) {
+    pub(super) fn run_plugin<T>(core: &mut Core, f: impl FnOnce(&mut Core) -> T) -> (T, Duration) {
         let started = Instant::now();
         let r = f(core);
         (r, started.elapsed())
@@ -784,7 +791,7 @@ impl Attempt {
 
     /// The `i`-th plugin of an extension point in this attempt's profile (cloned: running
     /// it borrows `core` mutably).
-    fn entry(&self, core: &Core, ep: ExtensionPoint, i: usize) -> Option<PluginEntry> {
+    pub(super) fn entry(&self, core: &Core, ep: ExtensionPoint, i: usize) -> Option<PluginEntry> {
         core.sched.frameworks[self.profile]
             .plugins(ep)
             .get(i)
@@ -818,7 +825,8 @@ impl Attempt {
     }
 
     /// One Reserve or PreBind plugin: its step, then `next`, or Unreserve when it failed
-    /// (a failure at either point undoes the reservation).
+    /// (a failure at either point undoes the reservation). True when a PreBind plugin
+    /// answered Wait (the stage is left for the wait to set).
     fn run_or_unreserve(
         &mut self,
         core: &mut Core,
@@ -826,7 +834,7 @@ impl Attempt {
         call: impl FnOnce(&Handle, &mut CycleState, &PodInfo, &str) -> Status,
         next: Stage,
         out: &mut Vec<StepEvent>,
-    ) {
+    ) -> bool {
         let node = self.node();
         let pod = self.pod().clone();
         let profile = self.profile;
@@ -840,7 +848,8 @@ impl Attempt {
                 _ => s,
             }
         });
-        let s = plugin_status(s, point.as_str(), plugin, None);
+        let wait = (point == Point::PreBind).then_some(Code::Wait);
+        let s = plugin_status(s, point.as_str(), plugin, wait);
         out.push(StepEvent {
             point,
             plugin: Some(plugin.into()),
@@ -848,11 +857,15 @@ impl Attempt {
             duration: d,
             ..StepEvent::at(core)
         });
+        if s.is_wait() {
+            return true;
+        }
         if s.is_success() {
             self.stage = next;
         } else {
             self.start_unreserve(core, Failure::after_cycle(&s, &node));
         }
+        false
     }
 
     fn permit(
@@ -1058,7 +1071,7 @@ impl Attempt {
             return;
         }
         let plugin = e.plugin.clone();
-        self.run_or_unreserve(
+        let waits = self.run_or_unreserve(
             core,
             (Point::PreBind, e.name),
             |h, state, pod, node| match plugin.as_pre_bind() {
@@ -1068,6 +1081,9 @@ impl Attempt {
             Stage::PreBind(i + 1),
             out,
         );
+        if waits {
+            self.begin_pre_bind_wait(core, i, out);
+        }
     }
 
     fn bind(&mut self, core: &mut Core, i: usize, out: &mut Vec<StepEvent>) {
@@ -1195,7 +1211,7 @@ impl Attempt {
         self.stage = Stage::PostBind(i + 1);
     }
 
-    fn start_unreserve(&mut self, core: &mut Core, f: Failure) {
+    pub(super) fn start_unreserve(&mut self, core: &mut Core, f: Failure) {
         let n = core.sched.frameworks[self.profile]
             .plugins(ExtensionPoint::Reserve)
             .len();
@@ -1347,7 +1363,12 @@ fn summarize_outcome(cycle: &SchedulingCycle) -> CycleSummary {
 /// A plugin's answer as the step records it: success and rejections as returned (and
 /// `also`, e.g. Wait at Permit, Skip at Bind); anything else is an Error naming the
 /// point and plugin, as upstream wraps it.
-fn plugin_status(s: Status, point: &str, plugin: &'static str, also: Option<Code>) -> Status {
+pub(super) fn plugin_status(
+    s: Status,
+    point: &str,
+    plugin: &'static str,
+    also: Option<Code>,
+) -> Status {
     if s.is_success() || s.is_rejected() || also == Some(s.code()) {
         s.with_plugin(plugin)
     } else {

@@ -569,6 +569,18 @@ impl Core {
         }
     }
 
+    /// Attempts parked in a PreBind plugin's wait.
+    pub fn pre_bind_waits(&self) -> usize {
+        self.parked
+            .values()
+            .filter(|a| {
+                a.pre_bind_hold
+                    .as_ref()
+                    .is_some_and(|h| h.outcome.is_none())
+            })
+            .count()
+    }
+
     pub fn counts(&self) -> QueueCounts {
         // Kept cheap: it runs after every step, and recordings hold tens of thousands of pods.
         let q = self.queue.sizes();
@@ -578,7 +590,7 @@ impl Core {
             backoff: c(q.backoff),
             unschedulable: c(q.unschedulable),
             gated: c(q.gated),
-            waiting: c(self.waiting.len()),
+            waiting: c(self.waiting.len() + self.pre_bind_waits()),
             bound: c(self.bound),
             awaiting: c(q.awaiting_binding),
         }

@@ -10,6 +10,16 @@ pub enum PermitError {
     NoSuchPod { pod: String },
     #[error("pod {pod} is not waiting at Permit")]
     NotWaiting { pod: String },
+    /// Held inside a PreBind plugin: only the cluster (a driver writing the claim's
+    /// device status) or the timeout ends that wait.
+    #[error(
+        "pod {pod} waits at PreBind, not Permit: {plugin} ends the wait when the cluster shows {what}, or fails it at its timeout; no person allows or rejects it"
+    )]
+    WaitsAtPreBind {
+        pod: String,
+        plugin: String,
+        what: String,
+    },
     #[error("pod {pod} is not waiting on plugin {plugin} (waiting on: {})", .waiting_on.join(", "))]
     NotWaitingOn {
         pod: String,
@@ -27,6 +37,7 @@ impl PermitError {
         match self {
             PermitError::NoSuchPod { pod }
             | PermitError::NotWaiting { pod }
+            | PermitError::WaitsAtPreBind { pod, .. }
             | PermitError::NotWaitingOn { pod, .. }
             | PermitError::NoLongerWaiting { pod } => pod,
         }

@@ -15,6 +15,7 @@ pub mod error;
 pub mod feed;
 pub mod history;
 mod permit;
+pub mod pre_bind_wait;
 pub mod queue_history;
 pub mod realign;
 mod record;
@@ -182,12 +183,7 @@ impl Session {
         self.core
             .parked
             .iter()
-            .find(|(uid, _)| {
-                self.core
-                    .waiting
-                    .get(uid)
-                    .is_none_or(|w| w.outcome.is_some())
-            })
+            .find(|(_, a)| a.wait_decided(&self.core.waiting))
             .map(|(uid, _)| uid.clone())
     }
 
@@ -292,7 +288,9 @@ impl Session {
             match &a.result {
                 Some(AttemptResult::Bound { node }) => (Some("Bound"), Some(node.clone()), None),
                 Some(AttemptResult::Waiting { node }) => {
-                    (Some("Waiting"), Some(node.clone()), None)
+                    // A PreBind wait says what it waits for; Permit's waits are the map's.
+                    let note = a.pre_bind_hold.as_ref().map(|_| a.wait_note());
+                    (Some("Waiting"), Some(node.clone()), note)
                 }
                 Some(AttemptResult::Deferred {
                     node,
@@ -377,7 +375,7 @@ impl Session {
             }
             if a.is_waiting() {
                 let node = a.node.clone().unwrap_or_default();
-                let msg = Some("waiting at Permit".to_string());
+                let msg = Some(a.wait_note());
                 self.core
                     .record(a.pod(), PodStatus::Waiting, Some(&node), msg);
                 self.core.parked.insert(a.pod().uid.clone(), a);

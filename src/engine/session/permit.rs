@@ -60,6 +60,18 @@ impl Session {
             .ok_or_else(|| PermitError::NoSuchPod {
                 pod: key.to_string(),
             })?;
+        if let Some(h) = self
+            .core
+            .parked
+            .get(&uid)
+            .and_then(|a| a.pre_bind_hold.as_ref())
+        {
+            return Err(PermitError::WaitsAtPreBind {
+                pod: key.to_string(),
+                plugin: h.plugin.to_string(),
+                what: "the devices' binding conditions met".to_string(),
+            });
+        }
         self.core
             .waiting
             .get(&uid)

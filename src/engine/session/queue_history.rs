@@ -45,7 +45,8 @@ pub struct QueuedPod {
     pub attempts: u32,
 }
 
-/// One plugin a pod waits on at Permit (or has been allowed by).
+/// One plugin a pod waits on at Permit (or has been allowed by), or the PreBind plugin
+/// it waits in (`pre_bind`: what it waits for; no person can allow or reject it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WaitingPlugin {
     pub pod: String,
@@ -53,6 +54,7 @@ pub struct WaitingPlugin {
     pub plugin: String,
     pub allowed: bool,
     pub deadline: Option<Timestamp>,
+    pub pre_bind: Option<String>,
 }
 
 /// The queue after a step, until the next moment's step.
@@ -222,10 +224,22 @@ fn rows(core: &Core) -> Vec<Row<'_>> {
 }
 
 fn waiting(core: &Core) -> Vec<WaitingPlugin> {
-    if core.waiting.is_empty() {
-        return Vec::new();
-    }
     let mut out = Vec::new();
+    for a in core.parked.values() {
+        if let Some(h) = a.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none()) {
+            out.push(WaitingPlugin {
+                pod: a.pod().key.clone(),
+                node: a.node.clone().unwrap_or_default(),
+                plugin: h.plugin.to_string(),
+                allowed: false,
+                deadline: Some(h.deadline),
+                pre_bind: Some(h.message.clone()),
+            });
+        }
+    }
+    if core.waiting.is_empty() {
+        return out;
+    }
     for w in core.waiting.list() {
         if w.outcome.is_some() {
             continue;
@@ -237,6 +251,7 @@ fn waiting(core: &Core) -> Vec<WaitingPlugin> {
                 plugin: plugin.clone(),
                 allowed: false,
                 deadline: Some(*deadline),
+                pre_bind: None,
             });
         }
         for plugin in &w.allowed {
@@ -246,6 +261,7 @@ fn waiting(core: &Core) -> Vec<WaitingPlugin> {
                 plugin: plugin.clone(),
                 allowed: true,
                 deadline: None,
+                pre_bind: None,
             });
         }
     }

@@ -192,6 +192,7 @@ impl Session {
             self.core.feed.next_at(),
         ]
         .into_iter()
+        .chain(self.core.parked.values().map(|a| a.next_poll()))
         .flatten()
         .filter(|t| *t > now)
         .min()
@@ -199,6 +200,7 @@ impl Session {
 
     pub(super) fn fire_timers(&mut self) {
         self.expire_waits();
+        self.poll_pre_bind_waits();
         let now = self.now();
         let c = &mut self.core;
         let h = handle_of(&c.sched, &c.cluster, &c.waiting, now, 0);

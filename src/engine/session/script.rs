@@ -233,9 +233,11 @@ impl Session {
         Ok(Ran { output, quit })
     }
 
-    /// Whether anything could still change: work now, timers ahead, waiting pods.
+    /// Whether anything could still change: work now, timers ahead (a backoff ending),
+    /// waiting pods.
     pub fn settled(&mut self) -> bool {
         !self.has_work()
+            && self.core.queue.sizes().backoff == 0
             && self.core.waiting.is_empty()
             && self.core.parked.is_empty()
             && self.core.feed.is_empty()

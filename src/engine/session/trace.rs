@@ -141,9 +141,20 @@ pub fn waiting(session: &Session) -> Value {
                 .iter()
                 .map(|(p, d)| (p, json!({"deadline": d, "secondsLeft": super::clock::since(*d, now).as_secs_f64()})))
                 .collect();
-            json!({"pod": w.pod.key, "node": w.node, "since": w.since, "waitingOn": plugins, "allowedBy": w.allowed})
+            json!({"pod": w.pod.key, "node": w.node, "point": "Permit", "since": w.since, "waitingOn": plugins, "allowedBy": w.allowed})
         })
         .collect();
+    // Pods parked inside a PreBind plugin (device binding conditions): no one allows them.
+    let pre_bind = session.core.parked.values().filter_map(|a| {
+        let h = a.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none())?;
+        let left = super::clock::since(h.deadline, now).as_secs_f64();
+        Some(
+            json!({"pod": a.pod().key, "node": a.node, "point": "PreBind", "since": h.since,
+            "plugin": h.plugin, "waitingFor": h.message, "nextPoll": h.next_poll,
+            "deadline": h.deadline, "secondsLeft": left}),
+        )
+    });
+    let pods: Vec<Value> = pods.into_iter().chain(pre_bind).collect();
     json!({"type": "waiting", "at": now, "pods": pods})
 }
 

@@ -37,19 +37,21 @@ pub fn height(app: &App, width: u16) -> u16 {
     message_lines(&text, width).len() as u16
 }
 
-/// What quitting with pods at Permit asks.
+/// What quitting with pods at Permit (or in PreBind's wait) asks.
 fn confirm_quit(app: &App) -> String {
+    let (permit, pre_bind) = (app.pods_waiting(), app.pods_waiting_pre_bind());
+    let who = match (permit, pre_bind) {
+        (n, 0) => format!("{n} pod(s) wait at Permit"),
+        (0, m) => format!("{m} pod(s) wait at PreBind for device binding conditions"),
+        (n, m) => format!("{n} pod(s) wait at Permit and {m} at PreBind"),
+    };
     if app.is_live() {
         format!(
-            "{} pod(s) wait at Permit: quitting rejects them (\"{}\"). Quit? (y/N)",
-            app.pods_waiting(),
+            "{who}: quitting rejects them (\"{}\"). Quit? (y/N)",
             kubestep_live::mirror::SHUTDOWN_MESSAGE
         )
     } else {
-        format!(
-            "{} pod(s) wait at Permit. Quit anyway? (y/N)",
-            app.pods_waiting()
-        )
+        format!("{who}. Quit anyway? (y/N)")
     }
 }
 

@@ -167,6 +167,8 @@ pub struct Allocator<'a> {
     /// When the search gives up (`filterTimeout`); `None`: never.
     pub deadline: Option<std::time::Instant>,
     pub features: AllocFeatures,
+    /// DeviceTaintRules whose taints the slices carry: reasons name the rule.
+    pub taint_rules: &'a [crate::api::dra::DeviceTaintRule],
 }
 
 /// A chosen device.
@@ -513,7 +515,7 @@ pub(super) fn taint_blocks(d: &Device, tolerations: &[DeviceToleration]) -> bool
     })
 }
 
-fn tolerates(tol: &DeviceToleration, t: &k8s_openapi::api::resource::v1::DeviceTaint) -> bool {
+pub(super) fn tolerates(tol: &DeviceToleration, t: &k8s_openapi::api::resource::v1::DeviceTaint) -> bool {
     if tol.key.as_deref().is_some_and(|k| !k.is_empty() && k != t.key) {
         return false;
     }

@@ -88,3 +88,73 @@ pub fn timed_out(c: &ResourceClaim, timeout: std::time::Duration, now: jiff::Tim
     };
     has && at.checked_add(timeout).is_ok_and(|end| end < now)
 }
+
+/// bindingTimeout's default (the plugin's args default it whenever the gates are on).
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Upstream `hasBindingConditions`: an allocated device of some claim has binding
+/// conditions, so PreBind waits for them.
+pub fn any_conditions(claims: &[super::objects::PodClaim]) -> bool {
+    claims.iter().any(|c| {
+        c.allocation().is_some_and(|a| {
+            a.devices
+                .iter()
+                .flat_map(|d| d.results.iter().flatten())
+                .any(|r| r.binding_conditions.as_ref().is_some_and(|b| !b.is_empty()))
+        })
+    })
+}
+
+/// One look of PreBind's wait.
+pub struct Poll {
+    /// Success (every condition holds), Wait (the message names what is open) or the
+    /// error that ends the wait.
+    pub status: crate::framework::Status,
+    /// Per claim key, the conditions still open (`device: cond, cond`).
+    pub open: Vec<(String, Vec<String>)>,
+}
+
+/// Upstream `isPodReadyForBinding`: every claim read again (`current`), in order; the first
+/// failure condition, vanished claim or timed-out claim ends the wait with an error.
+pub fn poll(
+    claims: &mut [super::objects::PodClaim],
+    current: impl Fn(&str) -> Option<ResourceClaim>,
+    timeout: std::time::Duration,
+    now: jiff::Timestamp,
+) -> Poll {
+    use crate::framework::{Code, Status};
+    let mut open = Vec::new();
+    for c in claims.iter_mut() {
+        let Some(claim) = current(&c.key) else {
+            let e = format!("could not find ResourceClaim {:?}", c.key);
+            return Poll { status: Status::error(e), open };
+        };
+        c.claim = std::sync::Arc::new(claim);
+        match ready(&c.claim) {
+            Err(e) => return Poll { status: Status::error(e), open },
+            Ok(true) => {}
+            Ok(false) if timed_out(&c.claim, timeout, now) => {
+                let name = c.claim.metadata.name.as_deref().unwrap_or("");
+                let e = format!("claim {name} binding timeout");
+                return Poll { status: Status::error(e), open };
+            }
+            Ok(false) => {
+                let mut p = pending(&c.claim);
+                if p.is_empty() {
+                    // Not allocated (yet, as the cluster shows it), or no device status.
+                    p.push("allocation or device status not yet shown by the cluster".into());
+                }
+                open.push((c.key.clone(), p));
+            }
+        }
+    }
+    if open.is_empty() {
+        return Poll { status: Status::success(), open };
+    }
+    let what: Vec<String> = open
+        .iter()
+        .map(|(k, p)| format!("claim {k}: {}", p.join("; ")))
+        .collect();
+    let msg = format!("binding conditions not met yet: {}", what.join("; "));
+    Poll { status: Status::new(Code::Wait, msg), open }
+}

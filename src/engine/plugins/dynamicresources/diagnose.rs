@@ -8,7 +8,7 @@ use std::fmt;
 
 use k8s_openapi::api::resource::v1::{Device, ResourceSlice};
 
-use super::allocator::{DeviceId, taint_blocks};
+use super::allocator::{DeviceId, taint_blocks, tolerates};
 use super::search::{Search, attr};
 
 /// Why a request could not be met on a node, for kubestep's explanation.
@@ -94,14 +94,28 @@ impl<'a> Search<'a, '_> {
             .iter()
             .filter(|(_, d)| f.taints && taint_blocks(d, tolerations))
             .map(|(id, d)| {
-                let t = d
-                    .taints
+                // The first taint that blocks; a DeviceTaintRule's is named by its rule.
+                let Some(t) = d.taints.iter().flatten().find(|t| {
+                    matches!(t.effect.as_str(), "NoSchedule" | "NoExecute")
+                        && !tolerations.iter().any(|tol| tolerates(tol, t))
+                }) else {
+                    return id.device.clone();
+                };
+                let from = self
+                    .a
+                    .taint_rules
                     .iter()
-                    .flatten()
-                    .find(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
-                    .map(|t| format!("{}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect))
+                    .find(|r| {
+                        r.spec.taint.key == t.key
+                            && r.spec.taint.value == t.value
+                            && r.spec.taint.effect == t.effect
+                            && super::objects::selects(r, &id.driver, &id.pool, &id.device)
+                    })
+                    .and_then(|r| r.metadata.name.as_deref())
+                    .map(|n| format!(" from DeviceTaintRule {n}"))
                     .unwrap_or_default();
-                format!("{} (taint {t} not tolerated)", id.device)
+                let value = t.value.as_deref().unwrap_or("");
+                format!("{} (taint {}={value}:{}{from} not tolerated)", id.device, t.key, t.effect)
             })
             .collect();
         // Shared devices (consumable capacity) whose capacity left is too small.

@@ -75,10 +75,10 @@ use crate::api::node_affinity::NodeSelectorMatcher;
 use crate::framework::hints::ClusterEventWithHint;
 use crate::framework::plugin::{
     FilterPlugin, Handle, NodeScore, Plugin, PluginState, PostFilterPlugin, PostFilterResult,
-    PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
+    PreBindPlugin, PreBindPolling, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, ReservePlugin, ScorePlugin,
 };
 use crate::framework::queued::{ObjectOp, ObjectWrite, ObjectWrites};
-use crate::framework::{CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
+use crate::framework::{Code, CycleState, NodeInfo, NodeToStatus, PodInfo, Status};
 use crate::plugins::helper::default_normalize;
 use allocator::{Allocator, Outcome};
 use pools::gather_pools;
@@ -447,6 +447,7 @@ impl PreFilterPlugin for DynamicResources {
                     );
                 }
                 slices = objects::with_taint_rules(slices, &rules);
+                s.taint_rules = Arc::new(rules);
             }
             s.slices = std::sync::Arc::new(slices);
             s.classes = std::sync::Arc::new(objects::all_classes(h.listers));
@@ -523,6 +524,7 @@ impl FilterPlugin for DynamicResources {
                 node: n,
                 deadline: self.filter_timeout.map(|t| std::time::Instant::now() + t),
                 features: self.features,
+                taint_rules: &s.taint_rules,
             };
             match alloc.allocate() {
                 Outcome::Error(e) => return Status::error(e),
@@ -1020,7 +1022,7 @@ impl PreBindPlugin for DynamicResources {
             let what = format!("update pod {} ExtendedResourceClaimStatus", pod.key);
             write_object(cs, ObjectOp::UpdateStatus, what, &p);
         }
-        let mut failed = None;
+        let mut waits = false;
         if let Ok(s) = cs.read_mut::<StateData>(STATE_KEY) {
             for (i, key, claim, done) in done_flags {
                 // Unreserve works with the claim as PreBind wrote it.
@@ -1028,26 +1030,43 @@ impl PreBindPlugin for DynamicResources {
                 s.set_pre_bind_write(key, done);
             }
             s.set_bound(node);
-            // Upstream's first look of isPodReadyForBinding: a failure condition fails
-            // PreBind; conditions still open are what it then waits for.
-            if self.features.binding_conditions {
-                let mut wait = Vec::new();
-                for c in &s.claims {
-                    match binding::ready(&c.claim) {
-                        Err(e) => {
-                            failed.get_or_insert(e);
-                        }
-                        Ok(false) => wait.push((c.key.clone(), binding::pending(&c.claim))),
-                        Ok(true) => {}
-                    }
-                }
-                wait.retain(|(_, p)| !p.is_empty());
-                s.set_binding_wait(wait, self.binding_timeout);
-            }
+            waits = self.features.binding_conditions && binding::any_conditions(&s.claims);
         }
-        match failed {
-            Some(e) => Status::error(e),
-            None => Status::success(),
+        // Upstream then blocks, polling until every device's binding conditions hold: the
+        // session parks the attempt and polls (`pre_bind_poll`), the first look at once.
+        if waits {
+            return Status::new(
+                Code::Wait,
+                format!("waiting for binding conditions for device on node {node}"),
+            );
         }
+        Status::success()
+    }
+
+    fn pre_bind_polling(&self) -> PreBindPolling {
+        PreBindPolling {
+            every: std::time::Duration::from_secs(5),
+            timeout: self.binding_timeout.unwrap_or(binding::DEFAULT_TIMEOUT),
+            timeout_message: "device binding timeout",
+            event_reason: "BindingConditionsPending",
+        }
+    }
+
+    /// Upstream's `isPodReadyForBinding`: each claim as the cluster has it now.
+    fn pre_bind_poll(&self, h: &Handle, cs: &mut CycleState, _pod: &PodInfo, _node: &str) -> Status {
+        let Ok(s) = cs.read_mut::<StateData>(STATE_KEY) else {
+            return Status::success();
+        };
+        let view = self.lock().view(h.listers);
+        let timeout = self.binding_timeout.unwrap_or(binding::DEFAULT_TIMEOUT);
+        let current = |key: &str| {
+            view.claims
+                .get(key)
+                .map(|c| (**c).clone())
+                .or_else(|| objects::claim(h.listers, key))
+        };
+        let poll = binding::poll(&mut s.claims, current, timeout, h.now);
+        s.set_binding_wait(poll.open, Some(timeout));
+        poll.status
     }
 }

@@ -46,22 +46,26 @@ pub fn taint_rules(l: &Listers) -> Vec<DeviceTaintRule> {
 /// slice tracker patches them (`ListWithDeviceTaintRules`).
 pub fn with_taint_rules(mut slices: Vec<ResourceSlice>, rules: &[DeviceTaintRule]) -> Vec<ResourceSlice> {
     for s in &mut slices {
+        let (driver, pool) = (s.spec.driver.clone(), s.spec.pool.name.clone());
         for rule in rules {
-            let sel = rule.spec.device_selector.clone().unwrap_or_default();
-            if sel.driver.as_ref().is_some_and(|d| *d != s.spec.driver)
-                || sel.pool.as_ref().is_some_and(|p| *p != s.spec.pool.name)
-            {
-                continue;
-            }
             for d in s.spec.devices.iter_mut().flatten() {
-                if sel.device.as_ref().is_some_and(|n| *n != d.name) {
-                    continue;
+                if selects(rule, &driver, &pool, &d.name) {
+                    d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
                 }
-                d.taints.get_or_insert_with(Vec::new).push(rule.spec.taint.clone());
             }
         }
     }
     slices
+}
+
+/// Whether `rule` taints this device (its selector's driver, pool and device name).
+pub fn selects(rule: &DeviceTaintRule, driver: &str, pool: &str, device: &str) -> bool {
+    let Some(sel) = rule.spec.device_selector.as_ref() else {
+        return true;
+    };
+    sel.driver.as_deref().is_none_or(|d| d == driver)
+        && sel.pool.as_deref().is_none_or(|p| p == pool)
+        && sel.device.as_deref().is_none_or(|n| n == device)
 }
 
 /// The namespace's claims marked as a pod's extended-resource claim, by `namespace/name`

@@ -55,6 +55,8 @@ pub struct StateData {
     pub extended: Option<usize>,
     pub pod_scalar: BTreeMap<String, i64>,
     pub resolver: Arc<super::extended::ClassResolver>,
+    /// DeviceTaintRules in force (their taints are in `slices`), for reasons to name.
+    pub taint_rules: Arc<Vec<crate::api::dra::DeviceTaintRule>>,
     inner: Mutex<Inner>,
 }
 
@@ -72,6 +74,7 @@ impl Clone for StateData {
             extended: self.extended,
             pod_scalar: self.pod_scalar.clone(),
             resolver: self.resolver.clone(),
+            taint_rules: self.taint_rules.clone(),
             inner: Mutex::new(self.lock().clone()),
         }
     }
@@ -304,9 +307,7 @@ impl RenderState for StateData {
                 .map(|t| format!("{}s", t.as_secs()))
                 .unwrap_or_else(|| "bindingTimeout".into());
             top.push(StateTree::node(
-                format!(
-                    "PreBind: kube-scheduler waits here, up to {timeout}, for these binding conditions; kubestep does not model the wait and binds at once"
-                ),
+                format!("PreBind: waiting (up to {timeout}) for these binding conditions"),
                 inner
                     .binding_wait
                     .iter()

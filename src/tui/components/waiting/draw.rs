@@ -22,9 +22,22 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         .past
         .as_ref()
         .map_or(app.pods_waiting(), |p| p.waiting);
+    // PreBind waits (device binding conditions) are counted apart: no key ends them.
+    let pre_bind = app
+        .waiting
+        .rows
+        .iter()
+        .filter(|r| r.pre_bind.is_some())
+        .count();
+    let count = count.saturating_sub(usize::from(app.queue.past.is_some()) * pre_bind);
+    let pre_bind = if pre_bind > 0 {
+        format!("· PreBind {pre_bind} ")
+    } else {
+        String::new()
+    };
     // Unstyled: the pane's title style (focused or not) applies.
     let mut title = vec![span(
-        format!(" Waiting at Permit {count} {simulated}"),
+        format!(" Waiting at Permit {count} {pre_bind}{simulated}"),
         ratatui::style::Style::default(),
     )];
     if let Some(p) = &app.queue.past {
@@ -73,7 +86,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             } else {
                 r.plugin.clone()
             };
-            let tail = format!(" {plugin} {left}");
+            let at = if r.pre_bind.is_some() { " PreBind" } else { "" };
+            let tail = format!(" {plugin}{at} {left}");
             let name_w = w.saturating_sub(tail.chars().count() + 2);
             let mut line = Line::from(vec![
                 span(format!("{mark} "), style),

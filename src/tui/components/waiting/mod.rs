@@ -108,10 +108,7 @@ impl WaitingPane {
     /// the parked attempt on (bind, or Unreserve and requeue) so the result shows at once.
     fn resume(app: &mut App, msg: String) {
         let s = &app.session;
-        let decided = s
-            .parked()
-            .keys()
-            .any(|uid| s.waiting().get(uid).is_none_or(|w| w.outcome.is_some()));
+        let decided = s.parked().values().any(|a| a.wait_decided(s.waiting()));
         let mut msg = msg;
         if decided && app.session.current.is_none() {
             let steps = app.session.finish_pod();

@@ -1,0 +1,122 @@
+//! A pod parked inside PreBind (DynamicResources waiting for device binding conditions,
+//! on by default from 1.36): the Waiting pane lists it apart from Permit's waits, no key
+//! allows it, and a sprint stops there and runs on to its timeout when asked.
+
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use super::action::Action;
+use super::app::App;
+use super::keymap::Keymap;
+use super::tests::press;
+use super::theme::Theme;
+use crate::session::PodStatus;
+
+const SCENE: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.example.com"'}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: node-a-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: node-a
+  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: gpu-0, bindsToNode: true, bindingConditions: [attached]}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c1, namespace: default, uid: uid-c1}
+spec:
+  devices:
+    requests:
+    - {name: gpu, exactly: {deviceClassName: gpu}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p1, namespace: default, uid: uid-p1}
+spec:
+  containers: [{name: main, image: x}]
+  resourceClaims: [{name: gpu, resourceClaimName: c1}]
+"#;
+
+fn app() -> App {
+    use crate::cluster::{ClusterState, manifest};
+    use kubestep_engine::features::{Features, KubeVersion};
+    let (objs, _) = manifest::parse_str(SCENE, "scene.yaml").unwrap();
+    let cluster = ClusterState::from_objects(objs).unwrap();
+    let cfg =
+        kubestep_engine::config::default_configuration_for(&Features::version(KubeVersion::V1_36));
+    let session = crate::session::Session::new(
+        cluster,
+        cfg,
+        Default::default(),
+        Box::new(crate::session::LocalActuator),
+    )
+    .unwrap();
+    let mut app = App::new(session, "scene", Theme::mono(), Keymap::default());
+    app.update(Action::Resize(110, 32));
+    app
+}
+
+fn screen(app: &App) -> String {
+    let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
+    t.draw(|f| super::draw::draw(f, app)).unwrap();
+    t.backend().to_string()
+}
+
+fn sprint(app: &mut App) -> String {
+    press(app, "F");
+    for _ in 0..2_000 {
+        app.update(Action::Tick(std::time::Duration::from_millis(100)));
+        if !app.running {
+            break;
+        }
+    }
+    assert!(!app.running);
+    app.status.clone().unwrap().1
+}
+
+#[test]
+fn a_pre_bind_wait_is_listed_apart_and_no_key_ends_it() {
+    let mut app = app();
+    // A sprint stops where only the driver or the timeout can end the wait, and says so.
+    let msg = sprint(&mut app);
+    let says =
+        "default/p1 waits at PreBind for device binding conditions (the first timeout in 10m";
+    assert!(msg.contains(says), "{msg}");
+    let r = app.session.record("default/p1").unwrap();
+    assert_eq!(r.status, PodStatus::Waiting, "{r:?}");
+    let s = screen(&app);
+    assert!(s.contains("Waiting at Permit 0 · PreBind 1"), "{s}");
+    assert!(s.contains("default/p1 DR PreBind 10m00s"), "{s}");
+    press(&mut app, ":allow default/p1\n");
+    let (_, msg) = app.status.clone().unwrap();
+    assert!(msg.contains("waits at PreBind, not Permit"), "{msg}");
+    assert_eq!(app.pods_waiting_pre_bind(), 1);
+
+    // F again runs on through the timeout, as a headless run does: PreBind fails, the
+    // pod is retried after its backoff (PostFilter deallocates the timed-out claim) and
+    // waits anew, and the sprint stops there.
+    let msg = sprint(&mut app);
+    assert!(msg.contains(says), "{msg}");
+    let timed_out = app.session.history.attempts.iter().any(|a| {
+        a.message
+            .as_deref()
+            .is_some_and(|m| m.contains("device binding timeout"))
+    });
+    assert!(timed_out, "{msg}");
+    let r = app.session.record("default/p1").unwrap();
+    assert_eq!((r.status, r.attempts), (PodStatus::Waiting, 3), "{r:?}");
+}
