@@ -1164,3 +1164,36 @@ fn taint_rules_on_1_36_are_where_kube_scheduler_crashes() {
         note(&e, "node-a")
     );
 }
+
+/// A DeviceTaintRule's change requeues pods DynamicResources rejected (upstream's slice
+/// tracker reports it as a ResourceSlice update) only where the tracker watches rules:
+/// with DRADeviceTaintRules on.
+#[test]
+fn a_taint_rule_change_is_an_event_only_with_its_gate() {
+    use kubestep::cluster::ClusterState;
+    use kubestep::features::{Choice, Features, KubeVersion, Source};
+    let rule = "apiVersion: resource.k8s.io/v1alpha3\nkind: DeviceTaintRule\nmetadata: {name: r}\nspec:\n  deviceSelector: {driver: gpu.example.com}\n  taint: {key: k, effect: NoSchedule}\n";
+    for (on, moved) in [(false, 0), (true, 1)] {
+        let gates = [
+            ("DRADeviceTaints".to_string(), true),
+            ("DRADeviceTaintRules".to_string(), on),
+        ];
+        let f = Features::with_gates(Choice::given(KubeVersion::V1_35, Source::Flag), &gates)
+            .expect("gates");
+        // Five GPUs on one node: nowhere.
+        let objects = format!(
+            "{BASE}{}---\n{}",
+            claim("c", &request("gpu", ", count: 5")),
+            pod_using("c")
+        );
+        let (objs, _) = manifest::parse_str(&objects, "cluster.yaml").expect("parses");
+        let cluster = ClusterState::from_objects(objs).expect("loads");
+        let mut s = session::session_with(cluster, config::default_configuration_for(&f));
+        s.run_command(&kubestep::session::script::Command::Continue)
+            .expect("continue");
+        assert_eq!(s.counts().unschedulable, 1, "gate {on}");
+        s.apply(object(rule));
+        let c = s.counts();
+        assert_eq!(c.active + c.backoff, moved, "gate {on}: {c:?}");
+    }
+}

@@ -409,6 +409,17 @@ impl Core {
                     &self.sched.config.features,
                 )
             }
+            // Without DRADeviceTaintRules upstream's slice tracker does not watch rules:
+            // a rule's change is no event.
+            _ if c.kind == crate::api::dra::TAINT_RULE
+                && !self
+                    .sched
+                    .config
+                    .features
+                    .enabled(crate::features::Gate::DRADeviceTaintRules) =>
+            {
+                Vec::new()
+            }
             (old, new) => {
                 let v = |s: &Option<Stored>| match s {
                     Some(Stored::Other { value, .. }) => Some(value.clone()),
