@@ -10,7 +10,7 @@ fn session(name: &str) -> Session {
     assert!(rec.warnings.is_empty(), "{name}: {:?}", rec.warnings);
     // The version it was recorded from, as every driver opens it.
     let request = kubestep::features::Request::default();
-    Session::open_replay(rec, name, None, &request, SessionOptions::default()).unwrap()
+    Session::open_replay(rec, name, None, &request, SessionOptions::default(), false).unwrap()
 }
 
 /// Replays `name` up to `secs` after its start (or its end plus ten minutes).

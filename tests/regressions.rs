@@ -206,3 +206,37 @@ fn explain_exit_codes_match_the_verdict() {
     assert!(err.contains("scheduler configuration"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A recording's header names an extender: opening the file must not call it (nor read the
+/// TLS files it names); the replay says so, and `--call-extenders` is the opt-in.
+#[test]
+fn a_recordings_extenders_are_named_not_called() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a local port");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let port = listener.local_addr().expect("its address").port();
+    let original = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/regressions/hardening-3/recording-header-extender.jsonl");
+    let text = std::fs::read_to_string(&original)
+        .expect("the regression input")
+        .replace("127.0.0.1:18103", &format!("127.0.0.1:{port}"));
+    let dir = std::env::temp_dir().join(format!("kubestep-header-ext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let file = dir.join("rec.jsonl");
+    std::fs::write(&file, text).expect("written");
+    let out = kubestep(&["replay", file.to_str().unwrap(), "--headless", "-o", "text"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("names 1 extender(s)") && err.contains("not called"),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("summary:"),
+        "{out:?}"
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the replay connected to the header's extender"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -85,9 +85,15 @@ fn every_bundled_recording_reruns_as_recorded() {
         let rec = recording::open(entry.name).unwrap();
         let end = rec.end();
         let request = kubestep::features::Request::default();
-        let mut s =
-            Session::open_replay(rec, entry.name, None, &request, SessionOptions::default())
-                .unwrap();
+        let mut s = Session::open_replay(
+            rec,
+            entry.name,
+            None,
+            &request,
+            SessionOptions::default(),
+            false,
+        )
+        .unwrap();
         s.run_until(clock::add(end, Duration::from_secs(600)));
         // The large recording has thousands of attempts at thousands of nodes: a sample.
         let max = if entry.name == "large" { 40 } else { 400 };

@@ -48,6 +48,10 @@ pub struct ReplayArgs {
     /// Scheduler configuration; without it, the recording header's, else the defaults.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Call the extenders the recording's header names (without it they are listed, not
+    /// called: opening a file never makes kubestep call the network).
+    #[arg(long)]
+    call_extenders: bool,
     #[command(flatten)]
     kube: super::kube::KubeArgs,
     /// Refuse a recording with a bad or truncated line instead of skipping it.
@@ -120,6 +124,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             speed: Some(a.speed),
             scheduler_log,
             kube: request,
+            call_extenders: a.call_extenders,
         })?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -144,6 +149,11 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(|_| (rec.counts().pods, rec.events.len()));
     super::say_what_reading_found(&rec);
+    let withheld =
+        kubestep::session::withheld_extenders(&rec, a.config.as_deref(), a.call_extenders);
+    if let Some(w) = withheld {
+        eprintln!("{}: warning: {w}", super::invoked_name());
+    }
     let start = rec.start();
     let deadline = match until {
         Some(d) => clock::add(start, d),
@@ -156,7 +166,14 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(kubestep::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    let mut session = Session::open_replay(rec, &a.source, a.config.as_deref(), &request, opts)?;
+    let mut session = Session::open_replay(
+        rec,
+        &a.source,
+        a.config.as_deref(),
+        &request,
+        opts,
+        a.call_extenders,
+    )?;
     // The start line: which scheduler's semantics the replay follows, and why.
     let features = &session.config().features;
     super::kube::say_warnings(features);

@@ -25,6 +25,10 @@ pub struct TuiArgs {
     /// KubeSchedulerConfiguration; without it, a recording header's, else the defaults.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Call the extenders the recording's header names (without it they are listed, not
+    /// called: opening a file never makes kubestep call the network).
+    #[arg(long)]
+    pub call_extenders: bool,
     /// Theme: dark, light, high-contrast, ansi16, mono, or a theme file.
     #[arg(long, value_name = "NAME|FILE")]
     pub theme: Option<String>,
@@ -49,6 +53,7 @@ pub fn run(a: TuiArgs) -> anyhow::Result<ExitCode> {
         speed: None,
         scheduler_log: None,
         kube: a.kube.request(&super::user_defaults(false)),
+        call_extenders: a.call_extenders,
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -64,6 +64,8 @@ pub struct TuiOptions {
     /// `--kube-version` and `--feature-gates` (or config.toml's): resolved against the
     /// version the source reports.
     pub kube: kubestep_engine::features::Request,
+    /// `--call-extenders`: call the extenders a recording's header names.
+    pub call_extenders: bool,
 }
 
 #[cfg(test)]
@@ -85,18 +87,24 @@ pub fn open_session(
     config: Option<&Path>,
     history_bytes: Option<usize>,
     kube: &kubestep_engine::features::Request,
+    call_extenders: bool,
 ) -> anyhow::Result<(Session, Vec<String>, Vec<String>)> {
     let name = source
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|| "demo".to_string());
     let rec = crate::recording::open(&name)?;
-    let said = (rec.warnings.clone(), rec.notes.clone());
+    let mut said = (rec.warnings.clone(), rec.notes.clone());
+    said.0.extend(crate::session::withheld_extenders(
+        &rec,
+        config,
+        call_extenders,
+    ));
     let opts = SessionOptions {
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()
     };
-    let session =
-        Session::open_replay(rec, &name, config, kube, opts).context("starting the session")?;
+    let session = Session::open_replay(rec, &name, config, kube, opts, call_extenders)
+        .context("starting the session")?;
     // What the version's choice and the gates said (a version out of range, a GA gate set).
     let features = &session.config().features;
     let mut warnings = said.0;
@@ -136,6 +144,7 @@ pub fn build_app(opts: &TuiOptions, logs: logs::LogBuffer) -> anyhow::Result<app
         opts.config.as_deref(),
         history,
         &opts.kube,
+        opts.call_extenders,
     )?;
     session.set_scheduler_log(opts.scheduler_log.clone());
     // What loading adjusted in the input (priorities from PriorityClasses, finished pods

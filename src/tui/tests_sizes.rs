@@ -13,7 +13,8 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 
 /// The bundled `demo` recording as `kubestep` with no arguments opens it.
 fn demo_recording(size: (u16, u16)) -> App {
-    let (session, _, _) = super::open_session(None, None, None, &Default::default()).unwrap();
+    let (session, _, _) =
+        super::open_session(None, None, None, &Default::default(), false).unwrap();
     let mut app = App::new(session, "demo", Theme::mono(), Keymap::default());
     app.update(Action::Resize(size.0, size.1));
     app

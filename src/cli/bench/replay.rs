@@ -101,7 +101,11 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
     let deadline = clock::add(rec.end(), Duration::from_secs(600));
     let started = Instant::now();
     let request = kubestep::features::Request::default();
-    let mut s = Session::open_replay(rec, name, None, &request, SessionOptions::default())
+    // A recording's extenders are never called by a benchmark: timed is kubestep alone.
+    if let Some(w) = kubestep::session::withheld_extenders(&rec, None, false) {
+        eprintln!("{}: warning: {w}", crate::cli::invoked_name());
+    }
+    let mut s = Session::open_replay(rec, name, None, &request, SessionOptions::default(), false)
         .map_err(|e| e.to_string())?;
     let setup_seconds = started.elapsed().as_secs_f64();
     let started = Instant::now();
