@@ -34,7 +34,12 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("{}: {e:#}", cli::invoked_name());
+            let said = format!("{e:#}");
+            eprintln!(
+                "{}: {}",
+                cli::invoked_name(),
+                kubestep::redact::printable(&said)
+            );
             ExitCode::from(2)
         }
     }

@@ -240,3 +240,32 @@ fn a_recordings_extenders_are_named_not_called() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pod named with terminal escape sequences: every text output shows them escaped.
+#[test]
+fn control_characters_in_names_are_escaped_in_text_output() {
+    let file = "tests/data/regressions/hardening-3/pod-name-escape-seq.jsonl";
+    for args in [
+        vec!["replay", file, "--headless", "-o", "text"],
+        vec!["explain", "--cluster", file, "--pending"],
+        vec!["explain", "--cluster", file, "--pod", "default/a"],
+    ] {
+        let out = kubestep(&args);
+        for (what, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(
+                !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
+                "{args:?} {what}: {}",
+                String::from_utf8_lossy(bytes)
+            );
+        }
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            all.contains(r"a\x1b[31mRED\x1b]0;pwned\x07"),
+            "{args:?}: {all}"
+        );
+    }
+}

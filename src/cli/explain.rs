@@ -133,7 +133,7 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     };
     let pod = resolve_pod(pod_arg, &cluster)?;
     if let Some(w) = missing_priority_class(&pod, &cluster) {
-        eprintln!("{}: warning: {w}", super::invoked_name());
+        tell!("{}: warning: {w}", super::invoked_name());
     }
     // One explainer for the pod and the changed copies the what-if hints re-run.
     let explainer = explain::Explainer::new(&cluster, &cfg, &pod)?;
@@ -282,7 +282,7 @@ fn resolve_pod(
                 .filter(|p| p.key.starts_with(&key))
                 .collect();
             if let [one] = starting.as_slice() {
-                eprintln!(
+                tell!(
                     "{}: --pod {arg}: taken as {}",
                     super::invoked_name(),
                     one.key

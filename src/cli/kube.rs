@@ -71,7 +71,7 @@ pub fn say_warnings(features: &Features) {
         .iter()
         .chain(features.gates.warnings.iter())
     {
-        eprintln!("{}: warning: {w}", super::invoked_name());
+        tell!("{}: warning: {w}", super::invoked_name());
     }
 }
 

@@ -122,7 +122,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     let logs = (!a.headless).then(|| {
         let (buffer, warning) = tui::logs::install(a.log_file.as_deref());
         if let Some(w) = warning {
-            eprintln!("{w}");
+            tell!("{w}");
         }
         buffer
     });
@@ -149,7 +149,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     let namespace = a.cluster.namespace()?;
     let role = |e: &LiveError| {
         if e.needs_rbac() {
-            eprintln!("{}", access::role_yaml(mode, namespace.as_deref()));
+            tell!("{}", access::role_yaml(mode, namespace.as_deref()));
         }
     };
     let phase = Phase {
@@ -162,16 +162,16 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
     let mut conn = rt.block_on(kubestep::live::connect(&a.cluster.connect_options()))?;
     let server = conn.server().to_string();
     if quit_keys.is_some() {
-        eprintln!("connecting to {server} (q quits)");
+        tell!("connecting to {server} (q quits)");
     }
     let version = phase.bounded(
-        kubestep::live::watch::check_version(&mut conn, |m| eprintln!("{m}")),
+        kubestep::live::watch::check_version(&mut conn, |m| tell!("{m}")),
         &format!("waiting for {server} to answer"),
     )?;
     // The server's version chooses the semantics unless the user did.
     let reported = Choice::reported(&version, Source::Server);
     let features = a.kube.resolve(&defaults, reported)?;
-    eprintln!(
+    tell!(
         "connected to {server} (Kubernetes {version}): {}",
         features.describe()
     );
@@ -192,7 +192,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         namespace: namespace.clone(),
     };
     let mut watchers = phase.bounded(
-        Watchers::start(&conn, &watch_opts, |m| eprintln!("{m}")),
+        Watchers::start(&conn, &watch_opts, |m| tell!("{m}")),
         &format!("asking {server} for its API groups"),
     )?;
     let mut mirror = Mirror::new(!a.active, tape);
@@ -204,7 +204,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
             return Err(phase.sync_failed(e, &mut mirror));
         }
     };
-    eprintln!("mirrored {} objects", sync.objects.len());
+    tell!("mirrored {} objects", sync.objects.len());
     let write_errors = WriteErrors::default();
     let bounds = WriteBounds::new(signals.clone());
     let actuator = actuator(&a, &conn, &rt, &write_errors, &bounds);
@@ -237,7 +237,7 @@ pub fn run(mut a: LiveArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for n in mirror.notes.drain(..) {
-        eprintln!("{n}");
+        tell!("{n}");
     }
     let run = Headless {
         rt: &rt,
@@ -387,14 +387,14 @@ impl Headless<'_> {
     /// Writes that failed (active mode), on standard error as they happen.
     fn report_write_errors(&self) {
         for e in self.write_errors.take() {
-            eprintln!("write failed: {e}");
+            tell!("write failed: {e}");
         }
     }
 
     fn handle(&mut self, u: Update) -> anyhow::Result<()> {
         match self.mirror.update(&mut self.session, u) {
             Some(Said::Denied(e)) => return Err(e.into()),
-            Some(Said::Info(t) | Said::Problem(t)) => eprintln!("{t}"),
+            Some(Said::Info(t) | Said::Problem(t)) => tell!("{t}"),
             None => {}
         }
         Ok(())
@@ -405,7 +405,7 @@ impl Headless<'_> {
     /// received are recorded; the recording is closed.
     fn shut_down(&mut self) -> anyhow::Result<()> {
         if let Some(sig) = self.signals.reason() {
-            eprintln!("{sig}: stopping as quit does");
+            tell!("{sig}: stopping as quit does");
         }
         let waiting = self.session.waiting().len();
         // A signal now ends the writes below, not the process, so what was not written
@@ -420,11 +420,11 @@ impl Headless<'_> {
             self.out.print(&v)?;
         }
         if !self.mirror.shadow && waiting > 0 {
-            eprintln!("rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}");
+            tell!("rejected {waiting} pod(s) waiting at Permit: {SHUTDOWN_MESSAGE}");
         }
         self.report_write_errors();
         if let Some(r) = self.bounds.report() {
-            eprintln!("{r}");
+            tell!("{r}");
         }
         while let Some(u) = self.watchers.try_next() {
             if let Update::Change(_) = u {
@@ -434,10 +434,10 @@ impl Headless<'_> {
         // The tape first: finishing it may add a note (a gap in the recording).
         let tape = self.mirror.finish_tape();
         for n in &self.mirror.notes {
-            eprintln!("{n}");
+            tell!("{n}");
         }
         match tape {
-            Some(Ok((file, n))) => eprintln!("recorded {n} events to {}", file.display()),
+            Some(Ok((file, n))) => tell!("recorded {n} events to {}", file.display()),
             Some(Err(e)) => bail!(e),
             None => {}
         }
@@ -503,19 +503,19 @@ impl Phase<'_> {
 /// Sync progress and reconnects, on standard error.
 fn status_line(u: &Update) {
     match u {
-        Update::Synced { kind, objects } => eprintln!("listed {kind}: {objects} objects"),
+        Update::Synced { kind, objects } => tell!("listed {kind}: {objects} objects"),
         Update::Resynced {
             kind,
             added,
             modified,
             deleted,
-        } => eprintln!(
+        } => tell!(
             "{kind}: re-listed ({added} added, {modified} modified, {deleted} deleted while away)"
         ),
         Update::Reconnecting { kind, error } => {
-            eprintln!("{kind}: reconnecting after error: {error}")
+            tell!("{kind}: reconnecting after error: {error}")
         }
-        Update::Unserved { warning, .. } => eprintln!("warning: {warning}"),
+        Update::Unserved { warning, .. } => tell!("warning: {warning}"),
         // Watches open and reopen all along; the first lists are the news here.
         Update::Change(_) | Update::Fatal(_) | Update::Reconnected { .. } => {}
     }
@@ -573,7 +573,7 @@ impl Phase<'_> {
                 Err(e)
             }
             Err(e) => {
-                eprintln!(
+                tell!(
                     "warning: could not check write permissions ({e:#}); failed writes will be reported as they happen"
                 );
                 Ok(())
@@ -585,7 +585,7 @@ impl Phase<'_> {
     /// what it holds; the error says first what ended the wait.
     fn sync_failed(&self, e: LiveError, mirror: &mut Mirror) -> anyhow::Error {
         if let Some(Ok((file, n))) = mirror.finish_tape() {
-            eprintln!("recorded {n} events to {}", file.display());
+            tell!("recorded {n} events to {}", file.display());
         }
         let why = match self.signals.reason() {
             Some(sig) => Some(format!("{sig} received")),

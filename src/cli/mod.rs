@@ -2,10 +2,13 @@
 
 /// `println!` that returns the write error instead of panicking (a closed pipe, e.g.
 /// `kubestep recordings | head -1`, is then a quiet exit in `main`).
+/// Control characters in what it prints are escaped (`redact::printable`): names come
+/// from files and clusters, and must not drive the terminal.
 macro_rules! say {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        writeln!(std::io::stdout().lock(), $($t)*)
+        let text = format!($($t)*);
+        writeln!(std::io::stdout().lock(), "{}", kubestep::redact::printable(&text))
     }};
 }
 
@@ -13,7 +16,16 @@ macro_rules! say {
 macro_rules! say_raw {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        write!(std::io::stdout().lock(), $($t)*)
+        let text = format!($($t)*);
+        write!(std::io::stdout().lock(), "{}", kubestep::redact::printable(&text))
+    }};
+}
+
+/// `eprintln!` with control characters escaped, as `say!`.
+macro_rules! tell {
+    ($($t:tt)*) => {{
+        let text = format!($($t)*);
+        eprintln!("{}", kubestep::redact::printable(&text));
     }};
 }
 
@@ -123,10 +135,10 @@ pub fn invoked_as_kubectl_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
 /// A recording's problems as warnings and its notes as notes, on standard error.
 pub fn say_what_reading_found(rec: &kubestep::recording::Recording) {
     for w in &rec.warnings {
-        eprintln!("{}: warning: {w}", invoked_name());
+        tell!("{}: warning: {w}", invoked_name());
     }
     for n in &rec.notes {
-        eprintln!("{}: note: {n}", invoked_name());
+        tell!("{}: note: {n}", invoked_name());
     }
 }
 
@@ -164,7 +176,7 @@ pub fn user_defaults(print_warnings: bool) -> kubestep::tui::config::UiConfig {
     let cfg = kubestep::tui::config::load_user(&mut warnings);
     if print_warnings {
         for w in warnings {
-            eprintln!("{}: warning: {w}", invoked_name());
+            tell!("{}: warning: {w}", invoked_name());
         }
     }
     cfg

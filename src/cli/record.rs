@@ -86,7 +86,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
         if let Err(RecordError::Live(e)) = &r
             && e.needs_rbac()
         {
-            eprintln!(
+            tell!(
                 "{}",
                 access::role_yaml(access::Mode::Record, namespace.as_deref())
             );
@@ -104,7 +104,7 @@ pub fn run(mut a: RecordArgs) -> anyhow::Result<ExitCode> {
             .collect();
         kinds.sort_unstable();
         kinds.dedup();
-        eprintln!(
+        tell!(
             "{}: {} is incomplete: changes to {} from {} on were not recorded (their watches failed until the end; the file marks the gap); exit code {EXIT_INCOMPLETE}",
             super::invoked_name(),
             output.display(),

@@ -152,7 +152,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let withheld =
         kubestep::session::withheld_extenders(&rec, a.config.as_deref(), a.call_extenders);
     if let Some(w) = withheld {
-        eprintln!("{}: warning: {w}", super::invoked_name());
+        tell!("{}: warning: {w}", super::invoked_name());
     }
     let start = rec.start();
     let deadline = match until {
@@ -177,7 +177,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     // The start line: which scheduler's semantics the replay follows, and why.
     let features = &session.config().features;
     super::kube::say_warnings(features);
-    eprintln!(
+    tell!(
         "{}: replay {}: {}",
         super::invoked_name(),
         a.source,
@@ -247,14 +247,14 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut out = printer();
     out.print(&trace::session_summary(&session))?;
     if let Some(log) = &session.scheduler().scheduler_log {
-        eprintln!(
+        tell!(
             "scheduler log: {} bound pods' evaluatedNodes read; the next search start followed it after {} cycle(s) whose own count differed",
             log.evaluated.len(),
             session.scheduler().realigned
         );
     }
     if session.scheduler().followed > 0 {
-        eprintln!(
+        tell!(
             "search start: moved to follow the recording in {} cycle(s) (upstream's parallel search examines a timing-dependent set of nodes)",
             session.scheduler().followed
         );
@@ -378,7 +378,10 @@ impl<W: Write> Printer<W> {
         match self.mode {
             Output::Jsonl => writeln!(self.stdout, "{v}")?,
             Output::Yaml => write!(self.stdout, "---\n{}", to_yaml(v)?)?,
-            Output::Text => writeln!(self.stdout, "{}", trace_text::line(v))?,
+            Output::Text => {
+                let line = trace_text::line(v);
+                writeln!(self.stdout, "{}", kubestep::redact::printable(&line))?
+            }
         }
         Ok(())
     }

@@ -142,6 +142,25 @@ pub fn text(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// `text` safe for a terminal: control characters (other than newline and tab) written
+/// as escapes (`\x1b`, `\u{9b}`), so a name read from a file or the cluster cannot move
+/// the cursor, retitle the window or clear the screen when printed.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !unsafe_char(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,5 +218,16 @@ mod tests {
             "ask admin@example.com? yes"
         );
         assert_eq!(text("pod ns/a@b is pending"), "pod ns/a@b is pending");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_for_the_terminal() {
+        assert_eq!(
+            printable("default/a\u{1b}[31mRED\u{1b}]0;pwned\u{7}"),
+            "default/a\\x1b[31mRED\\x1b]0;pwned\\x07"
+        );
+        assert_eq!(printable("two\nlines\tand a tab"), "two\nlines\tand a tab");
+        assert_eq!(printable("c1 \u{9b}2J"), "c1 \\u{9b}2J");
+        assert!(matches!(printable("plain ünïcode"), Cow::Borrowed(_)));
     }
 }

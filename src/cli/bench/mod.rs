@@ -126,7 +126,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     };
     // Generated workloads report no version: the user's, else the newest checked.
     let features = a.kube.resolve(&super::user_defaults(true), None)?;
-    eprintln!("{}: bench: {}", super::invoked_name(), features.describe());
+    tell!("{}: bench: {}", super::invoked_name(), features.describe());
     for w in workloads {
         let cfg = match &a.config {
             Some(p) => kubestep::config::load_file_for(p, &features)?,

@@ -103,7 +103,7 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
     let request = kubestep::features::Request::default();
     // A recording's extenders are never called by a benchmark: timed is kubestep alone.
     if let Some(w) = kubestep::session::withheld_extenders(&rec, None, false) {
-        eprintln!("{}: warning: {w}", crate::cli::invoked_name());
+        tell!("{}: warning: {w}", crate::cli::invoked_name());
     }
     let mut s = Session::open_replay(rec, name, None, &request, SessionOptions::default(), false)
         .map_err(|e| e.to_string())?;
