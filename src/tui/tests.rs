@@ -904,6 +904,19 @@ fn five_thousand_nodes_step_and_draw_every_tab() {
     assert_eq!(app.tabs.filter.order.len(), 5_000);
 }
 
+/// `F`, then ticks until the sprint stops; what the status line says then.
+pub(crate) fn sprint(app: &mut App) -> String {
+    press(app, "F");
+    for _ in 0..2_000 {
+        app.update(Action::Tick(std::time::Duration::from_millis(100)));
+        if !app.running {
+            break;
+        }
+    }
+    assert!(!app.running);
+    app.status.clone().unwrap().1
+}
+
 #[test]
 fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     let mut app = demo_app();
@@ -922,17 +935,6 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     // Without breakpoints a sprint stops where only a person (or a timeout) can act: it
     // says which pod waits at Permit and when its wait times out.
     press(&mut app, ":clear\n");
-    let sprint = |app: &mut App| {
-        press(app, "F");
-        for _ in 0..2_000 {
-            app.update(Action::Tick(std::time::Duration::from_millis(100)));
-            if !app.running {
-                break;
-            }
-        }
-        assert!(!app.running);
-        app.status.clone().unwrap().1
-    };
     let msg = sprint(&mut app);
     assert!(
         msg.contains(&format!("{GATE} waits at Permit (the first timeout in ")),

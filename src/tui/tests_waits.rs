@@ -8,48 +8,11 @@ use ratatui::backend::TestBackend;
 use super::action::Action;
 use super::app::App;
 use super::keymap::Keymap;
-use super::tests::press;
+use super::tests::{press, sprint};
 use super::theme::Theme;
 use crate::session::PodStatus;
 
-const SCENE: &str = r#"
-apiVersion: v1
-kind: Node
-metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec:
-  selectors:
-  - cel: {expression: 'device.driver == "gpu.example.com"'}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: node-a-gpus}
-spec:
-  driver: gpu.example.com
-  nodeName: node-a
-  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
-  devices:
-  - {name: gpu-0, bindsToNode: true, bindingConditions: [attached]}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: c1, namespace: default, uid: uid-c1}
-spec:
-  devices:
-    requests:
-    - {name: gpu, exactly: {deviceClassName: gpu}}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: p1, namespace: default, uid: uid-p1}
-spec:
-  containers: [{name: main, image: x}]
-  resourceClaims: [{name: gpu, resourceClaimName: c1}]
-"#;
+const SCENE: &str = include_str!("../../tests/data/dra/binding-conditions.yaml");
 
 fn app() -> App {
     use crate::cluster::{ClusterState, manifest};
@@ -74,18 +37,6 @@ fn screen(app: &App) -> String {
     let mut t = Terminal::new(TestBackend::new(app.size.0, app.size.1)).unwrap();
     t.draw(|f| super::draw::draw(f, app)).unwrap();
     t.backend().to_string()
-}
-
-fn sprint(app: &mut App) -> String {
-    press(app, "F");
-    for _ in 0..2_000 {
-        app.update(Action::Tick(std::time::Duration::from_millis(100)));
-        if !app.running {
-            break;
-        }
-    }
-    assert!(!app.running);
-    app.status.clone().unwrap().1
 }
 
 #[test]

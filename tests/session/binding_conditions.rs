@@ -8,48 +8,7 @@ use serde_json::{Value, json};
 
 use crate::support::{advance, apply, elapsed, record, run, session_at, status};
 
-const CLUSTER: &str = r#"
-apiVersion: v1
-kind: Node
-metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
-status: {allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}
----
-apiVersion: resource.k8s.io/v1
-kind: DeviceClass
-metadata: {name: gpu}
-spec:
-  selectors:
-  - cel: {expression: 'device.driver == "gpu.example.com"'}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: node-a-gpus}
-spec:
-  driver: gpu.example.com
-  nodeName: node-a
-  pool: {name: node-a, generation: 1, resourceSliceCount: 1}
-  devices:
-  - name: gpu-0
-    bindsToNode: true
-    bindingConditions: [attached]
-    bindingFailureConditions: [attach-failed]
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: c1, namespace: default, uid: uid-c1}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly: {deviceClassName: gpu}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: p1, namespace: default, uid: uid-p1}
-spec:
-  containers: [{name: main, image: x}]
-  resourceClaims: [{name: gpu, resourceClaimName: c1}]
-"#;
+const CLUSTER: &str = include_str!("../data/dra/binding-conditions.yaml");
 
 const PLAIN_POD: &str = "apiVersion: v1
 kind: Pod
