@@ -771,3 +771,33 @@ fn the_example_cluster_is_bundled_by_name() {
     let cols: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(cols[1..3], ["6", "8"], "{line}");
 }
+
+/// Nothing read (a `kubectl get` that failed and printed nothing, an empty file or List) is
+/// an input error, not "0 pending pod(s)".
+#[test]
+fn an_empty_input_is_an_error_not_an_empty_cluster() {
+    use std::io::Write as _;
+    for input in [
+        "",
+        "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[]}\n",
+    ] {
+        let mut child = bin()
+            .args(["explain", "--cluster", "-", "--pending"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubestep runs");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("written");
+        let out = child.wait_with_output().expect("kubestep ends");
+        assert_eq!(out.status.code(), Some(2), "{input:?}: {out:?}");
+        let err = stderr(&out);
+        assert!(err.contains("<stdin>: no objects in it"), "{err}");
+        assert!(!stdout(&out).contains("pending pod(s)"), "{out:?}");
+    }
+}

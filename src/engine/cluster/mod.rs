@@ -82,6 +82,13 @@ pub enum ClusterError {
         key: String,
         first: String,
     },
+    /// Nothing read at all: an empty file or standard input (a `kubectl get` that failed
+    /// and printed nothing), or an empty List. Read as a cluster it would say "nothing
+    /// pending", which is not what the input says.
+    #[error(
+        "{file}: no objects in it (empty, or an empty List); if a command wrote it, did that command fail?"
+    )]
+    Empty { file: String },
 }
 
 /// The cluster as kubestep sees it.
@@ -111,8 +118,13 @@ impl ClusterState {
         for p in paths {
             let name = p.display().to_string();
             let input = stream::open(&name).map_err(Box::new)?;
-            let (objs, n) =
-                stream::load(input, &stream::display_name(&name), true).map_err(Box::new)?;
+            let shown = stream::display_name(&name);
+            let (objs, n) = stream::load(input, &shown, true).map_err(Box::new)?;
+            if objs.is_empty() && n.0.is_empty() {
+                return Err(ClusterError::Empty {
+                    file: shown.to_string(),
+                });
+            }
             objects.extend(objs);
             notes.extend(n.0);
         }
