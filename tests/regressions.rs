@@ -269,3 +269,28 @@ fn control_characters_in_names_are_escaped_in_text_output() {
         );
     }
 }
+
+/// A kubeconfig token with a line break: refused naming the user entry (never the token),
+/// exit 2, no panic.
+#[test]
+fn a_token_with_a_line_break_is_refused_naming_its_user() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args(["live", "--headless", "--duration", "1s"])
+        .env(
+            "KUBECONFIG",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/regressions/hardening-3/kc-token-newline.yaml"),
+        )
+        .output()
+        .expect("kubestep runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the token of user \"u\" holds a line break"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("SECRETTOKEN123") && !err.contains("panicked"),
+        "{err}"
+    );
+}

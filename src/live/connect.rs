@@ -186,6 +186,11 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, LiveError> {
     let cluster = named.context.as_ref().map(|c| c.cluster.clone());
     let user = named.context.as_ref().and_then(|c| c.user.clone());
     let mut kc = kc;
+    if let Some(u) = user.as_deref() {
+        check_token(&kc, u).map_err(|e| {
+            LiveError::Kubeconfig(format!("kubeconfig {src}, context \"{context}\": {e}"))
+        })?;
+    }
     let server = normalize_server(&mut kc, cluster.as_deref(), user.as_deref()).map_err(|e| {
         LiveError::Kubeconfig(format!("kubeconfig {src}, context \"{context}\": {e}"))
     })?;
@@ -234,6 +239,28 @@ pub async fn connect(opts: &ConnectOptions) -> Result<Connection, LiveError> {
         ..Default::default()
     };
     client(config, source)
+}
+
+/// A bearer token goes into a header, which cannot hold a line break or another control
+/// character (a YAML `token: |` block keeps its newline): refused here naming the user
+/// entry, never the token, rather than failing deep in the HTTP client.
+fn check_token(kc: &Kubeconfig, user: &str) -> Result<(), String> {
+    let token = kc
+        .auth_infos
+        .iter()
+        .find(|a| a.name == user)
+        .and_then(|a| a.auth_info.as_ref())
+        .and_then(|a| a.token.as_ref());
+    let Some(token) = token else {
+        return Ok(());
+    };
+    use secrecy::ExposeSecret as _;
+    if token.expose_secret().chars().any(|c| c.is_control()) {
+        return Err(format!(
+            "the token of user \"{user}\" holds a line break or another control character, which an Authorization header cannot carry (a YAML `token: |` block keeps its final newline: write the token on one line)"
+        ));
+    }
+    Ok(())
 }
 
 /// Checks the context's server URL and rewrites it as kubectl reads it (see
