@@ -223,21 +223,30 @@ fn a_recordings_extenders_are_named_not_called() {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let file = dir.join("rec.jsonl");
     std::fs::write(&file, text).expect("written");
-    let out = kubestep(&["replay", file.to_str().unwrap(), "--headless", "-o", "text"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{err}");
-    assert!(
-        err.contains("names 1 extender(s)") && err.contains("not called"),
-        "{err}"
-    );
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("summary:"),
-        "{out:?}"
-    );
-    assert!(
-        listener.accept().is_err(),
-        "the replay connected to the header's extender"
-    );
+    let file = file.to_str().unwrap();
+    for (args, done) in [
+        (vec!["replay", file, "--headless", "-o", "text"], "summary:"),
+        (
+            vec!["explain", "--cluster", file, "--pending"],
+            "pending pod(s)",
+        ),
+    ] {
+        let out = kubestep(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code().is_some_and(|c| c < 2), "{args:?}: {err}");
+        assert!(
+            err.contains("names 1 extender(s)") && err.contains("not called"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(done),
+            "{args:?}: {out:?}"
+        );
+        assert!(
+            listener.accept().is_err(),
+            "{args:?} connected to the header's extender"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

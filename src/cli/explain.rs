@@ -108,6 +108,10 @@ pub struct ExplainArgs {
     /// with how close the rejected nodes came). JSON and YAML always list every node.
     #[arg(long, value_enum, default_value_t = Nodes::Auto, value_name = "WHICH")]
     nodes: Nodes,
+    /// Call the extenders a recording's header names (without it they are listed, not
+    /// called: opening a file never makes kubestep call the network).
+    #[arg(long)]
+    call_extenders: bool,
 }
 
 pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
@@ -120,7 +124,14 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     let recording = recording.map(|(rec, _)| rec);
     let features = a.kube.resolve(&super::user_defaults(true), reported)?;
     let recorded_cfg = match &recording {
-        Some(rec) => rec.scheduler_config(&a.cluster.join(", "), &features)?,
+        Some(rec) => {
+            if a.config.is_none()
+                && let Some(w) = rec.withheld_extenders(a.call_extenders)
+            {
+                tell!("{}: warning: {w}", super::invoked_name());
+            }
+            rec.scheduler_config(&a.cluster.join(", "), &features, a.call_extenders)?
+        }
         None => None,
     };
     let cfg = match (&a.config, recorded_cfg) {

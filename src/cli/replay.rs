@@ -149,8 +149,7 @@ pub fn run(a: ReplayArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map(|_| (rec.counts().pods, rec.events.len()));
     super::say_what_reading_found(&rec);
-    let withheld =
-        kubestep::session::withheld_extenders(&rec, a.config.as_deref(), a.call_extenders);
+    let withheld = rec.withheld_extenders(a.call_extenders || a.config.is_some());
     if let Some(w) = withheld {
         tell!("{}: warning: {w}", super::invoked_name());
     }

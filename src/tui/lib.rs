@@ -94,11 +94,8 @@ pub fn open_session(
         .unwrap_or_else(|| "demo".to_string());
     let rec = crate::recording::open(&name)?;
     let mut said = (rec.warnings.clone(), rec.notes.clone());
-    said.0.extend(crate::session::withheld_extenders(
-        &rec,
-        config,
-        call_extenders,
-    ));
+    said.0
+        .extend(rec.withheld_extenders(call_extenders || config.is_some()));
     let opts = SessionOptions {
         history_bytes: history_bytes.unwrap_or(crate::session::DEFAULT_HISTORY_BYTES),
         ..Default::default()

@@ -102,7 +102,7 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
     let started = Instant::now();
     let request = kubestep::features::Request::default();
     // A recording's extenders are never called by a benchmark: timed is kubestep alone.
-    if let Some(w) = kubestep::session::withheld_extenders(&rec, None, false) {
+    if let Some(w) = rec.withheld_extenders(false) {
         tell!("{}: warning: {w}", crate::cli::invoked_name());
     }
     let mut s = Session::open_replay(rec, name, None, &request, SessionOptions::default(), false)

@@ -220,18 +220,54 @@ pub fn open_with(source: &str, opts: ReadOptions) -> Result<Recording, ReadError
 impl Recording {
     /// The scheduler configuration the header carries, decoded and validated as a
     /// `--config` file would be for `features`; `name` (the recording) prefixes its errors.
+    /// Its extenders are left out unless `call_extenders` (the user's `--call-extenders`):
+    /// files travel between people, and opening one must not make kubestep call the
+    /// network (nor read the local TLS files an extender names) on the file's say-so.
     pub fn scheduler_config(
         &self,
         name: &str,
         features: &crate::features::Features,
+        call_extenders: bool,
     ) -> Result<Option<crate::config::KubeSchedulerConfiguration>, crate::config::ConfigError> {
         let Some(v) = &self.header.scheduler_configuration else {
             return Ok(None);
         };
+        let mut v = v.clone();
+        if !call_extenders && let Some(m) = v.as_object_mut() {
+            m.remove("extenders");
+        }
         // Pretty-printed so that errors can point at a line.
-        let text = serde_json::to_string_pretty(v).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&v).unwrap_or_default();
         let source = format!("{name}: header schedulerConfiguration");
         crate::config::parse_str_for(&text, &source, features).map(Some)
+    }
+
+    /// What a command says when `scheduler_config` leaves the header's extenders out:
+    /// which, and how to call them.
+    pub fn withheld_extenders(&self, call_extenders: bool) -> Option<String> {
+        if call_extenders {
+            return None;
+        }
+        let urls: Vec<String> = self
+            .header
+            .scheduler_configuration
+            .as_ref()?
+            .get("extenders")?
+            .as_array()?
+            .iter()
+            .map(|e| {
+                let url = e.get("urlPrefix").and_then(|u| u.as_str()).unwrap_or("?");
+                crate::redact::url(url).into_owned()
+            })
+            .collect();
+        if urls.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "the recording's scheduler configuration names {} extender(s) ({}): not called, since opening a file never makes kubestep call the network; decisions that depended on them may differ. Pass --call-extenders to call them, or --config with a configuration of your own",
+            urls.len(),
+            urls.join(", ")
+        ))
     }
 
     /// The Kubernetes version the recording reports: its header's (the server it was

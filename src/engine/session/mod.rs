@@ -20,7 +20,6 @@ pub mod queue_history;
 pub mod realign;
 mod record;
 mod replay;
-pub use replay::withheld_extenders;
 mod run;
 pub mod scheduler;
 pub mod scheduler_log;

@@ -16,10 +16,8 @@ use crate::features::{Features, Request};
 use crate::recording::{Event, EventType, Recording};
 
 /// A replay's scheduler configuration for `features`: the `--config` file when given,
-/// else the one the recording's header carries, else upstream's defaults. A header's
-/// extenders are left out unless `call_header_extenders` (the user's `--call-extenders`):
-/// files travel between people, and opening one must not make kubestep call the network
-/// (nor read the local TLS files an extender names) on the file's say-so.
+/// else the one the recording's header carries (its extenders only with
+/// `call_header_extenders`, see `Recording::scheduler_config`), else upstream's defaults.
 pub fn replay_config(
     rec: &Recording,
     name: &str,
@@ -29,48 +27,10 @@ pub fn replay_config(
 ) -> Result<KubeSchedulerConfiguration, ConfigError> {
     match file {
         Some(p) => config::load_file_for(p, features),
-        None => {
-            let mut cfg = rec
-                .scheduler_config(name, features)?
-                .unwrap_or_else(|| config::default_configuration_for(features));
-            if !call_header_extenders {
-                cfg.extenders.clear();
-            }
-            Ok(cfg)
-        }
+        None => Ok(rec
+            .scheduler_config(name, features, call_header_extenders)?
+            .unwrap_or_else(|| config::default_configuration_for(features))),
     }
-}
-
-/// What a replay says when it leaves a recording header's extenders out (see
-/// [`replay_config`]): which, and how to call them.
-pub fn withheld_extenders(
-    rec: &Recording,
-    file: Option<&Path>,
-    call_header_extenders: bool,
-) -> Option<String> {
-    if file.is_some() || call_header_extenders {
-        return None;
-    }
-    let urls: Vec<String> = rec
-        .header
-        .scheduler_configuration
-        .as_ref()?
-        .get("extenders")?
-        .as_array()?
-        .iter()
-        .map(|e| {
-            let url = e.get("urlPrefix").and_then(|u| u.as_str()).unwrap_or("?");
-            crate::redact::url(url).into_owned()
-        })
-        .collect();
-    if urls.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "the recording's scheduler configuration names {} extender(s) ({}): not called, since opening a file never makes kubestep call the network; decisions that depended on them may differ. Pass --call-extenders to call them, or --config with a configuration of your own",
-        urls.len(),
-        urls.join(", ")
-    ))
 }
 
 /// The version a replay of `rec` follows: the user's, else the one it was recorded from.
