@@ -267,7 +267,7 @@ impl App {
         &self,
     ) -> impl Iterator<Item = (&str, &crate::session::pre_bind_wait::PreBindHold)> {
         self.session.parked().values().filter_map(|a| {
-            let h = a.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none())?;
+            let h = a.open_pre_bind_wait()?;
             Some((a.pod().key.as_str(), h))
         })
     }

@@ -71,3 +71,22 @@ fn a_pre_bind_wait_is_listed_apart_and_no_key_ends_it() {
     let r = app.session.record("default/p1").unwrap();
     assert_eq!((r.status, r.attempts), (PodStatus::Waiting, 3), "{r:?}");
 }
+
+/// At a past step while the pod waited, the pane lists the wait as it stood then.
+#[test]
+fn a_past_step_lists_the_pre_bind_wait_of_then() {
+    let mut app = app();
+    press(&mut app, "f");
+    // Another pod is scheduled while p1 waits; one step back, p1 still waited.
+    let plain = "apiVersion: v1\nkind: Pod\nmetadata: {name: p2, namespace: default, uid: uid-p2}\nspec:\n  containers: [{name: main, image: x}]\n";
+    let (objs, _) = crate::cluster::manifest::parse_str(plain, "p2.yaml").unwrap();
+    for o in objs {
+        app.session.apply(o.value);
+    }
+    press(&mut app, "f");
+    press(&mut app, "[");
+    let s = screen(&app);
+    assert!(app.cursor.is_some(), "{s}");
+    assert!(s.contains("Waiting at Permit 0 · PreBind 1"), "{s}");
+    assert!(s.contains("default/p1 DR PreBind 10m00s"), "{s}");
+}

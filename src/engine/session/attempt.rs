@@ -825,8 +825,8 @@ impl Attempt {
     }
 
     /// One Reserve or PreBind plugin: its step, then `next`, or Unreserve when it failed
-    /// (a failure at either point undoes the reservation). True when a PreBind plugin
-    /// answered Wait (the stage is left for the wait to set).
+    /// (a failure at either point undoes the reservation). A PreBind plugin's Wait is
+    /// returned (its message), the stage left for the wait to set.
     fn run_or_unreserve(
         &mut self,
         core: &mut Core,
@@ -834,7 +834,7 @@ impl Attempt {
         call: impl FnOnce(&Handle, &mut CycleState, &PodInfo, &str) -> Status,
         next: Stage,
         out: &mut Vec<StepEvent>,
-    ) -> bool {
+    ) -> Option<String> {
         let node = self.node();
         let pod = self.pod().clone();
         let profile = self.profile;
@@ -858,14 +858,14 @@ impl Attempt {
             ..StepEvent::at(core)
         });
         if s.is_wait() {
-            return true;
+            return Some(s.message());
         }
         if s.is_success() {
             self.stage = next;
         } else {
             self.start_unreserve(core, Failure::after_cycle(&s, &node));
         }
-        false
+        None
     }
 
     fn permit(
@@ -1071,7 +1071,7 @@ impl Attempt {
             return;
         }
         let plugin = e.plugin.clone();
-        let waits = self.run_or_unreserve(
+        let wait = self.run_or_unreserve(
             core,
             (Point::PreBind, e.name),
             |h, state, pod, node| match plugin.as_pre_bind() {
@@ -1081,8 +1081,8 @@ impl Attempt {
             Stage::PreBind(i + 1),
             out,
         );
-        if waits {
-            self.begin_pre_bind_wait(core, i, out);
+        if let Some(w) = wait {
+            self.begin_pre_bind_wait(core, (i, w), out);
         }
     }
 

@@ -584,11 +584,7 @@ impl Core {
     pub fn pre_bind_waits(&self) -> usize {
         self.parked
             .values()
-            .filter(|a| {
-                a.pre_bind_hold
-                    .as_ref()
-                    .is_some_and(|h| h.outcome.is_none())
-            })
+            .filter(|a| a.open_pre_bind_wait().is_some())
             .count()
     }
 

@@ -50,7 +50,7 @@ impl Attempt {
     pub(super) fn begin_pre_bind_wait(
         &mut self,
         core: &mut Core,
-        i: usize,
+        (i, waiting): (usize, String),
         out: &mut Vec<StepEvent>,
     ) {
         let Some(e) = self.entry(core, ExtensionPoint::PreBind, i) else {
@@ -62,7 +62,6 @@ impl Attempt {
             return;
         };
         let polling = p.pre_bind_polling();
-        let waiting = out.last().map(|s| s.status.message()).unwrap_or_default();
         if !polling.event_reason.is_empty() {
             core.actuator
                 .pod_event(self.pod(), polling.event_reason, &waiting);
@@ -163,12 +162,14 @@ impl Attempt {
         }
     }
 
+    /// The PreBind wait the attempt is parked in, while no look has decided it.
+    pub fn open_pre_bind_wait(&self) -> Option<&PreBindHold> {
+        self.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none())
+    }
+
     /// When the parked attempt's PreBind wait looks again.
     pub fn next_poll(&self) -> Option<Timestamp> {
-        self.pre_bind_hold
-            .as_ref()
-            .filter(|h| h.outcome.is_none())
-            .map(|h| h.next_poll)
+        self.open_pre_bind_wait().map(|h| h.next_poll)
     }
 }
 

@@ -226,7 +226,7 @@ fn rows(core: &Core) -> Vec<Row<'_>> {
 fn waiting(core: &Core) -> Vec<WaitingPlugin> {
     let mut out = Vec::new();
     for a in core.parked.values() {
-        if let Some(h) = a.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none()) {
+        if let Some(h) = a.open_pre_bind_wait() {
             out.push(WaitingPlugin {
                 pod: a.pod().key.clone(),
                 node: a.node.clone().unwrap_or_default(),

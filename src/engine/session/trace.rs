@@ -146,7 +146,7 @@ pub fn waiting(session: &Session) -> Value {
         .collect();
     // Pods parked inside a PreBind plugin (device binding conditions): no one allows them.
     let pre_bind = session.core.parked.values().filter_map(|a| {
-        let h = a.pre_bind_hold.as_ref().filter(|h| h.outcome.is_none())?;
+        let h = a.open_pre_bind_wait()?;
         let left = super::clock::since(h.deadline, now).as_secs_f64();
         Some(
             json!({"pod": a.pod().key, "node": a.node, "point": "PreBind", "since": h.since,

@@ -17,19 +17,18 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let focused = app.focus == Pane::Waiting;
     // Shadow mode writes nothing: its waits are kubestep's simulation, never the cluster's.
     let simulated = if app.shadow() { "· simulated " } else { "" };
-    let count = app
-        .queue
-        .past
-        .as_ref()
-        .map_or(app.pods_waiting(), |p| p.waiting);
-    // PreBind waits (device binding conditions) are counted apart: no key ends them.
+    // PreBind waits (device binding conditions) are counted apart: no key ends them. A
+    // past step's count holds both kinds of wait.
     let pre_bind = app
         .waiting
         .rows
         .iter()
         .filter(|r| r.pre_bind.is_some())
         .count();
-    let count = count.saturating_sub(usize::from(app.queue.past.is_some()) * pre_bind);
+    let count = match &app.queue.past {
+        Some(p) => p.waiting.saturating_sub(pre_bind),
+        None => app.pods_waiting(),
+    };
     let pre_bind = if pre_bind > 0 {
         format!("· PreBind {pre_bind} ")
     } else {
