@@ -266,7 +266,7 @@ fn as_the_kubectl_plugin_errors_and_warnings_begin_kubectl_kubestep() {
     );
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.starts_with("kubectl kubestep: --pod ml/trainer-llm: taken as ml/trainer-llm-0"),
+        err.starts_with("kubectl kubestep: ml/trainer-llm: taken as ml/trainer-llm-0"),
         "{err}"
     );
     let rec = d.0.join("bad-line.jsonl");

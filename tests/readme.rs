@@ -36,6 +36,15 @@ const NOT_RUN: &[(&str, &str)] = &[
     ),
     ("ln -s ", "writes into the user's home"),
     ("tar ", "packs the binary installed in the user's home"),
+    (
+        "kubestep explain -n ",
+        "reads the current kubeconfig context's cluster (tests/cli_explain_live.rs runs it against a fake API server)",
+    ),
+    (
+        "kubestep explain --pending -A",
+        "reads the current kubeconfig context's cluster (tests/cli_explain_live.rs runs it against a fake API server)",
+    ),
+    ("mkdir -p ~/", "writes into the user's home"),
 ];
 
 /// The commands that open the terminal UI: it needs a terminal, and tests/tui_tmux.rs
@@ -87,7 +96,7 @@ const EXPECT: &[(&str, i32, &str)] = &[
         "example-cluster              6       8",
     ),
     (
-        "kubestep explain --cluster example-cluster --pod ml/trainer-llm-0",
+        "kubestep explain --cluster example-cluster -n ml trainer-llm-0",
         1,
         "ml/trainer-llm-0: unschedulable: 0/6 nodes are available",
     ),
@@ -98,12 +107,12 @@ const EXPECT: &[(&str, i32, &str)] = &[
     ),
     (
         "kubestep explain --cluster cluster.yaml --pending",
-        0,
-        "shop/checkout-7d9f6c8b5-w8r2t",
+        1,
+        "shop        checkout-7d9f6c8b5-w8r2t         Schedulable",
     ),
     (
         "kubestep explain --cluster cluster.yaml --cluster dra.yaml --pending",
-        0,
+        1,
         "3 pending pod(s)",
     ),
 ];
@@ -359,10 +368,15 @@ fn the_export_command_and_synopsis_match_the_help() {
     }
     let synopsis: Vec<&str> = text
         .lines()
-        .filter(|l| l.starts_with("kubestep explain --cluster FILE"))
+        .filter(|l| l.starts_with("kubestep explain ") && l.contains(" [-"))
         .collect();
-    assert_eq!(synopsis.len(), 2, "{synopsis:?}");
-    assert!(synopsis.iter().all(|l| l.contains("[-o text|json|yaml]")));
+    assert_eq!(synopsis.len(), 3, "{synopsis:?}");
+    assert!(
+        synopsis[..2]
+            .iter()
+            .all(|l| l.contains("[-o text|wide|json|yaml|name]"))
+    );
+    assert!(synopsis[2].starts_with("kubestep explain --cluster FILE|RECORDING"));
 }
 
 #[test]

@@ -11,6 +11,7 @@ pub mod connect;
 pub mod error;
 pub mod kinds;
 pub mod link;
+pub mod list;
 pub mod mirror;
 pub mod recorder;
 pub mod server_url;

@@ -111,53 +111,19 @@ impl Watchers {
         opts: &WatchOptions,
         mut retrying: impl FnMut(String),
     ) -> Result<Watchers, LiveError> {
-        let mut kinds = KINDS.to_vec();
-        let dra_served = served(
-            conn,
-            DRA_GROUP_VERSION,
-            DRA[0].plural,
-            "the DRA kinds",
-            &mut retrying,
-        )
-        .await?;
-        if served(
-            conn,
-            &POD_GROUP.api_version(),
-            POD_GROUP.plural,
-            "podgroups",
-            &mut retrying,
-        )
-        .await?
-        {
-            kinds.push(POD_GROUP);
-        }
+        let Discovery {
+            kinds,
+            unserved_dra,
+        } = discover(conn, &mut retrying).await?;
         // Bounded, so a slow consumer slows the watchers instead of growing memory.
         let (tx, rx) = mpsc::channel(1024);
         let mut all = kinds.clone();
-        all.extend_from_slice(DRA);
-        if !dra_served {
+        if let Some(warning) = unserved_dra {
+            all.extend_from_slice(DRA);
             let _ = tx.try_send(Update::Unserved {
                 kinds: DRA.iter().map(|k| k.kind).collect(),
-                warning: format!(
-                    "{DRA_GROUP_VERSION} (DeviceClasses, ResourceSlices, ResourceClaims, \
-                     ResourceClaimTemplates) is not served by the API server at {} (404): \
-                     skipped, so kubestep will not see {}",
-                    conn.server(),
-                    unserved_consequence("ResourceClaim").unwrap_or_default()
-                ),
+                warning,
             });
-        } else {
-            kinds.extend_from_slice(DRA);
-            // DeviceTaintRules where the server serves them (they matter only with
-            // DRADeviceTaintRules on in the scheduler followed; read either way).
-            for k in TAINT_RULES {
-                let gv = k.api_version();
-                if served(conn, &gv, k.plural, "devicetaintrules", &mut retrying).await? {
-                    kinds.push(*k);
-                    all.push(*k);
-                    break;
-                }
-            }
         }
         let signals = conn.tap.subscribe();
         let mut paths = HashMap::new();
@@ -235,6 +201,69 @@ async fn relay_signals(
 
 /// The `timeoutSeconds` of every watch request.
 pub const WATCH_TIMEOUT_SECS: u32 = 50;
+
+/// The kinds a cluster serves, of those kubestep reads.
+pub struct Discovery {
+    /// Every kind to read: the ones always read, the DRA kinds and the DeviceTaintRule
+    /// version the server serves, PodGroup when its CRD is installed.
+    pub kinds: Vec<Kind>,
+    /// resource.k8s.io/v1 is not served: what that means, in words (one warning for the
+    /// four DRA kinds).
+    pub unserved_dra: Option<String>,
+}
+
+/// Asks the server which of the optional kinds it serves. A discovery request that fails
+/// as a retry may get over is retried with backoff, each retry told to `retrying`.
+pub async fn discover(
+    conn: &Connection,
+    retrying: &mut impl FnMut(String),
+) -> Result<Discovery, LiveError> {
+    let mut kinds = KINDS.to_vec();
+    let dra_served = served(
+        conn,
+        DRA_GROUP_VERSION,
+        DRA[0].plural,
+        "the DRA kinds",
+        retrying,
+    )
+    .await?;
+    if served(
+        conn,
+        &POD_GROUP.api_version(),
+        POD_GROUP.plural,
+        "podgroups",
+        retrying,
+    )
+    .await?
+    {
+        kinds.push(POD_GROUP);
+    }
+    let mut unserved_dra = None;
+    if !dra_served {
+        unserved_dra = Some(format!(
+            "{DRA_GROUP_VERSION} (DeviceClasses, ResourceSlices, ResourceClaims, \
+             ResourceClaimTemplates) is not served by the API server at {} (404): \
+             skipped, so kubestep will not see {}",
+            conn.server(),
+            unserved_consequence("ResourceClaim").unwrap_or_default()
+        ));
+    } else {
+        kinds.extend_from_slice(DRA);
+        // DeviceTaintRules where the server serves them (they matter only with
+        // DRADeviceTaintRules on in the scheduler followed; read either way).
+        for k in TAINT_RULES {
+            let gv = k.api_version();
+            if served(conn, &gv, k.plural, "devicetaintrules", retrying).await? {
+                kinds.push(*k);
+                break;
+            }
+        }
+    }
+    Ok(Discovery {
+        kinds,
+        unserved_dra,
+    })
+}
 
 /// Objects per page of a first list (`limit`): client-go's informers ask for 500.
 pub const LIST_PAGE_SIZE: u32 = 500;

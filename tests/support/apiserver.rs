@@ -87,6 +87,7 @@ pub const RESOURCES: &[Resource] = &[
         true,
     ),
     res("", "v1", "events", "Event", true),
+    res("", "v1", "configmaps", "ConfigMap", true),
     res("apps", "v1", "replicasets", "ReplicaSet", true),
     res("apps", "v1", "statefulsets", "StatefulSet", true),
     res(

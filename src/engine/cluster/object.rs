@@ -119,10 +119,10 @@ pub fn is_namespaced(kind: &str) -> bool {
     )
 }
 
-/// The string value of a top-level `key` of a JSON object, read without parsing it: the
-/// scan stops at the key (near the start in the API server's and kubectl's layouts, which
-/// put apiVersion and kind first). `None` when absent, escaped, or not a string.
-pub fn sniff_top_string<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+/// Where the value of a top-level `key` of a JSON object's text starts (just past the
+/// key's closing quote), found without parsing: the scan stops at the key. `None` when
+/// the object has no such key.
+pub fn find_top_key(text: &str, key: &str) -> Option<usize> {
     let b = text.as_bytes();
     let mut depth = 0u32;
     let mut i = 0;
@@ -134,11 +134,8 @@ pub fn sniff_top_string<'a>(text: &'a str, key: &str) -> Option<&'a str> {
                 while j < b.len() && b[j] != b'"' {
                     j += if b[j] == b'\\' { 2 } else { 1 };
                 }
-                if depth == 1 && &text[start..j.min(b.len())] == key {
-                    let rest = text.get(j + 1..)?.trim_start().strip_prefix(':')?;
-                    let rest = rest.trim_start().strip_prefix('"')?;
-                    let (value, _) = rest.split_once('"')?;
-                    return (!value.contains('\\')).then_some(value);
+                if depth == 1 && text.get(start..j.min(b.len())) == Some(key) {
+                    return Some(j + 1);
                 }
                 i = j + 1;
                 continue;
@@ -150,6 +147,17 @@ pub fn sniff_top_string<'a>(text: &'a str, key: &str) -> Option<&'a str> {
         i += 1;
     }
     None
+}
+
+/// The string value of a top-level `key` of a JSON object, read without parsing it: the
+/// scan stops at the key (near the start in the API server's and kubectl's layouts, which
+/// put apiVersion and kind first). `None` when absent, escaped, or not a string.
+pub fn sniff_top_string<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    let at = find_top_key(text, key)?;
+    let rest = text.get(at..)?.trim_start().strip_prefix(':')?;
+    let rest = rest.trim_start().strip_prefix('"')?;
+    let (value, _) = rest.split_once('"')?;
+    (!value.contains('\\')).then_some(value)
 }
 
 /// The top-level `kind` of a JSON object's text, read without parsing it.

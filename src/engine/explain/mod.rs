@@ -353,19 +353,38 @@ pub struct PendingVerdict {
     /// not fit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Where preemption would make room for an unschedulable pod (PostFilter's
+    /// nomination), and the pods it would evict there.
+    #[serde(rename = "nominatedNode", skip_serializing_if = "Option::is_none")]
+    pub nominated_node: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub victims: Vec<String>,
+    /// The pod's priority, as the scheduler resolved it.
+    pub priority: i32,
+}
+
+impl PendingVerdict {
+    /// Whether the scheduler would not place the pod now (unschedulable, gated, or an
+    /// error): what `explain --pending`'s exit code reports.
+    pub fn stuck(&self) -> bool {
+        matches!(self.verdict, "Unschedulable" | "Gated" | "Error")
+    }
 }
 
 /// Every pending pod of `cluster` (no node; finished pods are not kept), each decided
 /// alone on the cluster as it is by the same cycle `explain` runs (none assumes
-/// another's placement), in namespace/name order.
-pub fn pending(
+/// another's placement), in namespace/name order. `namespace`: only that namespace's
+/// pods are decided (against the whole cluster).
+pub fn pending_in(
     cluster: &ClusterState,
     config: &KubeSchedulerConfiguration,
+    namespace: Option<&str>,
 ) -> Result<Vec<PendingVerdict>, ExplainError> {
     let x = Explainer::for_cluster(cluster, config)?;
     let mut pods: Vec<&Arc<PodInfo>> = cluster
         .pod_infos()
         .filter(|p| p.node_name().is_empty())
+        .filter(|p| namespace.is_none_or(|ns| p.namespace == ns))
         .collect();
     pods.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(pods.into_iter().map(|p| x.decide(p)).collect())
@@ -381,6 +400,9 @@ impl Explainer<'_> {
             node,
             feasible_nodes,
             message,
+            nominated_node: None,
+            victims: Vec::new(),
+            priority: p.priority,
         };
         // A pod no profile schedules is listed as such, not left out.
         let fwk = match profile_of(&self.fwks, p) {
@@ -399,8 +421,13 @@ impl Explainer<'_> {
                 feasible_nodes,
                 ..
             } => verdict("Schedulable", Some(node.clone()), *feasible_nodes, None),
-            CycleOutcome::Unschedulable { fit_error, .. } => {
-                verdict("Unschedulable", None, 0, Some(fit_error.message()))
+            outcome @ CycleOutcome::Unschedulable { .. } => {
+                let d = parts::Decision::of(outcome);
+                PendingVerdict {
+                    nominated_node: d.nominated_node,
+                    victims: d.victims,
+                    ..verdict("Unschedulable", None, 0, d.message)
+                }
             }
             CycleOutcome::Error(s) => verdict("Error", None, 0, Some(s.message())),
         }

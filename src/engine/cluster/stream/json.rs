@@ -7,6 +7,7 @@ use std::io::BufRead;
 
 use super::json_blocks::{self, Cursor, Stop};
 use super::{Piece, Sink, SplitError};
+use crate::cluster::object::sniff_top_string;
 
 const READ_CHUNK: usize = 8 << 20;
 
@@ -196,6 +197,13 @@ fn scan(st: &mut State, w: &[u8], from: usize, sink: &mut Sink) -> Result<(), Sp
                     }
                     st.items_depth = Some(2);
                     st.had_items = true;
+                    // The envelope so far names the List's kind (API servers write
+                    // kind and apiVersion first): its items may leave theirs out.
+                    let head = String::from_utf8_lossy(&st.shell);
+                    sink.list_started(
+                        sniff_top_string(&head, "kind"),
+                        sniff_top_string(&head, "apiVersion"),
+                    );
                 }
                 st.depth += 1;
             }
@@ -220,6 +228,7 @@ fn scan(st: &mut State, w: &[u8], from: usize, sink: &mut Sink) -> Result<(), Sp
                     }
                 }
                 if st.depth == 0 && st.top_object {
+                    sink.list_started(None, None);
                     if let Some(s) = st.shell_from.take() {
                         st.shell.extend_from_slice(&w[s..=i]);
                     }

@@ -51,7 +51,14 @@ struct Batch {
     text: Vec<u8>,
     /// (start, end, line, column) of each piece in `text`.
     pieces: Vec<(usize, usize, usize, usize)>,
+    /// The kind and apiVersion of the List the pieces are items of, for items without
+    /// their own: the API server's typed Lists (`GET /api/v1/pods`, `kubectl get --raw`)
+    /// leave them out of each item.
+    item_kind: Option<ItemKind>,
 }
+
+/// (kind, apiVersion) an item of a typed List has without saying so.
+pub(super) type ItemKind = std::sync::Arc<(String, String)>;
 
 /// Collects pieces into batches for the parsing threads.
 pub(super) struct Sink {
@@ -61,9 +68,28 @@ pub(super) struct Sink {
     /// faults on every write, and the allocator's returning the old one to the system.
     spare: Receiver<Batch>,
     format: Format,
+    /// The kind of a List's items when its envelope does not say before them (the
+    /// caller knows: it asked the API server for that kind).
+    items_of: Option<ItemKind>,
 }
 
 impl Sink {
+    /// The items that follow belong to a List of this kind (`PodList` of `v1`): each
+    /// without a `kind` of its own is a `Pod` of `v1`. A batch holds one List's items.
+    fn list_started(&mut self, list_kind: Option<&str>, api_version: Option<&str>) {
+        let kind = list_kind
+            .and_then(|k| k.strip_suffix("List"))
+            .filter(|k| !k.is_empty())
+            .zip(api_version)
+            .map(|(k, v)| std::sync::Arc::new((k.to_string(), v.to_string())))
+            .or_else(|| list_kind.is_none().then(|| self.items_of.clone()).flatten());
+        if kind != self.batch.item_kind {
+            // Pieces already batched keep the kind they were split under.
+            let _ = self.flush();
+            self.batch.item_kind = kind;
+        }
+    }
+
     fn push(&mut self, p: Piece) -> Result<(), SplitError> {
         let start = self.batch.text.len();
         self.batch.text.extend_from_slice(p.text);
@@ -123,14 +149,17 @@ impl Sink {
             Ok(mut b) => {
                 b.text.clear();
                 b.pieces.clear();
+                b.item_kind = None;
                 b
             }
             Err(_) => Batch {
                 text: Vec::with_capacity(cap.min(BATCH_BYTES + (1 << 20))),
                 pieces: Vec::new(),
+                item_kind: None,
             },
         };
         let full = std::mem::replace(&mut self.batch, next);
+        self.batch.item_kind = full.item_kind.clone();
         self.tx.send(full).map_err(|_| SplitError::Stopped)
     }
 }
@@ -180,10 +209,23 @@ pub fn display_name(source: &str) -> String {
 /// never reads, as the objects are parsed (for large clusters); otherwise objects come
 /// back as written.
 pub fn load(
-    mut input: impl BufRead + Send,
+    input: impl BufRead + Send,
     file: &str,
     lean: bool,
 ) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
+    load_items_of(input, file, lean, None)
+}
+
+/// `load` of a stream of Lists of one kind, as the API server answers a LIST: items
+/// without a kind of their own are `(kind, apiVersion)` when the List's envelope does
+/// not name its kind before its items.
+pub fn load_items_of(
+    mut input: impl BufRead + Send,
+    file: &str,
+    lean: bool,
+    items_of: Option<(&str, &str)>,
+) -> Result<(Vec<Located<Object>>, Notes), ManifestError> {
+    let items_of = items_of.map(|(k, v)| std::sync::Arc::new((k.to_string(), v.to_string())));
     let syntax = |line, message| ManifestError::Syntax {
         file: file.to_string(),
         line,
@@ -212,10 +254,12 @@ pub fn load(
                 batch: Batch {
                     text: Vec::with_capacity(BATCH_BYTES + (1 << 20)),
                     pieces: Vec::new(),
+                    item_kind: None,
                 },
                 tx,
                 spare: spare_rx,
                 format,
+                items_of,
             };
             let r = match format {
                 Format::Json => json::split(input, &mut sink),
@@ -234,6 +278,7 @@ pub fn load(
                         line,
                         column,
                         lean,
+                        item_kind: batch.item_kind.as_deref(),
                     };
                     parse_piece(&batch.text[s..e], at)
                 })
@@ -285,9 +330,21 @@ struct PieceAt<'a> {
     line: usize,
     column: usize,
     lean: bool,
+    item_kind: Option<&'a (String, String)>,
 }
 
 fn parse_piece(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
+    let with_kind;
+    let text = match at.item_kind {
+        Some(kind) if at.format == Format::Json => match with_item_kind(text, kind) {
+            Some(t) => {
+                with_kind = t;
+                &with_kind[..]
+            }
+            None => text,
+        },
+        _ => text,
+    };
     if at.lean && at.format == Format::Json {
         // Fields the lean load would drop anyway are cut from the text before parsing; a
         // piece that fails is parsed again as written, so errors point where they are.
@@ -323,6 +380,27 @@ fn parse_piece(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
     parse_text(text, at)
 }
 
+/// An item of a typed List without its own `kind`: the text with the List's kind and
+/// apiVersion put first, as kubectl writes items. `None`: the item says its kind.
+fn with_item_kind(text: &[u8], (kind, api_version): &(String, String)) -> Option<Vec<u8>> {
+    let s = std::str::from_utf8(text).ok()?;
+    if object::find_top_key(s, "kind").is_some() {
+        return None;
+    }
+    let body = s.trim_start().strip_prefix('{')?;
+    let comma = if body.trim_start().starts_with('}') {
+        ""
+    } else {
+        ","
+    };
+    let head = serde_json::json!({"kind": kind, "apiVersion": api_version}).to_string();
+    let mut out = Vec::with_capacity(text.len() + head.len() + 1);
+    out.extend_from_slice(&head.as_bytes()[..head.len() - 1]);
+    out.extend_from_slice(comma.as_bytes());
+    out.extend_from_slice(body.as_bytes());
+    Some(out)
+}
+
 fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
     let PieceAt {
         format,
@@ -330,6 +408,7 @@ fn parse_text(text: &[u8], at: PieceAt) -> Result<Parsed, ManifestError> {
         line,
         column,
         lean,
+        item_kind: _,
     } = at;
     let syntax = |line, message| ManifestError::Syntax {
         file: file.to_string(),

@@ -65,6 +65,49 @@ fn a_top_level_array_and_concatenated_documents() {
 }
 
 #[test]
+fn typed_list_items_take_the_lists_kind_as_the_api_server_serves_them() {
+    // `GET /api/v1/pods` pages, one after another: items carry no kind or apiVersion.
+    let page = |names: &[&str], cont: &str| {
+        let items: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#"{{"metadata":{{"name":"{n}","namespace":"ns"}},"spec":{{"nodeName":"n1","containers":[]}}}}"#))
+            .collect();
+        format!(
+            r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"7","continue":"{cont}"}},"items":[{}]}}"#,
+            items.join(",")
+        )
+    };
+    let nodes = r#"{"kind":"NodeList","apiVersion":"v1","metadata":{},"items":[{"metadata":{"name":"n1"}},{"metadata":{"name":"n2"}}]}"#;
+    let text = format!("{}{}{nodes}", page(&["a", "b"], "x"), page(&["c"], ""));
+    for lean in [false, true] {
+        let (objs, _) = load_str(&text, lean).unwrap_or_else(|e| panic!("{e}"));
+        let keys: Vec<(String, &str)> = objs
+            .iter()
+            .map(|o| (o.value.key(), o.value.kind()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("ns/a".into(), "Pod"),
+                ("ns/b".into(), "Pod"),
+                ("ns/c".into(), "Pod"),
+                ("n1".into(), "Node"),
+                ("n2".into(), "Node"),
+            ],
+            "lean {lean}"
+        );
+    }
+    // An empty item is a Node of that List, so its error names the kind.
+    let empty = r#"{"kind":"NodeList","apiVersion":"v1","items":[{}]}"#;
+    let e = load_str(empty, false).unwrap_err().to_string();
+    assert!(e.contains("Node (unnamed)"), "{e}");
+    // A plain List says nothing of its items: one without a kind is still an error.
+    let plain = r#"{"kind":"List","apiVersion":"v1","items":[{"metadata":{"name":"x"}}]}"#;
+    let e = load_str(plain, false).unwrap_err().to_string();
+    assert!(e.contains("kind"), "{e}");
+}
+
+#[test]
 fn a_syntax_error_in_an_item_names_its_line_and_column() {
     let bad = r#"{"apiVersion": "v1", "kind": "Node",
   "metadata": {"name": "n2",, }}"#;
