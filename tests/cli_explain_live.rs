@@ -245,3 +245,46 @@ fn a_refused_list_names_the_permission_and_no_nodes_is_an_error() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn version_names_the_client_the_versions_followed_and_the_server() {
+    let s = ApiServer::start();
+    let dir = temp_dir("version");
+    let kc = s.write_kubeconfig(&dir, None);
+    let run = |args: &[&str]| {
+        Command::new(bin())
+            .arg("version")
+            .args(args)
+            .env("KUBECONFIG", &kc)
+            .output()
+            .expect("run kubestep")
+    };
+    let out = run(&[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.starts_with("Client Version: "), "{stdout}");
+    assert!(
+        stdout.contains("v1.35 (checked against v1.35.4)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Server Version: v1.35.4 (context fake (")
+            && stdout.contains("followed as kube-scheduler v1.35"),
+        "{stdout}"
+    );
+    let v: Value = serde_json::from_slice(&run(&["-o", "json"]).stdout).expect("json");
+    assert_eq!(v["serverVersion"]["gitVersion"], "v1.35.4", "{v}");
+    assert_eq!(v["serverVersion"]["followed"], "v1.35", "{v}");
+    let client: Value = serde_json::from_slice(&run(&["--client", "-o", "json"]).stdout).unwrap();
+    assert!(client.get("serverVersion").is_none(), "{client}");
+    // A server that cannot be reached: the client's part, then exit 1 saying why.
+    drop(s);
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).starts_with("Client Version: "));
+    assert!(
+        text(&out.stderr).contains("the server's version: "),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -43,6 +43,7 @@ mod replay;
 mod trace_args;
 mod trace_text;
 mod tui;
+mod version;
 
 use std::process::ExitCode;
 
@@ -109,6 +110,9 @@ pub enum Command {
     Recordings(recordings::RecordingsArgs),
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
+    /// Print kubestep's version, the kube-scheduler versions it follows, and the
+    /// server's (as kubectl version).
+    Version(version::VersionArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = "\
 Examples:
@@ -206,5 +210,6 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(Command::Live(a)) => live::run(a),
         Some(Command::Recordings(a)) => recordings::run(a),
         Some(Command::KrewManifest(a)) => krew::run(a),
+        Some(Command::Version(a)) => version::run(a),
     }
 }
