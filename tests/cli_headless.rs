@@ -302,3 +302,36 @@ fn progress_shows_on_a_terminal_only() {
     // Wiped at the end: what stays on the screen is the output alone.
     assert!(tty.ends_with("\r\x1b[2K"), "{tty:?}");
 }
+
+/// `-o text` is text for every script command: `help` lists the commands, and each
+/// `show` answers in lines (it printed JSON before).
+#[test]
+fn every_script_command_answers_in_text_under_o_text() {
+    let script = "help\nstep\nstep\nstep\nshow cycle\nshow queue\nshow waiting\nshow state\nshow filter\nshow scores\nshow pod ml/llm-finetune-worker-0\n";
+    let out = Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args(["replay", "demo", "--headless", "-o", "text", "--script", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(script.as_bytes())?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with('{')), "{text}");
+    for expected in [
+        "show queue | waiting | cycle | state | filter | scores",
+        "cycle: attempt 1 of data/spark-driver-kqq8tjzrtf-hknhf, done: Unschedulable",
+        "queue at 2026-03-02T09:00:00Z: in flight 0, activeQ 8,",
+        "waiting at 2026-03-02T09:00:00Z: 0 pod(s)",
+        "CycleState of data/spark-driver-kqq8tjzrtf-hknhf:",
+        "  ip-10-0-2-34.ec2.internal   ✗ NodeResourcesFit Reject: Insufficient cpu",
+        "scores of data/spark-driver-kqq8tjzrtf-hknhf: not scored",
+        "pod ml/llm-finetune-worker-0: Pending",
+    ] {
+        assert!(text.contains(expected), "{expected:?} missing:\n{text}");
+    }
+}

@@ -41,6 +41,7 @@ mod record;
 mod recordings;
 mod replay;
 mod trace_args;
+mod trace_show;
 mod trace_text;
 mod tui;
 mod version;

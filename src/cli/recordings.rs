@@ -7,6 +7,17 @@ use clap::Args;
 use kubestep::recording::bundled;
 
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  # The bundled recordings: nodes, pods, events and what each shows
+  kubestep recordings
+
+  # Open one in the terminal UI, or replay it without a screen
+  kubestep replay preemption
+  kubestep replay demo --headless -o text
+
+  # As JSON, one object per line
+  kubestep recordings --json")]
 pub struct RecordingsArgs {
     /// One JSON object per recording instead of a table.
     #[arg(long)]

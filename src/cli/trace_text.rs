@@ -30,6 +30,9 @@ pub(super) fn line(v: &Value) -> String {
         );
         return String::from_utf8_lossy(&out).trim_end().to_string();
     }
+    if let Some(t) = super::trace_show::text(v) {
+        return t;
+    }
     match s("type").as_str() {
         "attempt" => attempt_line(v),
         "step" => {

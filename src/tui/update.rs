@@ -314,16 +314,16 @@ impl App {
         match self.session.run_command(&cmd) {
             Ok(ran) => {
                 let steps = self.session.history.peek_seq() - before;
-                if let ScriptCommand::Show(_) = cmd {
+                if let ScriptCommand::Show(_) | ScriptCommand::Help = cmd {
                     let lines = ran
                         .output
                         .iter()
                         .flat_map(|v| {
-                            serde_json::to_string_pretty(v)
-                                .unwrap_or_default()
-                                .lines()
-                                .map(str::to_string)
-                                .collect::<Vec<_>>()
+                            let text = match v["text"].as_str() {
+                                Some(help) if v["type"] == "help" => help.to_string(),
+                                _ => serde_json::to_string_pretty(v).unwrap_or_default(),
+                            };
+                            text.lines().map(str::to_string).collect::<Vec<_>>()
                         })
                         .collect();
                     self.mode = Mode::Output {

@@ -45,6 +45,24 @@ pub enum PathArg {
 }
 
 #[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  # scheduler_perf's basic workload on 5,000 nodes: the user's path (a whole replay
+  # --headless process) and the decision path, pods per second
+  kubestep bench
+
+  # Every generated workload, JSON for a script
+  kubestep bench --workload all --json
+
+  # Write a workload as a recording, to time it or compare it with the real scheduler
+  kubestep bench --workload basic --emit basic.jsonl
+  kubestep replay basic.jsonl --headless -o json > /dev/null
+
+  # A production-shaped dump (5,000 nodes, 150,000 running pods): explain and replay timed
+  kubestep bench --workload cluster
+
+  # Another configuration or version
+  kubestep bench --config scheduler-config.yaml --kube-version 1.35")]
 pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = WorkloadArg::Basic)]
     workload: WorkloadArg,

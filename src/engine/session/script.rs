@@ -1,6 +1,7 @@
 //! The debugger's command language, shared by headless scripts and the TUI's `:` line:
 //! `step`, `step-plugin`, `finish`, `continue`, `break ...`, `clear`, `allow`, `reject`,
-//! `advance 30s`, `show queue|waiting|cycle|state|filter|scores|pod NS/NAME`, `quit`.
+//! `advance 30s`, `show queue|waiting|cycle|state|filter|scores|pod NS/NAME`, `help`,
+//! `quit`.
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -47,10 +48,44 @@ pub enum Command {
     },
     Advance(Duration),
     Show(Show),
+    /// Every command, a line each.
+    Help,
     Quit,
 }
 
-pub const HELP: &str = "commands: step, step-plugin, finish, continue, break POINT|plugin=NAME|pod=NS/NAME|outcome=unschedulable|wait|error, clear, allow NS/NAME [PLUGIN], reject NS/NAME [PLUGIN] [MESSAGE], advance DURATION, show queue|waiting|cycle|state|filter|scores|pod NS/NAME, quit";
+pub const HELP: &str = "commands: step, step-plugin, finish, continue, break POINT|plugin=NAME|pod=NS/NAME|outcome=unschedulable|wait|error, clear, allow NS/NAME [PLUGIN], reject NS/NAME [PLUGIN] [MESSAGE], advance DURATION, show queue|waiting|cycle|state|filter|scores|pod NS/NAME, help, quit";
+
+/// `help`'s answer: every command with what it does.
+pub const HELP_LINES: &[(&str, &str)] = &[
+    ("step | n", "finish the current extension point"),
+    ("step-plugin | s", "run one plugin of it"),
+    ("finish | f", "finish the current pod's attempt"),
+    (
+        "continue | c",
+        "run to the next breakpoint, or until nothing more can change",
+    ),
+    (
+        "break POINT | plugin=NAME | pod=NS/NAME | outcome=unschedulable|wait|error",
+        "stop there",
+    ),
+    ("clear", "remove every breakpoint"),
+    (
+        "allow NS/NAME [PLUGIN]",
+        "allow a pod waiting at Permit (one plugin, or all)",
+    ),
+    (
+        "reject NS/NAME [PLUGIN] [MESSAGE]",
+        "reject a pod waiting at Permit",
+    ),
+    ("advance DURATION", "let virtual time pass (30s, 5m, 1h)"),
+    (
+        "show queue | waiting | cycle | state | filter | scores",
+        "the queue, waiting pods, the cycle, its CycleState, filter verdicts, scores",
+    ),
+    ("show pod NS/NAME", "a pod: its status and object"),
+    ("help", "this list"),
+    ("quit | q", "stop"),
+];
 
 fn pod_arg(s: Option<&str>, cmd: &str) -> Result<String, String> {
     let p = s.ok_or_else(|| format!("{cmd}: missing pod (namespace/name)"))?;
@@ -91,6 +126,7 @@ pub fn parse(line: &str) -> Result<Option<Command>, String> {
         "continue" | "c" => none(Command::Continue),
         "clear" => none(Command::Clear),
         "quit" | "q" => none(Command::Quit),
+        "help" | "?" => none(Command::Help),
         "break" | "b" => {
             let arg = rest
                 .first()
@@ -228,6 +264,14 @@ impl Session {
                 Show::Scores => trace::scores(self),
                 Show::Pod(p) => trace::pod(self, p),
             }),
+            Command::Help => {
+                let w = HELP_LINES.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+                let lines: Vec<String> = HELP_LINES
+                    .iter()
+                    .map(|(c, what)| format!("{c:<w$}  {what}"))
+                    .collect();
+                output.push(serde_json::json!({"type": "help", "text": lines.join("\n")}));
+            }
             Command::Quit => quit = true,
         }
         Ok(Ran { output, quit })
