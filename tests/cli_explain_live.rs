@@ -288,3 +288,21 @@ fn version_names_the_client_the_versions_followed_and_the_server() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_failing_list_is_retried_and_said() {
+    let s = serve();
+    let dir = temp_dir("retry");
+    let kc = s.write_kubeconfig(&dir, None);
+    s.fail_requests(
+        "/api/v1/pods",
+        support::apiserver::RequestFault::InternalError,
+        1,
+    );
+    let out = explain(&kc, &["-n", "team", "small-7d9f"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("GET /api/v1/pods failed: "), "{stderr}");
+    assert!(stderr.contains("retrying in 1s"), "{stderr}");
+    assert!(stderr.contains("1,203 pods"), "{stderr}");
+}

@@ -309,7 +309,15 @@ fn progress_shows_on_a_terminal_only() {
 fn every_script_command_answers_in_text_under_o_text() {
     let script = "help\nstep\nstep\nstep\nshow cycle\nshow queue\nshow waiting\nshow state\nshow filter\nshow scores\nshow pod ml/llm-finetune-worker-0\n";
     let out = Command::new(env!("CARGO_BIN_EXE_kubestep"))
-        .args(["replay", "demo", "--headless", "-o", "text", "--script", "-"])
+        .args([
+            "replay",
+            "demo",
+            "--headless",
+            "-o",
+            "text",
+            "--script",
+            "-",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -321,7 +329,10 @@ fn every_script_command_answers_in_text_under_o_text() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(!text.lines().any(|l| l.trim_start().starts_with('{')), "{text}");
+    assert!(
+        !text.lines().any(|l| l.trim_start().starts_with('{')),
+        "{text}"
+    );
     for expected in [
         "show queue | waiting | cycle | state | filter | scores",
         "cycle: attempt 1 of data/spark-driver-kqq8tjzrtf-hknhf, done: Unschedulable",

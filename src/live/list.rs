@@ -24,6 +24,10 @@ use crate::cluster::stream;
 /// Objects per page, as kubectl and client-go's informers ask.
 const PAGE: u32 = 500;
 
+/// How long a kind's LIST keeps retrying failures a retry may get over (5xx, dropped
+/// connections) before the read gives up: explain is a question, not a watch.
+const RETRY_BUDGET: Duration = Duration::from_secs(60);
+
 /// Pages in flight between the connection and the parser.
 const PAGES_AHEAD: usize = 4;
 
@@ -168,6 +172,7 @@ async fn fetch_pages(
     let request = Request::new(path);
     let mut token: Option<String> = None;
     let mut wait = Duration::from_secs(1);
+    let mut waited = Duration::ZERO;
     loop {
         let lp = ListParams {
             limit: Some(PAGE),
@@ -188,7 +193,8 @@ async fn fetch_pages(
             Err(kube::Error::Api(s)) if s.code == 404 && token.is_none() => {
                 return Err(Fetch::NotServed);
             }
-            Err(e) if transient(&e) => {
+            Err(e) if transient(&e) && waited < RETRY_BUDGET => {
+                waited += wait;
                 retrying(format!(
                     "GET {path} failed: {}; retrying in {}s",
                     super::error::cause(&e),

@@ -11,8 +11,8 @@ use kubestep::features::{Choice, Features, Source};
 use kubestep::live::ConnectOptions;
 use kubestep::live::list::{ClusterRead, FoundConfig};
 
-/// How long a read may keep retrying a server that answers with errors a retry may get
-/// over (5xx, dropped connections) before it gives up.
+/// How long the first request may keep retrying a server that answers with errors a retry
+/// may get over (5xx, dropped connections) before explain gives up.
 const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The cluster as read, and what the read says about it.
@@ -36,20 +36,19 @@ pub fn read(opts: &ConnectOptions) -> anyhow::Result<Read> {
     let name = super::super::invoked_name();
     let (conn, version, got) = rt.block_on(async {
         let mut conn = kubestep::live::connect(opts).await?;
-        let work = async {
-            let version =
-                kubestep::live::watch::check_version(&mut conn, |m| tell!("{name}: {m}")).await?;
-            let got = kubestep::live::list::read(&conn, |m| tell!("{name}: {m}")).await?;
-            Ok::<_, kubestep::live::LiveError>((version, got))
-        };
-        match tokio::time::timeout(PATIENCE, work).await {
-            Ok(r) => r.map(|(v, g)| (conn, v, g)).map_err(anyhow::Error::from),
-            Err(_) => Err(anyhow::anyhow!(
+        // The first request says whether the server answers at all; the LISTs that
+        // follow take as long as the cluster is large, each kind's retries bounded.
+        let asked = kubestep::live::watch::check_version(&mut conn, |m| tell!("{name}: {m}"));
+        let version = match tokio::time::timeout(PATIENCE, asked).await {
+            Ok(v) => v?,
+            Err(_) => anyhow::bail!(
                 "{} did not answer within {}s (its errors are above); try again, or export the cluster with kubectl and pass --cluster",
                 conn.server(),
                 PATIENCE.as_secs()
-            )),
-        }
+            ),
+        };
+        let got = kubestep::live::list::read(&conn, |m| tell!("{name}: {m}")).await?;
+        Ok::<_, anyhow::Error>((conn, version, got))
     })?;
     let ClusterRead {
         objects,
