@@ -10,7 +10,7 @@ use ratatui::widgets::Paragraph;
 use super::pods::{QState, QueueRow};
 use crate::action::Pane;
 use crate::app::App;
-use crate::components::{fit, pad_elided, pane, span};
+use crate::components::{fit, pane, span};
 use crate::layout;
 use crate::theme::Theme;
 
@@ -92,7 +92,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     format!("{} ", row.state.symbol()),
                     state_style(t, row.state),
                 ),
-                span(pad_elided(&row.pod, name_w), t.base),
+                span(q.names.pad(&row.pod, name_w), t.base),
             ];
             if info_w > 0 {
                 spans.push(span(format!(" {}", fit(&row.info, info_w)), t.muted));

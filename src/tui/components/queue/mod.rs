@@ -15,6 +15,7 @@ use pods::{QueueRow, QueueSort};
 use super::panes::PaneComponent;
 use crate::action::{Command, Pane};
 use crate::app::{App, Level, PromptOwner, clamp, step};
+use crate::components::Elider;
 use crate::layout;
 use crate::session::{Breakpoint, QueueCounts};
 
@@ -33,6 +34,9 @@ pub struct QueuePane {
     pub counts: QueueCounts,
     /// Set while the queue and waiting panes show a past step.
     pub past: Option<PastQueue>,
+    /// The rows' pod names to shorten, with the fingerprint of the names they are of.
+    pub names: Elider,
+    names_of: (usize, u64),
 }
 
 /// What the queue and waiting panes show of a past step.
@@ -104,6 +108,15 @@ impl QueuePane {
             .unwrap_or(0);
         self.order = pods::queue_order(&self.rows, &self.filter, self.sort);
         clamp(&mut self.selected, self.order.len());
+        // The names change when pods come or go: only then are they compared again.
+        let of = (
+            self.rows.len(),
+            fingerprint(self.rows.iter().map(|r| r.pod.as_str())),
+        );
+        if of != self.names_of {
+            self.names = Elider::of(self.rows.iter().map(|r| r.pod.as_str()));
+            self.names_of = of;
+        }
     }
 
     /// Puts the selected pod's full name and status on the status line when the pane's
@@ -117,6 +130,16 @@ impl QueuePane {
             }
         }
     }
+}
+
+/// An order-free fingerprint of names: the same set gives the same number.
+fn fingerprint<'a>(names: impl Iterator<Item = &'a str>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    names.fold(0u64, |acc, n| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        n.hash(&mut h);
+        acc.wrapping_add(h.finish())
+    })
 }
 
 impl PaneComponent for QueuePane {

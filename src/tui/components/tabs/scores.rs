@@ -12,7 +12,7 @@ use ratatui::widgets::Paragraph;
 use super::filter::chosen_node;
 use super::filter::draw::Columns;
 use super::{TabInfo, TabPane, moment_attempts};
-use crate::components::{Shared, fit, span, wrap_hanging};
+use crate::components::{Elider, fit, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::framework::cycle::ScoreTable;
@@ -55,6 +55,8 @@ pub struct ScoresTab {
     pub key: Option<(u64, u64)>,
     pub row: usize,
     pub col: usize,
+    /// The scored nodes' names to shorten, for the attempt they are of.
+    pub names: Option<(u64, Elider)>,
 }
 
 impl TabPane for ScoresTab {
@@ -78,7 +80,7 @@ impl TabPane for ScoresTab {
     fn refresh(app: &mut App) {
         let Some(t) = app
             .moment_attempt()
-            .and_then(|a| a.scores.map(|t| (a.id, t)))
+            .and_then(|a| a.scores.map(|t| (a.id, t, a.names)))
         else {
             app.tabs.scores.order.clear();
             app.tabs.scores.key = None;
@@ -91,7 +93,13 @@ impl TabPane for ScoresTab {
         }
         let order = score_order(t.1);
         let cols = t.1.plugins.len() + t.1.extenders.len();
+        let names = t.2;
+        let new_names = (app.tabs.scores.names.as_ref().map(|n| n.0) != Some(t.0))
+            .then(|| Elider::of(t.1.nodes.iter().map(|&n| names.get(n))));
         app.tabs.scores.order = order;
+        if let Some(names) = new_names {
+            app.tabs.scores.names = Some((key.0, names));
+        }
         app.tabs.scores.key = Some(key);
         clamp(&mut app.tabs.scores.row, app.tabs.scores.order.len());
         clamp(&mut app.tabs.scores.col, cols);
@@ -221,7 +229,14 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         head.push(span(format!(" +{}→", cols_w.right), t.muted));
     }
     lines.push(Line::from(head));
-    let shared = Shared::of(table.nodes.iter().map(|&n| a.names.get(n)));
+    let fresh;
+    let node_names = match &tab.names {
+        Some((id, names)) if *id == a.id => names,
+        _ => {
+            fresh = Elider::of(table.nodes.iter().map(|&n| a.names.get(n)));
+            &fresh
+        }
+    };
     let visible = g.visible;
     let offset = layout::offset(tab.row, visible);
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
@@ -238,7 +253,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         let mut spans: Vec<Span> = vec![span(
             format!(
                 "{mark}{} ",
-                shared.pad(
+                node_names.pad(
                     table.nodes.get(r).map_or("?", |&n| a.names.get(n)),
                     name_w - 1
                 )
@@ -321,9 +336,12 @@ impl Geometry {
             .map(|&n| a.names.get(n).chars().count() + 1)
             .max()
             .unwrap_or(0);
-        let name_w = longest.max(12).min((width / 3).clamp(12, 40));
+        let mut name_w = longest.max(12).min((width / 3).clamp(12, 40));
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let columns = Columns::new(&refs, tab.col, width.saturating_sub(name_w + 15), COL);
+        // Room the columns leave goes to names that are cut.
+        let spare = width.saturating_sub(name_w + 15 + columns.used(&refs));
+        name_w += spare.min(longest.saturating_sub(name_w));
         let legend = columns.legend(&refs, width);
         let footer = wrap_hanging(&summary(tab, a, table, &names), width, 2);
         let visible = (area.height as usize).saturating_sub(1 + legend.len() + footer.len());

@@ -1,8 +1,8 @@
 //! How the Filter matrix is laid out and drawn (the tab's state and keys are in
 //! `mod.rs`, its row order in `order.rs`): plugin columns under full names when they fit, else abbreviated with a
-//! legend and `←N` / `+N→` marks for the columns cut; node names shortened by what they
-//! all share; the selected cell in words and upstream's message below. One geometry
-//! serves drawing and mouse hits.
+//! legend and `←N` / `+N→` marks for the columns cut; node names given the room the
+//! columns leave, and shortened so no two read alike (`Elider`); the selected cell in
+//! words and upstream's message below. One geometry serves drawing and mouse hits.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -13,7 +13,7 @@ use super::order::{MatrixSort, first_failure};
 use crate::action::Pane;
 use crate::app::App;
 use crate::components::tabs::filter::FilterTab;
-use crate::components::{Shared, fit, pad, span, wrap, wrap_hanging};
+use crate::components::{Elider, fit, pad, span, wrap, wrap_hanging};
 use crate::framework::cycle::{FilterCell, FilterMatrix};
 use crate::layout;
 use crate::session::StepRecord;
@@ -94,6 +94,17 @@ impl Columns {
         } else {
             self.col
         }
+    }
+
+    /// The columns' width with the `+N→` mark after them.
+    pub fn used(&self, plugins: &[&str]) -> usize {
+        let cols: usize = self.shown.iter().map(|&c| self.width(plugins[c])).sum();
+        let mark = if self.right > 0 {
+            format!(" +{}→", self.right).chars().count()
+        } else {
+            0
+        };
+        cols + mark
     }
 
     /// `NU NodeUnschedulable · NN NodeName · …` for the columns shown, in at most two
@@ -204,7 +215,14 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         counts.push(span(pad(&text, cols_w.width(m.plugins[c])), style));
     }
     lines.push(Line::from(counts));
-    let shared = Shared::of(m.nodes.iter().map(|&n| a.names.get(n)));
+    let fresh;
+    let names = match &tab.names {
+        Some((id, names)) if *id == (a.id, m.nodes.len()) => names,
+        _ => {
+            fresh = Elider::of(m.nodes.iter().map(|&n| a.names.get(n)));
+            &fresh
+        }
+    };
     let offset = layout::offset(tab.row, visible);
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let first = first_failure(m, r, cols);
@@ -216,7 +234,7 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         let sel_row = i == tab.row;
         let examined = m.was_examined(r);
         let mut spans: Vec<Span> = vec![span(
-            format!("{} ", shared.pad(name, name_w)),
+            format!("{} ", names.pad(name, name_w)),
             if sel_row && focused {
                 t.selection
             } else if examined {
@@ -351,6 +369,9 @@ impl Geometry {
             name_w = name_w.max(title.chars().count()).min(room);
         }
         let columns = Columns::new(&m.plugins, tab.col, width.saturating_sub(name_w + 1), COL);
+        // Room the columns leave goes to names that are cut.
+        let spare = width.saturating_sub(name_w + 1 + columns.used(&m.plugins));
+        name_w += spare.min(longest.saturating_sub(name_w));
         // The cell's words (kubestep's note says which request failed and why) wrap
         // rather than lose their end, up to a third of the pane: the table stays the point.
         let mut cell = wrap_hanging(&cell_text(tab, a, m, cols), width, 2);
