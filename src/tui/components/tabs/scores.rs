@@ -208,7 +208,8 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         );
     }
     let focused = app.focus == Pane::Main;
-    let g = Geometry::new(tab, &a, table, area);
+    let help = app.keymap.key(Command::Help);
+    let g = Geometry::new(tab, &a, table, area, &help);
     let (name_w, cols_w) = (g.name_w, &g.columns);
     let names = &g.names;
     let shown = cols_w.shown.clone();
@@ -322,6 +323,7 @@ impl Geometry {
         a: &step_shown::AttemptData,
         table: &ScoreTable,
         area: Rect,
+        help: &str,
     ) -> Geometry {
         let width = area.width as usize;
         let names: Vec<String> = table
@@ -342,7 +344,8 @@ impl Geometry {
         // Room the columns leave goes to names that are cut.
         let spare = width.saturating_sub(name_w + 15 + columns.used(&refs));
         name_w += spare.min(longest.saturating_sub(name_w));
-        let legend = columns.legend(&refs, width);
+        // The legend whole, unless it would take more than a third of the pane.
+        let legend = columns.legend(&refs, width, area.height as usize / 3, help);
         let footer = wrap_hanging(&summary(tab, a, table, &names), width, 2);
         let visible = (area.height as usize).saturating_sub(1 + legend.len() + footer.len());
         Geometry {
@@ -397,7 +400,8 @@ fn summary(
 fn geometry(app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let table = a.scores?;
-    Some(Geometry::new(&app.tabs.scores, &a, table, inner))
+    let help = app.keymap.key(Command::Help);
+    Some(Geometry::new(&app.tabs.scores, &a, table, inner, &help))
 }
 
 /// Feasible-node rows by rank (highest total first; ties keep feasible order).

@@ -107,27 +107,50 @@ impl Columns {
         cols + mark
     }
 
-    /// `NU NodeUnschedulable · NN NodeName · …` for the columns shown, in at most two
-    /// lines of `width` (nothing when the headers are the full names).
-    pub fn legend(&self, plugins: &[&str], width: usize) -> Vec<String> {
+    /// `NU NodeUnschedulable · NN NodeName · …` for the columns shown (nothing when the
+    /// headers are the full names), each entry whole on a line of `width`, in as many
+    /// lines as it takes up to `max`; beyond that the last line says help has them all
+    /// (`help` is its key).
+    pub fn legend(&self, plugins: &[&str], width: usize, max: usize, help: &str) -> Vec<String> {
         if self.full || self.shown.is_empty() {
             return Vec::new();
         }
-        let text = self
+        let entries: Vec<String> = self
             .shown
             .iter()
-            .map(|&c| format!("{} {}", abbrev(plugins[c]), plugins[c]))
-            .collect::<Vec<_>>()
-            .join(" · ");
-        let mut lines = wrap(&text, width);
-        if lines.len() > 2 {
-            lines.truncate(2);
+            .map(|&c| fit(&format!("{} {}", abbrev(plugins[c]), plugins[c]), width))
+            .collect();
+        let mut lines = join_wrapped(&entries, " · ", width);
+        if lines.len() > max.max(1) {
+            lines.truncate(max.max(1));
             if let Some(last) = lines.last_mut() {
-                *last = fit(&format!("{last} …"), width);
+                let more = format!(" … all in help ({help})");
+                let keep = width.saturating_sub(more.chars().count());
+                *last = format!("{}{more}", fit(last, keep));
             }
         }
         lines
     }
+}
+
+/// `items` joined by `sep` in lines of at most `width`, an item never split across two.
+fn join_wrapped(items: &[String], sep: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for item in items {
+        let n = cur.chars().count();
+        if n > 0 && n + sep.chars().count() + item.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push_str(sep);
+        }
+        cur.push_str(item);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 /// `NodeResourcesFit` → `NRF`: capitals of the name (short, still recognisable).
@@ -187,7 +210,8 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         );
     };
     let focused = app.focus == Pane::Main;
-    let g = Geometry::new(tab, &a, m, cols, step, area);
+    let help = app.keymap.key(crate::action::Command::Help);
+    let g = Geometry::new(tab, &a, m, cols, step, area, &help);
     let (name_w, cols_w, visible) = (g.name_w, &g.columns, g.visible);
     let mut lines: Vec<Line> = Vec::new();
     let shown = cols_w.shown.clone();
@@ -313,6 +337,7 @@ impl Geometry {
         cols: usize,
         step: &StepRecord,
         area: Rect,
+        help: &str,
     ) -> Geometry {
         let total = m.nodes.len();
         // Upstream's search stopped early: the rest are kubestep's, counted apart.
@@ -392,7 +417,8 @@ impl Geometry {
         };
         // The summary (upstream's message) wraps too: its lines are kept free of rows.
         let summary_h = wrap(&format!("Σ {summary}"), width).len().min(3);
-        let legend = columns.legend(&m.plugins, width);
+        // The legend whole, unless it would take more than a third of the pane.
+        let legend = columns.legend(&m.plugins, width, area.height as usize / 3, help);
         let visible = (area.height as usize)
             .saturating_sub(HEADER_ROWS as usize + cell.len() + summary_h + legend.len());
         Geometry {
@@ -422,7 +448,8 @@ pub fn geometry(tab: &FilterTab, app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let m = a.matrix?;
     let cols = step_shown::filter_columns(step, m)?;
-    Some(Geometry::new(tab, &a, m, cols, step, inner))
+    let help = app.keymap.key(crate::action::Command::Help);
+    Some(Geometry::new(tab, &a, m, cols, step, inner, &help))
 }
 
 /// The selected cell in words.
