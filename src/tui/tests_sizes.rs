@@ -131,3 +131,20 @@ fn help_has_the_plugin_column_legend() {
         );
     }
 }
+
+/// The header keeps the queue counts at 80×24: at the start, with a pod and its
+/// extension point shown, and at a past step (the other parts give way).
+#[test]
+fn the_header_keeps_the_queue_counts_at_80x24() {
+    let mut app = demo_recording((80, 24));
+    let header = |app: &mut App| screen(app).lines().next().unwrap_or_default().to_string();
+    let h = header(&mut app);
+    assert!(h.contains(" act ") && h.contains(" bound "), "{h}");
+    press(&mut app, "nn");
+    let h = header(&mut app);
+    assert!(h.contains(" act ") && h.contains(" bound "), "{h}");
+    press(&mut app, "f[");
+    let h = header(&mut app);
+    assert!(h.contains("⏪ step"), "{h}");
+    assert!(h.contains(" act ") && h.contains(" bound "), "{h}");
+}
