@@ -228,6 +228,8 @@ mod live_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_queue;
+#[cfg(test)]
 mod tests_sizes;
 #[cfg(test)]
 mod tests_waits;

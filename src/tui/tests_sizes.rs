@@ -1,7 +1,7 @@
 //! Every tab at the sizes people's terminals have (80×24, 120×40), on the bundled demo
 //! recording and on a 5,000-node cluster: snapshots to review, and the rules checked
-//! directly — every tab on the tab bar, the matrix's abbreviations explained, cut columns
-//! and names marked.
+//! directly — every tab on the tab bar, every abbreviated column spelled out, cut
+//! columns and names marked.
 
 use super::action::{Action, Tab};
 use super::app::App;
@@ -56,6 +56,26 @@ fn check_filter(s: &str) {
     }
 }
 
+/// Every abbreviated plugin column shown is spelled out on the screen (`NRF
+/// NodeResourcesFit`), none left to a cut legend.
+fn check_legend(s: &str) {
+    let lines: Vec<&str> = s.lines().collect();
+    let Some(head) = lines.iter().find(|l| l.contains("Node (")) else {
+        return;
+    };
+    let abbrevs = head
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 2 && w.chars().all(|c| c.is_ascii_uppercase()));
+    for a in abbrevs {
+        let pat = format!("{a} ");
+        let spelled = lines.iter().any(|l| {
+            l.match_indices(&pat)
+                .any(|(i, _)| l[i + pat.len()..].starts_with(|c: char| c.is_ascii_uppercase()))
+        });
+        assert!(spelled, "{a} is not spelled out:\n{s}");
+    }
+}
+
 #[test]
 fn every_tab_of_the_demo_at_80x24_and_120x40() {
     for (w, h) in SIZES {
@@ -63,6 +83,9 @@ fn every_tab_of_the_demo_at_80x24_and_120x40() {
         for (tab, s) in every_tab(&mut app, "fff") {
             if tab == Tab::Filter {
                 check_filter(&s);
+            }
+            if matches!(tab, Tab::Filter | Tab::Scores) {
+                check_legend(&s);
             }
             insta::assert_snapshot!(format!("demo_{w}x{h}_{}", tab.title()), s);
         }
@@ -77,6 +100,9 @@ fn every_tab_of_5000_nodes_at_80x24_and_120x40() {
             if tab == Tab::Filter {
                 check_filter(&s);
                 assert!(s.contains("5000"), "{s}");
+            }
+            if matches!(tab, Tab::Filter | Tab::Scores) {
+                check_legend(&s);
             }
             insta::assert_snapshot!(format!("nodes5000_{w}x{h}_{}", tab.title()), s);
         }
@@ -104,4 +130,21 @@ fn help_has_the_plugin_column_legend() {
             "{short} {name}:\n{s}"
         );
     }
+}
+
+/// The header keeps the queue counts at 80×24: at the start, with a pod and its
+/// extension point shown, and at a past step (the other parts give way).
+#[test]
+fn the_header_keeps_the_queue_counts_at_80x24() {
+    let mut app = demo_recording((80, 24));
+    let header = |app: &mut App| screen(app).lines().next().unwrap_or_default().to_string();
+    let h = header(&mut app);
+    assert!(h.contains(" act ") && h.contains(" bound "), "{h}");
+    press(&mut app, "nn");
+    let h = header(&mut app);
+    assert!(h.contains(" act ") && h.contains(" bound "), "{h}");
+    press(&mut app, "f[");
+    let h = header(&mut app);
+    assert!(h.contains("⏪ step"), "{h}");
+    assert!(h.contains(" act ") && h.contains(" bound "), "{h}");
 }

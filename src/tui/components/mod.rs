@@ -22,7 +22,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::app::App;
-pub use text::{Shared, elide, fit, pad, pad_elided, wrap, wrap_hanging, wrap_line_hanging};
+pub use text::{Elider, fit, pad, wrap, wrap_hanging, wrap_line_hanging};
 
 /// A pane's bordered block; the focused pane's border and title use the focus slot.
 pub fn pane<'a>(app: &App, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {

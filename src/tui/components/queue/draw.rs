@@ -1,6 +1,7 @@
-//! How the Queue pane is drawn: every pod by where it is (in flight, activeQ, backoffQ
-//! with time left, unschedulable with the last reason, gated, waiting, bound); at a past
-//! step, the queue as it was then (title marked ⏪).
+//! How the Queue pane is drawn: the pods still to decide by where they are (in flight,
+//! activeQ, backoffQ with time left, unschedulable with the last reason, gated,
+//! waiting) and, on `d`, the bound ones; the title counts what is listed and the bound
+//! pods hidden or listed; at a past step, the queue as it was then (title marked ⏪).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,9 +9,10 @@ use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
 use super::pods::{QState, QueueRow};
+use super::{QueuePane, SHOW_BOUND};
 use crate::action::Pane;
 use crate::app::App;
-use crate::components::{fit, pad_elided, pane, span};
+use crate::components::{fit, pane, span};
 use crate::layout;
 use crate::theme::Theme;
 
@@ -41,26 +43,25 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let focused = app.focus == Pane::Queue;
     let q = &app.queue;
-    // A past queue history no longer keeps has no counts: "0/0" would read as empty.
-    let mut title = match &q.past {
-        Some(p) if !p.kept => " Queue ".to_string(),
-        _ => format!(" Queue {}/{} ", q.order.len(), q.rows.len()),
-    };
-    if !q.filter.is_empty() {
-        title.push_str(&format!("/{} ", q.filter));
-    }
-    if q.sort != Default::default() {
-        title.push_str(&format!("by {} ", q.sort.label()));
-    }
+    let past = q.past.as_ref().map(|p| {
+        let unlisted = if p.unlisted_bound > 0 {
+            format!("+{} bound then, changed since ", p.unlisted_bound)
+        } else {
+            String::new()
+        };
+        (format!("⏪ step {} ", p.seq), unlisted)
+    });
+    let past_w = past
+        .as_ref()
+        .map_or(0, |(a, b)| a.chars().count() + b.chars().count());
+    let key = app.keymap.key(SHOW_BOUND);
+    let room = (area.width as usize).saturating_sub(2 + past_w);
     // Unstyled: the pane's title style (focused or not) applies.
-    let mut title = vec![span(title, ratatui::style::Style::default())];
-    if let Some(p) = &q.past {
-        title.push(span(format!("⏪ step {} ", p.seq), t.warning));
-        if p.unlisted_bound > 0 {
-            title.push(span(
-                format!("+{} bound then, changed since ", p.unlisted_bound),
-                t.muted,
-            ));
+    let mut title = vec![span(title(q, &key, room), ratatui::style::Style::default())];
+    if let Some((at, unlisted)) = past {
+        title.push(span(at, t.warning));
+        if !unlisted.is_empty() {
+            title.push(span(unlisted, t.muted));
         }
     }
     let mut block = pane(app, Line::from(title), focused);
@@ -92,7 +93,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                     format!("{} ", row.state.symbol()),
                     state_style(t, row.state),
                 ),
-                span(pad_elided(&row.pod, name_w), t.base),
+                span(q.names.pad(&row.pod, name_w), t.base),
             ];
             if info_w > 0 {
                 spans.push(span(format!(" {}", fit(&row.info, info_w)), t.muted));
@@ -113,13 +114,73 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 p.seq,
                 app.keymap.label(crate::action::Command::Live)
             ),
+            _ if q.rows.is_empty() && q.bound > 0 && !q.show_bound => format!(
+                "no pod left to decide: the {} bound are hidden ({key} lists them)",
+                q.bound
+            ),
             _ if q.rows.is_empty() => "no pods".into(),
+            _ if q.bound > 0 && !q.show_bound => format!(
+                "no pod to decide matches the filter ({key} lists the {} bound too)",
+                q.bound
+            ),
             _ => "no pod matches the filter".into(),
         };
         let p = Paragraph::new(span(msg, t.muted)).wrap(ratatui::widgets::Wrap { trim: true });
         f.render_widget(p, inner);
     } else {
         f.render_widget(Paragraph::new(lines), inner);
+    }
+}
+
+/// The title's text, in `room` columns if it can: how many pods are listed (how many
+/// match the filter of them), and how many bound pods are hidden or listed, with the
+/// key that shows or hides them; shorter forms for a narrow pane, the key first to go.
+/// `Queue 300, 60000 bound hidden (d)`, `Queue 12/60300 incl. 60000 bound (d) /web`.
+pub fn title(q: &QueuePane, key: &str, room: usize) -> String {
+    // A past queue history no longer keeps has no counts: "0/0" would read as empty.
+    if q.past.as_ref().is_some_and(|p| !p.kept) {
+        return " Queue ".to_string();
+    }
+    let listed = q.rows.len();
+    let count = if q.filter.is_empty() {
+        listed.to_string()
+    } else {
+        format!("{}/{listed}", q.order.len())
+    };
+    let b = q.bound;
+    let forms: Vec<String> = match (q.show_bound, b) {
+        (false, 0) => vec![String::new()],
+        (false, b) => vec![
+            format!(", {b} bound hidden ({key})"),
+            format!(" +{b} bound ({key})"),
+            format!(" +{b} bound"),
+        ],
+        (true, b) => vec![
+            format!(" incl. {b} bound ({key})"),
+            format!(" incl. {b} bound"),
+            format!(" ({b} bound)"),
+        ],
+    };
+    let mut rest = String::new();
+    if !q.filter.is_empty() {
+        rest.push_str(&format!("/{} ", q.filter));
+    }
+    if q.sort != Default::default() {
+        rest.push_str(&format!("by {} ", q.sort.label()));
+    }
+    let texts: Vec<String> = forms
+        .iter()
+        .map(|f| format!(" Queue {count}{f} {rest}"))
+        .collect();
+    let fits = texts.iter().find(|t| t.chars().count() <= room);
+    match fits {
+        Some(t) => t.clone(),
+        None => {
+            let last = texts.last().cloned().unwrap_or_default();
+            // Cut, marked, but never below the count.
+            let keep = room.max(format!(" Queue {count} ").chars().count());
+            format!("{} ", fit(last.trim_end(), keep.saturating_sub(1)))
+        }
     }
 }
 

@@ -1,9 +1,11 @@
-//! The Queue pane: every pod by where it is, filtered (`/`) and sorted (`o`); Enter
-//! shows the pod. At a past step it shows the queue, and the Waiting pane the pods held
-//! at Permit, as history kept them after that step (`session::queue_history`), never
-//! the present's. `pods.rs` builds the rows, `draw.rs` draws them.
+//! The Queue pane: the pods still to decide (activeQ, backoffQ, unschedulable, in
+//! flight, gated, waiting at Permit or PreBind) by where they are, and the bound ones
+//! too on `d`; filtered (`/`) and sorted (`o`); Enter shows the pod. At a past step it
+//! shows the queue, and the Waiting pane the pods held at Permit, as history kept them
+//! after that step (`session::queue_history`), never the present's. `pods.rs` builds
+//! the rows, `draw.rs` draws them.
 
-mod draw;
+pub mod draw;
 pub mod pods;
 
 use ratatui::Frame;
@@ -13,15 +15,31 @@ use draw::selected_text;
 use pods::{QueueRow, QueueSort};
 
 use super::panes::PaneComponent;
-use crate::action::{Command, Pane};
+use crate::action::{Command, OwnCommand, Pane};
 use crate::app::{App, Level, PromptOwner, clamp, step};
+use crate::components::Elider;
 use crate::layout;
 use crate::session::{Breakpoint, QueueCounts};
+
+/// The pane's own commands.
+const OWN: [OwnCommand; 1] = [OwnCommand {
+    name: "show-bound",
+    help: "queue: list the bound pods too, or hide them again (at first the queue lists the pods still to decide)",
+    group: "Queue and Filter tab",
+    keys: &["d"],
+    synonyms: &["hide bound", "scheduled", "done", "all pods", "hidden"],
+}];
+pub const SHOW_BOUND: Command = Command::Own(&OWN[0]);
 
 /// The Queue pane's state (its rows are rebuilt after each change, never per frame).
 #[derive(Debug, Default)]
 pub struct QueuePane {
+    /// The pods still to decide, and the bound ones when `show_bound`.
     pub rows: Vec<QueueRow>,
+    /// Bound pods are listed (`d`); hidden at first.
+    pub show_bound: bool,
+    /// Pods bound at the moment shown, listed or not.
+    pub bound: usize,
     /// Rows after filter and sort (indices into `rows`).
     pub order: Vec<usize>,
     pub filter: String,
@@ -33,6 +51,9 @@ pub struct QueuePane {
     pub counts: QueueCounts,
     /// Set while the queue and waiting panes show a past step.
     pub past: Option<PastQueue>,
+    /// The rows' pod names to shorten, with the fingerprint of the names they are of.
+    pub names: Elider,
+    names_of: (usize, u64),
 }
 
 /// What the queue and waiting panes show of a past step.
@@ -58,10 +79,12 @@ impl QueuePane {
             .cursor
             .and_then(|c| app.session.history.step(c))
             .map(|s| (s.seq, s.at));
+        let bound = app.queue.show_bound;
         let Some((seq, at)) = step else {
             let m = app.session.queue_now();
-            let (rows, _) = pods::queue_rows(&app.session, &m, app.session.now(), false);
+            let (rows, _) = pods::queue_rows(&app.session, &m, app.session.now(), false, bound);
             app.queue.rows = rows;
+            app.queue.bound = m.bound;
             app.waiting.rows = m.waiting;
             app.queue.counts = app.session.counts();
             app.queue.past = None;
@@ -69,7 +92,8 @@ impl QueuePane {
         };
         match app.session.history.queues.at(seq).cloned() {
             Some(m) if m.recorded => {
-                let (rows, unlisted_bound) = pods::queue_rows(&app.session, &m, at, true);
+                let (rows, unlisted_bound) = pods::queue_rows(&app.session, &m, at, true, bound);
+                app.queue.bound = m.bound;
                 let mut waiting: Vec<&str> = m.waiting.iter().map(|w| w.pod.as_str()).collect();
                 waiting.dedup();
                 app.queue.past = Some(PastQueue {
@@ -89,6 +113,7 @@ impl QueuePane {
                     waiting: 0,
                 });
                 app.queue.rows.clear();
+                app.queue.bound = 0;
                 app.waiting.rows.clear();
             }
         }
@@ -104,6 +129,39 @@ impl QueuePane {
             .unwrap_or(0);
         self.order = pods::queue_order(&self.rows, &self.filter, self.sort);
         clamp(&mut self.selected, self.order.len());
+        // The names change when pods come, go, bind (while bound pods are hidden) or
+        // bound pods are shown: only then are they compared again.
+        let of = (
+            self.rows.len(),
+            fingerprint(self.rows.iter().map(|r| r.pod.as_str())),
+        );
+        if of != self.names_of {
+            self.names = Elider::of(self.rows.iter().map(|r| r.pod.as_str()));
+            self.names_of = of;
+        }
+    }
+
+    /// `d`: bound pods listed, or hidden again; the selected pod stays selected when it
+    /// is still listed.
+    fn toggle_bound(app: &mut App) {
+        let pod = app.queue.selected_row().map(|r| r.pod.clone());
+        app.queue.show_bound = !app.queue.show_bound;
+        Self::refresh(app);
+        app.queue.refresh_order();
+        let q = &mut app.queue;
+        if let Some(i) = pod.and_then(|p| q.order.iter().position(|&i| q.rows[i].pod == p)) {
+            q.selected = i;
+        }
+        let msg = if q.show_bound {
+            format!("queue: bound pods listed ({})", q.bound)
+        } else {
+            format!(
+                "queue: bound pods hidden ({}); the queue lists the {} pod(s) still to decide",
+                q.bound,
+                q.rows.len()
+            )
+        };
+        app.info(msg);
     }
 
     /// Puts the selected pod's full name and status on the status line when the pane's
@@ -119,10 +177,22 @@ impl QueuePane {
     }
 }
 
+/// An order-free fingerprint of names: the same set gives the same number.
+fn fingerprint<'a>(names: impl Iterator<Item = &'a str>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    names.fold(0u64, |acc, n| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        n.hash(&mut h);
+        acc.wrapping_add(h.finish())
+    })
+}
+
 impl PaneComponent for QueuePane {
     // The Filter tab has a filter and a sort of its own; the queue's are the fallback.
     const KEYS: &'static [(Command, &'static [&'static str])] =
         &[(Command::Filter, &["/"]), (Command::Sort, &["o"])];
+
+    const COMMANDS: &'static [OwnCommand] = &OWN;
 
     fn of(app: &App) -> &Self {
         &app.queue
@@ -183,6 +253,7 @@ impl PaneComponent for QueuePane {
                 app.queue.refresh_order();
                 app.info(format!("pods sorted by {}", app.queue.sort.label()));
             }
+            _ if c == SHOW_BOUND => Self::toggle_bound(app),
             _ => return false,
         }
         true

@@ -1,6 +1,7 @@
-//! The queue pane's rows, rebuilt after the session changes (never per frame): every pod
-//! by sub-queue, at the moment shown, and their order (filter, sort); the waiting pane's
-//! rows come with them (one per pod and plugin waited on).
+//! The queue pane's rows, rebuilt after the session changes (never per frame): the pods
+//! still to decide by sub-queue (and the bound ones on request), at the moment shown, and
+//! their order (filter, sort); the waiting pane's rows come with them (one per pod and
+//! plugin waited on).
 
 use std::collections::HashMap;
 
@@ -99,15 +100,19 @@ fn left(expiry: Option<Timestamp>, now: Timestamp) -> String {
     }
 }
 
-/// Every pod of a moment of the queue (now, or a past one from history), grouped by
-/// where it was; `at` is that moment's time (backoff left is counted to it). Bound pods
-/// come from the present records: in the past, those whose record has not changed since
-/// (`past`), and the number of pods bound then whose record changed or went since.
+/// The pods of a moment of the queue (now, or a past one from history) still to decide,
+/// grouped by where they were, and the bound ones too when `bound` asks for them; `at`
+/// is that moment's time (backoff left is counted to it). Bound pods come from the
+/// present records: in the past, those whose record has not changed since (`past`),
+/// and the number of pods bound then whose record changed or went since (0 when bound
+/// pods are not listed). A large cluster's bound pods are most of its pods: without
+/// `bound` their rows are not built at all.
 pub fn queue_rows(
     s: &Session,
     m: &QueueMoment,
     at: Timestamp,
     past: bool,
+    bound: bool,
 ) -> (Vec<QueueRow>, usize) {
     let mut rows = Vec::new();
     let mut bound_then = 0;
@@ -170,6 +175,9 @@ pub fn queue_rows(
             info,
             attempts: r.attempts,
         });
+    }
+    if !bound {
+        return (rows, 0);
     }
     let bound = s
         .records()

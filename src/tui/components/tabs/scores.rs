@@ -12,7 +12,7 @@ use ratatui::widgets::Paragraph;
 use super::filter::chosen_node;
 use super::filter::draw::Columns;
 use super::{TabInfo, TabPane, moment_attempts};
-use crate::components::{Shared, fit, span, wrap_hanging};
+use crate::components::{Elider, fit, span, wrap_hanging};
 use crate::action::{Command, Pane};
 use crate::app::{App, clamp, step};
 use crate::framework::cycle::ScoreTable;
@@ -55,6 +55,8 @@ pub struct ScoresTab {
     pub key: Option<(u64, u64)>,
     pub row: usize,
     pub col: usize,
+    /// The scored nodes' names to shorten, for the attempt they are of.
+    pub names: Option<(u64, Elider)>,
 }
 
 impl TabPane for ScoresTab {
@@ -78,7 +80,7 @@ impl TabPane for ScoresTab {
     fn refresh(app: &mut App) {
         let Some(t) = app
             .moment_attempt()
-            .and_then(|a| a.scores.map(|t| (a.id, t)))
+            .and_then(|a| a.scores.map(|t| (a.id, t, a.names)))
         else {
             app.tabs.scores.order.clear();
             app.tabs.scores.key = None;
@@ -91,7 +93,13 @@ impl TabPane for ScoresTab {
         }
         let order = score_order(t.1);
         let cols = t.1.plugins.len() + t.1.extenders.len();
+        let names = t.2;
+        let new_names = (app.tabs.scores.names.as_ref().map(|n| n.0) != Some(t.0))
+            .then(|| Elider::of(t.1.nodes.iter().map(|&n| names.get(n))));
         app.tabs.scores.order = order;
+        if let Some(names) = new_names {
+            app.tabs.scores.names = Some((key.0, names));
+        }
         app.tabs.scores.key = Some(key);
         clamp(&mut app.tabs.scores.row, app.tabs.scores.order.len());
         clamp(&mut app.tabs.scores.col, cols);
@@ -200,7 +208,8 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         );
     }
     let focused = app.focus == Pane::Main;
-    let g = Geometry::new(tab, &a, table, area);
+    let help = app.keymap.key(Command::Help);
+    let g = Geometry::new(tab, &a, table, area, &help);
     let (name_w, cols_w) = (g.name_w, &g.columns);
     let names = &g.names;
     let shown = cols_w.shown.clone();
@@ -221,7 +230,14 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         head.push(span(format!(" +{}→", cols_w.right), t.muted));
     }
     lines.push(Line::from(head));
-    let shared = Shared::of(table.nodes.iter().map(|&n| a.names.get(n)));
+    let fresh;
+    let node_names = match &tab.names {
+        Some((id, names)) if *id == a.id => names,
+        _ => {
+            fresh = Elider::of(table.nodes.iter().map(|&n| a.names.get(n)));
+            &fresh
+        }
+    };
     let visible = g.visible;
     let offset = layout::offset(tab.row, visible);
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
@@ -238,7 +254,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         let mut spans: Vec<Span> = vec![span(
             format!(
                 "{mark}{} ",
-                shared.pad(
+                node_names.pad(
                     table.nodes.get(r).map_or("?", |&n| a.names.get(n)),
                     name_w - 1
                 )
@@ -307,6 +323,7 @@ impl Geometry {
         a: &step_shown::AttemptData,
         table: &ScoreTable,
         area: Rect,
+        help: &str,
     ) -> Geometry {
         let width = area.width as usize;
         let names: Vec<String> = table
@@ -321,10 +338,14 @@ impl Geometry {
             .map(|&n| a.names.get(n).chars().count() + 1)
             .max()
             .unwrap_or(0);
-        let name_w = longest.max(12).min((width / 3).clamp(12, 40));
+        let mut name_w = longest.max(12).min((width / 3).clamp(12, 40));
         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
         let columns = Columns::new(&refs, tab.col, width.saturating_sub(name_w + 15), COL);
-        let legend = columns.legend(&refs, width);
+        // Room the columns leave goes to names that are cut.
+        let spare = width.saturating_sub(name_w + 15 + columns.used(&refs));
+        name_w += spare.min(longest.saturating_sub(name_w));
+        // The legend whole, unless it would take more than a third of the pane.
+        let legend = columns.legend(&refs, width, area.height as usize / 3, help);
         let footer = wrap_hanging(&summary(tab, a, table, &names), width, 2);
         let visible = (area.height as usize).saturating_sub(1 + legend.len() + footer.len());
         Geometry {
@@ -379,7 +400,8 @@ fn summary(
 fn geometry(app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let table = a.scores?;
-    Some(Geometry::new(&app.tabs.scores, &a, table, inner))
+    let help = app.keymap.key(Command::Help);
+    Some(Geometry::new(&app.tabs.scores, &a, table, inner, &help))
 }
 
 /// Feasible-node rows by rank (highest total first; ties keep feasible order).

@@ -9,7 +9,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use crate::action::Pane;
 use crate::app::App;
 use crate::components::text::short_duration;
-use crate::components::{elide, pane, span};
+use crate::components::{Elider, pane, span};
 use crate::layout;
 
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
@@ -63,6 +63,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let visible = layout::visible_rows(area, 0, 0);
     let offset = layout::offset(app.waiting.selected, visible);
     let w = inner.width as usize;
+    let names = Elider::of(app.waiting.rows.iter().map(|r| r.pod.as_str()));
     let lines: Vec<Line> = app
         .waiting
         .rows
@@ -90,7 +91,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             let name_w = w.saturating_sub(tail.chars().count() + 2);
             let mut line = Line::from(vec![
                 span(format!("{mark} "), style),
-                span(elide(&r.pod, name_w), t.base),
+                span(names.shorten(&r.pod, name_w), t.base),
                 span(tail, t.muted),
             ]);
             if i == app.waiting.selected && focused {

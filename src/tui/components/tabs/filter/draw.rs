@@ -1,8 +1,8 @@
 //! How the Filter matrix is laid out and drawn (the tab's state and keys are in
 //! `mod.rs`, its row order in `order.rs`): plugin columns under full names when they fit, else abbreviated with a
-//! legend and `←N` / `+N→` marks for the columns cut; node names shortened by what they
-//! all share; the selected cell in words and upstream's message below. One geometry
-//! serves drawing and mouse hits.
+//! legend and `←N` / `+N→` marks for the columns cut; node names given the room the
+//! columns leave, and shortened so no two read alike (`Elider`); the selected cell in
+//! words and upstream's message below. One geometry serves drawing and mouse hits.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -13,7 +13,7 @@ use super::order::{MatrixSort, first_failure};
 use crate::action::Pane;
 use crate::app::App;
 use crate::components::tabs::filter::FilterTab;
-use crate::components::{Shared, fit, pad, span, wrap, wrap_hanging};
+use crate::components::{Elider, fit, pad, span, wrap, wrap_hanging};
 use crate::framework::cycle::{FilterCell, FilterMatrix};
 use crate::layout;
 use crate::session::StepRecord;
@@ -96,27 +96,61 @@ impl Columns {
         }
     }
 
-    /// `NU NodeUnschedulable · NN NodeName · …` for the columns shown, in at most two
-    /// lines of `width` (nothing when the headers are the full names).
-    pub fn legend(&self, plugins: &[&str], width: usize) -> Vec<String> {
+    /// The columns' width with the `+N→` mark after them.
+    pub fn used(&self, plugins: &[&str]) -> usize {
+        let cols: usize = self.shown.iter().map(|&c| self.width(plugins[c])).sum();
+        let mark = if self.right > 0 {
+            format!(" +{}→", self.right).chars().count()
+        } else {
+            0
+        };
+        cols + mark
+    }
+
+    /// `NU NodeUnschedulable · NN NodeName · …` for the columns shown (nothing when the
+    /// headers are the full names), each entry whole on a line of `width`, in as many
+    /// lines as it takes up to `max`; beyond that the last line says help has them all
+    /// (`help` is its key).
+    pub fn legend(&self, plugins: &[&str], width: usize, max: usize, help: &str) -> Vec<String> {
         if self.full || self.shown.is_empty() {
             return Vec::new();
         }
-        let text = self
+        let entries: Vec<String> = self
             .shown
             .iter()
-            .map(|&c| format!("{} {}", abbrev(plugins[c]), plugins[c]))
-            .collect::<Vec<_>>()
-            .join(" · ");
-        let mut lines = wrap(&text, width);
-        if lines.len() > 2 {
-            lines.truncate(2);
+            .map(|&c| fit(&format!("{} {}", abbrev(plugins[c]), plugins[c]), width))
+            .collect();
+        let mut lines = join_wrapped(&entries, " · ", width);
+        if lines.len() > max.max(1) {
+            lines.truncate(max.max(1));
             if let Some(last) = lines.last_mut() {
-                *last = fit(&format!("{last} …"), width);
+                let more = format!(" … all in help ({help})");
+                let keep = width.saturating_sub(more.chars().count());
+                *last = format!("{}{more}", fit(last, keep));
             }
         }
         lines
     }
+}
+
+/// `items` joined by `sep` in lines of at most `width`, an item never split across two.
+fn join_wrapped(items: &[String], sep: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for item in items {
+        let n = cur.chars().count();
+        if n > 0 && n + sep.chars().count() + item.chars().count() > width {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push_str(sep);
+        }
+        cur.push_str(item);
+    }
+    if !cur.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
 
 /// `NodeResourcesFit` → `NRF`: capitals of the name (short, still recognisable).
@@ -176,7 +210,8 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         );
     };
     let focused = app.focus == Pane::Main;
-    let g = Geometry::new(tab, &a, m, cols, step, area);
+    let help = app.keymap.key(crate::action::Command::Help);
+    let g = Geometry::new(tab, &a, m, cols, step, area, &help);
     let (name_w, cols_w, visible) = (g.name_w, &g.columns, g.visible);
     let mut lines: Vec<Line> = Vec::new();
     let shown = cols_w.shown.clone();
@@ -204,7 +239,14 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         counts.push(span(pad(&text, cols_w.width(m.plugins[c])), style));
     }
     lines.push(Line::from(counts));
-    let shared = Shared::of(m.nodes.iter().map(|&n| a.names.get(n)));
+    let fresh;
+    let names = match &tab.names {
+        Some((id, names)) if *id == (a.id, m.nodes.len()) => names,
+        _ => {
+            fresh = Elider::of(m.nodes.iter().map(|&n| a.names.get(n)));
+            &fresh
+        }
+    };
     let offset = layout::offset(tab.row, visible);
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let first = first_failure(m, r, cols);
@@ -216,7 +258,7 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
         let sel_row = i == tab.row;
         let examined = m.was_examined(r);
         let mut spans: Vec<Span> = vec![span(
-            format!("{} ", shared.pad(name, name_w)),
+            format!("{} ", names.pad(name, name_w)),
             if sel_row && focused {
                 t.selection
             } else if examined {
@@ -295,6 +337,7 @@ impl Geometry {
         cols: usize,
         step: &StepRecord,
         area: Rect,
+        help: &str,
     ) -> Geometry {
         let total = m.nodes.len();
         // Upstream's search stopped early: the rest are kubestep's, counted apart.
@@ -351,6 +394,9 @@ impl Geometry {
             name_w = name_w.max(title.chars().count()).min(room);
         }
         let columns = Columns::new(&m.plugins, tab.col, width.saturating_sub(name_w + 1), COL);
+        // Room the columns leave goes to names that are cut.
+        let spare = width.saturating_sub(name_w + 1 + columns.used(&m.plugins));
+        name_w += spare.min(longest.saturating_sub(name_w));
         // The cell's words (kubestep's note says which request failed and why) wrap
         // rather than lose their end, up to a third of the pane: the table stays the point.
         let mut cell = wrap_hanging(&cell_text(tab, a, m, cols), width, 2);
@@ -371,7 +417,8 @@ impl Geometry {
         };
         // The summary (upstream's message) wraps too: its lines are kept free of rows.
         let summary_h = wrap(&format!("Σ {summary}"), width).len().min(3);
-        let legend = columns.legend(&m.plugins, width);
+        // The legend whole, unless it would take more than a third of the pane.
+        let legend = columns.legend(&m.plugins, width, area.height as usize / 3, help);
         let visible = (area.height as usize)
             .saturating_sub(HEADER_ROWS as usize + cell.len() + summary_h + legend.len());
         Geometry {
@@ -401,7 +448,8 @@ pub fn geometry(tab: &FilterTab, app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let m = a.matrix?;
     let cols = step_shown::filter_columns(step, m)?;
-    Some(Geometry::new(tab, &a, m, cols, step, inner))
+    let help = app.keymap.key(crate::action::Command::Help);
+    Some(Geometry::new(tab, &a, m, cols, step, inner, &help))
 }
 
 /// The selected cell in words.

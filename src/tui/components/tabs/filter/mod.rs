@@ -17,6 +17,7 @@ use ratatui::layout::Rect;
 use super::{TabInfo, TabPane, moment_attempts};
 use crate::action::{Command, Pane, Tab};
 use crate::app::{App, PromptOwner, clamp, step};
+use crate::components::Elider;
 use crate::layout;
 use crate::session::Breakpoint;
 use crate::step_shown;
@@ -35,6 +36,8 @@ pub struct FilterTab {
     pub rejections: Vec<usize>,
     pub row: usize,
     pub col: usize,
+    /// The matrix's node names to shorten, for the attempt and node count they are of.
+    pub names: Option<((u64, usize), Elider)>,
 }
 
 impl TabPane for FilterTab {
@@ -97,6 +100,10 @@ impl TabPane for FilterTab {
             return;
         }
         let names = a.names;
+        // Names are shortened against all the matrix's nodes, whatever the filter shows.
+        let of = (a.id, m.nodes.len());
+        let new_names = (app.tabs.filter.names.as_ref().map(|n| n.0) != Some(of))
+            .then(|| Elider::of(m.nodes.iter().map(|&n| names.get(n))));
         let order = order::matrix_order(
             m,
             |i| names.get(i).to_string(),
@@ -108,6 +115,9 @@ impl TabPane for FilterTab {
         let rejections = order::rejections_per_plugin(m, cols);
         let plugins = m.plugins.len();
         app.tabs.filter.order = order;
+        if let Some(names) = new_names {
+            app.tabs.filter.names = Some((of, names));
+        }
         app.tabs.filter.rejections = rejections;
         app.tabs.filter.key = Some(key);
         clamp(&mut app.tabs.filter.row, app.tabs.filter.order.len());

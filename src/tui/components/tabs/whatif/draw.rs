@@ -9,12 +9,12 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use super::WhatIfTab;
 use crate::action::{Command, Pane};
 use crate::app::App;
-use crate::components::{Shared, fit, pad_elided, span, wrap};
+use crate::components::{Elider, fit, span, wrap};
 use crate::explain::Explanation;
 use crate::layout;
 
-/// One side of the comparison as lines of at most `width` characters: node names lose
-/// what all of them share (or their middle), never a character to the border.
+/// One side of the comparison as lines of at most `width` characters: node names
+/// shortened so no two read alike (`Elider`), never a character to the border.
 pub fn side(e: &Result<Explanation, String>, width: usize) -> Vec<String> {
     let e = match e {
         Ok(e) => e,
@@ -27,7 +27,7 @@ pub fn side(e: &Result<Explanation, String>, width: usize) -> Vec<String> {
         .collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     ranked.truncate(8);
-    let shared = Shared::of(
+    let names = Elider::of(
         ranked
             .iter()
             .map(|(n, _)| n.as_str())
@@ -37,7 +37,7 @@ pub fn side(e: &Result<Explanation, String>, width: usize) -> Vec<String> {
     match (&e.bound, &e.message) {
         (Some(n), _) => {
             out.push("→ would bind to".into());
-            out.push(shared.shorten(n, width));
+            out.push(names.shorten(n, width));
         }
         (None, Some(m)) => out.extend(wrap(m, width)),
         _ => out.push("no decision".into()),
@@ -47,7 +47,7 @@ pub fn side(e: &Result<Explanation, String>, width: usize) -> Vec<String> {
         let star = if e.selected.contains(n) { "★" } else { " " };
         let head = format!("{star}{total:>5} ");
         let room = width.saturating_sub(head.chars().count());
-        out.push(format!("{head}{}", shared.shorten(n, room)));
+        out.push(format!("{head}{}", names.shorten(n, room)));
     }
     out
 }
@@ -182,6 +182,7 @@ fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
         .max()
         .unwrap_or(0);
     let name_w = longest.min((area.width as usize).saturating_sub(12));
+    let names = Elider::of(w.plugins.iter().map(|p| p.name.as_str()));
     for (i, p) in w.plugins.iter().enumerate().skip(offset).take(visible) {
         let off = w.edits.disabled.contains(&p.name);
         let weight = match (p.weight, w.edits.weights.get(&p.name)) {
@@ -196,7 +197,7 @@ fn plugins(w: &WhatIfTab, f: &mut Frame, area: Rect, app: &App) {
             t.base
         };
         let mut line = Line::from(span(
-            format!("{mark} {} {weight}", pad_elided(&p.name, name_w)),
+            format!("{mark} {} {weight}", names.pad(&p.name, name_w)),
             style,
         ));
         if focused && i == w.selected {
