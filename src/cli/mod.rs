@@ -72,7 +72,8 @@ Examples:
   # Replay a bundled recording without a screen, as YAML
   kubestep replay preemption --headless -o yaml
 
-  # Shell completions
+  # Shell completion (bash; `kubestep completions --help` for the others)
+  mkdir -p ~/.local/share/bash-completion/completions
   kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
 
 As a kubectl plugin: install (or link) the binary as `kubectl-kubestep` on your PATH and
@@ -110,11 +111,23 @@ pub enum Command {
     /// Measure scheduling throughput on generated 5,000-node workloads.
     Bench(bench::BenchArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// The script asks kubestep for the candidates at each TAB, so pods, namespaces and
+    /// contexts come from the cluster (or --cluster's file) the command would read.
     #[command(after_long_help = "\
 Examples:
+  # bash (with the bash-completion package)
+  mkdir -p ~/.local/share/bash-completion/completions
   kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
-  kubestep completions zsh > \"${fpath[1]}/_kubestep\"
-  kubestep completions fish > ~/.config/fish/completions/kubestep.fish")]
+
+  # zsh (after compinit in ~/.zshrc)
+  echo 'source <(kubestep completions zsh)' >> ~/.zshrc
+
+  # fish
+  mkdir -p ~/.config/fish/completions
+  kubestep completions fish > ~/.config/fish/completions/kubestep.fish
+
+After upgrading kubestep, write the script again: script and binary must match.")]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
@@ -156,11 +169,17 @@ pub fn invoked_name() -> &'static str {
 }
 
 /// clap's command, named as the user invoked it: usage and help read `kubectl kubestep`
-/// under kubectl.
+/// under kubectl. Arguments that take a recording complete bundled names and files.
 pub fn command() -> clap::Command {
-    Cli::command()
+    completion::with_completers(Cli::command())
         .bin_name(invoked_name())
         .version(version_text())
+}
+
+/// When the shell or kubectl started this process to complete a command line: prints
+/// the candidates and exits (before anything else is read or printed).
+pub fn complete_if_asked() {
+    completion::complete_if_asked(command);
 }
 
 /// Parses the command line (clap's errors, `--help` and `--version` exit here).
@@ -192,9 +211,9 @@ pub fn exit_without_freeing<T>(value: T) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Completions { shell }) => {
-            let mut cmd = command();
-            let name = cmd.get_bin_name().unwrap_or("kubestep").replace(' ', "-");
-            say_raw!("{}", completion::script(shell, &mut cmd, &name))?;
+            // `kubectl kubestep completions` completes `kubectl-kubestep` run directly.
+            let bin = invoked_name().replace(' ', "-");
+            say_raw!("{}", completion::registration(shell, &bin)?)?;
             Ok(ExitCode::SUCCESS)
         }
         None => tui::run(tui::TuiArgs::default()),
