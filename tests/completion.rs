@@ -1,5 +1,7 @@
 //! Shell completion as people use it: `kubestep completions SHELL` prints a registration
-//! script that calls kubestep back at each TAB (bash runs it here for real). The completers themselves are tested beside them (src/cli/completion).
+//! script that calls kubestep back at each TAB (bash runs it here for real), and kubectl
+//! (1.26+) completes `kubectl kubestep ...` through `kubectl_complete-kubestep`, a link to
+//! the binary. The completers themselves are tested beside them (src/cli/completion).
 
 mod support;
 
@@ -260,4 +262,65 @@ fn namespaces_and_contexts_come_from_the_kubeconfig() {
     let started = std::time::Instant::now();
     assert!(bash_complete(&script, &d.0, &["kubestep", "live", "-n", ""], &env).is_empty());
     assert!(started.elapsed() < std::time::Duration::from_secs(6));
+}
+
+/// kubectl runs `kubectl_complete-kubestep` (found on PATH) with the words after
+/// `kubectl kubestep`, and reads Cobra's `__complete` answer: a candidate a line, then
+/// `:DIRECTIVE`.
+#[test]
+fn kubectl_completes_through_kubectl_complete_kubestep() {
+    let d = Dir::new("kubectl");
+    let completer = d.0.join("kubectl_complete-kubestep");
+    std::os::unix::fs::symlink(bin(), &completer).unwrap();
+    std::os::unix::fs::symlink(bin(), d.0.join("kubectl-kubestep")).unwrap();
+    let cwd = d.0.join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let ask = |args: &[&str]| {
+        let o = kubestep(&completer, &cwd, args, &[]);
+        assert!(o.status.success(), "{o:?}");
+        assert!(o.stderr.is_empty(), "{o:?}");
+        stdout(&o)
+    };
+    let out = ask(&["explain", "--cluster", "example-cluster", ""]);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.last(), Some(&":4"), "{out}");
+    assert!(lines.len() > 1, "{out}");
+    assert!(lines.iter().any(|l| l.starts_with("--pod\t")), "{out}");
+    assert_eq!(
+        ask(&["explain", "--cluster", "exa"]),
+        "example-cluster\tbundled recording\n:4\n"
+    );
+    assert_eq!(
+        ask(&["explain", "--cluster=exa"]),
+        "example-cluster\tbundled recording\n:4\n"
+    );
+    assert_eq!(ask(&["explain", "-o", "y"]), "yaml\n:4\n");
+    let top = ask(&[""]);
+    assert!(top.starts_with("explain\tExplain where a pod"), "{top}");
+    assert!(!top.contains("krew"), "{top}");
+    // Files among the candidates: the shell may complete files too (directive 0).
+    std::fs::write(cwd.join("dump.yaml"), "").unwrap();
+    assert_eq!(ask(&["replay", "dum"]), "dump.yaml\n:0\n");
+    // Nothing typed after `kubectl kubestep`.
+    assert!(ask(&[]).ends_with(":4\n"));
+    // And kubectl itself, when installed (1.26+ runs plugin completers).
+    let path = format!(
+        "{}:{}",
+        d.0.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    match Command::new("kubectl")
+        .args(["__complete", "kubestep", "explain", "--cluster", "exa"])
+        .env("PATH", &path)
+        .current_dir(&cwd)
+        .env("XDG_CONFIG_HOME", cwd.join("no-config"))
+        .output()
+    {
+        Ok(o) => assert_eq!(
+            stdout(&o),
+            "example-cluster\tbundled recording\n:4\n",
+            "{o:?}"
+        ),
+        Err(_) => eprintln!("kubectl not installed: its plugin completion not checked"),
+    }
 }

@@ -77,7 +77,8 @@ Examples:
   kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
 
 As a kubectl plugin: install (or link) the binary as `kubectl-kubestep` on your PATH and
-run `kubectl kubestep ...`.
+run `kubectl kubestep ...`; link it as `kubectl_complete-kubestep` beside that too, and
+kubectl (1.26+) completes `kubectl kubestep <TAB>`.
 
 Defaults (context, history, theme) and keys: $XDG_CONFIG_HOME/kubestep/config.toml.";
 
@@ -126,6 +127,12 @@ Examples:
   # fish
   mkdir -p ~/.config/fish/completions
   kubestep completions fish > ~/.config/fish/completions/kubestep.fish
+
+  # kubectl kubestep <TAB> (kubectl 1.26+ runs kubectl_complete-kubestep from PATH;
+  # ~/.local/bin on PATH)
+  mkdir -p ~/.local/bin
+  ln -sf \"$(command -v kubestep)\" ~/.local/bin/kubectl-kubestep
+  ln -sf \"$(command -v kubestep)\" ~/.local/bin/kubectl_complete-kubestep
 
 After upgrading kubestep, write the script again: script and binary must match.")]
     Completions {
@@ -211,7 +218,8 @@ pub fn exit_without_freeing<T>(value: T) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Completions { shell }) => {
-            // `kubectl kubestep completions` completes `kubectl-kubestep` run directly.
+            // `kubectl kubestep completions` completes `kubectl-kubestep` run directly
+            // (kubectl itself runs kubectl_complete-kubestep).
             let bin = invoked_name().replace(' ', "-");
             say_raw!("{}", completion::registration(shell, &bin)?)?;
             Ok(ExitCode::SUCCESS)

@@ -5,15 +5,17 @@
 //! where the command would read them: pods, namespaces and kubeconfig contexts
 //! ([`pods`], [`namespaces`], [`contexts`]), bundled recordings and files wherever a
 //! recording is taken ([`RecordingSource`]), `-o` and other fixed values from their
-//! ValueEnum.
+//! ValueEnum. kubectl (1.26+) completes `kubectl kubestep ...` by running
+//! `kubectl_complete-kubestep` (kubectl.rs).
 
 mod from_files;
 mod from_kubeconfig;
+mod kubectl;
 mod line;
 mod lookup;
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use clap::builder::{PossibleValue, TypedValueParser};
@@ -113,11 +115,24 @@ fn hide_options(cmd: clap::Command) -> clap::Command {
         .mut_subcommands(hide_options)
 }
 
-/// When this process was started to complete a line (by a registration script): prints the candidates and exits. Otherwise
+/// When this process was started to complete a line (by a registration script, or by
+/// kubectl as `kubectl_complete-kubestep`): prints the candidates and exits. Otherwise
 /// returns, having printed nothing. Completing never writes to the terminal beyond the
 /// candidates: standard error goes to /dev/null first, for kubestep and for any
 /// credential plugin the kubeconfig runs.
 pub fn complete_if_asked(command: fn() -> clap::Command) {
+    let mut args = std::env::args_os();
+    let argv0 = args.next();
+    let cwd = std::env::current_dir().ok();
+    if kubectl::invoked_for_kubectl(argv0.as_deref()) {
+        quiet_stderr();
+        let mut words = vec![OsString::from("kubestep")];
+        words.extend(args);
+        let answer = complete_for_kubectl(&mut for_completion(command()), words, cwd.as_deref());
+        use std::io::Write as _;
+        let _ = std::io::stdout().lock().write_all(answer.as_bytes());
+        std::process::exit(0);
+    }
     if std::env::var_os(VAR).is_some_and(|v| !v.is_empty() && v != "0") {
         quiet_stderr();
         // The registration scripts pass the line after `--`.
@@ -131,6 +146,25 @@ pub fn complete_if_asked(command: fn() -> clap::Command) {
             .var(VAR)
             .complete();
     }
+}
+
+/// kubectl's answer for `words` (`kubestep`, then what followed `kubectl kubestep`, the
+/// last being the word under the cursor).
+fn complete_for_kubectl(
+    cmd: &mut clap::Command,
+    mut words: Vec<OsString>,
+    cwd: Option<&Path>,
+) -> String {
+    if words.len() < 2 {
+        words.push(OsString::new());
+    }
+    line::set(
+        words
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect(),
+    );
+    kubectl::answer(cmd, words, cwd)
 }
 
 /// Standard error to /dev/null for the rest of the process.

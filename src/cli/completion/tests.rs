@@ -330,6 +330,50 @@ fn fixed_values_come_from_their_value_enum() {
     assert_eq!(got, ["bash", "elvish", "fish", "powershell", "zsh"]);
 }
 
+#[test]
+fn kubectl_gets_cobras_format() {
+    let answer = |words: &[&str]| {
+        let words: Vec<OsString> = std::iter::once("kubestep")
+            .chain(words.iter().copied())
+            .map(OsString::from)
+            .collect();
+        let cwd = std::env::current_dir().unwrap();
+        complete_for_kubectl(&mut explain_shaped(), words, Some(&cwd))
+    };
+    assert_eq!(
+        answer(&["explain", "--cluster", "example-cluster", "-n", ""]),
+        "ml\t2 pods, 1 pending\nshop\t6 pods, 2 pending\n:4\n"
+    );
+    let pods = answer(&["explain", "--cluster", "example-cluster", "-n", "ml", ""]);
+    assert_eq!(
+        pods,
+        "trainer-llm-0\tPending\nfeature-store-0\ton node ip-10-0-3-32.eu-west-1.compute.internal\n:4\n"
+    );
+    // `--flag=VALUE`: the value alone, as Cobra answers.
+    assert_eq!(
+        answer(&["explain", "--cluster=example-cl"]),
+        "example-cluster\tbundled recording\n:4\n"
+    );
+    // Files among the candidates: the shell may complete files (directive 0); a
+    // directory alone keeps the cursor after its `/` (2).
+    let files = answer(&["explain", "--cluster", "recordings/pre"]);
+    assert_eq!(files, "recordings/preemption.jsonl\n:0\n");
+    assert_eq!(
+        answer(&["explain", "--cluster", "recordin"]),
+        "recordings/\n:2\n"
+    );
+    // Nothing to offer: no files either.
+    assert_eq!(
+        answer(&["explain", "--cluster", "/nonexistent", "-n", ""]),
+        ":4\n"
+    );
+    // The word under the cursor defaults to empty.
+    assert!(
+        complete_for_kubectl(&mut explain_shaped(), vec!["kubestep".into()], None)
+            .ends_with(":4\n")
+    );
+}
+
 /// A loopback API server for pod and namespace lists: answers each request with
 /// `answer(path, query)` as JSON, and logs the requests.
 struct FakeApi {
