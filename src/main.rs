@@ -21,6 +21,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
+    cli::complete_if_asked();
     let args = cli::parse();
     match cli::run(args) {
         Ok(code) => code,

@@ -1,6 +1,6 @@
 //! The command line's conventions: `--version` naming the Kubernetes version followed,
-//! shell completions, `-o yaml` beside `-o json`, the kubectl plugin name, long help with
-//! examples, and the config file's defaults with located warnings.
+//! `-o yaml` beside `-o json`, the kubectl plugin name, long help with examples, and the
+//! config file's defaults with located warnings. Shell completion: tests/completion.rs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -119,26 +119,6 @@ fn an_unknown_kube_version_or_gate_is_refused_naming_what_is_known() {
         ),
         "{o:?}"
     );
-}
-
-#[test]
-fn completions_for_bash_zsh_and_fish() {
-    for (shell, marker) in [
-        ("bash", "complete -F _kubestep"),
-        ("zsh", "#compdef kubestep"),
-        ("fish", "complete -c kubestep"),
-    ] {
-        let o = run(&["completions", shell]);
-        assert!(o.status.success(), "{shell}: {o:?}");
-        let s = stdout(&o);
-        assert!(s.contains(marker), "{shell}:\n{s}");
-        // Subcommands and their flags are completed.
-        for word in ["explain", "replay", "headless", "cluster"] {
-            assert!(s.contains(word), "{shell}: no {word}");
-        }
-    }
-    let o = run(&["completions", "tcsh"]);
-    assert!(!o.status.success());
 }
 
 #[test]
@@ -291,111 +271,6 @@ fn as_the_kubectl_plugin_errors_and_warnings_begin_kubectl_kubestep() {
         err.starts_with("kubestep: /nonexistent/cluster.yaml"),
         "{err}"
     );
-}
-
-/// Where a recording is taken (replay's and tui's SOURCE, explain --cluster, bench
-/// --recording), completions offer the bundled recordings' names and files alike.
-#[test]
-fn completions_offer_bundled_recordings_and_files() {
-    let d = Dir::new("complete");
-    let script = d.0.join("kubestep.bash");
-    let o = run(&["completions", "bash"]);
-    assert!(o.status.success());
-    std::fs::write(&script, &o.stdout).unwrap();
-    let cwd = d.0.join("cwd");
-    std::fs::create_dir_all(&cwd).unwrap();
-    std::fs::write(cwd.join("dev-cluster.yaml"), "").unwrap();
-    std::fs::write(cwd.join("demo-copy.jsonl"), "").unwrap();
-    // Completes the words given (the last one being typed) as bash would, printing the
-    // candidates one a line.
-    let complete = |words: &[&str]| -> Vec<String> {
-        let shell = format!(
-            "source {}\nCOMP_WORDS=({})\nCOMP_CWORD={}\n_kubestep kubestep \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-            script.display(),
-            words
-                .iter()
-                .map(|w| format!("'{w}'"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            words.len() - 1
-        );
-        let o = Command::new("bash")
-            .arg("-c")
-            .arg(shell)
-            .current_dir(&cwd)
-            .output()
-            .expect("bash runs");
-        assert!(o.status.success(), "{o:?}");
-        let mut got: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
-        got.sort();
-        got
-    };
-    assert_eq!(
-        complete(&["kubestep", "replay", "de"]),
-        ["demo", "demo-copy.jsonl", "dev-cluster.yaml"]
-    );
-    assert_eq!(
-        complete(&["kubestep", "replay", "dev"]),
-        ["dev-cluster.yaml"]
-    );
-    assert_eq!(
-        complete(&["kubestep", "tui", "example"]),
-        ["example-cluster"]
-    );
-    assert_eq!(
-        complete(&["kubestep", "explain", "--cluster", "d"]),
-        [
-            "demo",
-            "demo-copy.jsonl",
-            "dev-cluster.yaml",
-            "divergence",
-            "dra-gpus"
-        ]
-    );
-    assert_eq!(
-        complete(&["kubestep", "bench", "--recording", "lar"]),
-        ["large"]
-    );
-    // An option being typed is completed as an option, without files.
-    assert_eq!(
-        complete(&["kubestep", "replay", "--he"]),
-        ["--headless", "--help"]
-    );
-    // Elsewhere nothing changed: a subcommand's name, an option's fixed values.
-    assert_eq!(complete(&["kubestep", "rec"]), ["record", "recordings"]);
-    assert_eq!(
-        complete(&["kubestep", "replay", "demo", "--trace", "s"]),
-        ["steps"]
-    );
-    // zsh and fish: the names are offered, and files beside them.
-    let zsh = stdout(&run(&["completions", "zsh"]));
-    assert!(
-        zsh.contains("_alternative 'recordings:bundled recording:(demo taints-affinity"),
-        "{zsh}"
-    );
-    assert!(
-        zsh.contains("example-cluster)' 'files:file:_files'"),
-        "{zsh}"
-    );
-    // replay's and tui's SOURCE, explain --cluster, bench --recording.
-    assert_eq!(zsh.matches(":_kubestep_recordings' \\").count(), 4, "{zsh}");
-    let fish = stdout(&run(&["completions", "fish"]));
-    for sub in ["replay", "tui"] {
-        assert!(
-            fish.contains(&format!(
-                "-n \"__fish_kubestep_using_subcommand {sub}\" -F -a \"demo taints-affinity"
-            )),
-            "{sub}: {fish}"
-        );
-    }
-    for option in ["-l cluster", "-l recording"] {
-        let line = fish
-            .lines()
-            .find(|l| l.contains(option) && l.contains("-a \"demo"))
-            .unwrap_or_else(|| panic!("{option}: {fish}"));
-        assert!(line.contains(" -r -F -a \"demo"), "{line}");
-    }
-    assert!(fish.contains("example-cluster"), "{fish}");
 }
 
 fn yaml_docs(s: &str) -> Vec<Value> {

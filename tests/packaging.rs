@@ -90,6 +90,9 @@ fn the_krew_manifest_is_well_formed_for_this_version() {
         assert!(!s.trim().is_empty(), "spec.{field} is empty: {text}");
     }
     assert!(spec["homepage"].as_str().unwrap().starts_with("https://"));
+    // krew links only the plugin: the caveats say how to link kubectl's completer.
+    let caveats = spec["caveats"].as_str().unwrap_or_default();
+    assert!(caveats.contains("/bin/kubectl_complete-kubestep"), "{text}");
     assert!(spec["shortDescription"].as_str().unwrap().len() <= 60);
     let platforms = spec["platforms"].as_array().expect("spec.platforms");
     assert_eq!(platforms.len(), 3, "{text}");

@@ -24,6 +24,15 @@ schedule (`live --active`).
   kubectl get nodes,pods -A -o json | kubectl kubestep explain --cluster - --pod NS/NAME
 ";
 
+/// What `kubectl krew install` prints after installing. krew links only `bin` into its
+/// bin directory, so the completion executable kubectl looks for is the user's to link.
+const CAVEATS: &str = "\
+Shell completion of `kubectl kubestep` (kubectl 1.26+): kubectl runs
+kubectl_complete-kubestep from PATH. Link it to the plugin:
+
+  ln -sf \"${KREW_ROOT:-$HOME/.krew}/bin/kubectl-kubestep\" \"${KREW_ROOT:-$HOME/.krew}/bin/kubectl_complete-kubestep\"
+";
+
 const OS: &[&str] = &["linux", "darwin", "windows"];
 const ARCH: &[&str] = &["amd64", "arm64", "arm", "386", "ppc64le", "s390x"];
 
@@ -72,6 +81,7 @@ struct Spec {
     homepage: &'static str,
     short_description: &'static str,
     description: &'static str,
+    caveats: &'static str,
     platforms: Vec<Platform>,
 }
 
@@ -142,6 +152,7 @@ pub fn run(a: KrewArgs) -> anyhow::Result<ExitCode> {
             homepage: HOMEPAGE,
             short_description: SHORT_DESCRIPTION,
             description: DESCRIPTION,
+            caveats: CAVEATS,
             platforms,
         },
     };

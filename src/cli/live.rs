@@ -61,7 +61,7 @@ pub struct LiveArgs {
     kube: super::kube::KubeArgs,
     /// Commands to run, one per line ("-" reads standard input), once the cluster is
     /// mirrored; afterwards kubestep keeps scheduling as changes arrive.
-    #[arg(long, value_name = "FILE|-", requires = "headless")]
+    #[arg(long, value_name = "FILE|-", value_hint = clap::ValueHint::FilePath, requires = "headless")]
     script: Option<String>,
     /// Also write everything seen (the first lists, then every change) as a recording;
     /// gzip-compressed when FILE ends in .gz.

@@ -12,7 +12,7 @@ pub struct ClusterArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context (default: its current context).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", add = super::completion::contexts())]
     pub context: Option<String>,
     /// Namespaced objects from this namespace only. Nodes and other cluster-scoped
     /// objects are always watched; pods of other namespaces are then invisible, so their
@@ -21,7 +21,8 @@ pub struct ClusterArgs {
         short = 'n',
         long,
         value_name = "NS",
-        conflicts_with = "all_namespaces"
+        conflicts_with = "all_namespaces",
+        add = super::completion::namespaces()
     )]
     pub namespace: Option<String>,
     /// Every namespace (the default).

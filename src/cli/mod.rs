@@ -74,11 +74,13 @@ Examples:
   # Replay a bundled recording without a screen, as YAML
   kubestep replay preemption --headless -o yaml
 
-  # Shell completions
+  # Shell completion (bash; `kubestep completions --help` for the others)
+  mkdir -p ~/.local/share/bash-completion/completions
   kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
 
 As a kubectl plugin: install (or link) the binary as `kubectl-kubestep` on your PATH and
-run `kubectl kubestep ...`.
+run `kubectl kubestep ...`; link it as `kubectl_complete-kubestep` beside that too, and
+kubectl (1.26+) completes `kubectl kubestep <TAB>`.
 
 Defaults (context, history, theme) and keys: $XDG_CONFIG_HOME/kubestep/config.toml.";
 
@@ -115,11 +117,29 @@ pub enum Command {
     /// server's (as kubectl version).
     Version(version::VersionArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// The script asks kubestep for the candidates at each TAB, so pods, namespaces and
+    /// contexts come from the cluster (or --cluster's file) the command would read.
     #[command(after_long_help = "\
 Examples:
+  # bash (with the bash-completion package)
+  mkdir -p ~/.local/share/bash-completion/completions
   kubestep completions bash > ~/.local/share/bash-completion/completions/kubestep
-  kubestep completions zsh > \"${fpath[1]}/_kubestep\"
-  kubestep completions fish > ~/.config/fish/completions/kubestep.fish")]
+
+  # zsh (after compinit in ~/.zshrc)
+  echo 'source <(kubestep completions zsh)' >> ~/.zshrc
+
+  # fish
+  mkdir -p ~/.config/fish/completions
+  kubestep completions fish > ~/.config/fish/completions/kubestep.fish
+
+  # kubectl kubestep <TAB> (kubectl 1.26+ runs kubectl_complete-kubestep from PATH;
+  # ~/.local/bin on PATH)
+  mkdir -p ~/.local/bin
+  ln -sf \"$(command -v kubestep)\" ~/.local/bin/kubectl-kubestep
+  ln -sf \"$(command -v kubestep)\" ~/.local/bin/kubectl_complete-kubestep
+
+After upgrading kubestep, write the script again: script and binary must match.")]
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
@@ -161,11 +181,17 @@ pub fn invoked_name() -> &'static str {
 }
 
 /// clap's command, named as the user invoked it: usage and help read `kubectl kubestep`
-/// under kubectl.
+/// under kubectl. Arguments that take a recording complete bundled names and files.
 pub fn command() -> clap::Command {
-    Cli::command()
+    completion::with_completers(Cli::command())
         .bin_name(invoked_name())
         .version(version_text())
+}
+
+/// When the shell or kubectl started this process to complete a command line: prints
+/// the candidates and exits (before anything else is read or printed).
+pub fn complete_if_asked() {
+    completion::complete_if_asked(command);
 }
 
 /// Parses the command line (clap's errors, `--help` and `--version` exit here).
@@ -197,9 +223,10 @@ pub fn exit_without_freeing<T>(value: T) {
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(Command::Completions { shell }) => {
-            let mut cmd = command();
-            let name = cmd.get_bin_name().unwrap_or("kubestep").replace(' ', "-");
-            say_raw!("{}", completion::script(shell, &mut cmd, &name))?;
+            // `kubectl kubestep completions` completes `kubectl-kubestep` run directly
+            // (kubectl itself runs kubectl_complete-kubestep).
+            let bin = invoked_name().replace(' ', "-");
+            say_raw!("{}", completion::registration(shell, &bin)?)?;
             Ok(ExitCode::SUCCESS)
         }
         None => tui::run(tui::TuiArgs::default()),

@@ -63,7 +63,7 @@ pub struct ReplayArgs {
     speed: f64,
     /// Commands to run, one per line ("-" reads standard input). Without it, kubestep runs
     /// until nothing more can change (or --until) and prints the summary.
-    #[arg(long, value_name = "FILE|-")]
+    #[arg(long, value_name = "FILE|-", value_hint = clap::ValueHint::FilePath)]
     script: Option<String>,
     #[arg(short = 'o', long, value_enum, default_value_t = Output::Jsonl)]
     output: Output,

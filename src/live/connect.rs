@@ -49,8 +49,10 @@ fn home_kubeconfig() -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// The kubeconfig and where it comes from, for messages.
-fn load_kubeconfig(opts: &ConnectOptions) -> Result<Option<(Kubeconfig, String)>, LiveError> {
+/// The kubeconfig `connect` would use (`--kubeconfig`, else `KUBECONFIG` merged, else
+/// `~/.kube/config`; `None`: none, in-cluster) and where it comes from, for messages.
+/// Shell completion reads its context names from it.
+pub fn load_kubeconfig(opts: &ConnectOptions) -> Result<Option<(Kubeconfig, String)>, LiveError> {
     let read = read_kubeconfig;
     if let Some(p) = &opts.kubeconfig {
         if !p.exists() {

@@ -89,7 +89,7 @@ pub struct ExplainArgs {
     /// The pod: NAME (in -n's namespace, else the context's), NAMESPACE/NAME or pod/NAME;
     /// a unique prefix of the name will do (`jupyter` for `jupyter-7d9f…`). Or a pod
     /// manifest file, explained against the cluster as if submitted.
-    #[arg(value_name = "POD")]
+    #[arg(value_name = "POD", add = super::completion::pods())]
     target: Option<String>,
     /// The pod, as POD (kept for scripts written before POD could be given plainly).
     #[arg(long, value_name = "FILE|NAMESPACE/NAME", conflicts_with = "target")]
@@ -106,7 +106,8 @@ pub struct ExplainArgs {
         short = 'n',
         long,
         value_name = "NAMESPACE",
-        conflicts_with = "all_namespaces"
+        conflicts_with = "all_namespaces",
+        add = super::completion::namespaces()
     )]
     namespace: Option<String>,
     /// Every namespace: --pending lists them all, POD is found in whichever holds it.
@@ -127,7 +128,7 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "cluster")]
     kubeconfig: Option<PathBuf>,
     /// The kubeconfig context (default: its current context).
-    #[arg(long, value_name = "NAME", conflicts_with = "cluster")]
+    #[arg(long, value_name = "NAME", conflicts_with = "cluster", add = super::completion::contexts())]
     context: Option<String>,
     /// KubeSchedulerConfiguration (v1 or v1beta3). Default: the one the input holds (a
     /// recording's header; on a cluster, the one KubeSchedulerConfiguration among
