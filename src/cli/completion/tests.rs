@@ -317,7 +317,7 @@ fn fixed_values_come_from_their_value_enum() {
         .into_iter()
         .map(|(v, _)| v)
         .collect();
-    assert_eq!(got, ["text", "json", "yaml"]);
+    assert_eq!(got, ["text", "wide", "json", "yaml", "name"]);
     let got: Vec<String> = complete_in(cmd.clone(), "kubestep replay demo --output=j")
         .into_iter()
         .map(|(v, _)| v)
