@@ -150,22 +150,10 @@ fn what_was_read(counts: &[(&str, usize)]) -> String {
         .sum();
     format!(
         "{} nodes, {} pods and {} other objects",
-        thousands(of("Node")),
-        thousands(of("Pod")),
-        thousands(others)
+        super::super::progress::count(of("Node")),
+        super::super::progress::count(of("Pod")),
+        super::super::progress::count(others)
     )
-}
-
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]
