@@ -303,3 +303,44 @@ fn a_token_with_a_line_break_is_refused_naming_its_user() {
         "{err}"
     );
 }
+
+/// One unschedulable pod and an event in 2100 (hardening-3/far-future-event-hang.jsonl):
+/// the leftover flush retried it every five minutes until then (millions of identical
+/// attempts). Nothing changed, so it waits for that event.
+#[test]
+fn a_pod_nothing_happens_to_is_not_retried_until_the_far_future() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args([
+            "replay",
+            "tests/data/regressions/hardening-3/far-future-event-hang.jsonl",
+            "--headless",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubestep runs");
+    let stdout = child.stdout.take().expect("stdout");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut { stdout }, &mut s).ok();
+        s
+    });
+    // A hang guard, not a timing: the fixed replay takes milliseconds.
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("the replay spun for two minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let text = reader.join().expect("reader");
+    let attempts = text.lines().filter(|l| l.contains("\"attempt\":")).count();
+    assert_eq!(attempts, 1, "{}", &text[..text.len().min(2000)]);
+    let last: serde_json::Value =
+        serde_json::from_str(text.lines().last().expect("a summary")).expect("JSON");
+    assert_eq!(
+        last["summary"]["pods"][0]["status"], "Unschedulable",
+        "{last}"
+    );
+}

@@ -105,6 +105,12 @@ pub trait Plugin: Send + Sync {
     /// Seeds what upstream leaves to chance (e.g. the preemption dry run's offset), so a
     /// replay with the same seed repeats itself. Most plugins have nothing to seed.
     fn set_seed(&self, _seed: u64) {}
+    /// Whether a pod this plugin rejected may pass later with nothing in the cluster
+    /// changed, time alone having passed (a backoff, a timeout the plugin keeps). The
+    /// queue retries such pods on its leftover flush; others wait for an event.
+    fn verdict_moves_with_clock(&self) -> bool {
+        false
+    }
     /// What the plugin itself remembers between cycles (not CycleState), so that a past
     /// attempt can be re-run on a copy of the profile as it was; `None` for plugins that
     /// remember nothing (most).

@@ -40,6 +40,12 @@ pub struct QueuedPodInfo {
     /// Order in which timestamps were given out: breaks ties between pods queued at the
     /// same instant of the virtual clock (upstream's clock never repeats).
     pub seq: u64,
+    /// Set when the last attempt failed with nothing changed while it ran and no
+    /// rejector whose verdict moves with the clock: the queue's event count then. While
+    /// the count stays there a retry would fail the same way, so the leftover flush
+    /// leaves the pod for the next event (a quiet replay must not spin until its far
+    /// future).
+    pub quiet_since: Option<u64>,
 }
 
 impl QueuedPodInfo {
@@ -59,6 +65,7 @@ impl QueuedPodInfo {
             last_failure: None,
             pre_enqueue: std::time::Duration::ZERO,
             seq: 0,
+            quiet_since: None,
         }
     }
 

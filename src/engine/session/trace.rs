@@ -115,6 +115,9 @@ pub fn queue(session: &Session) -> Value {
             o["plugins"] = json!(u.plugins);
             o["pendingPlugins"] = json!(u.pending_plugins);
             o["waitingFor"] = json!(events(&u.waiting_for));
+            if u.quiet {
+                o["retry"] = json!("at the next event: nothing changed since its last attempt");
+            }
             o
         }).collect::<Vec<_>>(),
         "gated": v.gated.iter().map(|g| {

@@ -78,6 +78,8 @@ struct InFlight {
     /// The id the first event after the pop got.
     first_event: u64,
     popped_at: Timestamp,
+    /// `events_seen` at the pop: equal at the failure, nothing changed while it ran.
+    events_seen: u64,
 }
 
 /// The queue. See the module documentation.
@@ -97,6 +99,9 @@ pub struct SchedulingQueue {
     in_flight: BTreeMap<String, InFlight>,
     in_flight_events: VecDeque<(u64, Arc<ClusterEvent>)>,
     next_event_id: u64,
+    /// Cluster events and pod changes told so far, whether or not they moved a pod: a
+    /// pod whose `quiet_since` equals it has seen nothing new since its last attempt.
+    events_seen: u64,
     scheduling_cycle: u64,
     next_seq: u64,
     /// The first instant the queue was told: the unschedulable flush ticks every 30s
@@ -166,6 +171,7 @@ impl SchedulingQueue {
             in_flight: BTreeMap::new(),
             in_flight_events: VecDeque::new(),
             next_event_id: 0,
+            events_seen: 0,
             scheduling_cycle: 0,
             next_seq: 0,
             started: None,
@@ -242,6 +248,7 @@ impl SchedulingQueue {
     /// gated pod goes to unschedulable with its gating plugin and message.
     pub fn add(&mut self, h: &Handle, fwk: &Framework, pod: Arc<PodInfo>, now: Timestamp) {
         self.start(now);
+        self.events_seen += 1;
         let mut qpi = QueuedPodInfo::new(pod, now);
         qpi.seq = self.take_seq();
         self.move_to_active(h, fwk, qpi, UNSCHEDULED_POD_ADD, now);
@@ -253,6 +260,7 @@ impl SchedulingQueue {
     /// unknown, the pod is added.
     pub fn update(&mut self, h: &Handle, fwk: &Framework, new: Arc<PodInfo>, now: Timestamp) {
         self.start(now);
+        self.events_seen += 1;
         let uid = new.uid.clone();
         if let Some(inf) = self.in_flight.get_mut(&uid) {
             let old = std::mem::replace(&mut inf.pod, Arc::clone(&new));
@@ -327,6 +335,7 @@ impl SchedulingQueue {
     /// The pod is gone (deleted, or bound by someone else): drop it from every queue.
     pub fn delete(&mut self, uid: &str) {
         self.version += 1;
+        self.events_seen += 1;
         self.active.remove(uid);
         self.backoff.remove(uid);
         self.error_backoff.remove(uid);
@@ -354,12 +363,14 @@ impl SchedulingQueue {
                 continue;
             }
             qpi.attempts += 1;
+            qpi.quiet_since = None;
             self.in_flight.insert(
                 uid,
                 InFlight {
                     pod: Arc::clone(&qpi.pod_info),
                     first_event: self.next_event_id,
                     popped_at: now,
+                    events_seen: self.events_seen,
                 },
             );
             self.scheduling_cycle += 1;
@@ -415,10 +426,33 @@ impl SchedulingQueue {
         qpi.timestamp = now;
         qpi.seq = self.take_seq();
         qpi.last_failure = Some(message);
+        qpi.quiet_since = self.quiet_failure(fwk, &qpi, error);
         let hints = self.hints(fwk);
         let strategy = self.in_flight_strategy(h, fwk, &hints, &qpi);
         self.requeue(h, fwk, qpi, strategy, SCHEDULE_ATTEMPT_FAILURE, now);
         self.done(&uid);
+    }
+
+    /// `Some(events_seen)` when the failed attempt saw no change while it ran and none of
+    /// its rejectors can change its verdict with time alone (an extender may answer
+    /// otherwise at any moment): retrying it before the next event would repeat it.
+    fn quiet_failure(&self, fwk: &Framework, qpi: &QueuedPodInfo, error: bool) -> Option<u64> {
+        let unchanged = self
+            .in_flight
+            .get(qpi.uid())
+            .is_some_and(|inf| inf.events_seen == self.events_seen);
+        let clocked = qpi.rejector_plugins().iter().any(|name| {
+            fwk.all_plugins()
+                .any(|p| p.name() == name && p.verdict_moves_with_clock())
+        });
+        (unchanged && !error && qpi.has_rejectors() && !self.extenders && !clocked)
+            .then_some(self.events_seen)
+    }
+
+    /// Whether a retry of this unschedulable pod would repeat its last attempt (see
+    /// `quiet_failure`): the leftover flush leaves it for the next event.
+    pub fn is_quiet(&self, qpi: &QueuedPodInfo) -> bool {
+        qpi.quiet_since == Some(self.events_seen)
     }
 
     /// Live shadow mode: a pod kubestep would bind, left for the cluster's own scheduler
@@ -497,6 +531,7 @@ impl SchedulingQueue {
         now: Timestamp,
     ) {
         self.start(now);
+        self.events_seen += 1;
         if self.unschedulable.is_empty() && self.in_flight.is_empty() {
             // No pod to move, none to record the event for.
             return;

@@ -358,6 +358,16 @@ fn leftover_flush_after_five_minutes() {
     let h = env.handle();
     q.add(&h, &f, plain("p", 0, "2"), secs(0));
     fail(&mut q, &env, &f, "p", &[FIT], secs(10));
+    // Something changed (a node too small to help: its hint skips the pod), so a retry
+    // is no longer known to repeat the failure.
+    send(
+        &mut q,
+        &env,
+        &f,
+        node_add(&node("small", "1", json!({}))),
+        secs(20),
+    );
+    assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
     // Ticks every 30s from the queue's first instant (0s): the first one more than five
     // minutes after the failure at 10s is 330s.
     assert_eq!(q.next_timer(secs(11)), Some(secs(330)));
@@ -371,6 +381,57 @@ fn leftover_flush_after_five_minutes() {
         (QueueName::Active, "UnschedulableTimeout", secs(330))
     );
     assert_eq!(q.next_timer(secs(330)), None);
+}
+
+#[test]
+fn a_pod_nothing_happened_to_waits_for_the_next_event() {
+    let (env, f, mut q) = (env(), fwk(), queue());
+    let h = env.handle();
+    q.add(&h, &f, plain("p", 0, "2"), secs(0));
+    fail(&mut q, &env, &f, "p", &[FIT], secs(10));
+    // Upstream's leftover flush would retry it at 330s to the same answer, and every
+    // five minutes after: no timer is due, however far the clock goes.
+    assert!(q.view(&f, secs(11)).unschedulable[0].quiet);
+    assert_eq!(q.next_timer(secs(11)), None);
+    q.flush(&h, &f, secs(1_000_000));
+    assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
+    // Any event (here one the pod's hints skip) makes the flush retry it again.
+    send(
+        &mut q,
+        &env,
+        &f,
+        node_add(&node("small", "1", json!({}))),
+        secs(1_000_000),
+    );
+    assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
+    assert!(!q.view(&f, secs(1_000_000)).unschedulable[0].quiet);
+    let due = q
+        .next_timer(secs(1_000_000))
+        .expect("the leftover flush is due");
+    q.flush(&h, &f, due);
+    assert_eq!(q.queue_of("p"), Some(QueueName::Active));
+}
+
+#[test]
+fn a_pod_with_an_event_during_its_attempt_is_not_quiet() {
+    let (env, f, mut q) = (env(), fwk(), queue());
+    let h = env.handle();
+    q.add(&h, &f, plain("p", 0, "2"), secs(0));
+    let p = q.pop(&f, secs(1)).unwrap();
+    // Another pod arriving is a change too, though no hint of this one hears it.
+    q.add(&h, &f, plain("other", 0, "1"), secs(1));
+    q.add_unschedulable_if_not_present(
+        &h,
+        &f,
+        p,
+        set(&[FIT]),
+        BTreeSet::new(),
+        false,
+        "no".into(),
+        secs(1),
+    );
+    assert_eq!(q.queue_of("p"), Some(QueueName::Unschedulable));
+    assert!(q.next_timer(secs(2)).is_some());
 }
 
 #[test]

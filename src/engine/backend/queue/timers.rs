@@ -69,7 +69,13 @@ impl SchedulingQueue {
 
     /// Could the leftover flush move this pod (it is not gated, or its gating plugin
     /// listens to the wildcard event)?
-    pub(super) fn leftover_eligible(qpi: &QueuedPodInfo) -> bool {
+    /// A pod whose retry would repeat its last attempt (nothing changed since) is left
+    /// for the next event instead: upstream retries it every five minutes to the same
+    /// answer, which in a replay of a quiet stretch is only noise, and without end.
+    pub(super) fn leftover_eligible(&self, qpi: &QueuedPodInfo) -> bool {
+        if self.is_quiet(qpi) {
+            return false;
+        }
         !qpi.gated()
             || matches_any(
                 &ClusterEvent::unschedulable_timeout().event_type(),
@@ -88,7 +94,7 @@ impl SchedulingQueue {
         let mut old: Vec<&QueuedPodInfo> = self
             .unschedulable
             .values()
-            .filter(|q| backoff::add(q.timestamp, max) < t)
+            .filter(|q| backoff::add(q.timestamp, max) < t && self.leftover_eligible(q))
             .collect();
         if old.is_empty() {
             return;
@@ -129,7 +135,7 @@ impl SchedulingQueue {
         let oldest = self
             .unschedulable
             .values()
-            .filter(|q| Self::leftover_eligible(q))
+            .filter(|q| self.leftover_eligible(q))
             .map(|q| q.timestamp)
             .min()?;
         let period = UNSCHEDULABLE_FLUSH_PERIOD.as_nanos() as i128;

@@ -71,6 +71,9 @@ pub struct UnschedulableEntry {
     pub pending_plugins: BTreeSet<String>,
     /// The events those plugins registered: what may bring the pod back.
     pub waiting_for: Vec<EventType>,
+    /// Nothing changed since its last attempt: the leftover flush leaves it for the next
+    /// event rather than repeat that attempt.
+    pub quiet: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -143,6 +146,7 @@ pub(super) fn build(q: &SchedulingQueue, fwk: &Framework, now: Timestamp) -> Que
                     plugins,
                     pending_plugins: p.pending_plugins.clone(),
                     waiting_for,
+                    quiet: q.is_quiet(p),
                 });
             }
         }

@@ -593,6 +593,10 @@ impl Plugin for Coscheduling {
     fn name(&self) -> &'static str {
         NAME
     }
+    // A pod group's backoff and scheduling timeout run on the clock.
+    fn verdict_moves_with_clock(&self) -> bool {
+        true
+    }
     fn events_to_register(&self) -> Option<Vec<ClusterEventWithHint>> {
         Some(queueing_hints())
     }

@@ -253,6 +253,10 @@ fn state(cs: &CycleState) -> Result<&StateData, Status> {
 }
 
 impl Plugin for DynamicResources {
+    // A claim's binding timeout runs on the clock.
+    fn verdict_moves_with_clock(&self) -> bool {
+        true
+    }
     fn sign_pod(&self, pod: &PodInfo) -> Option<crate::framework::signature::SignResult> {
         let claims = pod
             .pod()
