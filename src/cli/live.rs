@@ -290,17 +290,28 @@ impl Headless<'_> {
                 match commands.next() {
                     Some((line, cmd)) => {
                         mirror::set_clock(&mut self.session, Timestamp::now());
-                        let ran = self.session.run_command(&cmd).map_err(|e| {
+                        let mut failed = None;
+                        let out = &mut self.out;
+                        let ran =
+                            self.session
+                                .run_command_into(&cmd, &mut |v| match out.print(&v) {
+                                    Ok(()) => std::ops::ControlFlow::Continue(()),
+                                    Err(e) => {
+                                        failed = Some(e);
+                                        std::ops::ControlFlow::Break(())
+                                    }
+                                });
+                        if let Some(e) = failed {
+                            return Err(e);
+                        }
+                        let quit = ran.map_err(|e| {
                             let _ = self.out.print(&trace::error(line, &e.to_string()));
                             anyhow::anyhow!(
                                 "{}: line {line}: {e}",
                                 script_name(script.unwrap_or("-"))
                             )
                         })?;
-                        for v in &ran.output {
-                            self.out.print(v)?;
-                        }
-                        if ran.quit || cmd == Command::Quit {
+                        if quit || cmd == Command::Quit {
                             break;
                         }
                         continue;

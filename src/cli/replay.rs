@@ -315,12 +315,22 @@ fn run_script<W: Write>(
     let cmds =
         script::parse_script(&text).map_err(|e| anyhow::anyhow!("{}: {e}", script_name(s)))?;
     for (line, cmd) in cmds {
-        match session.run_command(&cmd) {
-            Ok(ran) => {
-                for v in &ran.output {
-                    out.print(v)?;
-                }
-                if ran.quit {
+        // Each line is printed as the command makes it: an `advance` over days of a
+        // recording is never held whole.
+        let mut failed = None;
+        let ran = session.run_command_into(&cmd, &mut |v| match out.print(&v) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                std::ops::ControlFlow::Break(())
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        match ran {
+            Ok(quit) => {
+                if quit {
                     break;
                 }
             }

@@ -94,6 +94,12 @@ pub struct Session {
     next_attempt: u64,
     /// A `continue_attempts` ran out of budget: the next call goes on (no resume).
     mid_continue: bool,
+    /// Steps `continue_from` has taken, ever: `advance_until` counts its budget with it
+    /// across the timers it fires.
+    advanced: u64,
+    /// `advance_until` ran out of budget right after firing timers, where its loop
+    /// starts afresh: the next call resumes as it would have.
+    fresh_after_timers: bool,
     /// How much headless runs print.
     pub trace_level: trace::TraceLevel,
     spin: Spin,
@@ -159,6 +165,8 @@ impl Session {
             breakpoints: Vec::new(),
             next_attempt: 1,
             mid_continue: false,
+            advanced: 0,
+            fresh_after_timers: false,
             trace_level: Default::default(),
             spin: Spin::default(),
             stuck: None,

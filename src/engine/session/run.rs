@@ -101,6 +101,7 @@ impl Session {
                 return Some(StopReason::Breakpoint(b));
             }
             first = false;
+            self.advanced += 1;
             // Nothing to stop at: run whole attempts.
             let by = if self.breakpoints.is_empty() {
                 By::Attempt
@@ -166,10 +167,14 @@ impl Session {
         max: usize,
         resume: bool,
     ) -> Option<StopReason> {
-        let mut resume = resume;
+        let mut resume = resume || std::mem::take(&mut self.fresh_after_timers);
+        // The budget spans the timers fired: a quiet stretch of many timers, each with a
+        // few attempts, returns now and then so that the caller can show (or stream) them.
+        let until = self.advanced.saturating_add(max as u64);
         loop {
             // After the queue went idle and timers fired, scheduling starts afresh.
-            match self.continue_from(max, std::mem::replace(&mut resume, true)) {
+            let left = until.saturating_sub(self.advanced) as usize;
+            match self.continue_from(left, std::mem::replace(&mut resume, true)) {
                 None => return None,
                 Some(StopReason::Idle) => {}
                 Some(other) => return Some(other),
@@ -179,6 +184,10 @@ impl Session {
             self.fire_timers();
             if next >= target && !self.has_work() {
                 return Some(StopReason::Reached);
+            }
+            if self.advanced >= until {
+                self.fresh_after_timers = true;
+                return None;
             }
         }
     }

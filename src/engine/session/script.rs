@@ -210,6 +210,23 @@ impl Session {
     /// Runs one command, returning its JSON output lines.
     pub fn run_command(&mut self, cmd: &Command) -> Result<Ran, CommandError> {
         let mut output = Vec::new();
+        let quit = self.run_command_into(cmd, &mut |v| {
+            output.push(v);
+            ControlFlow::Continue(())
+        })?;
+        Ok(Ran { output, quit })
+    }
+
+    /// Runs one command, handing each output line to `sink` as it is made: a `continue`
+    /// or `advance` over hours of a recording streams its trace instead of holding it
+    /// (`--history 0` must mean bounded memory). Returns whether to quit. A sink that
+    /// breaks ends the command early (its reader went away).
+    pub fn run_command_into(
+        &mut self,
+        cmd: &Command,
+        sink: &mut dyn FnMut(Value) -> ControlFlow<()>,
+    ) -> Result<bool, CommandError> {
+        let mut output = Vec::new();
         let mut quit = false;
         match cmd {
             Command::Step => output.extend(self.step().unwrap_or_default().iter().map(trace::step)),
@@ -221,20 +238,17 @@ impl Session {
             ),
             Command::Finish => output.extend(self.finish_pod().iter().map(trace::step)),
             Command::Continue => {
-                self.history
-                    .start_tap(self.trace_level != TraceLevel::Attempts);
-                let r = self.continue_();
-                let tapped = self.history.stop_tap();
-                output.extend(self.trace_lines(tapped));
-                output.push(trace::stop(self, &r));
+                let r = self.streamed(sink, |s, resume| s.continue_from(CHUNK, resume));
+                if let Some(r) = r {
+                    output.push(trace::stop(self, &r));
+                }
             }
             Command::Advance(d) => {
-                self.history
-                    .start_tap(self.trace_level != TraceLevel::Attempts);
-                let r = self.advance(*d);
-                let tapped = self.history.stop_tap();
-                output.extend(self.trace_lines(tapped));
-                output.push(trace::stop(self, &r));
+                let target = super::clock::add(self.now(), *d);
+                let r = self.streamed(sink, |s, resume| s.advance_until(target, CHUNK, resume));
+                if let Some(r) = r {
+                    output.push(trace::stop(self, &r));
+                }
             }
             Command::Break(b) => self.add_breakpoint(b.clone()),
             Command::Clear => self.clear_breakpoints(),
@@ -274,7 +288,44 @@ impl Session {
             }
             Command::Quit => quit = true,
         }
-        Ok(Ran { output, quit })
+        for v in output {
+            if sink(v).is_break() {
+                break;
+            }
+        }
+        Ok(quit)
+    }
+
+    /// Runs `chunk` (a bounded piece of a continue or advance: `None` when its budget
+    /// ran out) until it stops, the trace of each piece going to `sink` before the next
+    /// runs. `None` when the sink broke off.
+    fn streamed(
+        &mut self,
+        sink: &mut dyn FnMut(Value) -> ControlFlow<()>,
+        mut chunk: impl FnMut(&mut Session, bool) -> Option<super::StopReason>,
+    ) -> Option<super::StopReason> {
+        self.history
+            .start_tap(self.trace_level != TraceLevel::Attempts);
+        let mut resume = true;
+        loop {
+            let r = chunk(self, std::mem::replace(&mut resume, false));
+            let tapped = self.history.take_tapped();
+            for l in self.trace_items(tapped) {
+                if sink(l.into_value()).is_break() {
+                    self.history.stop_tap();
+                    return None;
+                }
+            }
+            if r.is_some() {
+                let rest = self.history.stop_tap();
+                for l in self.trace_items(rest) {
+                    if sink(l.into_value()).is_break() {
+                        return None;
+                    }
+                }
+                return r;
+            }
+        }
     }
 
     /// Whether anything could still change: work now, timers ahead (a backoff ending),
