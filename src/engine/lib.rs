@@ -9,6 +9,7 @@ pub mod backend;
 pub mod cluster;
 pub mod explain;
 pub mod extender;
+pub mod output_file;
 pub mod plugins;
 pub mod recording;
 pub mod redact;

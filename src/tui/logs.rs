@@ -141,23 +141,9 @@ impl<S: Subscriber> Layer<S> for RingLayer {
     }
 }
 
-/// Opens (creates or truncates) the log file, refusing a symbolic link: a link planted
-/// where the log goes would otherwise make kubestep overwrite the file it points to.
+/// Opens (creates or truncates) the log file, refusing a symbolic link.
 fn open_log_file(p: &std::path::Path) -> Result<std::fs::File, String> {
-    if std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(
-            "is a symbolic link; kubestep does not follow it (give the file itself)".into(),
-        );
-    }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Closes the gap between the check above and the open.
-        opts.custom_flags(libc::O_NOFOLLOW);
-    }
-    opts.open(p).map_err(|e| e.to_string())
+    kubestep_engine::output_file::create(p).map_err(|e| e.to_string())
 }
 
 /// The log file, written an event at a time with the user info of every URL masked:

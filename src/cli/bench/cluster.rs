@@ -20,7 +20,8 @@ pub struct ClusterBench {
 
 /// Writes the dump to `file` (gzip when asked) and says what it holds.
 fn write(file: &Path, spec: &DumpSpec, gzip: bool) -> anyhow::Result<DumpStats> {
-    let f = std::fs::File::create(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let f = kubestep::output_file::create(file)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let stats = if gzip {
         let mut w = std::io::BufWriter::with_capacity(
             1 << 20,
@@ -57,19 +58,17 @@ struct Run {
 /// error carrying what the command said: a time of a failed run measures nothing.
 fn time(args: &[&str], expected: i32) -> anyhow::Result<Run> {
     let exe = std::env::current_exe()?;
-    // stderr to a file, not a pipe: nobody reads a pipe while the child runs.
-    let errors_path =
-        std::env::temp_dir().join(format!("kubestep-bench-{}.stderr", std::process::id()));
-    let errors = std::fs::File::create(&errors_path)?;
+    // stderr to a file, not a pipe: nobody reads a pipe while the child runs. An
+    // unnamed file in a private place: a predictable name in $TMPDIR can be a planted link.
+    let mut errors = tempfile::tempfile()?;
     let started = Instant::now();
     let child = Command::new(exe)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(errors)
+        .stderr(errors.try_clone()?)
         .spawn()?;
     let waited = wait_with_rusage(child.id()).map_err(anyhow::Error::msg);
-    let said = std::fs::read_to_string(&errors_path).unwrap_or_default();
-    let _ = std::fs::remove_file(&errors_path);
+    let said = read_from_start(&mut errors);
     let (code, maxrss_kb) = waited?;
     if code != expected {
         anyhow::bail!(
@@ -85,18 +84,25 @@ fn time(args: &[&str], expected: i32) -> anyhow::Result<Run> {
     })
 }
 
+/// What a child wrote to `f` (its standard error), read from the start.
+fn read_from_start(f: &mut std::fs::File) -> String {
+    use std::io::{Read, Seek};
+    let mut said = String::new();
+    let _ = f.rewind().and_then(|()| f.read_to_string(&mut said));
+    said
+}
+
 pub fn run(b: &ClusterBench) -> anyhow::Result<()> {
     let ext = if b.gzip { "json.gz" } else { "json" };
-    let (file, keep) = match &b.emit {
-        Some(f) => (f.clone(), true),
-        None => (
-            std::env::temp_dir().join(format!(
-                "kubestep-bench-cluster-{}.{ext}",
-                std::process::id()
-            )),
-            false,
-        ),
+    // Without --emit the dump goes to a private directory, removed when it drops.
+    let (file, scratch) = match &b.emit {
+        Some(f) => (f.clone(), None),
+        None => {
+            let d = super::scratch_dir()?;
+            (d.path().join(format!("cluster.{ext}")), Some(d))
+        }
     };
+    let keep = scratch.is_none();
     let started = Instant::now();
     let stats = write(&file, &b.spec, b.gzip)?;
     let mib = stats.bytes as f64 / (1024.0 * 1024.0);

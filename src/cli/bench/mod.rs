@@ -158,7 +158,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
         if let Some(file) = &a.emit {
             let bytes =
                 workloads::workload_recording(w, a.nodes, pods, cfg).map_err(anyhow::Error::msg)?;
-            std::fs::write(file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            kubestep::output_file::create(file)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
             continue;
         }
         if a.path != PathArg::Decision {
@@ -171,6 +173,26 @@ pub fn run(a: BenchArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A new private directory for generated workloads (mode 0700, an unpredictable name
+/// under $TMPDIR), removed with everything in it when dropped: fixed names there let
+/// another local user plant a link that bench would write through.
+pub(super) fn scratch_dir() -> anyhow::Result<tempfile::TempDir> {
+    let mut b = tempfile::Builder::new();
+    b.prefix("kubestep-bench-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Said, not left to the umask: only this user may look inside.
+        b.permissions(std::fs::Permissions::from_mode(0o700));
+    }
+    b.tempdir().map_err(|e| {
+        anyhow::anyhow!(
+            "creating a private directory in {}: {e}",
+            std::env::temp_dir().display()
+        )
+    })
+}
+
 /// Writes the workload as a recording and times `kubestep replay` on it in a child.
 fn user_path(
     a: &BenchArgs,
@@ -180,14 +202,11 @@ fn user_path(
 ) -> anyhow::Result<()> {
     let bytes =
         workloads::workload_recording(w, a.nodes, pods, cfg.clone()).map_err(anyhow::Error::msg)?;
-    let file = std::env::temp_dir().join(format!(
-        "kubestep-bench-{}-{}.jsonl",
-        std::process::id(),
-        w.name()
-    ));
+    let dir = scratch_dir()?;
+    let file = dir.path().join(format!("{}.jsonl", w.name()));
     std::fs::write(&file, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let r = replay_bench::user_path(&file, a.config.as_deref(), &cfg.features);
-    let _ = std::fs::remove_file(&file);
+    drop(dir);
     let r = r.map_err(anyhow::Error::msg)?;
     let rate = pods as f64 / r.seconds.max(1e-9);
     if a.json {
@@ -291,4 +310,21 @@ fn recordings(a: &BenchArgs) -> anyhow::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn scratch_directories_are_private_and_unpredictable() {
+        use std::os::unix::fs::PermissionsExt;
+        let (a, b) = (super::scratch_dir().unwrap(), super::scratch_dir().unwrap());
+        assert_ne!(a.path(), b.path());
+        let mode = std::fs::metadata(a.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+        let gone = a.path().to_path_buf();
+        std::fs::write(gone.join("w.jsonl"), "x").unwrap();
+        drop(a);
+        assert!(!gone.exists(), "removed with what it holds");
+    }
 }

@@ -136,14 +136,11 @@ fn run(name: &str, rec: Recording, load_seconds: f64) -> Result<ReplayReport, St
 /// process (this program, `bench --workload replay`), so the peak memory reported is that
 /// of loading and replaying the recording alone, not of generating it.
 pub fn memory(nodes: usize, pods: usize, pending: usize) -> Result<ReplayReport, String> {
-    let dir = std::env::temp_dir().join(format!("kubestep-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let file = dir.join(format!("synthetic-{nodes}-{pods}.jsonl"));
-    let result = std::fs::write(&file, synthetic(nodes, pods, pending))
+    let dir = super::scratch_dir().map_err(|e| e.to_string())?;
+    let file = dir.path().join(format!("synthetic-{nodes}-{pods}.jsonl"));
+    std::fs::write(&file, synthetic(nodes, pods, pending))
         .map_err(|e| format!("{}: {e}", file.display()))
-        .and_then(|()| replay_in_child(&file));
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+        .and_then(|()| replay_in_child(&file))
 }
 
 fn replay_in_child(file: &std::path::Path) -> Result<ReplayReport, String> {

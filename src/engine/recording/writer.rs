@@ -42,7 +42,7 @@ pub struct Writer {
 impl Writer {
     /// Creates `path` (gzip-compressed when it ends in `.gz`) and writes the header.
     pub fn create(path: &Path, header: &Header) -> std::io::Result<Writer> {
-        let f = BufWriter::new(File::create(path)?);
+        let f = BufWriter::new(crate::output_file::create(path)?);
         let gz = path.extension().is_some_and(|e| e == "gz");
         let sink = if gz {
             Sink::Gzip(flate2::write::GzEncoder::new(
@@ -156,6 +156,17 @@ mod tests {
         drop(w);
         let r = read_file(&path, ReadOptions::default()).unwrap();
         assert_eq!(r.events.len(), 2);
+        // `record -o LINK`: a link planted at the output is refused, its target kept.
+        #[cfg(unix)]
+        {
+            let target = dir.join("victim");
+            std::fs::write(&target, "keep me").unwrap();
+            let link = dir.join("out.jsonl");
+            std::os::unix::fs::symlink(&target, &link).unwrap();
+            let e = Writer::create(&link, &h).err().expect("a link is refused");
+            assert!(e.to_string().contains("symbolic link"), "{e}");
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 }
