@@ -50,8 +50,9 @@ fn replay_peak(file: &Path, args: &[&str]) -> (String, Option<u64>) {
 #[test]
 fn a_year_of_retries_stays_within_history() {
     // The bundled volumes-zones recording with one pod arriving a year later: two pending
-    // pods are retried every five minutes meanwhile (~200,000 attempts). It took 3.5 GB
-    // and aborted when each attempt kept ~12 KB whatever --history said.
+    // pods were retried every five minutes meanwhile (~200,000 attempts), which took 3.5 GB
+    // and aborted when each attempt kept ~12 KB whatever --history said. (They now wait
+    // for the next event; the streamed advance below still retries for weeks.)
     let text = std::fs::read_to_string(data("vz_m1.jsonl")).expect("vz_m1");
     let year = text.replace(
         "\"at\": \"2026-04-02T09:00:00Z\"",
