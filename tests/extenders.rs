@@ -57,8 +57,8 @@ impl Server {
         let handler: Arc<Handler> = Arc::new(handler);
         let (reqs, stopping) = (requests.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
-            // Bounded: a test makes a handful of calls.
-            for _ in 0..200 {
+            // Bounded: a test makes a few hundred calls at most.
+            for _ in 0..1000 {
                 let Ok((stream, _)) = listener.accept() else {
                     break;
                 };
@@ -559,6 +559,104 @@ fn slow_extender_times_out() {
             "Post \"{}/filter\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
             ext.url()
         )
+    );
+}
+
+// ---------- bounded calls ----------
+
+/// A listener that answers one request with `answer`'s bytes, written by `answer` (it
+/// may stream, drip or stall); the request is read first.
+fn raw_server(answer: impl Fn(&mut TcpStream) + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("local addr");
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let _ = reader.read_exact(&mut vec![0; len]);
+        answer(&mut stream);
+    });
+    format!("http://{addr}/x")
+}
+
+fn filter_error_message(c: &SchedulingCycle) -> String {
+    match outcome(c) {
+        CycleOutcome::Error(s) => s.message().to_string(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_endless_answer_is_cut_at_the_cap() {
+    // 80 MiB of a JSON array that never closes, then the connection stays open: it was
+    // read whole (an endless stream, until memory ran out) and then waited on.
+    let url = raw_server(|s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[");
+        let block = vec![b' '; 1 << 20];
+        for _ in 0..80 {
+            if s.write_all(&block).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let cfg = configuration(&format!(
+        "- urlPrefix: {url}\n  filterVerb: filter\n  httpTimeout: 20s\n"
+    ));
+    let started = std::time::Instant::now();
+    let message = filter_error_message(&schedule(&three_nodes(), cfg));
+    assert_eq!(
+        message,
+        format!(
+            "the answer to filter from extender at URL {url}/filter is larger than 64 MiB \
+             (the most kubestep reads of an extender's answer)"
+        )
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn http_timeout_bounds_the_whole_exchange() {
+    // Headers at once, then a byte every 100 ms: each read is quick, the body never ends.
+    let url = raw_server(|s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[");
+        for _ in 0..300 {
+            std::thread::sleep(Duration::from_millis(100));
+            if s.write_all(b" ").and_then(|()| s.flush()).is_err() {
+                return;
+            }
+        }
+    });
+    let cfg = configuration(&format!(
+        "- urlPrefix: {url}\n  filterVerb: filter\n  httpTimeout: 1s\n"
+    ));
+    let started = std::time::Instant::now();
+    let message = filter_error_message(&schedule(&three_nodes(), cfg));
+    assert_eq!(
+        message,
+        "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
     );
 }
 

@@ -34,6 +34,8 @@ impl std::fmt::Debug for Transport {
 impl Transport {
     pub(super) fn new(cfg: &crate::config::Extender) -> Result<Transport, String> {
         // Zero means the default; a negative timeout means none, as for Go's http.Client.
+        // Like Go's `Client.Timeout`, it bounds the whole exchange: lookup, connecting,
+        // the request, the answer's headers and all of its body.
         let timeout = if cfg.http_timeout.is_zero() {
             Some(DEFAULT_EXTENDER_TIMEOUT)
         } else {
@@ -74,12 +76,22 @@ impl Transport {
                 "failed {action} with extender at URL {shown}, code {code}"
             )));
         }
+        // An answer is read whole before it is decoded, so it is capped: an extender
+        // streaming without end would otherwise be read until memory runs out.
+        let limit = crate::limits::EXTENDER_BODY;
         let bytes = resp
             .into_body()
             .into_with_config()
-            .limit(u64::MAX)
+            .limit(limit as u64)
             .read_to_vec()
-            .map_err(|e| ExtenderError(body_error(e)))?;
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(_) => ExtenderError(format!(
+                    "the answer to {action} from extender at URL {shown} is larger than {} \
+                     (the most kubestep reads of an extender's answer)",
+                    crate::limits::size(limit)
+                )),
+                e => ExtenderError(body_error(e)),
+            })?;
         first_json_value(&bytes).map_err(ExtenderError)
     }
 }
