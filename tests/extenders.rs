@@ -660,6 +660,50 @@ fn http_timeout_bounds_the_whole_exchange() {
     );
 }
 
+#[test]
+fn two_hundred_extenders_are_asked_a_few_at_a_time() {
+    // Upstream asks every scoring extender at once; a thread each failed to start under
+    // a memory limit (a panic) once a configuration listed a couple of hundred.
+    let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (r, m) = (running.clone(), most.clone());
+    let ext = Server::start(move |verb, args| {
+        let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+        m.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(20));
+        r.fetch_sub(1, Ordering::SeqCst);
+        match verb {
+            "prioritize" => {
+                let list: Vec<Value> = names(args)
+                    .into_iter()
+                    .map(|n| json!({"Host": n, "Score": if n == "n2" { 1 } else { 0 }}))
+                    .collect();
+                (200, Value::Array(list))
+            }
+            _ => (404, Value::Null),
+        }
+    });
+    let extenders: String = (0..200)
+        .map(|i| {
+            format!(
+                "- urlPrefix: {}/e{i}\n  prioritizeVerb: prioritize\n  weight: 1\n",
+                ext.url()
+            )
+        })
+        .collect();
+    let c = schedule(&three_nodes(), configuration(&extenders));
+    assert_eq!(selected(&c), "n2");
+    assert_eq!(ext.requests().len(), 200);
+    let t = c.scores.as_ref().expect("scored");
+    assert_eq!(t.extenders.len(), 200);
+    assert!(t.extenders.iter().all(|e| e.error.is_none()));
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        most <= kubestep::framework::cycle::MAX_CONCURRENT_CALLS,
+        "{most} extenders were asked at once"
+    );
+}
+
 // ---------- prioritize ----------
 
 /// An extender that gives `node` the top score (10) and every other node 0.
