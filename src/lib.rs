@@ -8,8 +8,8 @@
 //! - `kubestep-tui` (src/tui): the terminal UI (ratatui).
 
 pub use kubestep_engine::{
-    api, cluster, config, explain, extender, features, framework, output_file, plugins, recording,
-    redact, session, testing,
+    api, cluster, config, explain, extender, features, framework, limits, output_file, plugins,
+    recording, redact, session, testing,
 };
 pub use kubestep_live as live;
 pub use kubestep_live::signals;

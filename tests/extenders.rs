@@ -57,8 +57,8 @@ impl Server {
         let handler: Arc<Handler> = Arc::new(handler);
         let (reqs, stopping) = (requests.clone(), stop.clone());
         let thread = std::thread::spawn(move || {
-            // Bounded: a test makes a handful of calls.
-            for _ in 0..200 {
+            // Bounded: a test makes a few hundred calls at most.
+            for _ in 0..1000 {
                 let Ok((stream, _)) = listener.accept() else {
                     break;
                 };
@@ -559,6 +559,148 @@ fn slow_extender_times_out() {
             "Post \"{}/filter\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
             ext.url()
         )
+    );
+}
+
+// ---------- bounded calls ----------
+
+/// A listener that answers one request with `answer`'s bytes, written by `answer` (it
+/// may stream, drip or stall); the request is read first.
+fn raw_server(answer: impl Fn(&mut TcpStream) + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("local addr");
+    std::thread::spawn(move || {
+        let Ok((mut stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut len = 0usize;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).is_err() || h == "\r\n" || h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("content-length")
+            {
+                len = v.trim().parse().unwrap_or(0);
+            }
+        }
+        let _ = reader.read_exact(&mut vec![0; len]);
+        answer(&mut stream);
+    });
+    format!("http://{addr}/x")
+}
+
+fn filter_error_message(c: &SchedulingCycle) -> String {
+    match outcome(c) {
+        CycleOutcome::Error(s) => s.message().to_string(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[test]
+fn an_endless_answer_is_cut_at_the_cap() {
+    // 80 MiB of a JSON array that never closes, then the connection stays open: it was
+    // read whole (an endless stream, until memory ran out) and then waited on.
+    let url = raw_server(|s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[");
+        let block = vec![b' '; 1 << 20];
+        for _ in 0..80 {
+            if s.write_all(&block).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    let cfg = configuration(&format!(
+        "- urlPrefix: {url}\n  filterVerb: filter\n  httpTimeout: 20s\n"
+    ));
+    let started = std::time::Instant::now();
+    let message = filter_error_message(&schedule(&three_nodes(), cfg));
+    assert_eq!(
+        message,
+        format!(
+            "the answer to filter from extender at URL {url}/filter is larger than 64 MiB \
+             (the most kubestep reads of an extender's answer)"
+        )
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn http_timeout_bounds_the_whole_exchange() {
+    // Headers at once, then a byte every 100 ms: each read is quick, the body never ends.
+    let url = raw_server(|s| {
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n[");
+        for _ in 0..300 {
+            std::thread::sleep(Duration::from_millis(100));
+            if s.write_all(b" ").and_then(|()| s.flush()).is_err() {
+                return;
+            }
+        }
+    });
+    let cfg = configuration(&format!(
+        "- urlPrefix: {url}\n  filterVerb: filter\n  httpTimeout: 1s\n"
+    ));
+    let started = std::time::Instant::now();
+    let message = filter_error_message(&schedule(&three_nodes(), cfg));
+    assert_eq!(
+        message,
+        "context deadline exceeded (Client.Timeout or context cancellation while reading body)"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn two_hundred_extenders_are_asked_a_few_at_a_time() {
+    // Upstream asks every scoring extender at once; a thread each failed to start under
+    // a memory limit (a panic) once a configuration listed a couple of hundred.
+    let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let most = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (r, m) = (running.clone(), most.clone());
+    let ext = Server::start(move |verb, args| {
+        let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+        m.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(20));
+        r.fetch_sub(1, Ordering::SeqCst);
+        match verb {
+            "prioritize" => {
+                let list: Vec<Value> = names(args)
+                    .into_iter()
+                    .map(|n| json!({"Host": n, "Score": if n == "n2" { 1 } else { 0 }}))
+                    .collect();
+                (200, Value::Array(list))
+            }
+            _ => (404, Value::Null),
+        }
+    });
+    let extenders: String = (0..200)
+        .map(|i| {
+            format!(
+                "- urlPrefix: {}/e{i}\n  prioritizeVerb: prioritize\n  weight: 1\n",
+                ext.url()
+            )
+        })
+        .collect();
+    let c = schedule(&three_nodes(), configuration(&extenders));
+    assert_eq!(selected(&c), "n2");
+    assert_eq!(ext.requests().len(), 200);
+    let t = c.scores.as_ref().expect("scored");
+    assert_eq!(t.extenders.len(), 200);
+    assert!(t.extenders.iter().all(|e| e.error.is_none()));
+    let most = most.load(Ordering::SeqCst);
+    assert!(
+        most <= kubestep::framework::cycle::MAX_CONCURRENT_CALLS,
+        "{most} extenders were asked at once"
     );
 }
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, &str, &[&str])] = &[
     ("src/framework", "features", &[]),
     ("src/framework", "api", &["features"]),
-    ("src/framework", "config", &["api", "features"]),
+    ("src/framework", "config", &["api", "features", "limits"]),
     (
         "src/engine",
         "backend",
@@ -24,17 +24,17 @@ const FLOORS: &[(&str, &str, &[&str])] = &[
     (
         "src/engine",
         "extender",
-        &["framework", "api", "config", "features", "redact"],
+        &["framework", "api", "config", "features", "limits", "redact"],
     ),
     (
         "src/engine",
         "cluster",
-        &["framework", "api", "config", "features"],
+        &["framework", "api", "config", "features", "limits"],
     ),
     (
         "src/engine",
         "recording",
-        &["cluster", "config", "features", "redact"],
+        &["cluster", "config", "features", "limits", "redact"],
     ),
     (
         "src/engine",
@@ -49,6 +49,7 @@ const FLOORS: &[(&str, &str, &[&str])] = &[
             "extender",
             "cluster",
             "recording",
+            "limits",
             "redact",
         ],
     ),

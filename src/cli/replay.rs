@@ -2,7 +2,7 @@
 //! (or run to completion), printing one JSON object per line (or text). SOURCE is a
 //! recording (a file, or the name of a bundled one) or a manifest.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -356,15 +356,18 @@ pub(super) fn script_name(s: &str) -> String {
     }
 }
 
+/// The script's text, at most `limits::WHOLE_FILE`.
 pub(super) fn read_script(s: &str) -> anyhow::Result<String> {
+    use kubestep::limits;
     if s == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
+        let bytes = limits::read_to_end(std::io::stdin(), limits::WHOLE_FILE, "a script")
             .context("reading the script from standard input")?;
-        return Ok(text);
+        return String::from_utf8(bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()))
+            .context("reading the script from standard input");
     }
-    std::fs::read_to_string(Path::new(s)).with_context(|| format!("reading script {s}"))
+    limits::read_file_to_string(Path::new(s), limits::WHOLE_FILE, "a script")
+        .with_context(|| format!("reading script {s}"))
 }
 
 pub(super) struct Printer<W: Write> {

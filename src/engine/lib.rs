@@ -18,4 +18,4 @@ pub mod testing;
 
 // The framework crate's modules keep the paths they had when they lived here.
 pub use kubestep_framework as framework;
-pub use kubestep_framework::{api, config, features};
+pub use kubestep_framework::{api, config, features, limits};

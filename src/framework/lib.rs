@@ -15,6 +15,7 @@ pub mod extender;
 pub mod factory;
 pub mod features;
 pub mod hints;
+pub mod limits;
 pub mod listers;
 mod new_framework;
 pub mod node_info;

@@ -15,7 +15,7 @@ use super::error::LiveError;
 use super::server_url;
 use super::tap::WatchTap;
 use crate::recording::SourceInfo;
-use kubestep_engine::redact;
+use kubestep_engine::{limits, redact};
 
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
@@ -65,6 +65,26 @@ pub fn load_kubeconfig(opts: &ConnectOptions) -> Result<Option<(Kubeconfig, Stri
     }
     if let Some(v) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
         let src = format!("KUBECONFIG={}", v.to_string_lossy());
+        let paths: Vec<PathBuf> = std::env::split_paths(&v)
+            .filter(|p| !p.as_os_str().is_empty() && p.exists())
+            .collect();
+        for p in &paths {
+            within_limit(p)?;
+        }
+        if paths.iter().any(|p| !p.is_file()) {
+            // A pipe or a device has no size to check: each file is read within the
+            // limit here, then merged as kube-rs merges them.
+            let mut merged = Kubeconfig::default();
+            for p in &paths {
+                merged = merged.merge(read(p)?).map_err(|e| {
+                    LiveError::Kubeconfig(format!(
+                        "kubeconfig {src}: {}",
+                        redact::text(&e.to_string())
+                    ))
+                })?;
+            }
+            return Ok(Some((merged, src)));
+        }
         return match Kubeconfig::from_env() {
             Ok(Some(k)) => Ok(Some((k, src))),
             Ok(None) => Ok(None),
@@ -86,9 +106,36 @@ pub fn load_kubeconfig(opts: &ConnectOptions) -> Result<Option<(Kubeconfig, Stri
     }
 }
 
-/// One kubeconfig file, read as kube-rs reads it; its fault said as `kubeconfig_fault` says it.
+/// One kubeconfig file, read as kube-rs reads it; its fault said as `kubeconfig_fault` says
+/// it. It is read whole, so it may hold at most `limits::WHOLE_FILE`.
 pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, LiveError> {
-    Kubeconfig::read_from(path).map_err(|e| LiveError::Kubeconfig(kubeconfig_fault(path, &e)))
+    within_limit(path)?;
+    let fault = |e| LiveError::Kubeconfig(kubeconfig_fault(path, &e));
+    if path.exists() && !path.is_file() {
+        // A pipe or a device (`--kubeconfig <(...)`): read once, within the limit.
+        let text =
+            limits::read_file_to_string(path, limits::WHOLE_FILE, "a kubeconfig").map_err(|e| {
+                LiveError::Kubeconfig(format!(
+                    "kubeconfig {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?;
+        return Kubeconfig::from_yaml(&text).map_err(fault);
+    }
+    Kubeconfig::read_from(path).map_err(fault)
+}
+
+/// A regular file larger than `limits::WHOLE_FILE` is refused before it is read.
+fn within_limit(path: &Path) -> Result<(), LiveError> {
+    let limit = limits::WHOLE_FILE;
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() && m.len() > limit as u64 => Err(LiveError::Kubeconfig(format!(
+            "kubeconfig {}: larger than {} (the most kubestep reads of a kubeconfig)",
+            path.display(),
+            limits::size(limit)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Why a kubeconfig file cannot be read, in words that quote none of it: the file, the

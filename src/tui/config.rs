@@ -39,7 +39,8 @@ pub fn config_dir() -> Option<PathBuf> {
 /// Reads the config file at `path` (absent: defaults, no warning).
 pub fn load(path: &Path, warnings: &mut Vec<String>) -> UiConfig {
     let theme_dir = path.parent().map(|d| d.join("themes"));
-    let text = match std::fs::read_to_string(path) {
+    let limit = kubestep_engine::limits::WHOLE_FILE;
+    let text = match kubestep_engine::limits::read_file_to_string(path, limit, "a config file") {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return UiConfig {
@@ -271,6 +272,27 @@ mod tests {
         assert!(w.is_empty());
         assert_eq!(c.theme.as_deref(), Some("light"));
         assert!(c.keys.contains_key("step"));
+    }
+
+    #[test]
+    fn a_config_past_the_limit_is_a_warning_unread() {
+        let dir = std::env::temp_dir().join(format!("kubestep-uiconf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("config.toml");
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len((16 << 20) + 1))
+            .unwrap();
+        let mut w = Vec::new();
+        let c = load(&big, &mut w);
+        assert!(c.theme.is_none());
+        assert_eq!(
+            w,
+            [format!(
+                "config {}: larger than 16 MiB (the most kubestep reads of a config file)",
+                big.display()
+            )]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

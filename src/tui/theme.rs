@@ -157,11 +157,17 @@ pub fn resolve(
     }
 }
 
+/// A theme file's text, read whole if it is at most `limits::WHOLE_FILE`.
+fn read(path: &Path) -> std::io::Result<String> {
+    use kubestep_engine::limits;
+    limits::read_file_to_string(path, limits::WHOLE_FILE, "a theme file")
+}
+
 /// A theme by name (user directory first, then bundled) or by file path.
 pub fn load(choice: &str, user_dir: Option<&Path>, warnings: &mut Vec<String>) -> Option<Theme> {
     let as_path = Path::new(choice);
     if choice.ends_with(".toml") || choice.contains('/') {
-        return match std::fs::read_to_string(as_path) {
+        return match read(as_path) {
             Ok(text) => Some(parse(&as_path.display().to_string(), &text, warnings)),
             Err(e) => {
                 warnings.push(format!("theme file {}: {e}", as_path.display()));
@@ -171,7 +177,7 @@ pub fn load(choice: &str, user_dir: Option<&Path>, warnings: &mut Vec<String>) -
     }
     if let Some(dir) = user_dir {
         let p: PathBuf = dir.join(format!("{choice}.toml"));
-        if let Ok(text) = std::fs::read_to_string(&p) {
+        if let Ok(text) = read(&p) {
             return Some(parse(&p.display().to_string(), &text, warnings));
         }
     }
@@ -324,6 +330,27 @@ mod tests {
             assert!(w.is_empty(), "{name}: {w:?}");
             assert_eq!(t.name, name);
         }
+    }
+
+    #[test]
+    fn a_theme_file_past_the_limit_is_a_warning_unread() {
+        let dir = std::env::temp_dir().join(format!("kubestep-theme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = dir.join("big.toml");
+        // Sparse: 16 MiB and one byte of zeros, no disk.
+        std::fs::File::create(&big)
+            .and_then(|f| f.set_len((16 << 20) + 1))
+            .unwrap();
+        let mut w = Vec::new();
+        assert!(load(big.to_str().unwrap(), None, &mut w).is_none());
+        assert_eq!(
+            w,
+            [format!(
+                "theme file {}: larger than 16 MiB (the most kubestep reads of a theme file)",
+                big.display()
+            )]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -3,12 +3,15 @@
 //! refused, unknown host, timeout, a non-200 answer).
 
 use std::io;
-use std::net::ToSocketAddrs;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
+use ureq::http::Uri;
 use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsConfig};
+use ureq::unversioned::resolver::{ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use crate::config::field::go_quote;
 
@@ -34,6 +37,8 @@ impl std::fmt::Debug for Transport {
 impl Transport {
     pub(super) fn new(cfg: &crate::config::Extender) -> Result<Transport, String> {
         // Zero means the default; a negative timeout means none, as for Go's http.Client.
+        // Like Go's `Client.Timeout`, it bounds the whole exchange: lookup, connecting,
+        // the request, the answer's headers and all of its body.
         let timeout = if cfg.http_timeout.is_zero() {
             Some(DEFAULT_EXTENDER_TIMEOUT)
         } else {
@@ -46,8 +51,9 @@ impl Transport {
         if let Some(tls) = tls_config(cfg)? {
             builder = builder.tls_config(tls);
         }
+        let agent = ureq::Agent::with_parts(builder.build(), DefaultConnector::default(), Lookup);
         Ok(Transport {
-            agent: builder.build().into(),
+            agent,
             url_prefix: cfg.url_prefix.clone(),
         })
     }
@@ -74,13 +80,92 @@ impl Transport {
                 "failed {action} with extender at URL {shown}, code {code}"
             )));
         }
+        // An answer is read whole before it is decoded, so it is capped: an extender
+        // streaming without end would otherwise be read until memory runs out.
+        let limit = crate::limits::EXTENDER_BODY;
         let bytes = resp
             .into_body()
             .into_with_config()
-            .limit(u64::MAX)
+            .limit(limit as u64)
             .read_to_vec()
-            .map_err(|e| ExtenderError(body_error(e)))?;
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(_) => ExtenderError(format!(
+                    "the answer to {action} from extender at URL {shown} is larger than {} \
+                     (the most kubestep reads of an extender's answer)",
+                    crate::limits::size(limit)
+                )),
+                e => ExtenderError(body_error(e)),
+            })?;
         first_json_value(&bytes).map_err(ExtenderError)
+    }
+}
+
+/// Looks host names up as ureq's own resolver does, except for the thread that bounds a
+/// lookup by the timeout: ureq starts it with `thread::spawn`, which panics when no
+/// thread can be started (many extenders under a memory limit); here that is the call's
+/// error. An address needs no lookup, hence no thread.
+#[derive(Debug)]
+struct Lookup;
+
+impl Resolver for Lookup {
+    fn resolve(
+        &self,
+        uri: &Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let bad = || ureq::Error::BadUri(uri.to_string());
+        let host = uri.host().ok_or_else(bad)?;
+        let port = match (uri.port_u16(), uri.scheme_str()) {
+            (Some(p), _) => p,
+            (None, Some(s)) if s.eq_ignore_ascii_case("https") => 443,
+            (None, Some(s)) if s.eq_ignore_ascii_case("http") => 80,
+            // Proxies: socks4, socks4a, socks5, socks5h.
+            (None, Some(s)) if s.to_ascii_lowercase().starts_with("socks") => 1080,
+            _ => return Err(bad()),
+        };
+        let bare = host.trim_start_matches('[').trim_end_matches(']');
+        let found: Vec<SocketAddr> = match bare.parse::<IpAddr>() {
+            Ok(ip) => vec![SocketAddr::new(ip, port)],
+            Err(_) if timeout.after.is_not_happening() => (bare, port).to_socket_addrs()?.collect(),
+            Err(_) => lookup_within(bare, port, *timeout.after, timeout.reason)?,
+        };
+        let mut out = self.empty();
+        for a in config.ip_family().keep_wanted(found.into_iter()).take(16) {
+            out.push(a);
+        }
+        if out.is_empty() {
+            return Err(ureq::Error::HostNotFound);
+        }
+        Ok(out)
+    }
+}
+
+/// `host:port` looked up on a thread of its own, waited for at most `within`.
+fn lookup_within(
+    host: &str,
+    port: u16,
+    within: Duration,
+    reason: ureq::Timeout,
+) -> Result<Vec<SocketAddr>, ureq::Error> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let target = (host.to_string(), port);
+    std::thread::Builder::new()
+        .name("extender-lookup".into())
+        .spawn(move || {
+            let found = target.to_socket_addrs().map(Iterator::collect::<Vec<_>>);
+            let _ = tx.send(found);
+        })
+        .map_err(|e| {
+            ureq::Error::Io(io::Error::new(
+                e.kind(),
+                format!("cannot start a thread to look up {host}: {e}"),
+            ))
+        })?;
+    match rx.recv_timeout(within) {
+        Ok(found) => Ok(found?),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(ureq::Error::Timeout(reason)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(ureq::Error::HostNotFound),
     }
 }
 

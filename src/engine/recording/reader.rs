@@ -96,65 +96,56 @@ pub fn read_file(path: &Path, opts: ReadOptions) -> Result<Recording, ReadError>
         let (objs, notes) = crate::cluster::stream::load(input, &file, true).map_err(Box::new)?;
         return Ok(manifest_recording(objs, notes, &file));
     }
-    let bytes = std::fs::read(path).map_err(|error| ReadError::Io {
+    let io = |error| ReadError::Io {
         file: file.clone(),
         error,
-    })?;
-    read_bytes(&bytes, &file, opts)
+    };
+    let f = std::fs::File::open(path).map_err(io)?;
+    let size = f.metadata().map_or(0, |m| m.len());
+    read_from(BufReader::with_capacity(1 << 20, f), size, &file, opts)
 }
 
 /// Reads a recording (gzip-compressed or not) or a manifest from memory, named `file` in
 /// messages.
 pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recording, ReadError> {
+    read_from(bytes, bytes.len() as u64, file, opts)
+}
+
+/// Reads a recording (gzip-compressed or not) or a manifest of about `size` bytes (as
+/// stored) from `raw`. Lines are read one by one and none may be longer than
+/// `limits::LINE`: a line without end fails having held no more than that.
+fn read_from(
+    mut raw: impl BufRead,
+    size: u64,
+    file: &str,
+    opts: ReadOptions,
+) -> Result<Recording, ReadError> {
     let mut warnings = Vec::new();
-    let gz = bytes.starts_with(&[0x1f, 0x8b]);
+    let gz = raw
+        .fill_buf()
+        .map_err(|error| ReadError::Io {
+            file: file.into(),
+            error,
+        })?
+        .starts_with(&[0x1f, 0x8b]);
     if !gz {
-        return read_str(&utf8(bytes, file, &mut warnings), file, opts).map(|mut r| {
+        let text = read_lines(raw, size as usize, false, file)?;
+        return read_str(&utf8(&text.text, file, &mut warnings), file, opts).map(|mut r| {
             r.warnings.splice(0..0, warnings);
             r
         });
     }
-    // A recorder killed mid-write leaves a gzip stream without its trailer: keep what was
-    // decoded and say so. Blank lines of a recording are dropped as they are decoded (a
-    // few kilobytes of gzip can hold millions of them); `numbers` keeps the line number of
-    // each line kept, so messages still name the line in the file.
-    let mut text = Vec::with_capacity(bytes.len().saturating_mul(4).min(1 << 30));
-    let mut numbers: Vec<usize> = Vec::new();
-    let mut recording = None;
-    let mut total = 0usize;
-    let mut reader = BufReader::new(flate2::read::MultiGzDecoder::new(bytes));
-    let mut cut_short = None;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.read_until(b'\n', &mut line) {
-            Ok(0) => break,
-            Ok(_) => {
-                total += 1;
-                let is_rec =
-                    *recording.get_or_insert_with(|| is_recording(&String::from_utf8_lossy(&line)));
-                if is_rec && line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                if is_rec {
-                    numbers.push(total);
-                }
-                text.extend_from_slice(&line);
-            }
-            Err(e) if total > 0 => {
-                cut_short = Some(e.to_string());
-                break;
-            }
-            Err(error) => {
-                return Err(ReadError::Io {
-                    file: file.into(),
-                    error,
-                });
-            }
-        }
-    }
+    let decoder = BufReader::new(flate2::bufread::MultiGzDecoder::new(raw));
+    let text = read_lines(decoder, (size as usize).saturating_mul(4), true, file)?;
+    let Lines {
+        text,
+        numbers,
+        total,
+        recording,
+        cut_short,
+    } = text;
     let text = utf8(&text, file, &mut warnings);
-    let mut rec = if recording == Some(true) {
+    let mut rec = if recording {
         read_numbered(&text, Some((&numbers, total)), file, opts)?
     } else {
         read_str(&text, file, opts)?
@@ -166,6 +157,82 @@ pub fn read_bytes(bytes: &[u8], file: &str, opts: ReadOptions) -> Result<Recordi
         ));
     }
     Ok(rec)
+}
+
+/// The lines of an input, as `read_lines` collects them.
+struct Lines {
+    text: Vec<u8>,
+    /// The line number of each line in `text` (when blank lines were dropped).
+    numbers: Vec<usize>,
+    /// Lines in the input.
+    total: usize,
+    /// The first line is a recording's header.
+    recording: bool,
+    /// Why the input ended early, after some lines (a gzip stream without its trailer).
+    cut_short: Option<String>,
+}
+
+/// Every line of `input`, each at most `limits::LINE` long. `compressed`: the input is
+/// decompressed (a few kilobytes of gzip can hold millions of blank lines, so a
+/// recording's blank lines are dropped as they come, `numbers` keeping the line number
+/// of each line kept; a recorder killed mid-write leaves a stream without its trailer,
+/// whose complete lines are kept and `cut_short` says so).
+fn read_lines(
+    mut input: impl BufRead,
+    size: usize,
+    compressed: bool,
+    file: &str,
+) -> Result<Lines, ReadError> {
+    let limit = crate::limits::LINE;
+    let mut out = Lines {
+        text: Vec::with_capacity(size.min(1 << 30)),
+        numbers: Vec::new(),
+        total: 0,
+        recording: false,
+        cut_short: None,
+    };
+    let mut first = true;
+    loop {
+        let start = out.text.len();
+        match crate::limits::read_line(&mut input, &mut out.text, limit) {
+            Ok(0) => break,
+            Ok(_) => {
+                out.total += 1;
+                if !compressed {
+                    continue;
+                }
+                let line = &out.text[start..];
+                if std::mem::take(&mut first) {
+                    out.recording = is_recording(&String::from_utf8_lossy(line));
+                }
+                if out.recording && line.iter().all(u8::is_ascii_whitespace) {
+                    out.text.truncate(start);
+                    continue;
+                }
+                if out.recording {
+                    out.numbers.push(out.total);
+                }
+            }
+            Err(crate::limits::LineError::TooLong(limit)) => {
+                return Err(ReadError::Line {
+                    file: file.into(),
+                    line: out.total + 1,
+                    message: crate::limits::too_long("line", limit),
+                });
+            }
+            Err(crate::limits::LineError::Io(e)) if compressed && out.total > 0 => {
+                out.cut_short = Some(e.to_string());
+                break;
+            }
+            Err(crate::limits::LineError::Io(error)) => {
+                return Err(ReadError::Io {
+                    file: file.into(),
+                    error,
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// The text of the bytes; invalid UTF-8 is replaced (U+FFFD), and said so.

@@ -32,15 +32,26 @@ impl SchedulerLog {
     }
 
     /// As `parse`, line by line from a reader: a scheduler's log can be far larger than
-    /// what it says about the recorded pods. A line that is not UTF-8 is skipped.
+    /// what it says about the recorded pods. A line that is not UTF-8 is skipped; one
+    /// longer than `limits::LINE` is an error naming it.
     pub fn read(mut r: impl std::io::BufRead) -> std::io::Result<SchedulerLog> {
         let mut evaluated = HashMap::new();
         let mut hints = HashMap::new();
         let mut buf = Vec::new();
+        let mut number = 0usize;
         loop {
             buf.clear();
-            if r.read_until(b'\n', &mut buf)? == 0 {
-                break;
+            number += 1;
+            match crate::limits::read_line(&mut r, &mut buf, crate::limits::LINE) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(crate::limits::LineError::Io(e)) => return Err(e),
+                Err(too_long) => {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("line {number}: {}", too_long.describe()),
+                    ));
+                }
             }
             let Ok(line) = std::str::from_utf8(&buf) else {
                 continue;

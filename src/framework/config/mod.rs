@@ -60,25 +60,15 @@ pub fn load_file_for(
     features: &Features,
 ) -> Result<KubeSchedulerConfiguration, ConfigError> {
     let name = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|error| ConfigError::Io {
-        file: name.clone(),
-        error,
-    })?;
-    if meta.len() > node::MAX_INPUT_BYTES as u64 {
-        return Err(ConfigError::Syntax {
-            file: name,
-            pos: Pos::default(),
-            message: format!(
-                "file is {} bytes, larger than the limit of {} bytes",
-                meta.len(),
-                node::MAX_INPUT_BYTES
-            ),
-        });
-    }
-    let bytes = std::fs::read(path).map_err(|error| ConfigError::Io {
-        file: name.clone(),
-        error,
-    })?;
+    // Read at most the parser's budget and one byte: a pipe or a device has no size to
+    // check first.
+    let limit = node::MAX_INPUT_BYTES;
+    let bytes = std::fs::File::open(path)
+        .and_then(|f| crate::limits::read_to_end(f, limit, "a scheduler configuration"))
+        .map_err(|error| ConfigError::Io {
+            file: name.clone(),
+            error,
+        })?;
     let text = String::from_utf8(bytes).map_err(|e| ConfigError::Syntax {
         file: name.clone(),
         pos: Pos::default(),

@@ -3,11 +3,13 @@
 //! of `prioritizeNodes`).
 //!
 //! Filtering extenders run one after the other, each on the nodes the previous one let
-//! through; scoring extenders are called concurrently and their results applied in
-//! configuration order, which gives the same totals as upstream's goroutines.
+//! through; scoring extenders are called concurrently (a few at a time) and their
+//! results applied in configuration order, which gives the same totals as upstream's
+//! goroutines.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -21,6 +23,51 @@ use crate::node_info::NodeInfo;
 use crate::plugin::MAX_NODE_SCORE;
 use crate::snapshot::Snapshot;
 use crate::status::{Code, Status};
+
+/// At most this many extenders are asked for scores at once. Upstream starts a goroutine
+/// per extender; a thread each is too many when a configuration lists hundreds (each
+/// reserves a stack, and under a memory limit starting one fails).
+pub const MAX_CONCURRENT_CALLS: usize = 8;
+
+/// `call` on each of `items`, at most `MAX_CONCURRENT_CALLS` at a time (this thread is one
+/// of the callers); the answers in the order of `items`, a panic as `Err`.
+pub fn call_each<T: Sync, R: Send>(
+    items: &[T],
+    call: impl Fn(&T) -> R + Sync,
+) -> Vec<std::thread::Result<R>> {
+    let next = AtomicUsize::new(0);
+    let answers: Vec<Mutex<Option<std::thread::Result<R>>>> =
+        items.iter().map(|_| Mutex::new(None)).collect();
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(item)));
+            *answers[i].lock().unwrap_or_else(PoisonError::into_inner) = Some(answer);
+        }
+    };
+    std::thread::scope(|s| {
+        for _ in 1..items.len().min(MAX_CONCURRENT_CALLS) {
+            let started = std::thread::Builder::new()
+                .name("extender-call".into())
+                .spawn_scoped(s, work);
+            if let Err(e) = started {
+                // The threads started, and this one, make the remaining calls.
+                tracing::debug!(err = %e, "cannot start another thread for extender calls");
+                break;
+            }
+        }
+        work();
+    });
+    answers
+        .into_iter()
+        .map(|a| {
+            a.into_inner()
+                .unwrap_or_else(PoisonError::into_inner)
+                .unwrap_or_else(|| Err(Box::new("extender call not made")))
+        })
+        .collect()
+}
 
 /// One extender's scores over the feasible nodes (kept next to the plugins' in the
 /// score table).
@@ -252,21 +299,14 @@ impl SchedulingCycle {
                 .map(|i| self.feasible_node(env.snapshot, i))
                 .collect();
             let pod = &self.pod.pod();
-            let nodes = &nodes;
-            std::thread::scope(|s| {
-                let handles: Vec<_> = interested
-                    .iter()
-                    .map(|e| s.spawn(move || e.prioritize(pod, nodes)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(ExtenderError("extender prioritize call panicked".into()))
-                        })
+            call_each(&interested, |e| e.prioritize(pod, &nodes))
+                .into_iter()
+                .map(|answer| {
+                    answer.unwrap_or_else(|_| {
+                        Err(ExtenderError("extender prioritize call panicked".into()))
                     })
-                    .collect()
-            })
+                })
+                .collect()
         };
         let names: Vec<String> = (0..n)
             .map(|i| self.feasible_node(env.snapshot, i).name().to_string())
@@ -392,4 +432,36 @@ fn resolve(
         }
     }
     Ok((next, r.failed, r.failed_and_unresolvable))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_calls_run_a_few_at_a_time_in_order() {
+        let running = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let items: Vec<usize> = (0..200).collect();
+        let answers = call_each(&items, |&i| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            running.fetch_sub(1, Ordering::SeqCst);
+            if i == 7 {
+                panic!("extender 7 fails");
+            }
+            i * 2
+        });
+        let most = most.load(Ordering::SeqCst);
+        assert!(
+            (2..=MAX_CONCURRENT_CALLS).contains(&most),
+            "{most} calls at once"
+        );
+        assert_eq!(answers.len(), 200);
+        assert!(answers[7].is_err());
+        for (i, a) in answers.iter().enumerate().filter(|(i, _)| *i != 7) {
+            assert_eq!(*a.as_ref().unwrap(), i * 2);
+        }
+    }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-pub use extenders::ExtenderScores;
+pub use extenders::{ExtenderScores, MAX_CONCURRENT_CALLS};
 pub use filter::{FilterCell, FilterMatrix, SearchOrder, chunk_size_for};
 pub use score::{PluginScores, ScoreColumn, ScoreTable};
 

@@ -6,7 +6,7 @@
 use std::io::BufRead;
 
 use super::json_blocks::{self, Cursor, Stop};
-use super::{Piece, Sink, SplitError};
+use super::{Piece, Sink, SplitError, check_size};
 use crate::cluster::object::sniff_top_string;
 
 const READ_CHUNK: usize = 8 << 20;
@@ -65,6 +65,13 @@ pub(super) fn split(mut input: impl BufRead, sink: &mut Sink) -> Result<(), Spli
         if let Some(from) = st.shell_from {
             st.shell.extend_from_slice(&window[from..]);
             st.shell_from = Some(window.len());
+        }
+        // An unfinished item or document holds no more than the limit and one read.
+        if let Some((d, line, _)) = st.doc {
+            check_size(window.len() - d, line, "item")?;
+        }
+        if st.top_object {
+            check_size(st.shell.len(), st.shell_line, "document")?;
         }
         let keep = match (st.doc, st.key_start) {
             (Some((d, ..)), Some(k)) => d.min(k),
@@ -214,6 +221,7 @@ fn scan(st: &mut State, w: &[u8], from: usize, sink: &mut Sink) -> Result<(), Sp
                 st.depth -= 1;
                 if st.items_depth == Some(st.depth) {
                     if let Some((start, line, col)) = st.doc.take() {
+                        check_size(i + 1 - start, line, "item")?;
                         sink.push(Piece {
                             text: &w[start..=i],
                             line,

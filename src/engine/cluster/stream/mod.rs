@@ -105,6 +105,7 @@ impl Sink {
     /// The top-level document less its items: a List's envelope (checked to be one), or
     /// a whole document.
     fn shell(&mut self, text: &[u8], line: usize, had_items: bool) -> Result<(), SplitError> {
+        check_size(text.len(), line, "document")?;
         if !had_items {
             return self.push(Piece {
                 text,
@@ -162,6 +163,20 @@ impl Sink {
         self.batch.item_kind = full.item_kind.clone();
         self.tx.send(full).map_err(|_| SplitError::Stopped)
     }
+}
+
+/// A document or item of `len` bytes starting at `line` is refused past `limits::LINE`.
+/// The splitters check what they hold as it grows, so no more than that (and one read's
+/// worth) is ever held of one.
+pub(super) fn check_size(len: usize, line: usize, what: &str) -> Result<(), SplitError> {
+    let limit = crate::limits::LINE;
+    if len <= limit {
+        return Ok(());
+    }
+    Err(SplitError::Syntax {
+        line,
+        message: crate::limits::too_large(what, limit),
+    })
 }
 
 pub(super) fn is_list_kind(kind: &str) -> bool {

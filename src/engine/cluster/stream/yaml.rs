@@ -4,7 +4,7 @@
 
 use std::io::BufRead;
 
-use super::{Piece, Sink, SplitError};
+use super::{Piece, Sink, SplitError, check_size};
 
 #[derive(Default)]
 struct Doc {
@@ -56,13 +56,25 @@ pub(super) fn split(mut input: impl BufRead, sink: &mut Sink) -> Result<(), Spli
     let mut number = 0usize;
     loop {
         line.clear();
-        let n = input
-            .read_until(b'\n', &mut line)
-            .map_err(|e| SplitError::Io(e.to_string()))?;
+        let n = match crate::limits::read_line(&mut input, &mut line, crate::limits::LINE) {
+            Ok(n) => n,
+            Err(crate::limits::LineError::Io(e)) => return Err(SplitError::Io(e.to_string())),
+            Err(crate::limits::LineError::TooLong(limit)) => {
+                return Err(SplitError::Syntax {
+                    line: number + 1,
+                    message: crate::limits::too_long("line", limit),
+                });
+            }
+        };
         if n == 0 {
             break;
         }
         number += 1;
+        // What a document or item holds so far stays within the limit too.
+        check_size(doc.shell.len(), doc.line, "document")?;
+        if doc.items_indent.is_some() {
+            check_size(doc.item.len(), doc.item_line, "List item")?;
+        }
         if is_separator(&line) {
             finish_doc(&mut doc, sink)?;
             doc = Doc {
@@ -114,6 +126,7 @@ fn finish_item(doc: &mut Doc, sink: &mut Sink) -> Result<(), SplitError> {
     if doc.item.is_empty() {
         return Ok(());
     }
+    check_size(doc.item.len(), doc.item_line, "List item")?;
     let ind = doc.items_indent.unwrap_or(0) + 2;
     let text = dedent(&doc.item, ind);
     doc.item.clear();
