@@ -34,7 +34,14 @@ const FLOORS: &[(&str, &str, &[&str])] = &[
     (
         "src/engine",
         "recording",
-        &["cluster", "config", "features", "limits", "redact"],
+        &[
+            "cluster",
+            "config",
+            "features",
+            "limits",
+            "output_file",
+            "redact",
+        ],
     ),
     (
         "src/engine",

@@ -86,14 +86,20 @@ fn backoff_doubles_in_virtual_time_and_unschedulable_pods_are_flushed_after_five
     run(&mut s);
     assert_eq!(status(&s, "ml/huge"), PodStatus::Unschedulable);
     assert_eq!(record(&s, "ml/huge").attempts, 1);
-    // No event can help it: it stays in unschedulable pods until the 5-minute flush
-    // (checked every 30s), then it is retried.
-    advance(&mut s, 299);
-    assert_eq!(
-        record(&s, "ml/huge").attempts,
-        1,
-        "no retry before 5 minutes"
+    // Nothing changed since: it waits for an event, however long.
+    advance(&mut s, 3600);
+    assert_eq!(record(&s, "ml/huge").attempts, 1, "no identical retry");
+    let q = s.run_command(&Command::Show(Show::Queue)).unwrap().output;
+    assert!(
+        q[0]["unschedulable"][0]["retry"]
+            .as_str()
+            .is_some_and(|r| r.contains("next event")),
+        "{q:?}"
     );
+    // A change that cannot help (a small node: its hint skips the pod) does not move it,
+    // but the 5-minute flush (checked every 30s), long due, now retries it.
+    s.apply(object(&node("node-small", "1")));
+    assert_eq!(record(&s, "ml/huge").attempts, 1);
     advance(&mut s, 31);
     assert_eq!(record(&s, "ml/huge").attempts, 2, "retried by the flush");
 
