@@ -24,6 +24,7 @@ mod run;
 pub mod scheduler;
 pub mod scheduler_log;
 pub mod script;
+pub mod then;
 pub mod trace;
 pub mod world;
 mod world_size;
@@ -312,6 +313,17 @@ impl Session {
                 None => (None, a.node.clone(), None),
             }
         };
+        let last_seq = self.history.peek_seq().saturating_sub(1);
+        // Parking now, or ended after parking: how it stood meanwhile stays readable.
+        let parked = if a.is_waiting() {
+            Some(history::Parked {
+                seq: last_seq,
+                node: node.clone(),
+                message: message.clone(),
+            })
+        } else {
+            self.history.attempt(a.id).and_then(|r| r.parked.clone())
+        };
         self.history.push_attempt(AttemptRecord {
             id: a.id,
             pod: a.pod().key.clone(),
@@ -334,6 +346,8 @@ impl Session {
             points: a.points.clone(),
             post_cycle: a.post_cycle.clone(),
             first_seq: a.first_seq,
+            last_seq,
+            parked,
             frozen: a.frozen.clone(),
             pod_bytes: 0,
         });
