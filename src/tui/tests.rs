@@ -591,10 +591,35 @@ fn a_past_queue_no_longer_kept_says_so() {
         press(&mut app, "[");
     }
     let s = screen(&mut app);
-    assert!(s.contains("the queue at step 1 is not kept"), "{s}");
+    assert!(s.contains("the queue at step 1 is no longer"), "{s}");
+    // The budget is named, not full speed blamed.
+    let text = crate::components::queue::draw::empty_text(&app);
+    assert!(text.contains("holds up to 12 rows"), "{text}");
+    assert!(text.contains("--history"), "{text}");
     // No counts then: an empty list there is not an empty queue.
     assert!(s.contains("Queue ⏪ step 1 "), "{s}");
     assert!(!s.contains("Queue 0/0"), "{s}");
+}
+
+/// After `F`, travelling back shows the queue and waiting pods of the steps run at full
+/// speed too (kept as changes from the moment before, rebuilt on demand).
+#[test]
+fn the_queue_of_steps_run_at_full_speed_is_kept() {
+    let mut app = basic_app(20, 30, (120, 40));
+    sprint(&mut app);
+    assert_eq!(app.session.records().len(), 30);
+    let last = app.session.history.last().unwrap().seq;
+    assert!(app.session.history.queues.kept_as_changes() > 0);
+    // Back into the run: about the middle, a pod in flight and others still in activeQ.
+    while app.cursor.is_none_or(|c| c + 200 > last) {
+        press(&mut app, "[");
+    }
+    let past = app.queue.past.clone().unwrap();
+    assert!(past.kept, "{past:?}");
+    let s = screen(&mut app);
+    assert!(!s.contains("is no longer kept"), "{s}");
+    assert!(s.contains("▶ default/pod-"), "{s}");
+    assert!(s.contains("● default/pod-"), "{s}");
 }
 
 #[test]
@@ -957,18 +982,10 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     assert!(timed_out, "{msg}");
     let waits = app.session.waiting().list();
     assert!(waits.iter().all(|w| w.since > first_wait), "{msg}");
-    // The queue of the last step is kept exactly; steps run at full speed say so.
+    // The queue of every step is kept, those run at full speed too.
     let last = app.session.history.last().unwrap().seq;
-    assert!(app.session.history.queues.at(last).unwrap().recorded);
     let first = app.session.history.steps.front().unwrap().seq;
-    let skipped = (first..last).any(|s| {
-        app.session
-            .history
-            .queues
-            .at(s)
-            .is_some_and(|m| !m.recorded)
-    });
-    assert!(skipped);
+    assert!((first..=last).all(|s| app.session.history.queues.at(s).is_some()));
 }
 
 /// Upstream's search stops once it has enough feasible nodes (144 feasible and examined of 300 here): the

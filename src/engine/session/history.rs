@@ -428,7 +428,10 @@ impl History {
             attempt_bytes: 0,
             next_seq: 1,
             tap: None,
-            queues: Default::default(),
+            // Queue rows take up to half as much as the steps they belong to.
+            queues: super::queue_history::QueueHistory::with_max_rows(
+                (step_budget / 2 / super::queue_history::ROW_BYTES).max(64),
+            ),
             sizes: Default::default(),
         }
     }

@@ -49,7 +49,7 @@ pub struct Then {
 #[derive(Debug)]
 pub enum ThenObject {
     Pod(PodThen),
-    Node(Option<NodeInfo>),
+    Node(Option<Box<NodeInfo>>),
 }
 
 impl Then {
@@ -59,7 +59,9 @@ impl Then {
         let attempt = s.attempt_start_of_step(seq);
         let object = match &target {
             DetailTarget::Pod(key) => s.pod_then(seq, key).map(ThenObject::Pod),
-            DetailTarget::Node(name) => s.node_then(seq, name).map(ThenObject::Node),
+            DetailTarget::Node(name) => s
+                .node_then(seq, name)
+                .map(|n| ThenObject::Node(n.map(Box::new))),
         }
         .map_err(|e| e.to_string());
         Then {
