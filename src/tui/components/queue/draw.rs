@@ -198,21 +198,6 @@ pub fn columns(w: usize, longest: usize) -> (usize, usize) {
 const MIN_INFO: usize = 14;
 const MIN_NAME: usize = 24;
 
-#[cfg(test)]
-mod tests {
-    use super::columns;
-
-    #[test]
-    fn names_first_then_status() {
-        // 80 columns: a 30-column pane shows names alone.
-        assert_eq!(columns(28, 34), (26, 0));
-        // 120 columns: names lose their middle for a status column.
-        assert_eq!(columns(46, 36), (29, 14));
-        // Room for both whole.
-        assert_eq!(columns(60, 30), (30, 27));
-    }
-}
-
 /// Why a past step's queue is not shown: the budget that no longer keeps it.
 fn forgotten(app: &App, seq: u64) -> String {
     let h = &app.session.history.queues;
@@ -232,5 +217,20 @@ pub fn empty_text(app: &App) -> String {
     match &app.queue.past {
         Some(p) if !p.kept => forgotten(app, p.seq),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::columns;
+
+    #[test]
+    fn names_first_then_status() {
+        // 80 columns: a 30-column pane shows names alone.
+        assert_eq!(columns(28, 34), (26, 0));
+        // 120 columns: names lose their middle for a status column.
+        assert_eq!(columns(46, 36), (29, 14));
+        // Room for both whole.
+        assert_eq!(columns(60, 30), (30, 27));
     }
 }
