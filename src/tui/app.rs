@@ -308,8 +308,13 @@ impl App {
 
     /// The attempt of the step shown.
     pub fn moment_attempt(&self) -> Option<AttemptData<'_>> {
-        let id = self.moment()?.attempt?;
-        step_shown::attempt(&self.session, self.full_detail(id), id)
+        let step = self.moment()?;
+        step_shown::attempt(
+            &self.session,
+            self.full_detail(step.attempt?),
+            step.attempt?,
+            Some(step),
+        )
     }
 
     /// An attempt recomputed in full, when the panes asked for it.

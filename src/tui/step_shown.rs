@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::framework::cycle::{FilterMatrix, ScoreTable};
 use crate::framework::node_info::NodeInfo;
 use crate::session::detail::AttemptDetail;
+use crate::session::history::Decided;
 use crate::session::{Point, Session, StepRecord};
 
 /// Snapshot index → node name, for the history (names kept) or the live attempt.
@@ -50,11 +51,14 @@ pub fn step_at(session: &Session, cursor: Option<u64>) -> Option<&StepRecord> {
 
 /// The attempt with this id: finished or parked ones from history, else the one in
 /// flight; its verdict matrix and scores come from `full`, the attempt recomputed in full
-/// (see `session::detail`), when the app has it.
+/// (see `session::detail`), when the app has it. Its outcome, node and message are as
+/// they stood at step `at` (the step shown): time travel never shows an attempt's end
+/// before it came.
 pub fn attempt<'a>(
     session: &'a Session,
     full: Option<&'a AttemptDetail>,
     id: u64,
+    at: Option<&StepRecord>,
 ) -> Option<AttemptData<'a>> {
     let full = full.filter(|d| d.id == id);
     let names = match full {
@@ -62,6 +66,14 @@ pub fn attempt<'a>(
         None => Names::Live(session.snapshot().list()),
     };
     if let Some(a) = session.history.attempt(id) {
+        let d = match at {
+            Some(step) => a.as_of(step),
+            None => Decided {
+                outcome: a.outcome.as_deref(),
+                node: a.node.as_deref(),
+                message: a.message.as_deref(),
+            },
+        };
         return Some(AttemptData {
             id,
             pod: &a.pod,
@@ -69,13 +81,17 @@ pub fn attempt<'a>(
             matrix: full.and_then(|d| d.matrix.as_ref()),
             scores: full.and_then(|d| d.scores.as_ref()),
             names,
-            outcome: a.outcome.as_deref(),
-            node: a.node.as_deref(),
-            message: a.message.as_deref(),
+            outcome: d.outcome,
+            node: d.node,
+            message: d.message,
             pre_enqueue: a.pre_enqueue,
         });
     }
     let a = session.current.as_ref().filter(|a| a.id == id)?;
+    let node = match at {
+        Some(step) => Decided::in_progress(step, a.node.as_deref()).node,
+        None => a.node.as_deref(),
+    };
     Some(AttemptData {
         id,
         pod: &a.pod().key,
@@ -84,7 +100,7 @@ pub fn attempt<'a>(
         scores: full.and_then(|d| d.scores.as_ref()),
         names,
         outcome: None,
-        node: a.node.as_deref(),
+        node,
         message: None,
         pre_enqueue: a.qpi.pre_enqueue,
     })
@@ -112,6 +128,66 @@ pub fn filter_columns(step: &StepRecord, matrix: &FilterMatrix) -> Option<usize>
 /// Whether scores existed at `step`.
 pub fn scores_ready(step: &StepRecord) -> bool {
     step.point >= Point::Score && step.point != Point::PostFilter
+}
+
+/// How much of a score table existed at a step: Score fills each plugin's raw column
+/// in turn, NormalizeScore each normalized one (a plugin without it keeps its raw
+/// scores), and SelectHost the extenders' columns, the totals and the choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoresThen {
+    point: Point,
+    /// The column of the step's own plugin (it has run), when the step is one plugin's.
+    upto: Option<usize>,
+}
+
+impl ScoresThen {
+    /// At `step` (`None` before Score ran).
+    pub fn at(step: &StepRecord, table: &ScoreTable) -> Option<ScoresThen> {
+        if !scores_ready(step) {
+            return None;
+        }
+        let upto = step
+            .plugin
+            .as_deref()
+            .and_then(|p| table.plugins.iter().position(|x| x.name == p));
+        Some(ScoresThen {
+            point: step.point,
+            upto,
+        })
+    }
+
+    fn ran(&self, point: Point, c: usize) -> bool {
+        self.point > point || self.point == point && self.upto.is_none_or(|k| c <= k)
+    }
+
+    /// Column `c` (plugins, then extenders) had its raw scores.
+    pub fn raw(&self, table: &ScoreTable, c: usize) -> bool {
+        match table.plugins.get(c) {
+            Some(_) => self.ran(Point::Score, c),
+            None => self.totals(),
+        }
+    }
+
+    /// Column `c` had its normalized (and so weighted) scores.
+    pub fn normalized(&self, table: &ScoreTable, c: usize) -> bool {
+        match table.plugins.get(c) {
+            Some(p) => {
+                self.raw(table, c) && (!p.has_normalize || self.ran(Point::NormalizeScore, c))
+            }
+            None => self.totals(),
+        }
+    }
+
+    /// Column `c` had its weighted scores: upstream weighs every column once
+    /// NormalizeScore is over.
+    pub fn weighted(&self, table: &ScoreTable, c: usize) -> bool {
+        self.normalized(table, c) && self.point > Point::NormalizeScore
+    }
+
+    /// The totals, the rank and the node chosen (SelectHost's work).
+    pub fn totals(&self) -> bool {
+        self.point >= Point::SelectHost
+    }
 }
 
 /// How far an attempt search walks through history (steps of other pods can sit

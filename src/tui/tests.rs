@@ -591,10 +591,35 @@ fn a_past_queue_no_longer_kept_says_so() {
         press(&mut app, "[");
     }
     let s = screen(&mut app);
-    assert!(s.contains("the queue at step 1 is not kept"), "{s}");
+    assert!(s.contains("the queue at step 1 is no longer"), "{s}");
+    // The budget is named, not full speed blamed.
+    let text = crate::components::queue::draw::empty_text(&app);
+    assert!(text.contains("holds up to 12 rows"), "{text}");
+    assert!(text.contains("--history"), "{text}");
     // No counts then: an empty list there is not an empty queue.
     assert!(s.contains("Queue ⏪ step 1 "), "{s}");
     assert!(!s.contains("Queue 0/0"), "{s}");
+}
+
+/// After `F`, travelling back shows the queue and waiting pods of the steps run at full
+/// speed too (kept as changes from the moment before, rebuilt on demand).
+#[test]
+fn the_queue_of_steps_run_at_full_speed_is_kept() {
+    let mut app = basic_app(20, 30, (120, 40));
+    sprint(&mut app);
+    assert_eq!(app.session.records().len(), 30);
+    let last = app.session.history.last().unwrap().seq;
+    assert!(app.session.history.queues.kept_as_changes() > 0);
+    // Back into the run: about the middle, a pod in flight and others still in activeQ.
+    while app.cursor.is_none_or(|c| c + 200 > last) {
+        press(&mut app, "[");
+    }
+    let past = app.queue.past.clone().unwrap();
+    assert!(past.kept, "{past:?}");
+    let s = screen(&mut app);
+    assert!(!s.contains("is no longer kept"), "{s}");
+    assert!(s.contains("▶ default/pod-"), "{s}");
+    assert!(s.contains("● default/pod-"), "{s}");
 }
 
 #[test]
@@ -957,32 +982,36 @@ fn sprint_runs_to_a_breakpoint_then_to_the_end_keeping_the_last_queue() {
     assert!(timed_out, "{msg}");
     let waits = app.session.waiting().list();
     assert!(waits.iter().all(|w| w.since > first_wait), "{msg}");
-    // The queue of the last step is kept exactly; steps run at full speed say so.
+    // The queue of every step is kept, those run at full speed too.
     let last = app.session.history.last().unwrap().seq;
-    assert!(app.session.history.queues.at(last).unwrap().recorded);
     let first = app.session.history.steps.front().unwrap().seq;
-    let skipped = (first..last).any(|s| {
-        app.session
-            .history
-            .queues
-            .at(s)
-            .is_some_and(|m| !m.recorded)
-    });
-    assert!(skipped);
+    assert!((first..=last).all(|s| app.session.history.queues.at(s).is_some()));
 }
 
-/// Upstream's search stops once it has enough feasible nodes (141 feasible, 145 examined of 300 here): the
+/// Upstream's search stops once it has enough feasible nodes (144 feasible and examined of 300 here): the
 /// Filter tab says how many it examined, dims the rest with their verdicts in
-/// parentheses, leaves them out of the per-plugin counts, and `/+` hides them.
+/// parentheses, leaves them out of the per-plugin counts, and `/+` hides them. The count
+/// is upstream's evaluatedNodes, the trace's: the node that passed once the search had
+/// its 144 is not counted (upstream drops its result); it was counted, 145, before.
 #[test]
 fn filter_tab_marks_the_nodes_upstream_never_examined() {
     let mut app = basic_app(300, 3, (120, 40));
-    press(&mut app, "nnn1");
-    let m = app.moment_attempt().unwrap().matrix.unwrap();
-    assert_eq!(m.examined, Some(145));
+    press(&mut app, "nnnf1");
+    let a = app.moment_attempt().unwrap();
+    let m = a.matrix.unwrap();
+    let cycle = app
+        .session
+        .history
+        .attempt(a.id)
+        .unwrap()
+        .cycle
+        .clone()
+        .unwrap();
+    assert_eq!((cycle.feasible, cycle.evaluated), (144, 144));
+    assert_eq!(m.examined, Some(cycle.evaluated));
     assert_eq!(m.nodes.len(), 300);
     let s = screen(&mut app);
-    assert!(s.contains("Node (145 examined of 300)"), "{s}");
+    assert!(s.contains("Node (144 examined of 300)"), "{s}");
     // The last rows (in examined order) were never examined.
     press(&mut app, "G");
     let s = screen(&mut app);
@@ -992,7 +1021,7 @@ fn filter_tab_marks_the_nodes_upstream_never_examined() {
         "{s}"
     );
     press(&mut app, "/+\n");
-    assert_eq!(app.tabs.filter.order.len(), 145);
+    assert_eq!(app.tabs.filter.order.len(), 144);
     let s = screen(&mut app);
     assert!(!s.contains("(✓)"), "{s}");
 }
@@ -1115,25 +1144,151 @@ fn breakpoints_set_where_the_person_looks_and_queue_sort_fires() {
 }
 
 /// Time travel reaches the Detail tab: at a past step it says where the pod was then,
-/// and labels the record below as the present.
+/// shows the pod and its node as they were then (not as they are now: no `nodeName`
+/// before the binding, not yet among the node's pods), and labels the session-wide
+/// attempt number apart from the pod's own count and the record below as the present.
 #[test]
-fn detail_at_a_past_step_says_where_the_pod_was_then() {
+fn detail_at_a_past_step_shows_the_pod_and_node_as_they_were_then() {
     let mut app = demo_app();
     press(&mut app, "ffff");
     // Back to a step inside an attempt that ended Bound.
-    back_until(&mut app, |s| s.point == crate::session::Point::Score);
+    back_to_score_of_a_bound_pod(&mut app, None);
     let step = app.moment().unwrap().clone();
     let pod = step.pod.clone().unwrap();
+    let node = app.session.record(&pod).unwrap().node.clone().unwrap();
     press(&mut app, "5");
     let s = screen(&mut app);
     let then = format!(
-        "⏪ at step {}: being scheduled, attempt {} at Score",
+        "⏪ at step {}: being scheduled in session attempt #{} at Score",
         step.seq,
         step.attempt.unwrap()
     );
     assert!(s.contains(&then), "{s}");
-    assert!(s.contains("now: status"), "{s}");
+    assert!(s.contains("now: status Bound"), "{s}");
+    assert!(s.contains("the pod's attempts: 1"), "{s}");
     assert!(s.contains(&format!("Pod {pod}")), "{s}");
+    assert!(s.contains("the pod as session attempt #"), "{s}");
+    // The object shown is the pending pod its attempt popped.
+    let lines = super::components::tabs::detail::lines(&app);
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    assert!(text.iter().any(|l| l.contains("kind: Pod")), "{text:#?}");
+    assert!(!text.iter().any(|l| l.contains("nodeName")), "{text:#?}");
+    // Its node then: the pod was not on it yet; now it is.
+    app.tabs
+        .detail
+        .open(super::components::tabs::detail::DetailTarget::Node(
+            node.clone(),
+        ));
+    press(&mut app, "5");
+    let text: Vec<String> = super::components::tabs::detail::lines(&app)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert!(
+        text.iter().any(|l| l.contains(&format!(
+            "⏪ as at step {}: the cluster when session attempt #",
+            step.seq
+        ))),
+        "{text:#?}"
+    );
+    assert!(
+        !text.iter().any(|l| l.contains(&format!("  {pod} cpu"))),
+        "{text:#?}"
+    );
+    press(&mut app, "0");
+    let text: Vec<String> = super::components::tabs::detail::lines(&app)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert!(
+        text.iter().any(|l| l.contains(&format!("  {pod} cpu"))),
+        "{text:#?}"
+    );
+}
+
+/// Travels back to a Score step (of `plugin`, if given) of a pod bound since.
+fn back_to_score_of_a_bound_pod(app: &mut App, plugin: Option<&str>) {
+    loop {
+        press(app, "[");
+        let Some(m) = app.moment() else { continue };
+        let bound = m
+            .pod
+            .as_deref()
+            .and_then(|p| app.session.record(p))
+            .map(|r| r.status)
+            == Some(PodStatus::Bound);
+        if bound
+            && m.point == crate::session::Point::Score
+            && plugin.is_none_or(|p| m.plugin.as_deref() == Some(p))
+        {
+            return;
+        }
+        assert_ne!(app.cursor, app.session.history.steps.front().map(|s| s.seq));
+    }
+}
+
+/// When the history budget no longer keeps the world of a past step, the Detail tab says
+/// so with the budget, and shows no present object in its place.
+#[test]
+fn detail_at_a_step_whose_world_is_forgotten_names_the_budget() {
+    let opts = crate::session::SessionOptions {
+        history_bytes: 64 << 10,
+        ..Default::default()
+    };
+    let mut app = basic_app_with(200, 40, (120, 40), opts);
+    sprint(&mut app);
+    let first = app.session.history.steps.front().unwrap().seq;
+    while app.cursor != Some(first) {
+        press(&mut app, "[");
+    }
+    press(&mut app, "5");
+    let text: Vec<String> = super::components::tabs::detail::lines(&app)
+        .iter()
+        .map(|l| l.to_string())
+        .collect();
+    assert!(
+        text.iter()
+            .any(|l| l.contains("is no longer kept") && l.contains("of --history 0.1 MiB")),
+        "{text:#?}"
+    );
+    assert!(!text.iter().any(|l| l.contains("nodeName")), "{text:#?}");
+}
+
+/// At a step before an attempt ended, no line shows its end: the Filter tab's Σ says
+/// the attempt is in progress (with what Filter had found), the Score tab has no ★, no
+/// totals and no rank before SelectHost, nor the columns not scored yet.
+#[test]
+fn filter_and_score_tabs_at_a_past_step_show_that_step() {
+    let mut app = demo_app();
+    press(&mut app, "ffff");
+    back_to_score_of_a_bound_pod(&mut app, Some("NodeResourcesFit"));
+    let pod = app.moment().unwrap().pod.clone().unwrap();
+    assert_eq!(app.session.record(&pod).unwrap().status, PodStatus::Bound);
+    press(&mut app, "1");
+    let s = screen(&mut app);
+    assert!(!s.contains("Σ Bound"), "{s}");
+    assert!(
+        s.contains("Σ attempt in progress at Score; Filter found"),
+        "{s}"
+    );
+    assert!(app.moment_attempt().unwrap().node.is_none());
+    press(&mut app, "2");
+    let s = screen(&mut app);
+    assert!(!s.contains('★'), "{s}");
+    assert!(s.contains("scoring in progress at this step"), "{s}");
+    // Raw scores: the plugins that have run have theirs, the others none yet.
+    press(&mut app, "v");
+    let s = screen(&mut app);
+    insta::assert_snapshot!(s);
+    // At SelectHost the choice is made: ★ and the totals appear.
+    while app
+        .moment()
+        .is_some_and(|m| m.point < crate::session::Point::SelectHost)
+    {
+        press(&mut app, "]");
+    }
+    let s = screen(&mut app);
+    assert!(s.contains('★'), "{s}");
 }
 
 /// `p` on a pod whose attempts the history no longer keeps says so, and Explain then

@@ -47,14 +47,14 @@ fn each_step_finds_the_queue_as_it_was_then() {
         "web/small-0"
     };
     assert_eq!(
-        place(m, &popped),
+        place(&m, &popped),
         &kubestep::session::queue_history::Place::InFlight
     );
-    assert!(matches!(place(m, other), Place::Active { .. }), "{m:?}");
+    assert!(matches!(place(&m, other), Place::Active { .. }), "{m:?}");
     // At the end the huge pod is unschedulable with upstream's message, the small one
     // bound (so no longer queued).
     let m = s.history.queues.at(last).unwrap();
-    match place(m, "web/huge-0") {
+    match place(&m, "web/huge-0") {
         Place::Unschedulable { message } => {
             assert!(message.starts_with("0/1 nodes are available"), "{message}")
         }

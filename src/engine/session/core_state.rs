@@ -46,6 +46,9 @@ pub struct Core {
     /// Pods whose record is neither Bound nor Ignored: the ones the queue pane lists
     /// besides the queue, found without walking every bound pod.
     pub unbound: std::collections::BTreeSet<String>,
+    /// Pods whose record changed or went since the queue history last looked, kept only
+    /// while it asks (`Some`): what a moment kept as a change needs to copy.
+    pub(super) touched: Option<Vec<String>>,
     /// Node names in snapshot order for attempt records, shared while the node list
     /// stays the same (keyed by the snapshot's epoch).
     pub(super) node_names: (u64, Arc<Vec<String>>),
@@ -125,6 +128,9 @@ impl Core {
         if changed {
             self.records_version += 1;
             r.version = self.records_version;
+            if let Some(t) = self.touched.as_mut() {
+                t.push(pod.key.clone());
+            }
         }
         if matches!(status, PodStatus::Bound | PodStatus::Ignored) {
             self.unbound.remove(&pod.key);
@@ -461,6 +467,9 @@ impl Core {
                 }
                 self.records_version += 1;
                 self.unbound.remove(&pi.key);
+                if let Some(t) = self.touched.as_mut() {
+                    t.push(pi.key.clone());
+                }
                 self.pending_divergences.remove(&pi.uid);
             }
             return;

@@ -317,6 +317,11 @@ pub struct AttemptRecord {
     pub post_cycle: Vec<(Point, Option<Cow<'static, str>>, Status)>,
     /// Sequence number of the attempt's first step.
     pub first_seq: u64,
+    /// Sequence number of its last step so far: the outcome holds from there on.
+    pub last_seq: u64,
+    /// How the attempt stood while parked (waiting at Permit or inside PreBind), when
+    /// it parked before ending: time travel between the two shows this, not the end.
+    pub parked: Option<Parked>,
     pub frozen: Option<super::world::Frozen>,
     /// Bytes of the pod version the record keeps alive (a pending pod's status is
     /// written at each attempt, so each attempt may hold its own copy); set by
@@ -324,7 +329,55 @@ pub struct AttemptRecord {
     pub pod_bytes: usize,
 }
 
+/// An attempt as it stood once parked: from step `seq`, waiting on `node`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parked {
+    pub seq: u64,
+    pub node: Option<String>,
+    pub message: Option<String>,
+}
+
+/// What an attempt had decided by a step (see [`AttemptRecord::as_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Decided<'a> {
+    pub outcome: Option<&'a str>,
+    pub node: Option<&'a str>,
+    pub message: Option<&'a str>,
+}
+
+impl<'a> Decided<'a> {
+    /// In progress at `step`: the node is known once SelectHost chose it, nothing else.
+    pub fn in_progress(step: &StepRecord, node: Option<&'a str>) -> Decided<'a> {
+        Decided {
+            outcome: None,
+            node: node.filter(|_| step.point >= Point::SelectHost),
+            message: None,
+        }
+    }
+}
+
 impl AttemptRecord {
+    /// What the attempt had decided by `step` (a step of it, or a later one): its end
+    /// from its last step on, how it stood while parked, else nothing but the node
+    /// SelectHost chose. Time travel reads this, never the end, before the end.
+    pub fn as_of(&self, step: &StepRecord) -> Decided<'_> {
+        if step.seq >= self.last_seq {
+            return Decided {
+                outcome: self.outcome.as_deref(),
+                node: self.node.as_deref(),
+                message: self.message.as_deref(),
+            };
+        }
+        if let Some(p) = self.parked.as_ref().filter(|p| step.seq >= p.seq) {
+            return Decided {
+                outcome: Some("Waiting"),
+                node: p.node.as_deref(),
+                message: p.message.as_deref(),
+            };
+        }
+        Decided::in_progress(step, self.node.as_deref())
+    }
+
     pub fn approx_bytes(&self) -> usize {
         std::mem::size_of::<AttemptRecord>()
             + self.pod.len()
@@ -375,7 +428,10 @@ impl History {
             attempt_bytes: 0,
             next_seq: 1,
             tap: None,
-            queues: Default::default(),
+            // Queue rows take up to half as much as the steps they belong to.
+            queues: super::queue_history::QueueHistory::with_max_rows(
+                (step_budget / 2 / super::queue_history::ROW_BYTES).max(64),
+            ),
             sizes: Default::default(),
         }
     }

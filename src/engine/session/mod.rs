@@ -24,6 +24,7 @@ mod run;
 pub mod scheduler;
 pub mod scheduler_log;
 pub mod script;
+pub mod then;
 pub mod trace;
 pub mod world;
 mod world_size;
@@ -143,6 +144,7 @@ impl Session {
             bound: 0,
             records_version: 0,
             unbound: Default::default(),
+            touched: None,
             node_names: (u64::MAX, Arc::new(Vec::new())),
         };
         // Changes are recorded from here on, so any attempt's world can be rebuilt.
@@ -222,6 +224,10 @@ impl Session {
         if let Some(r) = self.core.pods.get_mut(&pod.key) {
             r.attempts += 1;
         }
+        // In flight now: the queue's history copies its row.
+        if let Some(t) = self.core.touched.as_mut() {
+            t.push(pod.key.clone());
+        }
         let id = self.next_attempt;
         self.next_attempt += 1;
         let start = self.core.sched.next_start_node_index;
@@ -250,6 +256,12 @@ impl Session {
     }
 
     fn push_step(&mut self, a: Option<&Attempt>, e: StepEvent) -> StepRecord {
+        self.push_step_noting(a, e, true)
+    }
+
+    /// `push_step`; `note`: the queue is as it was after this step (steps of a run
+    /// recorded together after it ended share the queue before it, but the last).
+    fn push_step_noting(&mut self, a: Option<&Attempt>, e: StepEvent, note: bool) -> StepRecord {
         let seq = self.history.next_seq();
         let rec = StepRecord {
             seq,
@@ -268,7 +280,9 @@ impl Session {
         if self.history.wants_steps() {
             self.history.push(rec.clone());
         }
-        self.note_queue(seq);
+        if note {
+            self.note_queue(seq);
+        }
         rec
     }
 
@@ -320,6 +334,17 @@ impl Session {
                 None => (None, a.node.clone(), None),
             }
         };
+        let last_seq = self.history.peek_seq().saturating_sub(1);
+        // Parking now, or ended after parking: how it stood meanwhile stays readable.
+        let parked = if a.is_waiting() {
+            Some(history::Parked {
+                seq: last_seq,
+                node: node.clone(),
+                message: message.clone(),
+            })
+        } else {
+            self.history.attempt(a.id).and_then(|r| r.parked.clone())
+        };
         self.history.push_attempt(AttemptRecord {
             id: a.id,
             pod: a.pod().key.clone(),
@@ -342,6 +367,8 @@ impl Session {
             points: a.points.clone(),
             post_cycle: a.post_cycle.clone(),
             first_seq: a.first_seq,
+            last_seq,
+            parked,
             frozen: a.frozen.clone(),
             pod_bytes: 0,
         });
@@ -372,9 +399,10 @@ impl Session {
         };
         self.core.activate_requested(&mut a);
         let mut steps = Vec::with_capacity(events.len());
-        for e in events {
+        let n = events.len();
+        for (i, e) in events.into_iter().enumerate() {
             a.note_step(&e);
-            steps.push(self.push_step(Some(&a), e));
+            steps.push(self.push_step_noting(Some(&a), e, i + 1 == n));
         }
         if a.is_done() || a.is_waiting() {
             self.record_attempt(&a);

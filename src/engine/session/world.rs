@@ -127,6 +127,11 @@ impl WorldHistory {
         self.budget > 0
     }
 
+    /// Bytes the world's versions may take.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
     fn end(&self) -> WorldPos {
         WorldPos {
             snapshot: self.snapshot_base + self.snapshot_ops.len() as u64,

@@ -779,15 +779,10 @@ impl SchedulingCycle {
         cols.without_nominated(0, &mut first, &p.nominated, &mut extra);
         drop(cols);
         let mut search = Search::new(p.num_to_find, self.errors_reject);
-        let mut examined = first.len();
         for (ci, s) in first.into_iter().enumerate() {
             if search.consume(p.candidates.get(ci), s.unwrap_or_default()) {
-                examined = ci + 1;
                 break;
             }
-        }
-        if let Some(m) = self.matrix.as_mut() {
-            m.examined = Some(examined);
         }
         // The columns' counts covered every candidate; the trace says what upstream's
         // search examined, as the fast path does.
@@ -797,7 +792,14 @@ impl SchedulingCycle {
                 *r = counts.get(run.plugin.as_ref()).copied().unwrap_or(0);
             }
         }
+        // A Filter Error ends the search on its node: that node was examined too.
+        let errored = usize::from(search.error.is_some());
         self.end_search(env, &p, search);
+        // The rows consumed in order: the count the outcome and the trace give.
+        let examined = self.evaluated_nodes() + errored;
+        if let Some(m) = self.matrix.as_mut() {
+            m.examined = Some(examined);
+        }
     }
 
     fn run_filter_fast(&mut self, env: &CycleEnv) {
@@ -944,7 +946,7 @@ impl SchedulingCycle {
     fn after_filter(&mut self, env: &CycleEnv) {
         // The point's own verdict, after its plugins' per-node ones: it fails only when
         // no node is feasible (upstream's FitError).
-        let examined = self.feasible.len() + self.diagnosis.node_to_status.len();
+        let examined = self.evaluated_nodes();
         let verdict = match self.feasible.len() {
             0 => Status::new(
                 Code::Unschedulable,
@@ -960,10 +962,9 @@ impl SchedulingCycle {
             0 => self.enter_post_filter_or_fail(env),
             1 => {
                 let node = env.snapshot.list()[self.feasible[0]].name().to_string();
-                let evaluated = 1 + self.diagnosis.node_to_status.len();
                 self.finish(CycleOutcome::Selected {
                     node,
-                    evaluated_nodes: evaluated,
+                    evaluated_nodes: self.evaluated_nodes(),
                     feasible_nodes: 1,
                 });
             }

@@ -256,6 +256,15 @@ impl SchedulingCycle {
         self
     }
 
+    /// How many nodes the node search examined, as upstream counts them (its
+    /// `evaluatedNodes`: `len(feasibleNodes) + NodeToStatus.Len()`). A node that passed
+    /// after the search already had enough is not counted: upstream cancels and drops
+    /// its result. The one count of examined nodes: the Filter step's message, the
+    /// outcome, the trace and the Filter matrix's `examined` all read it.
+    pub fn evaluated_nodes(&self) -> usize {
+        self.feasible.len() + self.diagnosis.node_to_status.len()
+    }
+
     /// The node the cycle chose, if it chose one.
     pub fn selected_node(&self) -> Option<&str> {
         match &self.outcome {

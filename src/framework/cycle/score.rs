@@ -395,7 +395,7 @@ impl SchedulingCycle {
         };
         let node = env.snapshot.list()[table.nodes[c]].name().to_string();
         let feasible = n;
-        let evaluated = n + self.diagnosis.node_to_status.len();
+        let evaluated = self.evaluated_nodes();
         self.record("(select host)", &Status::success(), started);
         self.finish(CycleOutcome::Selected {
             node,

@@ -109,11 +109,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(block, area);
     if empty {
         let msg = match &q.past {
-            Some(p) if !p.kept => format!(
-                "the queue at step {} is not kept (history keeps the latest changes, and none of the steps run at full speed); {} returns to now",
-                p.seq,
-                app.keymap.label(crate::action::Command::Live)
-            ),
+            Some(p) if !p.kept => forgotten(app, p.seq),
             _ if q.rows.is_empty() && q.bound > 0 && !q.show_bound => format!(
                 "no pod left to decide: the {} bound are hidden ({key} lists them)",
                 q.bound
@@ -201,6 +197,28 @@ pub fn columns(w: usize, longest: usize) -> (usize, usize) {
 
 const MIN_INFO: usize = 14;
 const MIN_NAME: usize = 24;
+
+/// Why a past step's queue is not shown: the budget that no longer keeps it.
+fn forgotten(app: &App, seq: u64) -> String {
+    let h = &app.session.history.queues;
+    let from = h
+        .oldest()
+        .map(|s| format!(" and now begins at step {s}"))
+        .unwrap_or_default();
+    format!(
+        "the queue at step {seq} is no longer kept: the queue's history holds up to {} rows (half the steps' share of --history){from}; raise --history to keep more; {} returns to now",
+        h.max_rows,
+        app.keymap.label(crate::action::Command::Live)
+    )
+}
+
+/// The pane's words when a past step's queue is not kept (for tests: the pane wraps it).
+pub fn empty_text(app: &App) -> String {
+    match &app.queue.past {
+        Some(p) if !p.kept => forgotten(app, p.seq),
+        _ => String::new(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -90,8 +90,8 @@ impl QueuePane {
             app.queue.past = None;
             return;
         };
-        match app.session.history.queues.at(seq).cloned() {
-            Some(m) if m.recorded => {
+        match app.session.history.queues.at(seq) {
+            Some(m) => {
                 let (rows, unlisted_bound) = pods::queue_rows(&app.session, &m, at, true, bound);
                 app.queue.bound = m.bound;
                 let mut waiting: Vec<&str> = m.waiting.iter().map(|w| w.pod.as_str()).collect();

@@ -13,6 +13,8 @@ use crate::components::span;
 use super::{TabInfo, TabPane};
 use crate::app::{App, scroll_by};
 use crate::theme::Theme;
+use crate::framework::node_info::NodeInfo;
+use crate::session::then::PodThen;
 use kubestep_engine::plugins::dynamicresources::describe;
 
 /// What the Detail tab shows.
@@ -28,6 +30,47 @@ pub struct DetailTab {
     /// Picked elsewhere (a node in Filter or Score, a pod in the queue or waiting).
     pub target: Option<DetailTarget>,
     pub scroll: usize,
+    /// At a past step: the target as it was then (read from the world's versions once
+    /// per step and target, drawn from here).
+    pub then: Option<Then>,
+}
+
+/// The object shown, as it was at a past step.
+#[derive(Debug)]
+pub struct Then {
+    pub seq: u64,
+    pub target: DetailTarget,
+    /// The step's attempt (session-wide number) and the step it began at: the world
+    /// read is the one it started in.
+    pub attempt: Option<(u64, u64)>,
+    pub object: Result<ThenObject, String>,
+}
+
+#[derive(Debug)]
+pub enum ThenObject {
+    Pod(PodThen),
+    Node(Option<Box<NodeInfo>>),
+}
+
+impl Then {
+    /// Reads `target` as it was at step `seq`.
+    fn read(app: &mut App, seq: u64, target: DetailTarget) -> Then {
+        let s = &mut app.session;
+        let attempt = s.attempt_start_of_step(seq);
+        let object = match &target {
+            DetailTarget::Pod(key) => s.pod_then(seq, key).map(ThenObject::Pod),
+            DetailTarget::Node(name) => s
+                .node_then(seq, name)
+                .map(|n| ThenObject::Node(n.map(Box::new))),
+        }
+        .map_err(|e| e.to_string());
+        Then {
+            seq,
+            target,
+            attempt,
+            object,
+        }
+    }
 }
 
 impl DetailTab {
@@ -69,6 +112,23 @@ impl TabPane for DetailTab {
 
     fn move_selection(app: &mut App, d: isize) {
         app.tabs.detail.scroll = scroll_by(app.tabs.detail.scroll, d);
+    }
+
+    /// At a past step, reads what is shown as it was then (once per step and target).
+    fn after_update(app: &mut App) {
+        let (Some(seq), Some(t)) = (app.cursor, target(app)) else {
+            app.tabs.detail.then = None;
+            return;
+        };
+        let fresh = app
+            .tabs
+            .detail
+            .then
+            .as_ref()
+            .is_some_and(|x| x.seq == seq && x.target == t);
+        if !fresh {
+            app.tabs.detail.then = Some(Then::read(app, seq, t));
+        }
     }
 }
 
@@ -130,14 +190,38 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             t.muted,
         ))),
         Some(DetailTarget::Node(name)) => {
-            let Some(ni) = app.session.snapshot().get(&name) else {
-                out.push(Line::from(span(
-                    format!("node {name} is no longer in the cluster"),
-                    t.warning,
-                )));
-                return out;
+            let then = past_then(app, &DetailTarget::Node(name.clone()));
+            let ni = match then {
+                Some(then) => {
+                    out.push(Line::from(span(format!("Node {name}"), t.title)));
+                    out.push(Line::from(span(as_of(then), t.warning)));
+                    match &then.object {
+                        Ok(ThenObject::Node(Some(ni))) => ni,
+                        Ok(_) => {
+                            out.push(Line::from(span(
+                                format!("node {name} was not in the cluster then"),
+                                t.warning,
+                            )));
+                            return out;
+                        }
+                        Err(e) => {
+                            out.push(Line::from(span(e.clone(), t.warning)));
+                            return out;
+                        }
+                    }
+                }
+                None => {
+                    let Some(ni) = app.session.snapshot().get(&name) else {
+                        out.push(Line::from(span(
+                            format!("node {name} is no longer in the cluster"),
+                            t.warning,
+                        )));
+                        return out;
+                    };
+                    out.push(Line::from(span(format!("Node {name}"), t.title)));
+                    ni
+                }
             };
-            out.push(Line::from(span(format!("Node {name}"), t.title)));
             let (a, r) = (&ni.allocatable, &ni.requested);
             out.push(bar(t, "cpu", r.milli_cpu, a.milli_cpu, &|v| {
                 format!("{v}m")
@@ -186,7 +270,9 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             }
             let dra = describe::node_lines(&app.session.cluster().listers, ni.node());
             if !dra.is_empty() {
-                out.push(Line::from(span("dynamic resources", t.title)));
+                // Devices are read from the cluster as it is.
+                let now = if app.cursor.is_some() { "now: " } else { "" };
+                out.push(Line::from(span(format!("{now}dynamic resources"), t.title)));
                 out.extend(
                     dra.into_iter()
                         .map(|l| Line::from(span(format!("  {l}"), t.base))),
@@ -211,8 +297,8 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
         }
         Some(DetailTarget::Pod(key)) => {
             out.push(Line::from(span(format!("Pod {key}"), t.title)));
-            // Time travel: what the history says of the pod at the step shown; the
-            // record and the object below are the present, and say so.
+            // Time travel: what the history says of the pod at the step shown, and the
+            // object as it was then; the record line is the present, and says so.
             let past = app.cursor.and_then(|_| app.moment());
             if let Some(step) = past {
                 out.push(Line::from(span(
@@ -224,7 +310,7 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
             if let Some(r) = app.session.record(&key) {
                 out.push(Line::from(span(
                     format!(
-                        "{now}status {:?}{} · attempts {}{}",
+                        "{now}status {:?}{} · the pod's attempts: {}{}",
                         r.status,
                         r.node
                             .as_ref()
@@ -238,6 +324,45 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
                     ),
                     t.base,
                 )));
+            }
+            if let Some(then) = past_then(app, &DetailTarget::Pod(key.clone())) {
+                out.push(Line::default());
+                let pod = match &then.object {
+                    Ok(ThenObject::Pod(PodThen::Popped(p))) => {
+                        let by = match then.attempt {
+                            Some((id, first)) => format!(" session attempt #{id} (step {first})"),
+                            None => " its attempt".to_string(),
+                        };
+                        out.push(Line::from(span(
+                            format!("⏪ as at step {}: the pod as{by} popped it", then.seq),
+                            t.warning,
+                        )));
+                        Some(p.clone())
+                    }
+                    Ok(ThenObject::Pod(PodThen::Bound(p) | PodThen::Pending(p))) => {
+                        out.push(Line::from(span(as_of(then), t.warning)));
+                        Some(p.clone())
+                    }
+                    Ok(_) => {
+                        out.push(Line::from(span(
+                            format!("{}: not in the cluster", as_of(then)),
+                            t.warning,
+                        )));
+                        None
+                    }
+                    Err(e) => {
+                        out.push(Line::from(span(e.clone(), t.warning)));
+                        None
+                    }
+                };
+                if let Some(p) = pod {
+                    yaml(
+                        app,
+                        &mut out,
+                        serde_saphyr::to_string(p.as_ref()).map_err(|e| e.to_string()),
+                    );
+                }
+                return out;
             }
             let pod = app.session.cluster().full_pod(&key);
             let claims = pod
@@ -265,15 +390,41 @@ pub fn lines(app: &App) -> Vec<Line<'static>> {
     out
 }
 
+/// What was read of the target at the step shown, when one is shown.
+fn past_then<'a>(app: &'a App, target: &DetailTarget) -> Option<&'a Then> {
+    let seq = app.cursor?;
+    app.tabs
+        .detail
+        .then
+        .as_ref()
+        .filter(|t| t.seq == seq && &t.target == target)
+}
+
+/// Which version an object shown at a past step is: the world its attempt started in.
+fn as_of(then: &Then) -> String {
+    match then.attempt {
+        Some((id, first)) if first < then.seq => format!(
+            "⏪ as at step {}: the cluster when session attempt #{id} began (step {first}; it changes only between attempts)",
+            then.seq
+        ),
+        Some((id, _)) => format!(
+            "⏪ as at step {}: the cluster when session attempt #{id} began",
+            then.seq
+        ),
+        None => format!("⏪ as at step {}", then.seq),
+    }
+}
+
 /// The pod as the history has it at `step`: in the attempt of that step, or its latest
-/// attempt begun before it (and how that one ended), or not attempted yet.
+/// attempt begun before it (and how that one stood then), or not attempted yet.
+/// Attempts are numbered across the session (`#9`); the pod's own count is apart.
 fn pod_then(app: &App, key: &str, step: &crate::session::StepRecord) -> String {
     if step.pod.as_deref() == Some(key) {
         let a = step
             .attempt
-            .map(|a| format!("attempt {a} "))
+            .map(|a| format!("in session attempt #{a} "))
             .unwrap_or_default();
-        return format!("being scheduled, {a}at {}", step.point.as_str());
+        return format!("being scheduled {a}at {}", step.point.as_str());
     }
     let attempts = &app.session.history.attempts;
     match attempts
@@ -281,15 +432,19 @@ fn pod_then(app: &App, key: &str, step: &crate::session::StepRecord) -> String {
         .rev()
         .find(|a| a.pod == key && a.first_seq <= step.seq)
     {
-        Some(a) => format!(
-            "its latest attempt begun before it is {}, which ended {}{}",
-            a.id,
-            a.outcome.as_deref().unwrap_or("(not yet)"),
-            a.node
-                .as_deref()
-                .map(|n| format!(" on {n}"))
-                .unwrap_or_default()
-        ),
+        Some(a) => {
+            let d = a.as_of(step);
+            format!(
+                "its latest attempt begun before it is session attempt #{}, which {}{}",
+                a.id,
+                match d.outcome {
+                    Some("Waiting") => "was waiting".to_string(),
+                    Some(o) => format!("ended {o}"),
+                    None => "had not ended".to_string(),
+                },
+                d.node.map(|n| format!(" on {n}")).unwrap_or_default()
+            )
+        }
         None => "no attempt of it begun before this step (none yet, or none the history kept)"
             .to_string(),
     }

@@ -91,7 +91,16 @@ impl TabPane for ScoresTab {
         if app.tabs.scores.key == Some(key) {
             return;
         }
-        let order = score_order(t.1);
+        // Ranked once SelectHost summed them; before, in feasible order.
+        let ranked = app
+            .moment()
+            .and_then(|s| step_shown::ScoresThen::at(s, t.1))
+            .is_none_or(|then| then.totals());
+        let order = if ranked {
+            score_order(t.1)
+        } else {
+            (0..t.1.nodes.len()).collect()
+        };
         let cols = t.1.plugins.len() + t.1.extenders.len();
         let names = t.2;
         let new_names = (app.tabs.scores.names.as_ref().map(|n| n.0) != Some(t.0))
@@ -197,7 +206,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
             "no scores for this attempt (no feasible node, or one feasible node: upstream skips scoring)",
         );
     };
-    if !step_shown::scores_ready(step) {
+    let Some(then) = step_shown::ScoresThen::at(step, table) else {
         return msg(
             f,
             &format!(
@@ -206,10 +215,10 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
                 step.point.as_str()
             ),
         );
-    }
+    };
     let focused = app.focus == Pane::Main;
     let help = app.keymap.key(Command::Help);
-    let g = Geometry::new(tab, &a, table, area, &help);
+    let g = Geometry::new(tab, &a, table, then, area, &help);
     let (name_w, cols_w) = (g.name_w, &g.columns);
     let names = &g.names;
     let shown = cols_w.shown.clone();
@@ -243,7 +252,9 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
     for (i, &r) in tab.order.iter().enumerate().skip(offset).take(visible) {
         let cols = table.breakdown(r);
         let total = table.totals.get(r).copied().unwrap_or(0);
-        let mark = if chosen == Some(r) {
+        let mark = if !then.totals() {
+            " "
+        } else if chosen == Some(r) {
             "★"
         } else if total == best {
             "="
@@ -261,7 +272,7 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
             ),
             if sel {
                 t.selection
-            } else if chosen == Some(r) {
+            } else if chosen == Some(r) && then.totals() {
                 t.chosen
             } else {
                 t.base
@@ -269,25 +280,41 @@ fn draw(tab: &ScoresTab, f: &mut Frame, area: Rect, app: &App) {
         )];
         for &c in &shown {
             let Some(col) = cols.get(c) else { continue };
+            let w = cols_w.width(&names[c]);
+            // Not computed yet at the step shown: as the Filter tab, `·`.
+            let ready = match tab.mode {
+                ScoreMode::Raw => then.raw(table, c),
+                ScoreMode::Normalized => then.normalized(table, c),
+                ScoreMode::Weighted => then.weighted(table, c),
+            };
+            if !ready {
+                spans.push(span(format!("{:>w$}", "·"), t.muted));
+                continue;
+            }
             let v = match tab.mode {
                 ScoreMode::Raw => col.raw,
                 ScoreMode::Normalized => col.normalized,
                 ScoreMode::Weighted => col.weighted,
             };
-            let style = if col.normalized >= 80 {
+            let style = if !then.normalized(table, c) {
+                t.base
+            } else if col.normalized >= 80 {
                 t.score_high
             } else if col.normalized <= 20 {
                 t.score_low
             } else {
                 t.base
             };
-            let w = cols_w.width(&names[c]);
             spans.push(span(format!("{v:>w$}"), style));
         }
-        spans.push(span(
-            format!("{total:>8} {:>5}", i + 1),
-            if total == best { t.chosen } else { t.base },
-        ));
+        if then.totals() {
+            spans.push(span(
+                format!("{total:>8} {:>5}", i + 1),
+                if total == best { t.chosen } else { t.base },
+            ));
+        } else {
+            spans.push(span(format!("{:>8} {:>5}", "·", "·"), t.muted));
+        }
         lines.push(Line::from(spans));
     }
     while lines.len() < visible + 1 {
@@ -322,6 +349,7 @@ impl Geometry {
         tab: &ScoresTab,
         a: &step_shown::AttemptData,
         table: &ScoreTable,
+        then: step_shown::ScoresThen,
         area: Rect,
         help: &str,
     ) -> Geometry {
@@ -346,7 +374,7 @@ impl Geometry {
         name_w += spare.min(longest.saturating_sub(name_w));
         // The legend whole, unless it would take more than a third of the pane.
         let legend = columns.legend(&refs, width, area.height as usize / 3, help);
-        let footer = wrap_hanging(&summary(tab, a, table, &names), width, 2);
+        let footer = wrap_hanging(&summary(tab, a, table, then, &names), width, 2);
         let visible = (area.height as usize).saturating_sub(1 + legend.len() + footer.len());
         Geometry {
             name_w,
@@ -369,6 +397,7 @@ fn summary(
     tab: &ScoresTab,
     a: &step_shown::AttemptData,
     table: &ScoreTable,
+    then: step_shown::ScoresThen,
     names: &[String],
 ) -> String {
     let best = table.totals.iter().copied().max().unwrap_or(0);
@@ -380,6 +409,12 @@ fn summary(
             .get(tab.col.wrapping_sub(table.plugins.len()))
             .map(|x| x.weight)
     });
+    let weight_text = weight.map(|w| w.to_string()).unwrap_or_else(|| "-".into());
+    if !then.totals() {
+        return format!(
+            "scoring in progress at this step: totals, rank and the node chosen come at SelectHost · column {sel_col} weight {weight_text}"
+        );
+    }
     let selected = table
         .chosen
         .and_then(|c| table.nodes.get(c))
@@ -400,8 +435,9 @@ fn summary(
 fn geometry(app: &App, inner: Rect) -> Option<Geometry> {
     let a = app.moment_attempt()?;
     let table = a.scores?;
+    let then = step_shown::ScoresThen::at(app.moment()?, table)?;
     let help = app.keymap.key(Command::Help);
-    Some(Geometry::new(&app.tabs.scores, &a, table, inner, &help))
+    Some(Geometry::new(&app.tabs.scores, &a, table, then, inner, &help))
 }
 
 /// Feasible-node rows by rank (highest total first; ties keep feasible order).

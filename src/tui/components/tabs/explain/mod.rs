@@ -107,7 +107,7 @@ pub fn text(app: &App, width: Option<usize>) -> Vec<String> {
             .rev()
             .find(|a| a.pod == pod)?
             .id;
-        step_shown::attempt(&app.session, app.full_detail(id), id)
+        step_shown::attempt(&app.session, app.full_detail(id), id, app.moment())
     });
     let record = app.session.record(&pod);
     match record {

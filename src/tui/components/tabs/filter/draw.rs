@@ -16,7 +16,7 @@ use crate::components::tabs::filter::FilterTab;
 use crate::components::{Elider, fit, pad, span, wrap, wrap_hanging};
 use crate::framework::cycle::{FilterCell, FilterMatrix};
 use crate::layout;
-use crate::session::StepRecord;
+use crate::session::{Point, StepRecord};
 use crate::step_shown;
 
 /// Column width of one plugin under its abbreviation.
@@ -211,7 +211,7 @@ pub fn draw(tab: &FilterTab, f: &mut Frame, area: Rect, app: &App) {
     };
     let focused = app.focus == Pane::Main;
     let help = app.keymap.key(crate::action::Command::Help);
-    let g = Geometry::new(tab, &a, m, cols, step, area, &help);
+    let g = Geometry::new(tab, &a, m, cols, summary(app, &a, step), area, &help);
     let (name_w, cols_w, visible) = (g.name_w, &g.columns, g.visible);
     let mut lines: Vec<Line> = Vec::new();
     let shown = cols_w.shown.clone();
@@ -335,7 +335,7 @@ impl Geometry {
         a: &step_shown::AttemptData,
         m: &FilterMatrix,
         cols: usize,
-        step: &StepRecord,
+        summary: String,
         area: Rect,
         help: &str,
     ) -> Geometry {
@@ -407,14 +407,6 @@ impl Geometry {
                 *last = fit(&format!("{last} …"), width);
             }
         }
-        let summary = match (a.outcome, a.message) {
-            (_, Some(msg)) => msg.to_string(),
-            (Some(o), None) => format!(
-                "{o}{}",
-                a.node.map(|n| format!(" on {n}")).unwrap_or_default()
-            ),
-            (None, None) => format!("attempt in progress at {}", step.point.as_str()),
-        };
         // The summary (upstream's message) wraps too: its lines are kept free of rows.
         let summary_h = wrap(&format!("Σ {summary}"), width).len().min(3);
         // The legend whole, unless it would take more than a third of the pane.
@@ -449,7 +441,33 @@ pub fn geometry(tab: &FilterTab, app: &App, inner: Rect) -> Option<Geometry> {
     let m = a.matrix?;
     let cols = step_shown::filter_columns(step, m)?;
     let help = app.keymap.key(crate::action::Command::Help);
-    Some(Geometry::new(tab, &a, m, cols, step, inner, &help))
+    Some(Geometry::new(tab, &a, m, cols, summary(app, &a, step), inner, &help))
+}
+
+/// The Σ line: how the attempt ended (upstream's message), or, at a step before its end,
+/// where it stood then and what Filter had found by then: never a later step's outcome.
+fn summary(app: &App, a: &step_shown::AttemptData, step: &StepRecord) -> String {
+    match (a.outcome, a.message) {
+        (_, Some(msg)) => msg.to_string(),
+        (Some(o), None) => format!(
+            "{o}{}",
+            a.node.map(|n| format!(" on {n}")).unwrap_or_default()
+        ),
+        (None, None) => {
+            let at = match a.node {
+                Some(n) => format!("{} (SelectHost chose {n})", step.point.as_str()),
+                None => step.point.as_str().to_string(),
+            };
+            // The search's own step, last of Filter, says what it found.
+            let found = step_shown::attempt_steps(&app.session, step)
+                .into_iter()
+                .rev()
+                .find(|s| s.point == Point::Filter && s.plugin.is_none())
+                .map(|s| format!("; Filter found {}", s.message()))
+                .unwrap_or_default();
+            format!("attempt in progress at {at}{found}")
+        }
+    }
 }
 
 /// The selected cell in words.
