@@ -343,4 +343,31 @@ fn a_pod_nothing_happens_to_is_not_retried_until_the_far_future() {
         last["summary"]["pods"][0]["status"], "Unschedulable",
         "{last}"
     );
+    // `show queue` says why it waits.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubestep"))
+        .args([
+            "replay",
+            "tests/data/regressions/hardening-3/far-future-event-hang.jsonl",
+            "--headless",
+            "-o",
+            "text",
+            "--script",
+            "-",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubestep runs");
+    std::io::Write::write_all(
+        &mut child.stdin.take().expect("stdin"),
+        b"advance 1h\nshow queue\n",
+    )
+    .expect("the script");
+    let out = child.wait_with_output().expect("kubestep ends");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("attempts 1, retry at the next event: nothing changed"),
+        "{text}"
+    );
 }

@@ -75,6 +75,9 @@ fn queue(v: &Value) -> String {
             if let Some(n) = p["attempts"].as_u64() {
                 facts.push(format!("attempts {n}"));
             }
+            if let Some(r) = p["retry"].as_str() {
+                facts.push(format!("retry {r}"));
+            }
             out.push_str(&format!("\n  {name:<13} {pod} ({})", facts.join(", ")));
         }
     }
