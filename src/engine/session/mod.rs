@@ -385,6 +385,8 @@ impl Session {
     }
 
     fn advance_by(&mut self, by: By) -> Option<Vec<StepRecord>> {
+        // A step taken by anything else ends an `advance_until` left between timers.
+        self.fresh_after_timers = false;
         if self.current.is_none() && !self.start_next() {
             return None;
         }
